@@ -1,0 +1,161 @@
+// Configuration: every PARAM of the spec (reference.md) plus connection settings,
+// read from the environment once, validated, typed. Nothing else reads process.env.
+import { z } from 'zod';
+
+export class ConfigError extends Error {}
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** "200ms", "2s", "10m", "24h", "30d" → milliseconds. */
+export function parseDuration(text: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/.exec(text);
+  if (!m) throw new Error(`"${text}" is not a duration (e.g. 200ms, 5s, 2m, 24h, 30d)`);
+  return Math.round(Number(m[1]) * UNITS[m[2]]);
+}
+
+const duration = z.string().transform((s, ctx) => {
+  try {
+    return parseDuration(s);
+  } catch (e) {
+    ctx.addIssue({ code: 'custom', message: (e as Error).message });
+    return z.NEVER;
+  }
+});
+const durationList = z.string().transform((s, ctx) => {
+  try {
+    const list = s.split(',').map((p) => parseDuration(p));
+    if (list.length === 0) throw new Error('empty list');
+    return list;
+  } catch (e) {
+    ctx.addIssue({ code: 'custom', message: `"${s}" is not a comma-separated list of durations: ${(e as Error).message}` });
+    return z.NEVER;
+  }
+});
+const posInt = z.coerce.number().int().positive();
+const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+const localTime = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'expected HH:MM (24 h)');
+const port = z.coerce.number().int().min(0).max(65535);
+
+/** Spec key → [schema, default]. The environment name is MSGX_ + key without "msgx.", dots/dashes → _, upper case. */
+const PARAMS = {
+  'msgx.pipeline.claim-batch': [posInt, '500'],
+  'msgx.pipeline.idle-poll': [duration, '200ms'],
+  'msgx.intake.gap-settle': [duration, '2s'],
+  'msgx.intake.full-scan-every': [duration, '10m'],
+  'msgx.pipeline.max-attempts': [posInt, '5'],
+  'msgx.pipeline.backoff': [durationList, '1s,5s,30s,2m'],
+  'msgx.pipeline.infra-alert-after': [duration, '2m'],
+  'msgx.pipeline.backfill-batch': [posInt, '500'],
+  'msgx.pipeline.backfill-backoff': [durationList, '5s,30s,2m,10m,30m'],
+  'msgx.pipeline.backfill-max-attempts': [posInt, '10'],
+  'msgx.pipeline.overdue-backfill': [duration, '24h'],
+  'msgx.pipeline.inbox-retention': [duration, '30d'],
+  'msgx.pipeline.event-retention': [duration, '7d'],
+  'msgx.identity.include-day-boundary': [bool, 'true'],
+  'msgx.msg.batch': [posInt, '500'],
+  'msgx.schd.flush-limit': [posInt, '200'],
+  'msgx.dispatch.max-attempts': [posInt, '10'],
+  'msgx.dispatch.backoff': [durationList, '1s,5s,30s,2m,10m'],
+  'msgx.io.timeout': [duration, '5s'],
+  'msgx.airport.timezone': [
+    z.string().refine((tz) => {
+      try {
+        new Intl.DateTimeFormat('en', { timeZone: tz });
+        return true;
+      } catch {
+        return false;
+      }
+    }, 'not an IANA time zone'),
+    'Asia/Shanghai',
+  ],
+  'msgx.airport.day-cutover': [localTime, '00:00'],
+  'msgx.history.purge-after': [duration, '7d'],
+  'msgx.history.retention': [duration, '365d'],
+  'msgx.proc-state.retention': [duration, '30d'],
+  'msgx.snap-log.retention': [duration, '30d'],
+  'msgx.req-track.retention': [duration, '30d'],
+  'msgx.inbox.read-only': [bool, 'false'],
+  'msgx.inbox.max-message-bytes': [posInt, '16000000'],
+  'msgx.kafka.client-id': [z.string().min(1), 'msgexchange'],
+  'msgx.kafka.msg-topic': [z.string().min(1), 'msgx.flight.msg'],
+  'msgx.kafka.schd-topic': [z.string().min(1), 'msgx.flight.schd'],
+  'msgx.kafka.partitions': [posInt, '6'],
+  'msgx.schd.max-record-bytes': [posInt, '900000'],
+  'msgx.requests.sender': [z.string().min(1).max(4), 'MSGX'],
+  'msgx.requests.routing-id-rqrd': [z.string().min(1).max(23), 'MSGXRQRD'],
+  'msgx.requests.routing-id-rqfd': [z.string().min(1).max(23), 'MSGXRQFD'],
+  'msgx.requests.daily-schedule-at': [z.union([z.literal(''), localTime]), '20:00'],
+  'msgx.requests.reconcile-window': [duration, '10m'],
+  'msgx.retention.schedule': [z.string().min(1), 'hourly'],
+  'msgx.http.port.api': [port, '8080'],
+  'msgx.http.port.intake': [port, '9401'],
+  'msgx.http.port.pump': [port, '9402'],
+  'msgx.http.port.backfill': [port, '9403'],
+  'msgx.http.port.msg-dispatch': [port, '9404'],
+  'msgx.http.port.schd-dispatch': [port, '9405'],
+  'msgx.http.port.retention': [port, '9406'],
+  'msgx.http.host': [z.string().min(1), '127.0.0.1'],
+  'msgx.log.level': [z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']), 'info'],
+  'msgx.dev-mode': [bool, 'true'],
+} as const satisfies Record<string, readonly [z.ZodType, string]>;
+
+/** Connection settings (plain names, as the issue fixes them). */
+const CONNECTIONS = {
+  DATABASE_URL: [z.string().url(), 'postgres://postgres@127.0.0.1:5432/msgx'],
+  INBOX_URL: [z.string().url(), 'mysql://root@127.0.0.1:3306/aodbinterface'],
+  REDIS_URL: [z.string().url(), 'redis://127.0.0.1:6379/0'],
+  KAFKA_BROKERS: [z.string().min(1), '127.0.0.1:9092'],
+  MSGX_API_TOKEN: [z.string(), ''],
+} as const satisfies Record<string, readonly [z.ZodType, string]>;
+
+type ParamKey = keyof typeof PARAMS;
+type ConnKey = keyof typeof CONNECTIONS;
+export type Config = { [K in ParamKey]: z.output<(typeof PARAMS)[K][0]> } & {
+  [K in ConnKey]: z.output<(typeof CONNECTIONS)[K][0]>;
+};
+
+export function envName(key: string): string {
+  return 'MSGX_' + key.replace(/^msgx\./, '').replace(/[.-]/g, '_').toUpperCase();
+}
+
+/** Parse and validate once. Throws ConfigError naming every bad key and why. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const out: Record<string, unknown> = {};
+  const problems: string[] = [];
+  const take = (key: string, name: string, schema: z.ZodType, dflt: string) => {
+    const raw = env[name] ?? dflt;
+    const r = schema.safeParse(raw);
+    if (r.success) out[key] = r.data;
+    else problems.push(`${key} (${name}=${JSON.stringify(raw)}): ${r.error.issues.map((i) => i.message).join('; ')}`);
+  };
+  for (const [key, [schema, dflt]] of Object.entries(PARAMS)) take(key, envName(key), schema, dflt);
+  for (const [key, [schema, dflt]] of Object.entries(CONNECTIONS)) take(key, key, schema, dflt);
+  if (problems.length === 0) problems.push(...selfCheck(out as Config));
+  if (problems.length) throw new ConfigError(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+  return Object.freeze(out) as Config;
+}
+
+/** Start-up self-checks of pipeline.md. */
+function selfCheck(c: Config): string[] {
+  const p: string[] = [];
+  const max = c['msgx.pipeline.max-attempts'];
+  const ladder = c['msgx.pipeline.backoff'];
+  if (ladder.length !== max - 1)
+    p.push(`msgx.pipeline.backoff has ${ladder.length} entries but msgx.pipeline.max-attempts=${max} needs exactly ${max - 1}`);
+  if (c['msgx.pipeline.overdue-backfill'] > c['msgx.pipeline.inbox-retention'])
+    p.push('msgx.pipeline.overdue-backfill (R) must not exceed msgx.pipeline.inbox-retention (R_keep)');
+  return p;
+}
+
+/** Every configuration key with its environment name and default (README table, --help). */
+export function describeConfig(): { key: string; env: string; default: string }[] {
+  return [
+    ...Object.entries(PARAMS).map(([key, [, d]]) => ({ key, env: envName(key), default: d })),
+    ...Object.entries(CONNECTIONS).map(([key, [, d]]) => ({ key, env: key, default: d })),
+  ];
+}
+
+/** Redact credentials in a URL for logs. */
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/([^:@/]+):([^@/]+)@/, '//$1:***@');
+}

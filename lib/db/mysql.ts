@@ -1,0 +1,121 @@
+// MySQL edge: the AODB inbox CMINMSGS and outbox COUTMSGS. Zone-less DATETIME columns hold
+// airport local time; the session time zone is set explicitly and values are passed as strings.
+import mysql from 'mysql2/promise';
+
+export type Inbox = mysql.Pool;
+
+export function createInbox(url: string, opts: { timeoutMs: number; connectionLimit?: number }): Inbox {
+  const u = new URL(url);
+  return mysql.createPool({
+    host: u.hostname,
+    port: Number(u.port || 3306),
+    user: decodeURIComponent(u.username || 'root'),
+    password: decodeURIComponent(u.password),
+    database: u.pathname.slice(1),
+    connectionLimit: opts.connectionLimit ?? 4,
+    connectTimeout: opts.timeoutMs,
+    waitForConnections: true,
+    queueLimit: 0,
+    dateStrings: true, // DATETIME as 'YYYY-MM-DD HH:MM:SS' local strings, never shifted by a client zone
+    timezone: 'Z',
+    supportBigNumbers: true,
+    bigNumberStrings: false,
+    charset: 'utf8mb4',
+    enableKeepAlive: true,
+  });
+}
+
+/** Bound every inbox call: a hung MySQL must not hang a worker. */
+export async function withTimeout<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const t = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(Object.assign(new Error(`${what} timed out after ${ms} ms`), { code: 'ETIMEDOUT' })), ms);
+  });
+  try {
+    return await Promise.race([p, t]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export interface InboxRowRef {
+  id: number;
+  received: string | null;
+}
+
+export const INBOX_TABLE = 'cminmsgs';
+export const OUTBOX_TABLE = 'coutmsgs';
+
+/** Unprocessed rows with id > after (primary-key range scan), ascending, at most `limit`. */
+export async function readUnprocessedAfter(inbox: Inbox, after: number, limit: number, upTo?: number): Promise<InboxRowRef[]> {
+  const [rows] = await inbox.query<mysql.RowDataPacket[]>(
+    `SELECT CMINMSGS_ID AS id, CMINMSGS_DATE_RECEIVED AS received FROM ${INBOX_TABLE}
+      WHERE CMINMSGS_ID > ? ${upTo !== undefined ? 'AND CMINMSGS_ID <= ?' : ''} AND CMINMSGS_DATE_PROCESSED IS NULL
+      ORDER BY CMINMSGS_ID LIMIT ?`,
+    upTo !== undefined ? [after, upTo, limit] : [after, limit],
+  );
+  return rows.map((r) => ({ id: Number(r.id), received: r.received ?? null }));
+}
+
+/** IDs present in (from, to] regardless of processed state: tells a real gap from a processed row. */
+export async function existingIds(inbox: Inbox, from: number, to: number): Promise<number[]> {
+  const [rows] = await inbox.query<mysql.RowDataPacket[]>(
+    `SELECT CMINMSGS_ID AS id FROM ${INBOX_TABLE} WHERE CMINMSGS_ID > ? AND CMINMSGS_ID <= ? ORDER BY CMINMSGS_ID`,
+    [from, to],
+  );
+  return rows.map((r) => Number(r.id));
+}
+
+export async function maxId(inbox: Inbox): Promise<number> {
+  const [rows] = await inbox.query<mysql.RowDataPacket[]>(`SELECT COALESCE(MAX(CMINMSGS_ID), 0) AS m FROM ${INBOX_TABLE}`);
+  return Number(rows[0].m);
+}
+
+/** Raw bodies of these IDs (missing IDs are absent from the map). */
+export async function readBodies(inbox: Inbox, ids: number[]): Promise<Map<number, string>> {
+  if (ids.length === 0) return new Map();
+  const [rows] = await inbox.query<mysql.RowDataPacket[]>(
+    `SELECT CMINMSGS_ID AS id, CMINMSGS_CLOB_MSG AS body FROM ${INBOX_TABLE} WHERE CMINMSGS_ID IN (?)`,
+    [ids],
+  );
+  return new Map(rows.map((r) => [Number(r.id), String(r.body)]));
+}
+
+/**
+ * Backfill: one UPDATE for the batch, only where the processing time is still NULL (never
+ * overwrite). When fewer rows changed than asked, one look-up tells "already marked" (row exists)
+ * from "row missing". Returns the count written and the IDs that exist.
+ */
+export async function markProcessed(inbox: Inbox, marks: { id: number; at: string }[]): Promise<{ written: number; existing: Set<number> }> {
+  if (marks.length === 0) return { written: 0, existing: new Set() };
+  const ids = marks.map((m) => m.id);
+  const cases = marks.map(() => 'WHEN ? THEN ?').join(' ');
+  const [res] = await inbox.query<mysql.ResultSetHeader>(
+    `UPDATE ${INBOX_TABLE} SET CMINMSGS_DATE_PROCESSED = CASE CMINMSGS_ID ${cases} END
+      WHERE CMINMSGS_ID IN (?) AND CMINMSGS_DATE_PROCESSED IS NULL`,
+    [...marks.flatMap((m) => [m.id, m.at]), ids],
+  );
+  if (res.affectedRows === marks.length) return { written: res.affectedRows, existing: new Set(ids) };
+  const [rows] = await inbox.query<mysql.RowDataPacket[]>(`SELECT CMINMSGS_ID AS id FROM ${INBOX_TABLE} WHERE CMINMSGS_ID IN (?)`, [ids]);
+  return { written: res.affectedRows, existing: new Set(rows.map((r) => Number(r.id))) };
+}
+
+export async function insertInboxRow(
+  inbox: Inbox,
+  row: { body: string; received: string; type?: string; styp?: string; sndr?: string; seqn?: number | null; status?: string },
+): Promise<number> {
+  const [res] = await inbox.query<mysql.ResultSetHeader>(
+    `INSERT INTO ${INBOX_TABLE} (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_SUBSYSTEM_NAME, CMINMSGS_SUBSYSTEM_SEQUENCE,
+       CMINMSGS_SUBSYSTEM_TYPE, CMINMSGS_SUBSYSTEM_SUBTYPE, CMINMSGS_STATUS) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    [
+      row.body,
+      row.received,
+      row.sndr?.slice(0, 4) ?? null,
+      row.seqn ?? null,
+      row.type?.slice(0, 4) ?? null,
+      row.styp?.slice(0, 4) ?? null,
+      row.status ?? 'VALID',
+    ],
+  );
+  return Number(res.insertId);
+}

@@ -1,0 +1,41 @@
+// Kysely table types for the pipeline tables. Domains keep their own table types
+// next to their code and use `db.withTables<…>()`.
+import type { ColumnType, Generated } from 'kysely';
+
+type Ts = ColumnType<Date, Date | string, Date | string>;
+
+export interface ProcStateTable {
+  msg_id: number;
+  identity_key: string | null;
+  state: Generated<'PENDING' | 'FAILED' | 'SUCCEEDED' | 'SKIPPED' | 'DEAD'>;
+  reason: string | null;
+  error_class: string | null;
+  kind: string | null;
+  attempts: Generated<number>;
+  failures_in_row: Generated<number>;
+  failing_since: Ts | null;
+  next_attempt_at: Ts | null;
+  received_at: Ts | null;
+  enqueued_at: Ts;
+  terminal_at: Ts | null;
+  backfill_next_at: Ts | null;
+  backfill_at: Ts | null;
+  backfill_attempts: Generated<number>;
+  backfill_abandoned_at: Ts | null;
+  backfill_abandoned_reason: 'MISSING_ROW' | 'TRANSIENT_DEADLINE' | null;
+  updated_at: Ts;
+}
+
+export interface IntakeCursorTable {
+  id: Generated<number>;
+  watermark: Generated<number>;
+  full_scan_from: number | null;
+  full_scan_at: Ts | null;
+  gap_id: number | null;
+  gap_seen_at: Ts | null;
+}
+
+export interface Database {
+  proc_state: ProcStateTable;
+  intake_cursor: IntakeCursorTable;
+}

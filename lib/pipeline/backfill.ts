@@ -1,0 +1,123 @@
+// Backfill (US-10): write TERMINAL_AT (airport local time) into CMINMSGS_DATE_PROCESSED.
+// Scan predicate and the four outcomes of pipeline.md; the lifecycle gate (an advisory lock
+// that replay takes too) is held from reading candidates until their BACKFILL_AT is written.
+import { sql } from 'kysely';
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.ts';
+import type { Config } from '../config.ts';
+import { LOCKS, type Db } from '../db/postgres.ts';
+import { markProcessed, withTimeout, type Inbox } from '../db/mysql.ts';
+import { formatLocalDatetime } from '../sis/values.ts';
+import { metrics } from '../runtime/metrics.ts';
+import { abandonBackfill, recordBackfill, recordBackfillFailure } from './transitions.ts';
+
+export interface BackfillDeps {
+  db: Db;
+  inbox: Inbox;
+  clock: Clock;
+  config: Config;
+  log: Logger;
+}
+
+export interface BackfillRound {
+  candidates: number;
+  written: number;
+  alreadyMarked: number;
+  missing: number[];
+  transient: number[];
+  abandonedDeadline: number[];
+}
+
+export async function backfillRound(d: BackfillDeps): Promise<BackfillRound> {
+  const out: BackfillRound = { candidates: 0, written: 0, alreadyMarked: 0, missing: [], transient: [], abandonedDeadline: [] };
+  if (d.config['msgx.inbox.read-only']) return out; // not ours to mark: nothing is written, BACKFILL_AT stays NULL
+  const now = d.clock.now();
+  const R = d.config['msgx.pipeline.overdue-backfill'];
+  const overdueBefore = new Date(now.getTime() - R);
+  const tz = d.config['msgx.airport.timezone'];
+  await d.db.transaction().execute(async (tx) => {
+    await sql`select pg_advisory_xact_lock(${LOCKS.LIFECYCLE_GATE})`.execute(tx);
+    const rows = await tx
+      .selectFrom('proc_state')
+      .select(['msg_id', 'terminal_at'])
+      .where('state', 'in', ['SUCCEEDED', 'SKIPPED', 'DEAD'])
+      .where('backfill_at', 'is', null)
+      .where('backfill_abandoned_at', 'is', null)
+      .where((eb) => eb.or([eb('backfill_next_at', 'is', null), eb('backfill_next_at', '<=', now), eb('terminal_at', '<', overdueBefore)]))
+      .orderBy('backfill_attempts')
+      .orderBy('msg_id')
+      .limit(d.config['msgx.pipeline.backfill-batch'])
+      .execute();
+    out.candidates = rows.length;
+    if (rows.length === 0) return;
+    const ids = rows.map((r) => r.msg_id);
+    let res: Awaited<ReturnType<typeof markProcessed>>;
+    try {
+      const marks = rows.map((r) => ({ id: r.msg_id, at: formatLocalDatetime(r.terminal_at ?? now, tz) }));
+      res = await withTimeout(d.config['msgx.io.timeout'], 'inbox backfill', markProcessed(d.inbox, marks));
+    } catch (e) {
+      // Transient: back off; at or after TERMINAL_AT + R, abandon (TRANSIENT_DEADLINE).
+      const deadline = rows.filter((r) => r.terminal_at && r.terminal_at.getTime() + R <= now.getTime()).map((r) => r.msg_id);
+      const retry = ids.filter((id) => !deadline.includes(id));
+      await abandonBackfill(tx, deadline, 'TRANSIENT_DEADLINE', now);
+      await recordBackfillFailure(tx, retry, d.config['msgx.pipeline.backfill-backoff'], now);
+      out.transient = retry;
+      out.abandonedDeadline = deadline;
+      metrics.backfillWritten.inc({ outcome: 'transient' }, rows.length);
+      d.log.warn({ err: e, rows: rows.length, abandoned: deadline.length }, 'backfill failed; backing off');
+      return;
+    }
+    const missing = ids.filter((id) => !res.existing.has(id));
+    await recordBackfill(tx, ids.filter((id) => res.existing.has(id)), now);
+    await abandonBackfill(tx, missing, 'MISSING_ROW', now);
+    out.written = res.written;
+    out.alreadyMarked = res.existing.size - res.written;
+    out.missing = missing;
+    metrics.backfillWritten.inc({ outcome: 'written' }, res.written);
+    if (out.alreadyMarked) metrics.backfillWritten.inc({ outcome: 'already-marked' }, out.alreadyMarked);
+    if (missing.length) d.log.error({ msgIds: missing }, 'inbox rows gone before backfill: abandoned (MISSING_ROW)');
+  });
+  return out;
+}
+
+/** When the next backfill is due (for scheduling the next run), or null when nothing is owed. */
+export async function nextBackfillDue(d: BackfillDeps): Promise<Date | null> {
+  const R = d.config['msgx.pipeline.overdue-backfill'];
+  const r = await d.db
+    .selectFrom('proc_state')
+    .select((eb) => eb.fn.min(sql<Date>`least(coalesce(backfill_next_at, terminal_at), terminal_at + ${R} * interval '1 millisecond')`).as('due'))
+    .where('state', 'in', ['SUCCEEDED', 'SKIPPED', 'DEAD'])
+    .where('backfill_at', 'is', null)
+    .where('backfill_abandoned_at', 'is', null)
+    .executeTakeFirst();
+  return (r?.due as Date | null) ?? null;
+}
+
+/** Alert gauges: rows owed a backfill, rows past backfill-max-attempts. Not exported on a read-only instance. */
+export async function refreshBackfillGauges(d: BackfillDeps): Promise<void> {
+  if (d.config['msgx.inbox.read-only']) return;
+  const r = await d.db
+    .selectFrom('proc_state')
+    .select((eb) => [
+      eb.fn.countAll<number>().as('pending'),
+      eb.fn.count<number>('msg_id').filterWhere('backfill_attempts', '>=', d.config['msgx.pipeline.backfill-max-attempts']).as('over'),
+    ])
+    .where('state', 'in', ['SUCCEEDED', 'SKIPPED', 'DEAD'])
+    .where('backfill_at', 'is', null)
+    .where('backfill_abandoned_at', 'is', null)
+    .executeTakeFirst();
+  metrics.backfillPending.set(Number(r?.pending ?? 0));
+  metrics.backfillOverLimit.set(Number(r?.over ?? 0));
+}
+
+/** Drain due rounds within a budget. Returns when the next run is due ('now' if more work remains). */
+export async function backfillDrain(d: BackfillDeps, budgetMs: number): Promise<'now' | Date | null> {
+  const deadline = Date.now() + budgetMs;
+  while (Date.now() < deadline) {
+    const r = await backfillRound(d);
+    if (r.candidates < d.config['msgx.pipeline.backfill-batch'] || r.transient.length) break;
+  }
+  await refreshBackfillGauges(d);
+  if (Date.now() >= deadline) return 'now';
+  return d.config['msgx.inbox.read-only'] ? null : nextBackfillDue(d);
+}

@@ -1,0 +1,53 @@
+// Error classes of reference.md as data. Every failure of a message is one of these;
+// lib/pipeline/failures.ts decides the next state from the class, in one place.
+export type ErrorClass = 'MALFORMED' | 'PROTOCOL' | 'INFRA' | 'CODEC_ERROR' | 'INTERNAL';
+
+export interface Failure {
+  cls: ErrorClass;
+  detail: string;
+}
+
+/** Thrown by decoders and handlers; carries the class so nobody has to guess from a string. */
+export class PipelineError extends Error {
+  readonly failure: Failure;
+  constructor(cls: ErrorClass, detail: string, options?: { cause?: unknown }) {
+    super(`${cls}: ${detail}`, options);
+    this.failure = { cls, detail };
+  }
+}
+
+export const malformed = (detail: string) => new PipelineError('MALFORMED', detail);
+export const protocol = (detail: string) => new PipelineError('PROTOCOL', detail);
+export const infra = (detail: string, cause?: unknown) => new PipelineError('INFRA', detail, { cause });
+export const codecError = (detail: string, cause?: unknown) => new PipelineError('CODEC_ERROR', detail, { cause });
+
+/** Network/database error codes that mean "the service is unavailable", never "the message is bad". */
+const INFRA_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN',
+  'PROTOCOL_CONNECTION_LOST', 'PROTOCOL_SEQUENCE_TIMEOUT', 'ER_CON_COUNT_ERROR', 'ER_SERVER_SHUTDOWN',
+  'ER_LOCK_WAIT_TIMEOUT', 'ER_LOCK_DEADLOCK',
+  '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004', '53300', '40001', '40P01',
+]);
+
+export function isInfraError(e: unknown): boolean {
+  if (e instanceof PipelineError) return e.failure.cls === 'INFRA';
+  const err = e as { code?: string; message?: string } | undefined;
+  if (err?.code && INFRA_CODES.has(err.code)) return true;
+  const msg = err?.message ?? '';
+  return /Connection terminated|connection (is )?closed|timed out|timeout|Connection is closed|ECONNREFUSED|read-only|Client has encountered a connection error|MaxRetriesPerRequest|Stream isn't writeable/i.test(
+    msg,
+  );
+}
+
+/** Classify anything thrown while processing a message. `stage` says where (decode vs handler). */
+export function classify(e: unknown, stage: 'decode' | 'handler'): Failure {
+  if (e instanceof PipelineError) return e.failure;
+  const detail = describe(e);
+  if (isInfraError(e)) return { cls: 'INFRA', detail };
+  return { cls: stage === 'decode' ? 'CODEC_ERROR' : 'INTERNAL', detail };
+}
+
+export function describe(e: unknown): string {
+  if (e instanceof Error) return `${e.name === 'Error' ? '' : e.name + ': '}${e.message}`.slice(0, 1000);
+  return String(e).slice(0, 1000);
+}

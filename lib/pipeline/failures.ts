@@ -1,0 +1,45 @@
+// The one failure component: given a failure of the head message, decide its next state.
+// Implements the error-class table of reference.md; the pump only executes the decision.
+import type { Config } from '../config.ts';
+import type { Failure } from './errors.ts';
+
+export type Decision =
+  | { next: 'DEAD'; reason: string; countAttempt: boolean }
+  | { next: 'FAILED'; reason: string; countAttempt: boolean; retryInMs: number };
+
+export interface FailureHistory {
+  /** Counted attempts so far (INFRA excluded). */
+  attempts: number;
+  /** Consecutive failures so far, INFRA included. */
+  failuresInRow: number;
+}
+
+export function reasonOf(f: Failure): string {
+  return `${f.cls}: ${f.detail}`;
+}
+
+export function decide(f: Failure, h: FailureHistory, config: Config): Decision {
+  const ladder = config['msgx.pipeline.backoff'];
+  const max = config['msgx.pipeline.max-attempts'];
+  switch (f.cls) {
+    case 'MALFORMED':
+    case 'PROTOCOL':
+      return { next: 'DEAD', reason: reasonOf(f), countAttempt: false };
+    case 'INFRA': {
+      // Never exhausts: climb the ladder, then stay at its last step for as long as it takes.
+      const step = Math.min(h.failuresInRow, ladder.length - 1);
+      return { next: 'FAILED', reason: reasonOf(f), countAttempt: false, retryInMs: ladder[Math.max(0, step)] ?? 1000 };
+    }
+    case 'CODEC_ERROR':
+    case 'INTERNAL': {
+      const attempts = h.attempts + 1;
+      if (attempts >= max) return { next: 'DEAD', reason: `EXHAUSTED(${f.cls}): ${f.detail}`, countAttempt: true };
+      return { next: 'FAILED', reason: reasonOf(f), countAttempt: true, retryInMs: ladder[attempts - 1] };
+    }
+  }
+}
+
+/** A FAILED head whose counted attempts are already used up (e.g. max-attempts lowered) → DEAD(EXHAUSTED). */
+export function isExhausted(h: { attempts: number; errorClass: string | null }, config: Config): boolean {
+  return h.errorClass !== 'INFRA' && h.attempts >= config['msgx.pipeline.max-attempts'];
+}

@@ -1,0 +1,142 @@
+// Process bootstrap shared by every worker: config (parsed once), logs, /metrics + /healthz,
+// graphile-worker runner with only this process's tasks and crontab, clean shutdown.
+import Fastify, { type FastifyInstance } from 'fastify';
+import { Logger as GraphileLogger, run, type Runner, type TaskList } from 'graphile-worker';
+import type pg from 'pg';
+import { ConfigError, loadConfig, redactUrl, type Config } from '../config.ts';
+import { systemClock, type Clock } from '../clock.ts';
+import { createDb, createPool, sql, type Db } from '../db/postgres.ts';
+import { createLogger, type Logger } from './log.ts';
+import { registry } from './metrics.ts';
+import { runAsLeader, type LeaderHandle } from './leader.ts';
+
+export type ProcessName = 'intake' | 'pump' | 'backfill' | 'msg-dispatch' | 'schd-dispatch' | 'retention' | 'api';
+
+export interface Runtime {
+  name: ProcessName;
+  config: Config;
+  log: Logger;
+  clock: Clock;
+  pool: pg.Pool;
+  db: Db;
+  signal: AbortSignal;
+}
+
+export interface ProcessSpec {
+  name: ProcessName;
+  /** Single-writer duty: the runner only starts while this advisory lock is held. */
+  leaderLock?: number;
+  /** Build the task list (with the leader's dedicated connection when leaderLock is set). */
+  tasks: (rt: Runtime, leader?: LeaderHandle) => Promise<{ tasks: TaskList; close?: () => Promise<void> }>;
+  crontab?: (config: Config) => string;
+  /** Jobs added when the runner starts (first wake-up). */
+  kick?: string[];
+  /** Extra HTTP routes (the api process). */
+  http?: (app: FastifyInstance, rt: Runtime) => Promise<void>;
+  /** Health beyond "Postgres answers". */
+  health?: (rt: Runtime) => Promise<Record<string, unknown>>;
+}
+
+export function loadConfigOrExit(name: string): Config {
+  try {
+    return loadConfig();
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`${name}: ${e.message}\n`);
+      process.exit(2);
+    }
+    throw e;
+  }
+}
+
+export async function runProcess(spec: ProcessSpec): Promise<void> {
+  const config = loadConfigOrExit(spec.name);
+  const log = createLogger(spec.name, config['msgx.log.level']);
+  log.info({ node: process.version, pid: process.pid, database: redactUrl(config.DATABASE_URL) }, `${spec.name} starting`);
+  const abort = new AbortController();
+  const pool = createPool(config.DATABASE_URL, { max: 8, name: spec.name });
+  const rt: Runtime = { name: spec.name, config, log, clock: systemClock, pool, db: createDb(pool), signal: abort.signal };
+
+  const app = Fastify({ logger: false, bodyLimit: config['msgx.inbox.max-message-bytes'] });
+  app.get('/metrics', async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
+  app.get('/healthz', async (_req, reply) => {
+    try {
+      await sql`select 1`.execute(rt.db);
+      return { ok: true, process: spec.name, ...(spec.health ? await spec.health(rt) : {}) };
+    } catch (e) {
+      return reply.code(503).send({ ok: false, process: spec.name, error: (e as Error).message });
+    }
+  });
+  if (spec.http) await spec.http(app, rt);
+  const port = config[`msgx.http.port.${spec.name}`];
+  await app.listen({ port, host: config['msgx.http.host'] });
+  log.info({ port, host: config['msgx.http.host'] }, 'http listening (/metrics, /healthz)');
+
+  const startRunner = async (leader?: LeaderHandle) => {
+    const built = await spec.tasks(rt, leader);
+    if (spec.leaderLock) await unlockStaleJobs(rt, Object.keys(built.tasks));
+    const runner: Runner = await run({
+      pgPool: pool,
+      taskList: built.tasks,
+      crontab: spec.crontab?.(config) ?? '',
+      concurrency: 1,
+      noHandleSignals: true,
+      pollInterval: 1000,
+      logger: graphileLogger(log),
+    });
+    for (const task of spec.kick ?? []) await runner.addJob(task, {}, { jobKey: task });
+    return async () => {
+      await runner.stop().catch((e) => log.error({ err: e }, 'runner stop failed'));
+      await built.close?.();
+    };
+  };
+
+  let stopRunner: (() => Promise<void>) | undefined;
+  const duty = spec.leaderLock
+    ? runAsLeader({ url: config.DATABASE_URL, name: spec.name, lockKey: spec.leaderLock, log, signal: abort.signal, start: startRunner })
+    : (async () => {
+        stopRunner = await startRunner();
+        await new Promise((r) => abort.signal.addEventListener('abort', r, { once: true }));
+        await stopRunner();
+      })();
+
+  let stopping = false;
+  const shutdown = async (sig: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal: sig }, `${spec.name} shutting down`);
+    abort.abort();
+    const force = setTimeout(() => process.exit(1), 15_000).unref();
+    await duty.catch((e) => log.error({ err: e }, 'duty ended with error'));
+    await app.close();
+    await pool.end().catch(() => {});
+    clearTimeout(force);
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  duty.catch((e) => {
+    log.fatal({ err: e }, 'duty crashed');
+    process.exit(1);
+  });
+}
+
+/** Jobs of a single-writer duty locked by a dead worker would wait hours for graphile-worker's timeout. */
+async function unlockStaleJobs(rt: Runtime, tasks: string[]): Promise<void> {
+  const r = await sql<{ locked_by: string }>`
+    select distinct locked_by from graphile_worker.jobs where task_identifier = any(${tasks}) and locked_by is not null`.execute(rt.db);
+  const ids = r.rows.map((x) => x.locked_by);
+  if (ids.length) {
+    await sql`select graphile_worker.force_unlock_workers(${ids}::text[])`.execute(rt.db);
+    rt.log.warn({ workers: ids }, 'unlocked jobs of workers that are gone');
+  }
+}
+
+function graphileLogger(log: Logger) {
+  // graphile-worker's own messages go to the same JSON log; its debug chatter is dropped.
+  return new GraphileLogger(() => (level, message, meta) => {
+    if (level === 'debug') return;
+    const l = level === 'warning' ? 'warn' : level === 'error' ? 'error' : 'info';
+    log[l]({ worker: meta ?? undefined }, `graphile-worker: ${message}`);
+  });
+}

@@ -1,0 +1,7 @@
+// npm run migrate: Postgres migrations (sql/migrations) and graphile-worker's schema.
+import { loadConfig, redactUrl } from '../lib/config.ts';
+import { migrate } from '../lib/db/migrate.ts';
+
+const config = loadConfig();
+await migrate(config.DATABASE_URL, (m) => console.log(m));
+console.log(`migrated ${redactUrl(config.DATABASE_URL)}`);

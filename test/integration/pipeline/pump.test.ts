@@ -1,0 +1,201 @@
+// The pump against real Postgres, MariaDB and Redis: FIFO, failure classes, the three-step success path.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { ManualClock } from '../../../lib/clock.ts';
+import { HandlerRegistry, type Mirror } from '../../../lib/pipeline/handlers.ts';
+import { intakeRound } from '../../../lib/pipeline/intake.ts';
+import { tick, drain, type PumpDeps } from '../../../lib/pipeline/pump.ts';
+import { metrics } from '../../../lib/runtime/metrics.ts';
+import { testConfig } from '../../support/env.ts';
+import { deadInbox, deadRedis, openServices, procRows, putInbox, resetPipeline, silentLog, sisMessage, type TestServices } from '../../support/services.ts';
+
+let s: TestServices;
+const clock = new ManualClock('2026-12-01T00:00:00Z');
+const config = testConfig({ 'msgx.pipeline.backoff': '1s,5s,30s,2m', 'msgx.pipeline.infra-alert-after': '2m' });
+
+/** A business handler for tests: records its effect idempotently in test_effects; can be told to fail. */
+let failNext: Error[] = [];
+const registry = new HandlerRegistry().register('TEST', '*', async (ctx) => {
+  const f = failNext.shift();
+  if (f) throw f;
+  await sql`insert into test_effects (msg_id, applied) values (${ctx.msgId}, 1)
+            on conflict (msg_id) do update set applied = test_effects.applied`.execute(ctx.tx);
+  return { outcome: 'applied', mirror: [`T${ctx.msgId}`] };
+});
+const redisMirror = (): Mirror => ({ sync: async (ids) => void (await s.redis.set(`msgx:test:${ids[0]}`, 'ok')) });
+
+function deps(over: Partial<PumpDeps> = {}): PumpDeps {
+  return { session: s.session, inbox: s.inbox, registry, mirror: redisMirror(), clock, config, log: silentLog, ...over };
+}
+async function enqueueAll() {
+  await intakeRound({ db: s.db, inbox: s.inbox, clock, config, log: silentLog });
+}
+const state = async (id: number) => (await procRows(s.db)).find((r) => r.msg_id === id)!;
+
+beforeAll(async () => {
+  s = await openServices();
+  await sql`create table if not exists test_effects (msg_id bigint primary key, applied int not null)`.execute(s.db);
+});
+afterAll(async () => s.close());
+beforeEach(async () => {
+  await resetPipeline(s);
+  await sql`truncate test_effects`.execute(s.db);
+  failNext = [];
+  clock.set('2026-12-01T00:00:00Z');
+});
+
+describe('pump', () => {
+  it('applies messages in inbox order and marks SUCCEEDED with a backfill intent', async () => {
+    const a = await putInbox(s.inbox, sisMessage());
+    const b = await putInbox(s.inbox, sisMessage());
+    await enqueueAll();
+    expect(await tick(deps())).toEqual({ kind: 'processed', msgId: a, state: 'SUCCEEDED' });
+    expect(await tick(deps())).toEqual({ kind: 'processed', msgId: b, state: 'SUCCEEDED' });
+    expect(await tick(deps())).toEqual({ kind: 'idle' });
+    const rows = await procRows(s.db);
+    expect(rows.map((r) => [r.state, r.kind, r.backfill_next_at !== null, r.terminal_at !== null])).toEqual([
+      ['SUCCEEDED', 'TEST/UPD', true, true],
+      ['SUCCEEDED', 'TEST/UPD', true, true],
+    ]);
+    expect(await s.redis.get(`msgx:test:T${a}`)).toBe('ok');
+  });
+
+  it('a FAILED head blocks later messages until NEXT_ATTEMPT_AT', async () => {
+    const a = await putInbox(s.inbox, sisMessage());
+    const b = await putInbox(s.inbox, sisMessage());
+    await enqueueAll();
+    failNext = [new Error('boom')];
+    expect(await tick(deps())).toMatchObject({ msgId: a, state: 'FAILED' });
+    const r = await tick(deps());
+    expect(r).toMatchObject({ kind: 'wait', msgId: a });
+    expect((await state(b)).state).toBe('PENDING');
+    clock.advance(999);
+    expect(await tick(deps())).toMatchObject({ kind: 'wait', msgId: a });
+    clock.advance(1);
+    expect(await tick(deps())).toMatchObject({ msgId: a, state: 'SUCCEEDED' });
+    expect(await tick(deps())).toMatchObject({ msgId: b, state: 'SUCCEEDED' });
+    expect((await state(a)).attempts).toBe(1);
+  });
+
+  it('a handler error that keeps failing exhausts to DEAD(EXHAUSTED) with the backfill intent in the same statement', async () => {
+    const a = await putInbox(s.inbox, sisMessage());
+    await enqueueAll();
+    failNext = Array.from({ length: 5 }, () => new TypeError('handler bug'));
+    for (let i = 0; i < 4; i++) {
+      expect(await tick(deps())).toMatchObject({ state: 'FAILED' });
+      clock.advance(10 * 60_000);
+    }
+    expect(await tick(deps())).toMatchObject({ state: 'DEAD' });
+    const row = await state(a);
+    expect(row.reason).toBe('EXHAUSTED(INTERNAL): TypeError: handler bug');
+    expect(row.attempts).toBe(5);
+    expect(row.backfill_next_at).not.toBeNull();
+    expect(row.terminal_at).toEqual(row.backfill_next_at);
+  });
+
+  it('INFRA failures longer than the whole ladder hold the head as FAILED(INFRA), never DEAD, and raise head_blocked', async () => {
+    const a = await putInbox(s.inbox, sisMessage());
+    await enqueueAll();
+    const down = deadInbox();
+    try {
+      for (let i = 0; i < 12; i++) {
+        const r = await tick(deps({ inbox: down }));
+        if (r.kind === 'wait') {
+          clock.set(r.until);
+          continue;
+        }
+        expect(r).toMatchObject({ msgId: a, state: 'FAILED' });
+      }
+    } finally {
+      await down.end().catch(() => {});
+    }
+    const row = await state(a);
+    expect(row.state).toBe('FAILED');
+    expect(row.reason).toMatch(/^INFRA: inbox read failed/);
+    expect(row.attempts).toBe(0);
+    expect(row.failures_in_row).toBeGreaterThan(4);
+    await tick(deps({ inbox: deadInbox() })).catch(() => {});
+    expect((await metrics.headBlocked.get()).values[0].value).toBe(1);
+    // the service is back
+    const r = await tick(deps());
+    expect(r.kind === 'wait' ? (clock.set(r.until), await tick(deps())) : r).toMatchObject({ msgId: a, state: 'SUCCEEDED' });
+    await tick(deps());
+    expect((await metrics.headBlocked.get()).values[0].value).toBe(0);
+  });
+
+  it('a duplicate identity is SKIPPED(duplicate-of:<id>)', async () => {
+    const a = await putInbox(s.inbox, sisMessage({ seqn: 4242 }));
+    const b = await putInbox(s.inbox, sisMessage({ seqn: 4242 }));
+    const c = await putInbox(s.inbox, sisMessage({ seqn: 4242, dttm: '20261202083000' })); // another day: not a duplicate
+    await enqueueAll();
+    await drain(deps(), 10_000);
+    expect((await state(a)).state).toBe('SUCCEEDED');
+    expect(await state(b)).toMatchObject({ state: 'SKIPPED', reason: `duplicate-of:${a}` });
+    expect((await state(c)).state).toBe('SUCCEEDED');
+  });
+
+  it('raw row deleted → DEAD(MALFORMED: raw-missing); not XML and entity bombs → DEAD(MALFORMED); the next message proceeds', async () => {
+    const gone = await putInbox(s.inbox, sisMessage());
+    const notXml = await putInbox(s.inbox, 'this is not xml');
+    const bomb = await putInbox(s.inbox, '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;">]><MSG>&lol2;</MSG>');
+    const xxe = await putInbox(s.inbox, '<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><MSG>&e;</MSG>');
+    const noMeta = await putInbox(s.inbox, '<MSG><FLOP/></MSG>');
+    const badSeqn = await putInbox(s.inbox, sisMessage().replace(/<SEQN>\d+/, '<SEQN>12a'));
+    const good = await putInbox(s.inbox, sisMessage());
+    await enqueueAll();
+    await s.inbox.query('DELETE FROM cminmsgs WHERE CMINMSGS_ID = ?', [gone]);
+    await drain(deps(), 10_000);
+    expect(await state(gone)).toMatchObject({ state: 'DEAD', reason: 'MALFORMED: raw-missing' });
+    expect((await state(notXml)).reason).toMatch(/^MALFORMED: not well-formed XML/);
+    expect((await state(bomb)).reason).toBe('MALFORMED: DOCTYPE/ENTITY declarations are not accepted');
+    expect((await state(xxe)).reason).toBe('MALFORMED: DOCTYPE/ENTITY declarations are not accepted');
+    expect((await state(noMeta)).reason).toBe('MALFORMED: no META element');
+    expect((await state(badSeqn)).reason).toBe('PROTOCOL: META/SEQN="12a" is not an integer');
+    expect((await state(good)).state).toBe('SUCCEEDED');
+  });
+
+  it('a kind with no handler is SKIPPED(unsupported), kept on record and owed a backfill', async () => {
+    const a = await putInbox(s.inbox, sisMessage({ type: 'ZZZZ', styp: 'UPD' }));
+    await enqueueAll();
+    await tick(deps());
+    expect(await state(a)).toMatchObject({ state: 'SKIPPED', reason: 'unsupported', kind: 'ZZZZ/UPD' });
+    expect((await state(a)).backfill_next_at).not.toBeNull();
+  });
+
+  it('Redis down between the business commit and the terminal commit: held at the head, re-applied, SUCCEEDED once', async () => {
+    const a = await putInbox(s.inbox, sisMessage());
+    const b = await putInbox(s.inbox, sisMessage());
+    await enqueueAll();
+    const down = deadRedis();
+    try {
+      const r = await tick(deps({ mirror: { sync: async (ids) => void (await down.set(`msgx:test:${ids[0]}`, 'ok')) } }));
+      expect(r).toMatchObject({ msgId: a, state: 'FAILED' });
+    } finally {
+      down.disconnect();
+    }
+    const row = await state(a);
+    expect(row.reason).toMatch(/^INFRA: redis mirror failed after business commit/);
+    expect(row.terminal_at).toBeNull();
+    // the business change is committed, the message is not finished; b must wait
+    expect((await sql<{ n: number }>`select count(*)::int n from test_effects where msg_id = ${a}`.execute(s.db)).rows[0].n).toBe(1);
+    expect((await state(b)).state).toBe('PENDING');
+    clock.advance(60_000);
+    expect(await tick(deps())).toMatchObject({ msgId: a, state: 'SUCCEEDED' });
+    expect(await s.redis.get(`msgx:test:T${a}`)).toBe('ok');
+    expect((await sql<{ applied: number }>`select applied from test_effects where msg_id = ${a}`.execute(s.db)).rows).toEqual([{ applied: 1 }]);
+    expect(await tick(deps())).toMatchObject({ msgId: b, state: 'SUCCEEDED' });
+  });
+
+  it('a handler protocol error is DEAD(PROTOCOL) and its writes are rolled back', async () => {
+    const { protocol } = await import('../../../lib/pipeline/errors.ts');
+    const reg = new HandlerRegistry().register('TEST', '*', async (ctx) => {
+      await sql`insert into test_effects values (${ctx.msgId}, 1)`.execute(ctx.tx);
+      throw protocol('RECS="3" but 2 records');
+    });
+    const a = await putInbox(s.inbox, sisMessage());
+    await enqueueAll();
+    await tick(deps({ registry: reg }));
+    expect(await state(a)).toMatchObject({ state: 'DEAD', reason: 'PROTOCOL: RECS="3" but 2 records' });
+    expect((await sql`select * from test_effects`.execute(s.db)).rows).toEqual([]);
+  });
+});

@@ -1,0 +1,25 @@
+// Test settings: the same local services as scripts/services, test databases.
+import { loadConfig, type Config } from '../../lib/config.ts';
+
+export const TEST_PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/msgx_test';
+export const TEST_INBOX_URL = process.env.TEST_INBOX_URL ?? 'mysql://root@127.0.0.1:3306/aodbinterface_test';
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/15';
+export const TEST_KAFKA = process.env.TEST_KAFKA_BROKERS ?? '127.0.0.1:9092';
+
+/** A validated Config for tests; overrides use spec keys, e.g. { 'msgx.pipeline.backoff': '10ms,10ms,10ms,10ms' }. */
+export function testConfig(overrides: Record<string, string> = {}): Config {
+  const env: Record<string, string> = {
+    DATABASE_URL: TEST_PG_URL,
+    INBOX_URL: TEST_INBOX_URL,
+    REDIS_URL: TEST_REDIS_URL,
+    KAFKA_BROKERS: TEST_KAFKA,
+    MSGX_API_TOKEN: 'test-token',
+    MSGX_REQUESTS_DAILY_SCHEDULE_AT: '',
+    MSGX_LOG_LEVEL: process.env.MSGX_LOG_LEVEL ?? 'silent',
+  };
+  for (const [k, v] of Object.entries(overrides)) {
+    if (k.startsWith('msgx.')) env['MSGX_' + k.slice(5).replace(/[.-]/g, '_').toUpperCase()] = v;
+    else env[k] = v;
+  }
+  return loadConfig(env);
+}

@@ -1,0 +1,26 @@
+// backfill: writes the processing time back into CMINMSGS (idempotent; any number of instances).
+import { createInbox } from '../lib/db/mysql.ts';
+import { backfillDrain } from '../lib/pipeline/backfill.ts';
+import { runProcess } from '../lib/runtime/process.ts';
+
+const BUDGET_MS = 30_000;
+
+await runProcess({
+  name: 'backfill',
+  kick: ['backfill'],
+  crontab: () => '* * * * * backfill ?jobKey=backfill&max=3',
+  tasks: async (rt) => {
+    const inbox = createInbox(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
+    const deps = { db: rt.db, inbox, clock: rt.clock, config: rt.config, log: rt.log };
+    return {
+      tasks: {
+        backfill: async (_payload, helpers) => {
+          const next = await backfillDrain(deps, BUDGET_MS);
+          if (next === null || rt.signal.aborted) return;
+          await helpers.addJob('backfill', {}, { jobKey: 'backfill', runAt: next === 'now' ? undefined : next });
+        },
+      },
+      close: () => inbox.end(),
+    };
+  },
+});

@@ -1,0 +1,28 @@
+// intake: inbox → PENDING PROC_STATE rows; wakes the pump. Single active instance.
+import { intakeLoop } from '../lib/pipeline/intake.ts';
+import { createInbox } from '../lib/db/mysql.ts';
+import { LOCKS } from '../lib/db/postgres.ts';
+import { runProcess } from '../lib/runtime/process.ts';
+import { sleep } from '../lib/runtime/leader.ts';
+
+const BUDGET_MS = 55_000;
+
+await runProcess({
+  name: 'intake',
+  leaderLock: LOCKS.INTAKE_LEADER,
+  kick: ['intake'],
+  crontab: () => '* * * * * intake ?jobKey=intake&max=3',
+  tasks: async (rt) => {
+    const inbox = createInbox(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
+    const deps = { db: rt.db, inbox, clock: rt.clock, config: rt.config, log: rt.log };
+    return {
+      tasks: {
+        intake: async (_payload, helpers) => {
+          await intakeLoop(deps, BUDGET_MS, () => rt.signal.aborted, (ms) => sleep(ms, rt.signal));
+          if (!rt.signal.aborted) await helpers.addJob('intake', {}, { jobKey: 'intake' });
+        },
+      },
+      close: () => inbox.end(),
+    };
+  },
+});
