@@ -1,0 +1,115 @@
+// Intake against real MariaDB and Postgres: predicate, idempotence, watermark + full scan, ID gaps, outages.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../../lib/clock.ts';
+import { intakeLoop, intakeRound, type IntakeDeps } from '../../../lib/pipeline/intake.ts';
+import { metrics } from '../../../lib/runtime/metrics.ts';
+import { testConfig } from '../../support/env.ts';
+import { deadInbox, openServices, procRows, putInbox, resetPipeline, silentLog, sisMessage, type TestServices } from '../../support/services.ts';
+
+let s: TestServices;
+const clock = new ManualClock('2026-12-01T00:00:00Z');
+const config = testConfig({ 'msgx.pipeline.claim-batch': '3', 'msgx.intake.gap-settle': '2s', 'msgx.intake.full-scan-every': '10m' });
+const deps = (over: Partial<IntakeDeps> = {}): IntakeDeps => ({ db: s.db, inbox: s.inbox, clock, config, log: silentLog, ...over });
+const enqueued = async () => (await procRows(s.db)).map((r) => r.msg_id);
+const counter = async (c: { get(): Promise<{ values: { value: number }[] }> }) => (await c.get()).values[0]?.value ?? 0;
+
+beforeAll(async () => {
+  s = await openServices();
+});
+afterAll(async () => s.close());
+beforeEach(async () => {
+  await resetPipeline(s);
+  clock.set('2026-12-01T00:00:00Z');
+});
+
+describe('intake', () => {
+  it('enqueues only rows whose processing time is NULL, in ID order, batch by batch, and wakes the pump', async () => {
+    await putInbox(s.inbox, sisMessage(), { id: 1 });
+    await putInbox(s.inbox, sisMessage(), { id: 2, processed: '2026-11-30 10:00:00' });
+    for (const id of [3, 4, 5, 6]) await putInbox(s.inbox, sisMessage(), { id });
+    const r1 = await intakeRound(deps());
+    expect(r1.enqueued).toEqual([1, 3, 4]);
+    const r2 = await intakeRound(deps());
+    expect(r2.enqueued).toEqual([5, 6]);
+    expect(await enqueued()).toEqual([1, 3, 4, 5, 6]);
+    const rows = await procRows(s.db);
+    expect(rows.every((r) => r.state === 'PENDING' && r.enqueued_at !== null)).toBe(true);
+    const pumpJobs = await s.pool.query(`select count(*)::int n from graphile_worker.jobs where task_identifier = 'pump'`);
+    expect(pumpJobs.rows[0].n).toBe(1);
+  });
+
+  it('is idempotent: a second round and a full scan enqueue nothing new', async () => {
+    for (const id of [1, 2]) await putInbox(s.inbox, sisMessage(), { id });
+    await intakeRound(deps());
+    const again = await intakeRound(deps());
+    expect(again.enqueued).toEqual([]);
+    clock.advance(11 * 60_000);
+    const scan = await intakeRound(deps());
+    expect(scan.enqueued).toEqual([]);
+    expect(scan.scanned).toBeGreaterThan(0); // terminal-but-not-backfilled rows keep showing up
+    expect(await enqueued()).toEqual([1, 2]);
+  });
+
+  it('finds a row below the watermark with the periodic full scan, late and counted', async () => {
+    for (const id of [1, 2, 5]) await putInbox(s.inbox, sisMessage(), { id });
+    await intakeRound(deps()); // the gap 3,4 is waited for …
+    clock.advance(3000);
+    await intakeRound(deps()); // … then passed
+    expect(await enqueued()).toEqual([1, 2, 5]);
+    const late0 = await counter(metrics.intakeLateRows);
+    await putInbox(s.inbox, sisMessage(), { id: 3 }); // appears below the watermark
+    expect((await intakeRound(deps())).enqueued).toEqual([]); // the watermark scan cannot see it
+    clock.advance(10 * 60_000);
+    const r = await intakeRound(deps());
+    expect(r.enqueued).toEqual([3]);
+    expect(r.late).toEqual([3]);
+    expect(await counter(metrics.intakeLateRows)).toBe(late0 + 1);
+  });
+
+  it('an ID gap that fills within gap-settle keeps inbox order', async () => {
+    await putInbox(s.inbox, sisMessage(), { id: 1 });
+    await putInbox(s.inbox, sisMessage(), { id: 3 });
+    const r1 = await intakeRound(deps());
+    expect(r1.enqueued).toEqual([1]);
+    expect(r1.waitingOnGap).toBe(2);
+    clock.advance(1000);
+    expect((await intakeRound(deps())).enqueued).toEqual([]);
+    await putInbox(s.inbox, sisMessage(), { id: 2 }); // the slow insert commits
+    clock.advance(500);
+    expect((await intakeRound(deps())).enqueued).toEqual([2, 3]);
+  });
+
+  it('an ID gap that never fills is passed after gap-settle and counted', async () => {
+    await putInbox(s.inbox, sisMessage(), { id: 1 });
+    await putInbox(s.inbox, sisMessage(), { id: 3 });
+    await intakeRound(deps());
+    const passed0 = await counter(metrics.intakeGapsPassed);
+    clock.advance(2000);
+    expect((await intakeRound(deps())).enqueued).toEqual([3]);
+    expect(await counter(metrics.intakeGapsPassed)).toBe(passed0 + 1);
+  });
+
+  it('holes that are processed rows are not gaps', async () => {
+    await putInbox(s.inbox, sisMessage(), { id: 1 });
+    await putInbox(s.inbox, sisMessage(), { id: 2, processed: '2026-11-30 10:00:00' });
+    await putInbox(s.inbox, sisMessage(), { id: 3 });
+    expect((await intakeRound(deps())).enqueued).toEqual([1, 3]);
+  });
+
+  it('an unreachable inbox is an error, logged and retried — never "no new messages"; nothing is marked', async () => {
+    await putInbox(s.inbox, sisMessage(), { id: 1 });
+    const down = deadInbox();
+    try {
+      await expect(intakeRound(deps({ inbox: down }))).rejects.toThrow();
+      const errors0 = await counter(metrics.intakeErrors);
+      await intakeLoop(deps({ inbox: down }), 300, () => false, (ms) => new Promise((r) => setTimeout(r, ms)));
+      expect(await counter(metrics.intakeErrors)).toBeGreaterThan(errors0);
+    } finally {
+      await down.end().catch(() => {});
+    }
+    expect(await enqueued()).toEqual([]);
+    const cursor = await s.db.selectFrom('intake_cursor').selectAll().executeTakeFirstOrThrow();
+    expect(cursor.watermark).toBe(0);
+    expect((await intakeRound(deps())).enqueued).toEqual([1]);
+  });
+});

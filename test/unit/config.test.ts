@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, parseDuration } from '../../lib/config.ts';
+
+describe('config', () => {
+  it('works with no configuration at all (local defaults)', () => {
+    const c = loadConfig({});
+    expect(c['msgx.pipeline.backoff']).toEqual([1000, 5000, 30_000, 120_000]);
+    expect(c['msgx.pipeline.idle-poll']).toBe(200);
+    expect(c['msgx.identity.include-day-boundary']).toBe(true);
+    expect(c.DATABASE_URL).toBe('postgres://postgres@127.0.0.1:5432/msgx');
+    expect(c['msgx.http.port.api']).toBe(8080);
+  });
+
+  it.each([
+    [{ MSGX_PIPELINE_CLAIM_BATCH: 'many' }, 'msgx.pipeline.claim-batch (MSGX_PIPELINE_CLAIM_BATCH="many")'],
+    [{ MSGX_PIPELINE_IDLE_POLL: '5 parsecs' }, 'msgx.pipeline.idle-poll'],
+    [{ MSGX_AIRPORT_TIMEZONE: 'Mars/Olympus' }, 'not an IANA time zone'],
+    [{ MSGX_AIRPORT_DAY_CUTOVER: '25:00' }, 'expected HH:MM'],
+    [{ MSGX_INBOX_READ_ONLY: 'yes' }, 'msgx.inbox.read-only'],
+    [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL'],
+    [{ MSGX_PIPELINE_MAX_ATTEMPTS: '3' }, 'msgx.pipeline.backoff has 4 entries but msgx.pipeline.max-attempts=3 needs exactly 2'],
+    [{ MSGX_PIPELINE_OVERDUE_BACKFILL: '40d' }, 'msgx.pipeline.overdue-backfill (R) must not exceed msgx.pipeline.inbox-retention (R_keep)'],
+  ])('%o stops start-up naming the key and why', (env, message) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  it('parses durations', () => {
+    expect([parseDuration('200ms'), parseDuration('2s'), parseDuration('10m'), parseDuration('24h'), parseDuration('30d')]).toEqual([
+      200, 2000, 600_000, 86_400_000, 2_592_000_000,
+    ]);
+    expect(() => parseDuration('soon')).toThrow('is not a duration');
+  });
+
+  it('a worker process with a bad value exits non-zero with the key in its message', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const r = spawnSync(process.execPath, ['workers/pump.ts'], { env: { ...process.env, MSGX_PIPELINE_MAX_ATTEMPTS: '2' }, encoding: 'utf8', timeout: 20_000 });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('msgx.pipeline.backoff has 4 entries but msgx.pipeline.max-attempts=2 needs exactly 1');
+  });
+});
