@@ -1,6 +1,6 @@
 // POST /cminmsgs/send (C-7): inject one SIS message through the same inbox path as the AODB
 // adapter. It only inserts a CMINMSGS row; intake and the pump take it from there.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import { insertInboxRow, withTimeout, type Inbox } from '../db/mysql.ts';
@@ -14,10 +14,13 @@ export async function inboxRoutes(app: FastifyInstance, o: { inbox: Inbox; confi
   for (const ct of ['application/xml', 'text/xml']) {
     if (!app.hasContentTypeParser(ct)) app.addContentTypeParser(ct, { parseAs: 'buffer', bodyLimit: max }, (_req, body, done) => done(null, body));
   }
-  app.post('/cminmsgs/send', { preHandler: o.guard as never, bodyLimit: max }, async (req, reply) => {
-    if (o.config['msgx.inbox.read-only']) return reply.code(403).send({ error: 'read-only', reason: 'this instance never writes the inbox (msgx.inbox.read-only)' });
+  const xmlOnly = async (req: FastifyRequest, reply: FastifyReply) => {
     const ct = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
     if (ct !== 'application/xml' && ct !== 'text/xml') return reply.code(415).send({ error: 'unsupported-media-type', reason: 'send the SIS XML as application/xml or text/xml' });
+  };
+  // Auth and media type are checked before the body is read.
+  app.post('/cminmsgs/send', { onRequest: [o.guard as never, xmlOnly], bodyLimit: max }, async (req, reply) => {
+    if (o.config['msgx.inbox.read-only']) return reply.code(403).send({ error: 'read-only', reason: 'this instance never writes the inbox (msgx.inbox.read-only)' });
     const buf = req.body as Buffer;
     if (!buf || buf.length === 0) return reply.code(400).send({ error: 'empty', reason: 'empty body' });
     if (buf.length > max) return reply.code(413).send({ error: 'too-large', reason: `body is ${buf.length} bytes, limit ${max}` });

@@ -78,7 +78,7 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
     const runner: Runner = await run({
       pgPool: pool,
       taskList: built.tasks,
-      crontab: spec.crontab?.(config) ?? '',
+      crontab: spec.crontab?.(config) ?? '# this process has no crontab lines',
       concurrency: 1,
       noHandleSignals: true,
       pollInterval: 1000,
@@ -135,8 +135,8 @@ async function unlockStaleJobs(rt: Runtime, tasks: string[]): Promise<void> {
 function graphileLogger(log: Logger) {
   // graphile-worker's own messages go to the same JSON log; its debug chatter is dropped.
   return new GraphileLogger(() => (level, message, meta) => {
-    if (level === 'debug') return;
-    const l = level === 'warning' ? 'warn' : level === 'error' ? 'error' : 'info';
+    // Per-job chatter ("Completed task …") is debug; warnings and errors stay visible.
+    const l = level === 'warning' ? 'warn' : level === 'error' ? 'error' : 'debug';
     log[l]({ worker: meta ?? undefined }, `graphile-worker: ${message}`);
   });
 }

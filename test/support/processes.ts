@@ -1,0 +1,68 @@
+// Real worker processes for end-to-end tests (the same entry files as the Procfile).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { TEST_INBOX_URL, TEST_KAFKA, TEST_PG_URL, TEST_REDIS_URL } from './env.ts';
+
+export interface Proc {
+  name: string;
+  child: ChildProcess;
+  port: number;
+  logs: string[];
+  exited: Promise<number | null>;
+}
+
+let nextPort = 19500;
+
+export function startWorker(name: string, env: Record<string, string> = {}): Proc {
+  const port = nextPort++;
+  const portKey = `MSGX_HTTP_PORT_${name.replace(/-/g, '_').toUpperCase()}`;
+  const child = spawn(process.execPath, [`workers/${name}.ts`], {
+    env: {
+      ...process.env,
+      DATABASE_URL: TEST_PG_URL,
+      INBOX_URL: TEST_INBOX_URL,
+      REDIS_URL: TEST_REDIS_URL,
+      KAFKA_BROKERS: TEST_KAFKA,
+      MSGX_API_TOKEN: 'test-token',
+      MSGX_REQUESTS_DAILY_SCHEDULE_AT: '',
+      MSGX_LOG_LEVEL: 'info',
+      [portKey]: String(port),
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: string[] = [];
+  const collect = (b: Buffer) => logs.push(...b.toString().split('\n').filter(Boolean));
+  child.stdout!.on('data', collect);
+  child.stderr!.on('data', collect);
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  return { name, child, port, logs, exited };
+}
+
+export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000, everyMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v) return v as T;
+    } catch (e) {
+      last = e;
+    }
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+}
+
+export const hasLog = (p: Proc, text: string) => p.logs.some((l) => l.includes(text));
+
+export async function stopAll(procs: Proc[]): Promise<void> {
+  for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGTERM');
+  await Promise.all(procs.map((p) => Promise.race([p.exited, new Promise((r) => setTimeout(r, 10_000))])));
+  for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+}
+
+export async function metricValue(p: Proc, name: string): Promise<number | undefined> {
+  const text = await (await fetch(`http://127.0.0.1:${p.port}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(name + ' ') || l.startsWith(name + '{'));
+  return line ? Number(line.split(' ').pop()) : undefined;
+}
