@@ -20,7 +20,9 @@ export function createPool(url: string, opts: { max?: number; statementTimeoutMs
     connectionTimeoutMillis: 10_000,
     statement_timeout: opts.statementTimeoutMs,
   });
-  pool.on('error', () => {}); // idle client errors surface on the next query
+  // Errors of idle clients surface on the next query; never crash the process.
+  pool.on('error', () => {});
+  pool.on('connect', (c) => c.on('error', () => {}));
   return pool;
 }
 
@@ -54,6 +56,7 @@ export const LOCKS = {
   INTAKE_LEADER: 7_003,
   LIFECYCLE_GATE: 7_004,
   HISTORY_PURGE_LEADER: 7_005,
+  // 7100 (two-key form): requests — 1 creating RQRD, 2 creating RQFD, 3 the sender (lib/requests/outbound.ts)
 } as const;
 
 export { sql };

@@ -1,0 +1,74 @@
+// Pipeline handlers for reference data (23 TYPEs × DNLD/RESP/ADD/UPD/DEL), RSTA, SCHS and EROR.
+// Each runs inside the pump's business transaction; no outbox events, no flight changes.
+import type { HandlerContext, HandlerOutcome, HandlerRegistry } from '../pipeline/handlers.ts';
+import { serialize } from '../sis/xml.ts';
+import { payload } from '../sis/envelope.ts';
+import { decodeUnknownTags, requestsFailed } from '../requests/metrics.ts';
+import { completeRqrd, failByEror } from '../requests/responses.ts';
+import { decodeRefMessage } from './decode.ts';
+import { REF_CATEGORIES, REF_STYPS, type RefCategory } from './keys.ts';
+import { decodeRsta, deleteStatuses, upsertStatuses } from './rsta.ts';
+import { decodeSchs } from './schs.ts';
+import { deleteKeys, replaceCategory, replaceSeason, upsertRecords } from './store.ts';
+
+const applied: HandlerOutcome = { outcome: 'applied' };
+
+/** RESP answers the open RQRD for its TYPE (always applied). */
+async function answerRqrd(ctx: HandlerContext, rtype: string): Promise<void> {
+  if (ctx.env.styp !== 'RESP') return;
+  const id = await completeRqrd(ctx.tx, rtype, ctx.msgId, ctx.now);
+  if (id !== undefined) ctx.log.info({ requestId: id, rtype }, 'RQRD answered');
+}
+
+export function refdataHandler(cat: RefCategory) {
+  return async (ctx: HandlerContext): Promise<HandlerOutcome> => {
+    const m = decodeRefMessage(ctx.env, cat);
+    for (const tag of m.unknownTags) decodeUnknownTags.inc({ type: m.rtype, styp: m.styp, tag });
+    if (m.op === 'replace') await replaceCategory(ctx.tx, m.rtype, m.records, ctx.msgId, ctx.now);
+    else if (m.op === 'upsert') await upsertRecords(ctx.tx, m.rtype, m.records, ctx.msgId, ctx.now);
+    else await deleteKeys(ctx.tx, m.rtype, m.records.map((r) => r.rkey));
+    await answerRqrd(ctx, m.rtype);
+    return applied;
+  };
+}
+
+export async function rstaHandler(ctx: HandlerContext): Promise<HandlerOutcome> {
+  const updates = decodeRsta(ctx.env, ctx.config['msgx.airport.timezone'], ctx.now);
+  if (ctx.env.styp === 'DEL') await deleteStatuses(ctx.tx, updates);
+  else await upsertStatuses(ctx.tx, updates, ctx.msgId, ctx.now);
+  await answerRqrd(ctx, 'RSTA');
+  return applied;
+}
+
+export async function schsHandler(ctx: HandlerContext): Promise<HandlerOutcome> {
+  await replaceSeason(ctx.tx, decodeSchs(ctx.env), ctx.msgId, ctx.now);
+  await answerRqrd(ctx, 'SCHS');
+  return applied;
+}
+
+/** The EROR's text: the payload's text, or its XML when it has structure. */
+export function erorText(ctx: Pick<HandlerContext, 'env'>): string {
+  const body = payload(ctx.env);
+  const text = body.length === 1 && body[0].children.length === 0 ? body[0].text : body.map(serialize).join('');
+  return (text || '(empty EROR)').slice(0, 4000);
+}
+
+export async function erorHandler(ctx: HandlerContext): Promise<HandlerOutcome> {
+  const req = await failByEror(ctx.tx, { styp: ctx.env.styp, errorText: erorText(ctx), msgId: ctx.msgId, now: ctx.now });
+  if (!req) return { outcome: 'skipped', reason: 'no-open-request' };
+  requestsFailed.inc({ kind: req.kind });
+  ctx.log.warn({ requestId: req.id, kind: req.kind, rtype: req.rtype, operationDay: req.operationDay }, 'request FAILED by EROR');
+  return applied;
+}
+
+export function registerRefdataHandlers(registry: HandlerRegistry): HandlerRegistry {
+  for (const cat of REF_CATEGORIES) {
+    const h = refdataHandler(cat);
+    for (const styp of Object.keys(REF_STYPS)) registry.register(cat.rtype, styp, h);
+  }
+  for (const styp of Object.keys(REF_STYPS)) registry.register('RSTA', styp, rstaHandler);
+  registry.register('SCHS', 'DNLD', schsHandler);
+  registry.register('SCHS', 'RESP', schsHandler);
+  registry.register('EROR', '*', erorHandler);
+  return registry;
+}

@@ -1,0 +1,46 @@
+// Reference data and resource status for admin-api (read-only):
+//   GET /reference/:rtype          → {rtype, title, key, records:[{rkey, record, lastMsgId, updatedAt}]}
+//   GET /reference/:rtype/:rkey    → one record; 404 unknown-rtype / not-found
+//   GET /resources/status?type=GATE&at=<ISO instant> (at defaults to now) → status at that time
+import type { FastifyInstance } from 'fastify';
+import type { Kysely } from 'kysely';
+import { systemClock, type Clock } from '../clock.ts';
+import { refCategory, RSTA_RESOURCE_TYPES } from './keys.ts';
+import { isResourceType, statusAt } from './rsta.ts';
+import { getRecord, listCategory } from './store.ts';
+
+export interface RefdataRoutesOptions {
+  db: Kysely<any>;
+  clock?: Clock;
+}
+
+export async function refdataRoutes(app: FastifyInstance, opts: RefdataRoutesOptions): Promise<void> {
+  const clock = opts.clock ?? systemClock;
+  const category = (rtype: string) => refCategory(rtype);
+
+  app.get<{ Params: { rtype: string } }>('/reference/:rtype', async (req, reply) => {
+    const cat = category(req.params.rtype);
+    if (!cat) return reply.code(404).send({ error: 'unknown-rtype', rtype: req.params.rtype });
+    const rows = await listCategory(opts.db, cat.rtype);
+    return { rtype: cat.rtype, title: cat.title, key: cat.key, count: rows.length, records: rows.map(({ rtype: _, ...r }) => r) };
+  });
+
+  app.get<{ Params: { rtype: string; rkey: string } }>('/reference/:rtype/:rkey', async (req, reply) => {
+    const cat = category(req.params.rtype);
+    if (!cat) return reply.code(404).send({ error: 'unknown-rtype', rtype: req.params.rtype });
+    const row = await getRecord(opts.db, cat.rtype, req.params.rkey);
+    if (!row) return reply.code(404).send({ error: 'not-found', rtype: cat.rtype, rkey: req.params.rkey });
+    return row;
+  });
+
+  app.get<{ Querystring: { type?: string; at?: string } }>('/resources/status', async (req, reply) => {
+    const type = (req.query.type ?? '').toUpperCase();
+    if (!isResourceType(type))
+      return reply.code(400).send({ error: 'bad-request', reason: `type must be one of ${RSTA_RESOURCE_TYPES.join(', ')}` });
+    const at = req.query.at === undefined ? clock.now() : new Date(req.query.at);
+    if (Number.isNaN(at.getTime()) || (req.query.at !== undefined && !/^\d{4}-\d{2}-\d{2}T/.test(req.query.at)))
+      return reply.code(400).send({ error: 'bad-request', reason: 'at must be an ISO 8601 instant, e.g. 2026-12-01T08:00:00Z' });
+    const resources = await statusAt(opts.db, { type, at });
+    return { type, at: at.toISOString(), resources };
+  });
+}

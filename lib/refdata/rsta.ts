@@ -1,0 +1,111 @@
+// RSTA resource status (SIS:3.14). Key (RTYP, RSID), the last message for a key wins.
+// Default enabled. D applies in [STDT, EDDT): no STDT = from the message's processing time,
+// no EDDT = until the next event. E clears any window. The answer at time t is computed at
+// query time (no job re-enables anything). A status missing from a message deletes nothing.
+import { sql, type Kysely } from 'kysely';
+import { protocol } from '../pipeline/errors.ts';
+import type { Envelope } from '../sis/envelope.ts';
+import { child, type XmlNode } from '../sis/xml.ts';
+import { parseSisTime } from '../sis/values.ts';
+import { checkRecs } from './decode.ts';
+import { RSTA_RESOURCE_CATEGORY, RSTA_RESOURCE_TYPES, type ResourceType } from './keys.ts';
+
+type Q = Kysely<any>;
+
+export interface ResourceStatusUpdate {
+  rtyp: ResourceType;
+  rsid: string;
+  stat: 'E' | 'D';
+  /** D: start of the disabled window (never null after decoding); E: null */
+  stdt: Date | null;
+  /** D: exclusive end, null = open-ended; E: null */
+  eddt: Date | null;
+  remk: string | null;
+}
+
+export const isResourceType = (s: string): s is ResourceType => (RSTA_RESOURCE_TYPES as readonly string[]).includes(s);
+
+/** Pure: RSTA records (direct children named RSTA; RECS optional but checked when present). */
+export function decodeRsta(env: Pick<Envelope, 'root' | 'styp'>, timeZone: string, now: Date): ResourceStatusUpdate[] {
+  const nodes = env.root.children.filter((c) => c.tag === 'RSTA');
+  checkRecs(env.root, nodes.length, `RSTA/${env.styp}`, { optional: true });
+  if (nodes.length === 0) throw protocol(`RSTA/${env.styp}: no RSTA record`);
+  const byKey = new Map<string, ResourceStatusUpdate>();
+  nodes.forEach((n, i) => {
+    const u = decodeOne(n, i + 1, timeZone, now);
+    const k = `${u.rtyp}|${u.rsid}`;
+    byKey.delete(k);
+    byKey.set(k, u);
+  });
+  return [...byKey.values()];
+}
+
+function decodeOne(n: XmlNode, i: number, tz: string, now: Date): ResourceStatusUpdate {
+  const text = (tag: string) => child(n, tag)?.text ?? '';
+  const where = `RSTA record ${i}`;
+  const rtyp = text('RTYP').toUpperCase();
+  if (!isResourceType(rtyp)) throw protocol(`${where}: RTYP="${text('RTYP')}" is not one of ${RSTA_RESOURCE_TYPES.join('/')}`);
+  const rsid = text('RSID');
+  if (rsid === '') throw protocol(`${where}: RSID missing or empty`);
+  const stat = text('STAT').toUpperCase();
+  if (stat !== 'E' && stat !== 'D') throw protocol(`${where}: STAT="${text('STAT')}" is not E or D`);
+  const remk = text('REMK') || null;
+  if (stat === 'E') return { rtyp, rsid, stat, stdt: null, eddt: null, remk };
+  const stdt = text('STDT') ? parseSisTime(text('STDT'), tz, 'STDT') : now;
+  const eddt = text('EDDT') ? parseSisTime(text('EDDT'), tz, 'EDDT') : null;
+  if (eddt && eddt.getTime() <= stdt.getTime()) throw protocol(`${where}: EDDT="${text('EDDT')}" is not after STDT="${text('STDT')}"`);
+  return { rtyp, rsid, stat, stdt, eddt, remk };
+}
+
+/** Pure: the status a stored row means at time t. */
+export function statusOf(row: Pick<ResourceStatusUpdate, 'stat' | 'stdt' | 'eddt'> | undefined, at: Date): 'E' | 'D' {
+  if (!row || row.stat === 'E') return 'E';
+  const t = at.getTime();
+  if (row.stdt && t < row.stdt.getTime()) return 'E';
+  if (row.eddt && t >= row.eddt.getTime()) return 'E';
+  return 'D';
+}
+
+/** Store: upsert per key (last message wins); keys not carried are untouched. */
+export async function upsertStatuses(db: Q, updates: ResourceStatusUpdate[], msgId: number, now: Date): Promise<void> {
+  if (updates.length === 0) return;
+  const set = JSON.stringify(updates);
+  await sql`INSERT INTO res_status (rtyp, rsid, stat, stdt, eddt, remk, last_msg_id, updated_at)
+    SELECT x.rtyp, x.rsid, x.stat, x.stdt, x.eddt, x.remk, ${msgId}, ${now}
+      FROM jsonb_to_recordset(${set}::jsonb) AS x(rtyp text, rsid text, stat text, stdt timestamptz, eddt timestamptz, remk text)
+    ON CONFLICT (rtyp, rsid) DO UPDATE SET stat = excluded.stat, stdt = excluded.stdt, eddt = excluded.eddt,
+      remk = excluded.remk, last_msg_id = excluded.last_msg_id, updated_at = excluded.updated_at`.execute(db);
+}
+
+/** Store: RSTA DEL forgets the keys carried (the resource is back to the default, enabled). */
+export async function deleteStatuses(db: Q, keys: { rtyp: string; rsid: string }[]): Promise<void> {
+  if (keys.length === 0) return;
+  await sql`DELETE FROM res_status s USING jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) AS x(rtyp text, rsid text)
+    WHERE s.rtyp = x.rtyp AND s.rsid = x.rsid`.execute(db);
+}
+
+export interface ResourceStatus {
+  rtyp: ResourceType;
+  rsid: string;
+  /** The status at the query time. */
+  status: 'E' | 'D';
+  /** The stored event (null when the resource is only known from its reference list). */
+  stat: 'E' | 'D' | null;
+  stdt: Date | null;
+  eddt: Date | null;
+  remk: string | null;
+  lastMsgId: number | null;
+}
+
+/**
+ * Every known resource of a type at time `at`: those with a stored status and those listed in
+ * the type's reference category (GLST for GATE, …) without one (enabled by default).
+ */
+export async function statusAt(db: Q, a: { type: ResourceType; at: Date }): Promise<ResourceStatus[]> {
+  const r = await sql<Omit<ResourceStatus, 'status'>>`
+    SELECT ${a.type}::text AS rtyp, coalesce(s.rsid, m.rkey) AS rsid, s.stat, s.stdt, s.eddt, s.remk, s.last_msg_id AS "lastMsgId"
+      FROM (SELECT * FROM res_status WHERE rtyp = ${a.type}) s
+      FULL JOIN (SELECT rkey FROM ref_master WHERE rtype = ${RSTA_RESOURCE_CATEGORY[a.type]}) m ON m.rkey = s.rsid
+     ORDER BY 2`.execute(db);
+  return r.rows.map((row) => ({ ...row, status: statusOf(row.stat ? { stat: row.stat, stdt: row.stdt, eddt: row.eddt } : undefined, a.at) }));
+}

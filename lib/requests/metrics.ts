@@ -1,0 +1,36 @@
+// Request metrics on prom-client's default registry (get-or-create: safe to call twice).
+//   msgx_requests{state}             gauge   REQ_TRACK rows by state (collected from Postgres)
+//   msgx_requests_failed_total{kind} counter EROR replies that failed a request (alert on increase)
+//   msgx_decode_unknown_tags_total{type,styp,tag} counter (shared name of reference.md)
+import { Counter, Gauge, register } from 'prom-client';
+import type { Kysely } from 'kysely';
+import { countByState } from './track.ts';
+
+function getOrCreate<T>(name: string, make: () => T): T {
+  return (register.getSingleMetric(name) as T | undefined) ?? make();
+}
+
+export const requestsFailed = getOrCreate(
+  'msgx_requests_failed_total',
+  () => new Counter({ name: 'msgx_requests_failed_total', help: 'Requests to the AODB answered by EROR (alert)', labelNames: ['kind'] }),
+);
+
+export const decodeUnknownTags = getOrCreate(
+  'msgx_decode_unknown_tags_total',
+  () => new Counter({ name: 'msgx_decode_unknown_tags_total', help: 'Tags the rule tables do not know', labelNames: ['type', 'styp', 'tag'] }),
+);
+
+/** The msgx_requests{state} gauge, read from REQ_TRACK at scrape time. Call once in the process that serves it. */
+export function registerRequestsGauge(db: Kysely<any>): Gauge {
+  const existing = register.getSingleMetric('msgx_requests') as Gauge | undefined;
+  if (existing) register.removeSingleMetric('msgx_requests');
+  return new Gauge({
+    name: 'msgx_requests',
+    help: 'REQ_TRACK rows by state',
+    labelNames: ['state'],
+    async collect() {
+      const counts = await countByState(db);
+      for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
+    },
+  });
+}

@@ -1,0 +1,138 @@
+// Outbound requests to the AODB (US-09, G-REQ-TRACK, C-4: we only promise the COUTMSGS row).
+//   createRequest: expire the open request of the same kind, take a SEQN, build the exact body,
+//                  insert PENDING (and, optionally, queue the `request` job) — one transaction.
+//   sendPending:   for each PENDING request: mark the attempt, reconcile an earlier attempt whose
+//                  outcome is unknown (a row with the exact body and ROUTINGID inserted since the
+//                  request was created, looked for at most reconcile-window back), otherwise insert
+//                  the COUTMSGS row; SENT only after the insert (or the found row) is confirmed.
+import { sql, type Kysely } from 'kysely';
+import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.ts';
+import type { Config } from '../config.ts';
+import { formatLocalDatetime } from '../sis/values.ts';
+import { buildRequestXml, type RequestSpec } from './message.ts';
+import { expireOpen, insertPending, listPending, markAttempted, markSent, nextSeqn, type ReqTrackRow } from './track.ts';
+
+type Q = Kysely<any>;
+
+/** Advisory lock keys (class 7100): 1 = creating RQRD, 2 = creating RQFD, 3 = the sender. */
+export const REQUEST_LOCKS = { class: 7_100, RQRD: 1, RQFD: 2, SENDER: 3 } as const;
+
+export const routingIdOf = (config: Config, kind: RequestSpec['kind']) =>
+  kind === 'RQRD' ? config['msgx.requests.routing-id-rqrd'] : config['msgx.requests.routing-id-rqfd'];
+
+/** Create a request (PENDING); the open request of the same kind is EXPIRED first. */
+export async function createRequest(
+  db: Q,
+  a: { config: Config; now: Date; spec: RequestSpec; enqueue?: boolean },
+): Promise<{ request: ReqTrackRow; expiredId?: number }> {
+  const { config, now, spec } = a;
+  return db.transaction().execute(async (tx) => {
+    await sql`SELECT pg_advisory_xact_lock(${REQUEST_LOCKS.class}::int, ${REQUEST_LOCKS[spec.kind]}::int)`.execute(tx);
+    const expiredId = await expireOpen(tx, spec.kind, now, `superseded by a newer ${spec.kind}`);
+    const seqn = await nextSeqn(tx);
+    const body = buildRequestXml({
+      spec,
+      sender: config['msgx.requests.sender'],
+      seqn,
+      now,
+      timeZone: config['msgx.airport.timezone'],
+      cutover: config['msgx.airport.day-cutover'],
+    });
+    const request = await insertPending(tx, {
+      kind: spec.kind,
+      rtype: spec.kind === 'RQRD' ? spec.rtype : null,
+      operationDay: spec.kind === 'RQFD' ? spec.operationDay : null,
+      seqn,
+      body,
+      routingId: routingIdOf(config, spec.kind),
+      now,
+    });
+    if (a.enqueue) await sql`SELECT graphile_worker.add_job('request', json_build_object('id', ${request.id}::bigint))`.execute(tx);
+    return { request, expiredId };
+  });
+}
+
+export interface OutboundDeps {
+  db: Q;
+  /** mysql2/promise pool on the AODB interface database (COUTMSGS). */
+  outbox: Pool;
+  config: Config;
+  clock: Clock;
+  log?: Pick<Logger, 'info' | 'warn' | 'error'>;
+}
+
+export type SendResult =
+  | { id: number; outcome: 'sent'; coutmsgsId: number }
+  | { id: number; outcome: 'reconciled'; coutmsgsId: number }
+  /** Written to COUTMSGS, but the request was expired (superseded) meanwhile. */
+  | { id: number; outcome: 'superseded'; coutmsgsId: number }
+  /** The insert failed or its outcome is unknown: stays PENDING, reconciled on the next run. */
+  | { id: number; outcome: 'unknown'; error: string };
+
+/** Send every PENDING request (one sender at a time: session advisory lock on one connection). */
+export async function sendPending(deps: OutboundDeps): Promise<SendResult[]> {
+  return deps.db.connection().execute(async (conn) => {
+    await sql`SELECT pg_advisory_lock(${REQUEST_LOCKS.class}::int, ${REQUEST_LOCKS.SENDER}::int)`.execute(conn);
+    try {
+      const out: SendResult[] = [];
+      for (const req of await listPending(conn)) out.push(await sendOne({ ...deps, db: conn }, req));
+      return out;
+    } finally {
+      await sql`SELECT pg_advisory_unlock(${REQUEST_LOCKS.class}::int, ${REQUEST_LOCKS.SENDER}::int)`.execute(conn);
+    }
+  });
+}
+
+async function sendOne(deps: OutboundDeps, req: ReqTrackRow): Promise<SendResult> {
+  const { db, clock, log } = deps;
+  const tz = deps.config['msgx.airport.timezone'];
+  const timeout = deps.config['msgx.io.timeout'];
+  const attemptAt = clock.now();
+  if (!(await markAttempted(db, req.id, attemptAt))) return { id: req.id, outcome: 'unknown', error: 'no longer PENDING' };
+  try {
+    let found: number | undefined;
+    if (req.attemptedAt) {
+      const window = deps.config['msgx.requests.reconcile-window'];
+      const since = new Date(Math.max(req.createdAt.getTime(), attemptAt.getTime() - window) - 1000);
+      found = await findOutboxRow(deps.outbox, req, formatLocalDatetime(since, tz), timeout);
+    }
+    const coutmsgsId = found ?? (await insertOutboxRow(deps.outbox, req, formatLocalDatetime(clock.now(), tz), timeout));
+    const sent = await markSent(db, req.id, coutmsgsId, clock.now());
+    if (!sent) {
+      log?.warn({ requestId: req.id, coutmsgsId }, 'request written to COUTMSGS but superseded meanwhile');
+      return { id: req.id, outcome: 'superseded', coutmsgsId };
+    }
+    log?.info({ requestId: req.id, kind: req.kind, coutmsgsId, reconciled: found !== undefined }, 'request SENT');
+    return found !== undefined ? { id: req.id, outcome: 'reconciled', coutmsgsId } : { id: req.id, outcome: 'sent', coutmsgsId };
+  } catch (e) {
+    const error = e instanceof Error ? e.message : String(e);
+    log?.warn({ requestId: req.id, err: error }, 'COUTMSGS insert failed or outcome unknown; stays PENDING');
+    return { id: req.id, outcome: 'unknown', error };
+  }
+}
+
+/** The row an earlier attempt may have written: exact body and ROUTINGID, inserted since `since` (local). */
+export async function findOutboxRow(outbox: Pool, req: Pick<ReqTrackRow, 'body' | 'routingId'>, since: string, timeout: number) {
+  const [rows] = await outbox.query<RowDataPacket[]>({
+    sql: `SELECT COUTMSGS_ID AS id FROM coutmsgs
+           WHERE ROUTINGID = ? AND COUTMSGS_DATE_INSERTED >= ? AND COUTMSGS_CLOB_MSG = ? COLLATE utf8mb4_bin
+           ORDER BY COUTMSGS_ID LIMIT 1`,
+    values: [req.routingId, since, req.body],
+    timeout,
+  });
+  return rows.length ? Number(rows[0].id) : undefined;
+}
+
+/** Insert the COUTMSGS row; returns COUTMSGS_ID. Flag columns 0; DATE_INSERTED = local now. */
+export async function insertOutboxRow(outbox: Pool, req: Pick<ReqTrackRow, 'body' | 'routingId'>, insertedAt: string, timeout: number) {
+  const [res] = await outbox.query<ResultSetHeader>({
+    sql: `INSERT INTO coutmsgs (COUTMSGS_CLOB_MSG, COUTMSGS_DATE_INSERTED, ROUTINGID, COUTMSGS_TRUEFALS_GROUP,
+            COUTMSGS_FINAL_GROUP_IND, COUTMSGS_ACK_REQD, COUTMSGS_ACK_RESEND_TIMES, COUTMSGS_ENCRYPT, COUTMSGS_ERROR)
+          VALUES (?, ?, ?, 0, 0, 0, 0, 0, 0)`,
+    values: [req.body, insertedAt, req.routingId],
+    timeout,
+  });
+  return Number(res.insertId);
+}

@@ -1,0 +1,41 @@
+// How inbound answers close requests (refdata-requests.md, US-09 AC2/AC3). Schedule answers
+// go through schedule-guard.ts; reference-data answers and EROR through here.
+import type { Kysely } from 'kysely';
+import { findOpen, markDone, markFailed, type ReqTrackRow, type RequestKind } from './track.ts';
+
+
+type Q = Kysely<any>;
+
+/** A reference-data RESP (always applied) completes the open RQRD when it asked for this TYPE. */
+export async function completeRqrd(db: Q, rtype: string, msgId: number, now: Date): Promise<number | undefined> {
+  const open = await findOpen(db, 'RQRD', { lock: true });
+  if (!open || open.rtype !== rtype) return undefined;
+  await markDone(db, open.id, msgId, now);
+  return open.id;
+}
+
+/**
+ * Which open request an EROR names: STYP RQRD/RQFD → that kind; STYP = the TYPE an open RQRD
+ * asked for → that RQRD; STYP SCHD/NONE → the open RQFD; otherwise (or when the named kind has
+ * no open request) the most recently sent open request.
+ */
+export async function requestNamedByEror(db: Q, styp: string): Promise<ReqTrackRow | undefined> {
+  const rqrd = await findOpen(db, 'RQRD', { lock: true });
+  const rqfd = await findOpen(db, 'RQFD', { lock: true });
+  const named: RequestKind | undefined =
+    styp === 'RQRD' || (rqrd && styp === rqrd.rtype) ? 'RQRD' : styp === 'RQFD' || styp === 'SCHD' || styp === 'NONE' ? 'RQFD' : undefined;
+  if (named === 'RQRD' && rqrd) return rqrd;
+  if (named === 'RQFD' && rqfd) return rqfd;
+  const open = [rqrd, rqfd].filter((r): r is ReqTrackRow => r !== undefined);
+  open.sort((a, b) => (b.sentAt?.getTime() ?? 0) - (a.sentAt?.getTime() ?? 0) || b.id - a.id);
+  return open.find((r) => r.state === 'SENT') ?? open[0];
+}
+
+/** EROR: the named open request becomes FAILED with the error text. Undefined when none is open. */
+export async function failByEror(db: Q, a: { styp: string; errorText: string; msgId: number; now: Date }): Promise<ReqTrackRow | undefined> {
+  const req = await requestNamedByEror(db, a.styp);
+  if (!req) return undefined;
+  await markFailed(db, req.id, a.msgId, a.errorText, a.now);
+  return req;
+}
+

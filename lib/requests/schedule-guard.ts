@@ -1,0 +1,33 @@
+// G-RESP-GUARD: decides whether a SCHD DNLD/RESP for an operation day is applied, and closes
+// the RQFD it answers. Called by the flight domain inside the business transaction.
+//   RESP: applied only when an open RQFD exists for its operation day (it becomes DONE);
+//         a RESP without a day (RECS=0) takes the open RQFD's day;
+//         otherwise SKIPPED(late-response) when a closed RQFD for that day exists, else
+//         SKIPPED(no-open-request).
+//   DNLD: always applied; completes the open RQFD when it is for the same day.
+// "Open" = PENDING or SENT: a PENDING request whose COUTMSGS insert outcome is still unknown
+// has evidently been delivered when its answer arrives.
+import type { Kysely, Transaction } from 'kysely';
+import { closedRqfdExists, findOpen, markDone } from './track.ts';
+
+export type ScheduleGuardResult =
+  | { apply: true; operationDay: string | null }
+  | { apply: false; reason: 'late-response' | 'no-open-request' };
+
+export async function scheduleResponseGuard(
+  tx: Transaction<any> | Kysely<any>,
+  a: { styp: 'DNLD' | 'RESP'; operationDay: string | null; msgId: number; now: Date },
+): Promise<ScheduleGuardResult> {
+  const open = await findOpen(tx, 'RQFD', { lock: true });
+  if (a.styp === 'DNLD') {
+    if (open && a.operationDay !== null && open.operationDay === a.operationDay) await markDone(tx, open.id, a.msgId, a.now);
+    return { apply: true, operationDay: a.operationDay };
+  }
+  const day = a.operationDay ?? open?.operationDay ?? null;
+  if (open && day !== null && open.operationDay === day) {
+    await markDone(tx, open.id, a.msgId, a.now);
+    return { apply: true, operationDay: day };
+  }
+  if (a.operationDay !== null && (await closedRqfdExists(tx, a.operationDay))) return { apply: false, reason: 'late-response' };
+  return { apply: false, reason: 'no-open-request' };
+}
