@@ -1,0 +1,36 @@
+// Step 2 of the success path (pipeline.md 5.2, INV-10): bring Redis in line with Postgres for
+// the flights a message addresses. Postgres is the truth (INV-5); Redis is never read back.
+// `msgx:flight:<FLID>` = complete state JSON for ACTIVE flights; DEL for DELETED / unknown ones.
+// One consistent read, one pipeline; any command error throws (the pump holds the head).
+import type { Redis } from 'ioredis';
+import type { Mirror } from '../pipeline/handlers.ts';
+import { readFlights } from './read.ts';
+import { toJson } from './state.ts';
+import type { Executor } from './store.ts';
+
+export const flightKey = (flid: string) => `msgx:flight:${flid}`;
+
+/** Flights per Redis pipeline (a 9,999-flight snapshot is a handful of round trips). */
+const BATCH = 1000;
+
+export function createFlightMirror(db: Executor, redis: Redis, opts: { timeZone: string }): Mirror {
+  return {
+    async sync(flids: string[]): Promise<void> {
+      const ids = [...new Set(flids)];
+      if (ids.length === 0) return;
+      const states = await readFlights(db, ids, opts.timeZone);
+      for (let i = 0; i < ids.length; i += BATCH) {
+        const p = redis.pipeline();
+        for (const f of ids.slice(i, i + BATCH)) {
+          const s = states.get(f);
+          if (s && s.STATE === 'ACTIVE') p.set(flightKey(f), JSON.stringify(toJson(s)));
+          else p.del(flightKey(f));
+        }
+        const res = await p.exec();
+        if (!res) throw new Error('redis pipeline aborted');
+        const err = res.find(([e]) => e)?.[0];
+        if (err) throw err;
+      }
+    },
+  };
+}

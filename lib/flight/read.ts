@@ -1,0 +1,54 @@
+// Consistent reads of complete flight states: one REPEATABLE READ (read-only) transaction per
+// call, the main rows and every detail table loaded by FLID set — a fixed number of queries
+// whatever the page size (no N+1). Used by the HTTP routes, the Redis mirror and the schd
+// dispatcher.
+import { sql } from 'kysely';
+import { loadStates, type Executor } from './store.ts';
+import type { FlightState } from './state.ts';
+
+/** Complete states of these FLIDs, read in one snapshot. */
+export async function readFlights(db: Executor, flids: readonly string[], timeZone: string): Promise<Map<string, FlightState>> {
+  if (flids.length === 0) return new Map();
+  return db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .setAccessMode('read only')
+    .execute((tx) => loadStates(tx, flids, timeZone));
+}
+
+export interface ListQuery {
+  operationDay?: string;
+  /** Exclusive: FLIDs after this one (text order). */
+  cursor?: string;
+  limit: number;
+  includeDeleted?: boolean;
+}
+
+export interface FlightPage {
+  flights: FlightState[];
+  /** FLID to pass as cursor for the next page; null on the last page. */
+  nextCursor: string | null;
+}
+
+/** One page of flights ordered by FLID, in one snapshot. */
+export async function listFlights(db: Executor, q: ListQuery, timeZone: string): Promise<FlightPage> {
+  return db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .setAccessMode('read only')
+    .execute(async (tx) => {
+      const r = await sql<{ flid: string }>`
+        select flid from flight_schd
+        where true
+          ${q.operationDay ? sql`and operation_day = ${q.operationDay}::date` : sql``}
+          ${q.includeDeleted ? sql`` : sql`and state = 'ACTIVE'`}
+          ${q.cursor !== undefined ? sql`and flid > ${q.cursor}` : sql``}
+        order by flid
+        limit ${q.limit + 1}`.execute(tx);
+      const ids = r.rows.map((x) => x.flid);
+      const more = ids.length > q.limit;
+      const page = more ? ids.slice(0, q.limit) : ids;
+      const states = await loadStates(tx, page, timeZone);
+      return { flights: page.map((f) => states.get(f)!).filter(Boolean), nextCursor: more ? page[page.length - 1] : null };
+    });
+}

@@ -1,0 +1,62 @@
+// HTTP reads of complete flight states (api process):
+//   GET /flights/:flid                → the complete state JSON; 404 {error, reason} unknown / deleted
+//                                        (?includeDeleted=true returns a DELETED flight's last state)
+//   GET /all/flights?operationDay=YYYY-MM-DD&cursor=<FLID>&limit=1..1000&includeDeleted=true|false
+//                                      → {flights: [...], nextCursor}; 400 {error, reason} on bad parameters
+import type { FastifyInstance } from 'fastify';
+import { listFlights, readFlights } from './read.ts';
+import { toJson } from './state.ts';
+import type { Executor } from './store.ts';
+
+export interface FlightRoutesOptions {
+  db: Executor;
+  /** msgx.airport.timezone: times are published as ISO-8601 with this zone's offset. */
+  timeZone: string;
+}
+
+export const DEFAULT_PAGE = 100;
+export const MAX_PAGE = 1000;
+
+const bad = (reason: string) => ({ error: 'bad-request', reason });
+
+function parseBool(v: string | undefined, name: string): boolean | string {
+  if (v === undefined || v === '' || v === 'false' || v === '0') return false;
+  if (v === 'true' || v === '1') return true;
+  return `${name} must be true or false`;
+}
+
+function validDay(d: string): boolean {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(d);
+  if (!m) return false;
+  const t = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])));
+  return t.toISOString().slice(0, 10) === d;
+}
+
+export async function flightRoutes(app: FastifyInstance, opts: FlightRoutesOptions): Promise<void> {
+  app.get<{ Params: { flid: string }; Querystring: { includeDeleted?: string } }>('/flights/:flid', async (req, reply) => {
+    const flid = req.params.flid;
+    if (!/^\d{1,30}$/.test(flid)) return reply.code(400).send(bad('flid must be a decimal flight id'));
+    const inc = parseBool(req.query.includeDeleted, 'includeDeleted');
+    if (typeof inc === 'string') return reply.code(400).send(bad(inc));
+    const canonical = flid.replace(/^0+(?=\d)/, '');
+    const s = (await readFlights(opts.db, [canonical], opts.timeZone)).get(canonical);
+    if (!s) return reply.code(404).send({ error: 'not-found', reason: `no flight with FLID ${canonical}` });
+    if (s.STATE === 'DELETED' && !inc) return reply.code(404).send({ error: 'not-found', reason: `flight ${canonical} is deleted`, stateVersion: s.STATE_VERSION });
+    return toJson(s);
+  });
+
+  app.get<{ Querystring: { operationDay?: string; cursor?: string; limit?: string; includeDeleted?: string } }>('/all/flights', async (req, reply) => {
+    const q = req.query;
+    if (q.operationDay !== undefined && !validDay(q.operationDay)) return reply.code(400).send(bad('operationDay must be a date YYYY-MM-DD'));
+    if (q.cursor !== undefined && !/^\d{1,30}$/.test(q.cursor)) return reply.code(400).send(bad('cursor must be a FLID (decimal)'));
+    let limit = DEFAULT_PAGE;
+    if (q.limit !== undefined) {
+      if (!/^\d{1,5}$/.test(q.limit) || Number(q.limit) < 1 || Number(q.limit) > MAX_PAGE) return reply.code(400).send(bad(`limit must be an integer 1–${MAX_PAGE}`));
+      limit = Number(q.limit);
+    }
+    const inc = parseBool(q.includeDeleted, 'includeDeleted');
+    if (typeof inc === 'string') return reply.code(400).send(bad(inc));
+    const page = await listFlights(opts.db, { operationDay: q.operationDay, cursor: q.cursor, limit, includeDeleted: inc }, opts.timeZone);
+    return { flights: page.flights.map(toJson), nextCursor: page.nextCursor };
+  });
+}
