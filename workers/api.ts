@@ -1,5 +1,6 @@
-// api: POST /cminmsgs/send, reads, operator actions over HTTP, and the operator tasks
-// (replay, backfill-resume) for the graphile-worker CLI/SQL.
+// api: POST /cminmsgs/send, reads (reference data, resource status), requests to the AODB,
+// operator actions over HTTP, and the operator tasks (replay, backfill-resume, request) for the
+// graphile-worker CLI/SQL, plus the evening crontab line requesting tomorrow's schedule.
 import type { Task } from 'graphile-worker';
 import { bearerGuard } from '../lib/api/auth.ts';
 import { inboxRoutes } from '../lib/api/inbox-routes.ts';
@@ -7,6 +8,11 @@ import { opsRoutes } from '../lib/api/ops-routes.ts';
 import { createInbox } from '../lib/db/mysql.ts';
 import { replayMessages, resumeBackfills, type ReplayRequest } from '../lib/pipeline/operator.ts';
 import { runProcess } from '../lib/runtime/process.ts';
+import { refdataRoutes } from '../lib/refdata/routes.ts';
+import { flightRoutes } from '../lib/flight/routes.ts';
+import { requestRoutes } from '../lib/requests/routes.ts';
+import { registerRequestsGauge } from '../lib/requests/metrics.ts';
+import { requestsCrontab, requestTasks } from '../lib/requests/tasks.ts';
 
 await runProcess({
   name: 'api',
@@ -21,7 +27,15 @@ await runProcess({
     app.addHook('onClose', () => inbox.end());
     await inboxRoutes(app, { inbox, config: rt.config, clock: rt.clock, guard });
     await opsRoutes(app, { db: rt.db, clock: rt.clock, guard });
+    await app.register(flightRoutes, { db: rt.db, timeZone: rt.config['msgx.airport.timezone'] });
+    await refdataRoutes(app, { db: rt.db, clock: rt.clock });
+    await app.register(async (scoped) => {
+      scoped.addHook('onRequest', guard as never);
+      await requestRoutes(scoped, { db: rt.db, config: rt.config, clock: rt.clock });
+    });
+    registerRequestsGauge(rt.db);
   },
+  crontab: (config) => requestsCrontab(config) || '# no daily schedule request (msgx.requests.daily-schedule-at is empty)',
   tasks: async (rt) => {
     const replay: Task = async (payload) => {
       const ids = await replayMessages(rt.db, rt.clock, payload as ReplayRequest);
@@ -31,6 +45,10 @@ await runProcess({
       const ids = await resumeBackfills(rt.db, rt.clock, payload as { ids?: number[]; reason?: 'MISSING_ROW' | 'TRANSIENT_DEADLINE' });
       rt.log.info({ msgIds: ids }, 'backfill-resume task: abandoned backfills resumed');
     };
-    return { tasks: { replay, 'backfill-resume': resume } };
+    const outbox = createInbox(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
+    return {
+      tasks: { replay, 'backfill-resume': resume, ...requestTasks({ db: rt.db, outbox, config: rt.config, clock: rt.clock, log: rt.log }) },
+      close: () => outbox.end(),
+    };
   },
 });

@@ -18,7 +18,7 @@ await runProcess({
     const inbox = createInbox(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
     const redis = createRedis(rt.config.REDIS_URL, rt.config['msgx.io.timeout']);
     const session = createSessionDb(leader!.client);
-    const deps = { session, inbox, registry: buildRegistry(), mirror: buildMirror({ db: rt.db, redis }), clock: rt.clock, config: rt.config, log: rt.log };
+    const deps = { session, inbox, registry: buildRegistry(), mirror: buildMirror({ db: rt.db, redis, config: rt.config }), clock: rt.clock, config: rt.config, log: rt.log };
     return {
       tasks: {
         pump: async (_payload, helpers) => {

@@ -1,0 +1,22 @@
+// Run the whole pipeline in-process (intake → pump → backfill) until the inbox is settled.
+import type { Clock } from '../../lib/clock.ts';
+import type { Config } from '../../lib/config.ts';
+import { buildMirror, buildRegistry } from '../../lib/app/composition.ts';
+import { backfillRound } from '../../lib/pipeline/backfill.ts';
+import { intakeRound } from '../../lib/pipeline/intake.ts';
+import { drain } from '../../lib/pipeline/pump.ts';
+import { silentLog, type TestServices } from './services.ts';
+
+export async function runPipelineUntilSettled(s: TestServices, config: Config, clock: Clock, maxRounds = 200): Promise<void> {
+  const registry = buildRegistry();
+  const mirror = buildMirror({ db: s.db, redis: s.redis, config });
+  const base = { clock, config, log: silentLog };
+  for (let round = 0; round < maxRounds; round++) {
+    const r = await intakeRound({ ...base, db: s.db, inbox: s.inbox });
+    const p = await drain({ ...base, session: s.session, inbox: s.inbox, registry, mirror }, 60_000);
+    const b = await backfillRound({ ...base, db: s.db, inbox: s.inbox });
+    if (r.enqueued.length === 0 && p.processed === 0 && b.candidates === 0 && r.scanned === 0) return;
+    if (p.next instanceof Date) throw new Error(`head is waiting for a retry at ${p.next.toISOString()}`);
+  }
+  throw new Error('pipeline did not settle');
+}
