@@ -134,9 +134,16 @@ export class FlightBatch {
     for (const r of rows.rows) view.set(r.flid, { FLID: r.flid, STATE: r.state, data: { MAID: r.maid, ...(r.flno ? { FLNO: r.flno } : {}) } });
     for (const [f, s] of this.current) view.set(f, s);
     await this.load(list);
+    // Index the shared flights by master once (a snapshot can make every flight a candidate).
+    const byMaster = new Map<string, Pick<FlightState, 'FLID' | 'STATE' | 'data'>[]>();
+    for (const f of view.values()) {
+      if (f.data.MAID === undefined) continue;
+      const k = String(f.data.MAID);
+      byMaster.set(k, [...(byMaster.get(k) ?? []), f]);
+    }
     for (const m of list) {
       const s = this.current.get(m);
-      if (s) this.record(applyMafl(s, deriveMafl(m, view.values()), this.ctx));
+      if (s) this.record(applyMafl(s, deriveMafl(m, byMaster.get(m) ?? []), this.ctx));
     }
     return list.filter((m) => this.current.has(m));
   }

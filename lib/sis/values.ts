@@ -4,20 +4,54 @@ import { protocol } from '../pipeline/errors.ts';
 
 const MONTHS = ['JAN', 'FEB', 'MAR', 'APR', 'MAY', 'JUN', 'JUL', 'AUG', 'SEP', 'OCT', 'NOV', 'DEC'];
 
+const formatters = new Map<string, Intl.DateTimeFormat>();
+const offsets = new Map<string, number>();
+const BUCKET_MS = 15 * 60_000; // zone offsets change on quarter-hour boundaries at the finest
+
+function formatter(timeZone: string): Intl.DateTimeFormat {
+  let f = formatters.get(timeZone);
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-GB', {
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+    });
+    formatters.set(timeZone, f);
+  }
+  return f;
+}
+
+/** The zone's UTC offset (ms) at an instant; Intl is slow, so it is asked once per quarter hour. */
+function offsetAt(ms: number, timeZone: string): number {
+  const bucket = Math.floor(ms / BUCKET_MS) * BUCKET_MS;
+  const key = `${timeZone}|${bucket}`;
+  let off = offsets.get(key);
+  if (off === undefined) {
+    const parts = formatter(timeZone).formatToParts(new Date(bucket));
+    const get = (t: string) => Number(parts.find((p) => p.type === t)!.value);
+    off = Date.UTC(get('year'), get('month') - 1, get('day'), get('hour'), get('minute'), get('second')) - bucket;
+    if (offsets.size > 50_000) offsets.clear();
+    offsets.set(key, off);
+  }
+  return off;
+}
+
 /** Wall-clock fields of an instant in a zone. */
 export function wallClock(at: Date, timeZone: string) {
-  const parts = new Intl.DateTimeFormat('en-GB', {
-    timeZone,
-    hourCycle: 'h23',
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-    hour: '2-digit',
-    minute: '2-digit',
-    second: '2-digit',
-  }).formatToParts(at);
-  const get = (t: string) => Number(parts.find((p) => p.type === t)!.value);
-  return { year: get('year'), month: get('month'), day: get('day'), hour: get('hour'), minute: get('minute'), second: get('second') };
+  const t = new Date(at.getTime() + offsetAt(at.getTime(), timeZone));
+  return {
+    year: t.getUTCFullYear(),
+    month: t.getUTCMonth() + 1,
+    day: t.getUTCDate(),
+    hour: t.getUTCHours(),
+    minute: t.getUTCMinutes(),
+    second: t.getUTCSeconds(),
+  };
 }
 
 /** The instant at which the zone's wall clock shows these fields (DST gaps resolve forward). */

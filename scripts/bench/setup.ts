@@ -1,0 +1,70 @@
+// Shared set-up of the benchmark scripts: their own databases (never the dev or test ones),
+// migrated and emptied, and the real pipeline pieces wired as the workers wire them.
+import { execSync } from 'node:child_process';
+import os from 'node:os';
+import pg from 'pg';
+import { sql } from 'kysely';
+import { loadConfig, type Config } from '../../lib/config.ts';
+import { connectClient, createDb, createPool, createSessionDb, type Db } from '../../lib/db/postgres.ts';
+import { createInbox, type Inbox } from '../../lib/db/mysql.ts';
+import { createRedis, type Redis } from '../../lib/db/redis.ts';
+import { migrate } from '../../lib/db/migrate.ts';
+
+export const BENCH_PG = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/msgx_bench';
+export const BENCH_INBOX = process.env.BENCH_INBOX_URL ?? 'mysql://root@127.0.0.1:3306/aodbinterface_bench';
+export const BENCH_REDIS = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/11';
+
+export interface Bench {
+  config: Config;
+  pool: pg.Pool;
+  db: Db;
+  session: Db;
+  inbox: Inbox;
+  redis: Redis;
+  close(): Promise<void>;
+}
+
+export async function openBench(overrides: Record<string, string> = {}): Promise<Bench> {
+  const admin = new pg.Client({ connectionString: BENCH_PG.replace(/\/[^/]+$/, '/postgres') });
+  await admin.connect();
+  const name = new URL(BENCH_PG).pathname.slice(1);
+  if ((await admin.query('select 1 from pg_database where datname = $1', [name])).rowCount === 0) await admin.query(`create database "${name}"`);
+  await admin.end();
+  await migrate(BENCH_PG);
+  const inboxDb = new URL(BENCH_INBOX).pathname.slice(1);
+  execSync(`sed "s/aodbinterface/${inboxDb}/g" sql/mysql/aodbinterface.sql | mariadb -uroot`);
+  const config = loadConfig({ DATABASE_URL: BENCH_PG, INBOX_URL: BENCH_INBOX, REDIS_URL: BENCH_REDIS, MSGX_LOG_LEVEL: 'silent', ...overrides });
+  const pool = createPool(BENCH_PG, { max: 8, name: 'bench' });
+  const client = await connectClient(BENCH_PG, 'bench-session');
+  const inbox = createInbox(BENCH_INBOX, { timeoutMs: 30_000 });
+  const redis = createRedis(BENCH_REDIS, 30_000);
+  const b: Bench = {
+    config,
+    pool,
+    db: createDb(pool),
+    session: createSessionDb(client),
+    inbox,
+    redis,
+    async close() {
+      await client.end();
+      await pool.end();
+      await inbox.end();
+      redis.disconnect();
+    },
+  };
+  return b;
+}
+
+export async function emptyAll(b: Bench): Promise<void> {
+  await sql`truncate proc_state, flight_schd, schd_gen, schd_gen_flid, schd_snap_log, msg_event cascade`.execute(b.db);
+  await sql`update intake_cursor set watermark = 0, full_scan_from = null, full_scan_at = null, gap_id = null, gap_seen_at = null`.execute(b.db);
+  await sql`delete from graphile_worker._private_jobs`.execute(b.db);
+  await b.inbox.query('TRUNCATE TABLE cminmsgs');
+  await b.redis.flushdb();
+}
+
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+export function machine(): string {
+  return `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}`;
+}

@@ -1,0 +1,66 @@
+// B2: one SCHD DNLD of N flights (default 4,000) from pump pick-up to SUCCEEDED; the same
+// content again as a new message (0 events); parse share; peak RSS. Median of RUNS runs.
+//   npm run bench:snapshot -- [flights=4000] [runs=3]
+import { sql } from 'kysely';
+import { systemClock } from '../../lib/clock.ts';
+import { buildMirror, buildRegistry } from '../../lib/app/composition.ts';
+import { intakeRound } from '../../lib/pipeline/intake.ts';
+import { tick } from '../../lib/pipeline/pump.ts';
+import { decodeEnvelope } from '../../lib/sis/envelope.ts';
+import { createLogger } from '../../lib/runtime/log.ts';
+import { insertInboxRow } from '../../lib/db/mysql.ts';
+import { bigSnapshot } from '../../test/support/fixtures.ts';
+import { emptyAll, machine, median, openBench } from './setup.ts';
+
+const flights = Number(process.argv[2] ?? 4000);
+const runs = Number(process.argv[3] ?? 3);
+const b = await openBench();
+const log = createLogger('bench', process.env.BENCH_LOG ?? 'silent');
+const first: number[] = [];
+const again: number[] = [];
+const parse: number[] = [];
+let peakRss = 0;
+let secondEvents = -1;
+const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 20);
+const xml = bigSnapshot(flights);
+for (let r = 0; r < runs; r++) {
+  await emptyAll(b);
+  for (const seqn of [1, 2]) await insertInboxRow(b.inbox, { body: xml.replace(/<SEQN>\d+/, `<SEQN>${seqn}`), received: '2026-12-01 08:00:00' });
+  await intakeRound({ db: b.db, inbox: b.inbox, clock: systemClock, config: b.config, log });
+  const deps = { session: b.session, inbox: b.inbox, registry: buildRegistry(), mirror: buildMirror({ db: b.db, redis: b.redis, config: b.config }), clock: systemClock, config: b.config, log };
+  let t = performance.now();
+  const r1 = await tick(deps);
+  first.push(performance.now() - t);
+  const afterFirst = (await sql<{ n: number }>`select count(*)::int n from msg_event where target = 'msg'`.execute(b.db)).rows[0].n;
+  t = performance.now();
+  const r2 = await tick(deps);
+  again.push(performance.now() - t);
+  if (r1.kind !== 'processed' || r1.state !== 'SUCCEEDED' || r2.kind !== 'processed' || r2.state !== 'SUCCEEDED') throw new Error(`unexpected ${JSON.stringify([r1, r2])}`);
+  const ev = await sql<{ n: number }>`select count(*)::int n from msg_event where target = 'msg'`.execute(b.db);
+  if (afterFirst !== flights) throw new Error(`expected ${flights} events from the first snapshot, got ${afterFirst}`);
+  secondEvents = ev.rows[0].n - afterFirst;
+  t = performance.now();
+  decodeEnvelope(xml);
+  parse.push(performance.now() - t);
+}
+clearInterval(rssTimer);
+console.log(
+  JSON.stringify(
+    {
+      bench: 'B2 snapshot',
+      machine: machine(),
+      flights,
+      bytes: xml.length,
+      runs,
+      firstApplyMsMedian: Math.round(median(first)),
+      sameContentAgainMsMedian: Math.round(median(again)),
+      eventsSecondMessage: secondEvents,
+      parseMsMedian: Math.round(median(parse)),
+      parseShareOfSecond: +(median(parse) / median(again)).toFixed(2),
+      peakRssMb: Math.round(peakRss / 2 ** 20),
+    },
+    null,
+    2,
+  ),
+);
+await b.close();
