@@ -1,13 +1,13 @@
 // Test settings: the same local services as scripts/services, test databases.
-import { loadConfig, type Config } from '../../lib/config.ts';
+import { envName, loadConfig, type Config } from '../../lib/config.ts';
 
 export const TEST_PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/msgx_test';
 export const TEST_INBOX_URL = process.env.TEST_INBOX_URL ?? 'mysql://root@127.0.0.1:3306/aodbinterface_test';
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/15';
 export const TEST_KAFKA = process.env.TEST_KAFKA_BROKERS ?? '127.0.0.1:9092';
 
-/** A validated Config for tests; overrides use spec keys, e.g. { 'msgx.pipeline.backoff': '10ms,10ms,10ms,10ms' }. */
-export function testConfig(overrides: Record<string, string> = {}): Config {
+/** The environment of a test process or config: test services; overrides by spec key or env name. */
+export function testEnv(overrides: Record<string, string> = {}, logLevel = process.env.MSGX_LOG_LEVEL ?? 'silent'): Record<string, string> {
   const env: Record<string, string> = {
     DATABASE_URL: TEST_PG_URL,
     INBOX_URL: TEST_INBOX_URL,
@@ -15,11 +15,13 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     KAFKA_BROKERS: TEST_KAFKA,
     MSGX_API_TOKEN: 'test-token',
     MSGX_REQUESTS_DAILY_SCHEDULE_AT: '',
-    MSGX_LOG_LEVEL: process.env.MSGX_LOG_LEVEL ?? 'silent',
+    MSGX_LOG_LEVEL: logLevel,
   };
-  for (const [k, v] of Object.entries(overrides)) {
-    if (k.startsWith('msgx.')) env['MSGX_' + k.slice(5).replace(/[.-]/g, '_').toUpperCase()] = v;
-    else env[k] = v;
-  }
-  return loadConfig(env);
+  for (const [k, v] of Object.entries(overrides)) env[k.startsWith('msgx.') ? envName(k) : k] = v;
+  return env;
+}
+
+/** A validated Config for tests; overrides use spec keys, e.g. { 'msgx.pipeline.backoff': '10ms,10ms,10ms,10ms' }. */
+export function testConfig(overrides: Record<string, string> = {}): Config {
+  return loadConfig(testEnv(overrides));
 }

@@ -1,6 +1,6 @@
 // Real worker processes for end-to-end tests (the same entry files as the Procfile).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { TEST_INBOX_URL, TEST_KAFKA, TEST_PG_URL, TEST_REDIS_URL } from './env.ts';
+import { testEnv } from './env.ts';
 
 export interface Proc {
   name: string;
@@ -16,18 +16,7 @@ export function startWorker(name: string, env: Record<string, string> = {}): Pro
   const port = nextPort++;
   const portKey = `MSGX_HTTP_PORT_${name.replace(/-/g, '_').toUpperCase()}`;
   const child = spawn(process.execPath, [`workers/${name}.ts`], {
-    env: {
-      ...process.env,
-      DATABASE_URL: TEST_PG_URL,
-      INBOX_URL: TEST_INBOX_URL,
-      REDIS_URL: TEST_REDIS_URL,
-      KAFKA_BROKERS: TEST_KAFKA,
-      MSGX_API_TOKEN: 'test-token',
-      MSGX_REQUESTS_DAILY_SCHEDULE_AT: '',
-      MSGX_LOG_LEVEL: 'info',
-      [portKey]: String(port),
-      ...env,
-    },
+    env: { ...process.env, ...testEnv({ [portKey]: String(port), ...env }, 'info') },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: string[] = [];
