@@ -10,6 +10,8 @@ import { replayMessages, resumeBackfills, type ReplayRequest } from '../lib/pipe
 import { runProcess } from '../lib/runtime/process.ts';
 import { refdataRoutes } from '../lib/refdata/routes.ts';
 import { flightRoutes } from '../lib/flight/routes.ts';
+import { dispatchOperatorTasks } from '../lib/dispatch/actions.ts';
+import { dispatchRoutes } from '../lib/dispatch/routes.ts';
 import { requestRoutes } from '../lib/requests/routes.ts';
 import { registerRequestsGauge } from '../lib/requests/metrics.ts';
 import { requestsCrontab, requestTasks } from '../lib/requests/tasks.ts';
@@ -25,13 +27,14 @@ await runProcess({
     const guard = bearerGuard(token || 'dev');
     const inbox = createInbox(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
     app.addHook('onClose', () => inbox.end());
-    await inboxRoutes(app, { inbox, config: rt.config, clock: rt.clock, guard });
+    await app.register(async (scoped) => inboxRoutes(scoped, { inbox, config: rt.config, clock: rt.clock, guard }));
     await opsRoutes(app, { db: rt.db, clock: rt.clock, guard });
     await app.register(flightRoutes, { db: rt.db, timeZone: rt.config['msgx.airport.timezone'] });
     await refdataRoutes(app, { db: rt.db, clock: rt.clock });
     await app.register(async (scoped) => {
       scoped.addHook('onRequest', guard as never);
       await requestRoutes(scoped, { db: rt.db, config: rt.config, clock: rt.clock });
+      await dispatchRoutes(scoped, { db: rt.db });
     });
     registerRequestsGauge(rt.db);
   },
@@ -47,7 +50,7 @@ await runProcess({
     };
     const outbox = createInbox(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
     return {
-      tasks: { replay, 'backfill-resume': resume, ...requestTasks({ db: rt.db, outbox, config: rt.config, clock: rt.clock, log: rt.log }) },
+      tasks: { replay, 'backfill-resume': resume, ...dispatchOperatorTasks(rt.db, rt.log), ...requestTasks({ db: rt.db, outbox, config: rt.config, clock: rt.clock, log: rt.log }) },
       close: () => outbox.end(),
     };
   },

@@ -56,6 +56,8 @@ export const LOCKS = {
   INTAKE_LEADER: 7_003,
   LIFECYCLE_GATE: 7_004,
   HISTORY_PURGE_LEADER: 7_005,
+  MSG_DISPATCH_ROUND: 7_011,
+  SCHD_DISPATCH_ROUND: 7_012,
   // 7100 (two-key form): requests — 1 creating RQRD, 2 creating RQFD, 3 the sender (lib/requests/outbound.ts)
 } as const;
 

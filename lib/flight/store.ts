@@ -214,7 +214,7 @@ export async function upsertSchdRows(tx: Executor, rows: readonly { flid: string
 /** Deleted flights never go to schd: drop their pending schd rows. */
 export async function removePendingSchdRows(tx: Executor, flids: readonly string[]): Promise<void> {
   if (flids.length === 0) return;
-  await sql`delete from msg_event where target = 'schd' and state = 'PENDING' and flid = any(${[...flids]}::text[])`.execute(tx);
+  await sql`delete from msg_event where target = 'schd' and state in ('PENDING', 'DEAD') and flid = any(${[...flids]}::text[])`.execute(tx);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -223,7 +223,7 @@ export async function removePendingSchdRows(tx: Executor, flids: readonly string
 /** ACTIVE shared flights of these masters: {FLID, MAID}. */
 export async function loadSharedFlids(db: Executor, masters: readonly string[]): Promise<{ flid: string; maid: string }[]> {
   if (masters.length === 0) return [];
-  const r = await sql<{ flid: string; maid: string }>`select flid, maid from flight_schd where state = 'ACTIVE' and maid = any(${[...masters]}::text[])`.execute(db);
+  const r = await sql<{ flid: string; maid: string }>`select flid, maid from flight_schd where state = 'ACTIVE' and maid = any(${[...masters]}::text[]) order by length(flid), flid`.execute(db);
   return r.rows;
 }
 

@@ -96,7 +96,7 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
     ? runAsLeader({ url: config.DATABASE_URL, name: spec.name, lockKey: spec.leaderLock, log, signal: abort.signal, start: startRunner })
     : (async () => {
         stopRunner = await startRunner();
-        await new Promise((r) => abort.signal.addEventListener('abort', r, { once: true }));
+        await new Promise((r) => (abort.signal.aborted ? r(undefined) : abort.signal.addEventListener('abort', r, { once: true })));
         await stopRunner();
       })();
 

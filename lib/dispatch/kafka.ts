@@ -1,0 +1,232 @@
+// The Kafka edge of both dispatchers (kafkajs 2.2.4): one client from config, a plain producer
+// with acks = -1 (all in-sync replicas; the idempotent producer stays off, consumers dedupe by
+// EVENT_ID), topic creation when missing, and every call bounded by msgx.io.timeout — a call
+// that does not settle in time is a failure and the producer is thrown away, so a late answer
+// of a hung request can never be mistaken for the next send's.
+import kafkajs from 'kafkajs';
+import type { Admin, LogEntry, Message, PartitionerArgs, Producer, RecordMetadata } from 'kafkajs';
+import type { Config } from '../config.ts';
+import type { Logger } from '../runtime/log.ts';
+import { offsetsOf } from './plan.ts';
+
+// CommonJS under ESM: enums and classes through the default import (scripts/kafka/README.md).
+const { Kafka, Partitioners, logLevel } = kafkajs;
+
+// kafkajs arms setTimeout(-1 - Date.now()) in its request queue; Node ≥ 24 warns once per
+// connection. Harmless (clamped to 1 ms): keep it out of the logs.
+const emitWarning = process.emitWarning.bind(process);
+process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
+  const type = typeof rest[0] === 'string' ? rest[0] : (rest[0] as { type?: string } | undefined)?.type;
+  const name = typeof warning === 'string' ? '' : warning.name;
+  if (type !== 'TimeoutNegativeWarning' && name !== 'TimeoutNegativeWarning') (emitWarning as (...a: unknown[]) => void)(warning, ...rest);
+}) as typeof process.emitWarning;
+
+export interface KafkaRecord {
+  key: string;
+  value: string;
+}
+
+export interface Placement {
+  partition: number;
+  /** null only if Kafka's answer lacked the partition (never seen; the record is acknowledged anyway). */
+  offset: string | null;
+}
+
+export interface KafkaEdge {
+  /**
+   * Produce `records` to `topic` in one request (acks = -1). Resolves with one placement per
+   * record, in order, only when Kafka acknowledged all of them; rejects on any error or when
+   * msgx.io.timeout passes (then nothing of this call counts as acknowledged).
+   */
+  send(topic: string, records: readonly KafkaRecord[]): Promise<Placement[]>;
+  /** Create the topics that do not exist (msgx.kafka.partitions). Throws TopicCreationError when the cluster refuses. */
+  ensureTopics(topics: readonly string[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class KafkaTimeoutError extends Error {
+  override name = 'KafkaTimeoutError';
+}
+
+/** The cluster refused to create a topic (ACL, policy, bad partition/replication count): fatal, fix the setup. */
+export class TopicCreationError extends Error {
+  override name = 'TopicCreationError';
+}
+
+/** Settle within ms or reject with KafkaTimeoutError (the underlying call is abandoned, not cancelled). */
+export async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new KafkaTimeoutError(`kafka ${what} did not answer within ${ms} ms (msgx.io.timeout)`)), ms);
+  });
+  try {
+    return await Promise.race([p, timeout]);
+  } finally {
+    clearTimeout(timer);
+    p.catch(() => {}); // a late rejection of the abandoned call is not unhandled
+  }
+}
+
+/** kafkajs chatter that our own round logs already cover (one line per failed round). */
+const TRANSIENT = /Connection error|Connection timeout|ECONNREFUSED|ETIMEDOUT|Request .* timed out|Failed to connect to seed broker|coordinator is (loading|not available)|Closed connection|Response without match|socket hang up|disconnected/i;
+
+function logCreator(log: Logger) {
+  return () =>
+    ({ level, log: entry }: LogEntry) => {
+      const { message, ...rest } = entry as { message: string } & Record<string, unknown>;
+      delete rest.timestamp;
+      delete rest.logger;
+      // ERROR/WARN stay visible unless they are transient connection noise; the rest is debug.
+      const visible = level <= logLevel.WARN && !TRANSIENT.test(`${message} ${String(rest.error ?? '')}`);
+      log[visible ? 'warn' : 'debug']({ kafkajs: rest }, `kafkajs: ${message}`);
+    };
+}
+
+export interface KafkaOptions {
+  brokers: string[];
+  clientId: string;
+  timeoutMs: number;
+  partitions: number;
+  log: Logger;
+}
+
+export function kafkaOptions(config: Config, log: Logger): KafkaOptions {
+  return {
+    brokers: config.KAFKA_BROKERS.split(',').map((b) => b.trim()).filter(Boolean),
+    clientId: config['msgx.kafka.client-id'],
+    timeoutMs: config['msgx.io.timeout'],
+    partitions: config['msgx.kafka.partitions'],
+    log,
+  };
+}
+
+export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
+  const kafka = new Kafka({
+    clientId: o.clientId,
+    brokers: o.brokers,
+    connectionTimeout: Math.min(o.timeoutMs, 3000),
+    requestTimeout: o.timeoutMs,
+    enforceRequestTimeout: true,
+    // Short in-call retries (leader moves); the dispatcher's backoff ladder does the rest.
+    retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 1000 },
+    logLevel: logLevel.WARN,
+    logCreator: logCreator(o.log),
+  });
+
+  // The partition kafkajs's default (murmur2, Java-compatible) partitioner chose for each message
+  // object: needed to turn per-partition base offsets into per-record offsets.
+  const placed = new WeakMap<Message, number>();
+  const createPartitioner = () => {
+    const inner = Partitioners.DefaultPartitioner();
+    return (args: PartitionerArgs) => {
+      const p = inner(args);
+      placed.set(args.message, p);
+      return p;
+    };
+  };
+
+  let producer: Promise<Producer> | null = null;
+  const connected = () =>
+    (producer ??= (async () => {
+      const p = kafka.producer({ createPartitioner, idempotent: false, allowAutoTopicCreation: false });
+      try {
+        await withTimeout(p.connect(), o.timeoutMs, 'connect');
+      } catch (e) {
+        void withTimeout(p.disconnect(), o.timeoutMs, 'disconnect').catch(() => {});
+        throw e;
+      }
+      return p;
+    })());
+  /** Drop the producer after a failure: the next send connects afresh. */
+  const discard = () => {
+    const old = producer;
+    producer = null;
+    old?.then((p) => withTimeout(p.disconnect(), o.timeoutMs, 'disconnect')).catch(() => {});
+  };
+
+  return {
+    async send(topic, records) {
+      if (records.length === 0) return [];
+      const messages: Message[] = records.map((r) => ({ key: r.key, value: r.value }));
+      let acks: RecordMetadata[];
+      try {
+        const started = Date.now();
+        const p = await connected();
+        const left = Math.max(1, o.timeoutMs - (Date.now() - started));
+        acks = await withTimeout(p.send({ topic, messages, acks: -1, timeout: o.timeoutMs }), left, `send to ${topic}`);
+      } catch (e) {
+        discard();
+        throw e;
+      }
+      const partitions = messages.map((m) => placed.get(m) ?? -1);
+      const offsets = offsetsOf(
+        partitions,
+        acks.filter((a) => a.topicName === topic && a.baseOffset !== undefined).map((a) => ({ partition: a.partition, baseOffset: a.baseOffset! })),
+      );
+      return partitions.map((partition, i) => ({ partition, offset: offsets[i] }));
+    },
+
+    async ensureTopics(topics) {
+      const admin: Admin = kafka.admin({ retry: { retries: 1 } });
+      await withTimeout(admin.connect(), o.timeoutMs, 'admin connect');
+      try {
+        const existing = new Set(await withTimeout(admin.listTopics(), o.timeoutMs, 'listTopics'));
+        const missing = [...new Set(topics)].filter((t) => !existing.has(t));
+        if (missing.length === 0) return;
+        const cluster = await withTimeout(admin.describeCluster(), o.timeoutMs, 'describeCluster');
+        const replicationFactor = Math.min(3, cluster.brokers.length);
+        try {
+          await withTimeout(
+            admin.createTopics({
+              topics: missing.map((topic) => ({ topic, numPartitions: o.partitions, replicationFactor })),
+              waitForLeaders: true,
+              timeout: o.timeoutMs,
+            }),
+            o.timeoutMs * 2,
+            'createTopics',
+          );
+        } catch (e) {
+          const refused = refusal(e);
+          if (refused) {
+            throw new TopicCreationError(
+              `topic(s) ${missing.join(', ')} do not exist and the cluster refused to create them (${refused}): ` +
+                `create them (${o.partitions} partitions, msgx.kafka.partitions) or grant CreateTopics to client '${o.clientId}'`,
+            );
+          }
+          throw e;
+        }
+        o.log.info({ topics: missing, partitions: o.partitions, replicationFactor }, 'kafka topics created');
+      } finally {
+        await withTimeout(admin.disconnect(), o.timeoutMs, 'admin disconnect').catch(() => {});
+      }
+    },
+
+    async close() {
+      const p = producer;
+      producer = null;
+      if (p) await p.then((x) => withTimeout(x.disconnect(), o.timeoutMs, 'disconnect')).catch(() => {});
+    },
+  };
+}
+
+const REFUSALS = new Set([
+  'TOPIC_AUTHORIZATION_FAILED',
+  'CLUSTER_AUTHORIZATION_FAILED',
+  'POLICY_VIOLATION',
+  'INVALID_REPLICATION_FACTOR',
+  'INVALID_PARTITIONS',
+  'INVALID_TOPIC_EXCEPTION',
+  'INVALID_CONFIG',
+  'INVALID_REQUEST',
+  'UNSUPPORTED_VERSION',
+]);
+
+/** The error type when createTopics was refused for good (not a connection problem). */
+function refusal(e: unknown): string | null {
+  const errs = [e, ...(((e as { errors?: unknown[] }).errors ?? []) as unknown[])];
+  for (const x of errs) {
+    const type = (x as { type?: string }).type;
+    if (type && REFUSALS.has(type)) return type;
+  }
+  return null;
+}

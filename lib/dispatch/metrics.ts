@@ -1,0 +1,58 @@
+// Dispatch metrics (reference.md), prom-client default registry:
+//   msgx_dispatch_pending{target}   gauge    PENDING outbox rows (read from Postgres at scrape time)
+//   msgx_dispatch_dead{target}      gauge    DEAD outbox rows (dead letters, alert on > 0)
+//   msgx_dispatch_sent_total{target} counter events confirmed by Kafka and marked SENT
+import client from 'prom-client';
+import { sql } from 'kysely';
+import type { Executor } from '../flight/store.ts';
+
+const { Counter, Gauge, register } = client;
+
+export type Target = 'msg' | 'schd';
+
+function getOrCreate<T>(name: string, make: () => T): T {
+  return (register.getSingleMetric(name) as T | undefined) ?? make();
+}
+
+export const dispatchSent = getOrCreate(
+  'msgx_dispatch_sent_total',
+  () => new Counter({ name: 'msgx_dispatch_sent_total', help: 'Outbox events confirmed by Kafka', labelNames: ['target'] as const }),
+);
+
+/** Row counts by state for these targets (PENDING uses the partial indexes). */
+export async function countByState(db: Executor, targets: readonly Target[]): Promise<Record<Target, { pending: number; dead: number }>> {
+  const r = await sql<{ target: Target; state: string; n: number }>`
+    select target, state, count(*)::int as n from msg_event
+    where target = any(${[...targets]}::text[]) and state in ('PENDING', 'DEAD')
+    group by target, state`.execute(db);
+  const out = { msg: { pending: 0, dead: 0 }, schd: { pending: 0, dead: 0 } };
+  for (const x of r.rows) out[x.target][x.state === 'PENDING' ? 'pending' : 'dead'] = x.n;
+  return out;
+}
+
+/**
+ * The two gauges, collected from Postgres at scrape time (exact also while the worker idles).
+ * Call once per process with the targets it dispatches, so that two processes do not both
+ * report the same series.
+ */
+export function registerDispatchGauges(db: Executor, targets: readonly Target[]): void {
+  for (const name of ['msgx_dispatch_pending', 'msgx_dispatch_dead']) if (register.getSingleMetric(name)) register.removeSingleMetric(name);
+  new Gauge({
+    name: 'msgx_dispatch_pending',
+    help: 'PENDING outbox rows (not yet confirmed by Kafka)',
+    labelNames: ['target'] as const,
+    async collect() {
+      const c = await countByState(db, targets);
+      for (const t of targets) this.set({ target: t }, c[t].pending);
+    },
+  });
+  new Gauge({
+    name: 'msgx_dispatch_dead',
+    help: 'DEAD outbox rows (dead letters waiting for dispatch-replay / dispatch-skip)',
+    labelNames: ['target'] as const,
+    async collect() {
+      const c = await countByState(db, targets);
+      for (const t of targets) this.set({ target: t }, c[t].dead);
+    },
+  });
+}

@@ -1,0 +1,112 @@
+// msg topic round (dispatch.md "msg topic"): freeze a batch of due PENDING events that nothing
+// holds (EVENT_ID order, never overtaking an earlier event of the same FLID), produce them with
+// key = FLID and value = the stored payload, and in the same transaction mark exactly the
+// acknowledged ones SENT (sent_at, partition, offset). A send that fails or times out counts
+// one failed attempt for every event it carried (backoff; DEAD after max attempts); nothing of
+// it is marked SENT. The round runs under a transaction-scoped advisory lock, so two instances
+// never send the same FLID concurrently.
+import type { Clock } from '../clock.ts';
+import type { Config } from '../config.ts';
+import type { Db } from '../db/postgres.ts';
+import type { Logger } from '../runtime/log.ts';
+import type { KafkaEdge } from './kafka.ts';
+import { dispatchSent } from './metrics.ts';
+import { freezeMsgBatch, markFailed, markSent, nextAttemptAt, tryRoundLock, type Acked, type MsgRow } from './outbox.ts';
+import { afterFailure, chunkBySize, isBrokerUnavailable, type RetryPolicy } from './plan.ts';
+
+export interface DispatchDeps {
+  db: Db;
+  kafka: KafkaEdge;
+  config: Config;
+  clock: Clock;
+  log: Logger;
+}
+
+export interface RoundResult {
+  /** Another instance holds the round lock. */
+  busy: boolean;
+  picked: number;
+  sent: number;
+  /** Events whose send failed (backing off or DEAD). */
+  failed: number;
+  dead: number;
+}
+
+export const retryPolicy = (c: Config): RetryPolicy => ({ ladder: c['msgx.dispatch.backoff'], maxAttempts: c['msgx.dispatch.max-attempts'] });
+
+/** One msg round. */
+export async function msgRound(d: DispatchDeps): Promise<RoundResult> {
+  const topic = d.config['msgx.kafka.msg-topic'];
+  const result = await d.db.transaction().execute(async (tx) => {
+    const res: RoundResult = { busy: false, picked: 0, sent: 0, failed: 0, dead: 0 };
+    if (!(await tryRoundLock(tx, 'msg'))) return { ...res, busy: true };
+    const now = d.clock.now();
+    const batch = await freezeMsgBatch(tx, now, d.config['msgx.msg.batch']);
+    res.picked = batch.length;
+    if (batch.length === 0) return res;
+
+    // Normally one send; a batch larger than a record limit goes out in consecutive sends,
+    // stopping at the first failure (later chunks stay untouched for the next round).
+    const chunks = chunkBySize(
+      batch.map((e) => Buffer.byteLength(e.value) + Buffer.byteLength(e.flid) + 64),
+      d.config['msgx.schd.max-record-bytes'],
+    ).map((idx) => idx.map((i) => batch[i]));
+    const acked: Acked[] = [];
+    let failed: { rows: MsgRow[]; error: Error } | null = null;
+    for (const rows of chunks) {
+      try {
+        const placed = await d.kafka.send(topic, rows.map((e) => ({ key: e.flid, value: e.value })));
+        rows.forEach((e, i) => acked.push({ eventId: e.eventId, stateVersion: e.stateVersion, partition: placed[i].partition, offset: placed[i].offset }));
+      } catch (e) {
+        failed = { rows, error: e as Error };
+        break;
+      }
+    }
+
+    const at = d.clock.now();
+    res.sent = (await markSent(tx, acked, at)).length;
+    if (failed) {
+      const policy = retryPolicy(d.config);
+      const error = `${failed.error.name}: ${failed.error.message}`;
+      const dead = await markFailed(
+        tx,
+        failed.rows.map((e) => ({ eventId: e.eventId, attemptsBefore: e.attempts, next: afterFailure(e.attempts, policy, at, isBrokerUnavailable(failed.error)) })),
+        error,
+      );
+      res.failed = failed.rows.length;
+      res.dead = dead.length;
+      d.log.warn({ topic, events: failed.rows.length, firstEventId: failed.rows[0].eventId, dead: dead.length, err: error }, 'msg dispatch: send failed, backing off');
+      if (dead.length) d.log.error({ topic, eventIds: dead, err: error }, 'msg dispatch: events DEAD after max attempts (their FLIDs are held)');
+    }
+    return res;
+  });
+  if (result.sent) dispatchSent.inc({ target: 'msg' }, result.sent);
+  return result;
+}
+
+export type DrainNext = 'now' | Date | null;
+
+/**
+ * Rounds until nothing is due, a send fails, or the budget is spent. Returns when the task
+ * should run again: 'now' (budget spent), the next retry time, or null (idle until woken).
+ */
+export async function drain(
+  round: (d: DispatchDeps) => Promise<RoundResult>,
+  target: 'msg' | 'schd',
+  d: DispatchDeps,
+  budgetMs: number,
+  signal?: AbortSignal,
+): Promise<DrainNext> {
+  const until = Date.now() + budgetMs;
+  for (;;) {
+    const r = await round(d);
+    if (r.busy) return new Date(d.clock.now().getTime() + 1000); // the other instance drains; look again soon
+    if (r.picked > 0 && r.failed === 0 && !signal?.aborted) {
+      if (Date.now() >= until) return 'now';
+      continue;
+    }
+    return nextAttemptAt(d.db, target, d.clock.now());
+  }
+}
+
+export const msgDrain = (d: DispatchDeps, budgetMs: number, signal?: AbortSignal) => drain(msgRound, 'msg', d, budgetMs, signal);

@@ -1,0 +1,26 @@
+// Retention of the outbox (dispatch.md "Retention"): SENT rows older than
+// msgx.pipeline.event-retention (by SENT_AT) are deleted in bounded batches. DEAD rows stay
+// until an operator acts; SKIPPED rows stay as the record of that action; PENDING never goes.
+// Runs as a graphile-worker crontab task of the msg-dispatch process (the retention process
+// can take it over later: the function is all there is).
+import type { Clock } from '../clock.ts';
+import type { Executor } from '../flight/store.ts';
+import { metrics } from '../runtime/metrics.ts';
+import { deleteSentBefore } from './outbox.ts';
+
+export const RETENTION_TASK = 'dispatch-retention';
+export const RETENTION_CRONTAB = `0 * * * * ${RETENTION_TASK} ?jobKey=${RETENTION_TASK}&max=1`;
+
+/** Delete old SENT rows, `batch` per statement, until none is left or the budget is spent. Returns the count. */
+export async function purgeSentEvents(db: Executor, clock: Clock, o: { retentionMs: number; batch?: number; budgetMs?: number }): Promise<number> {
+  const cutoff = new Date(clock.now().getTime() - o.retentionMs);
+  const batch = o.batch ?? 5000;
+  const until = Date.now() + (o.budgetMs ?? 60_000);
+  let total = 0;
+  for (;;) {
+    const n = await deleteSentBefore(db, cutoff, batch);
+    total += n;
+    if (n) metrics.retentionDeleted.inc({ object: 'msg_event' }, n);
+    if (n < batch || Date.now() >= until) return total;
+  }
+}

@@ -1,0 +1,99 @@
+// schd topic round (dispatch.md "schd topic", C-9): up to msgx.schd.flush-limit due PENDING
+// schd rows → their complete states from the consistent bulk loader (readFlights, one
+// REPEATABLE READ snapshot) → records {"SCHD":{"RECS":n,"FLTR":[…]}} of at most
+// msgx.schd.max-record-bytes, fixed key, one send per record (Kafka's size limit applies to a
+// partition's whole batch, so records are not combined into one request).
+// Decisions:
+//   - a row whose flight is missing or DELETED is removed (deletions go only to msg; the delete
+//     path removes PENDING rows the same way; a revival upserts a fresh row);
+//   - a state that alone exceeds max-record-bytes goes DEAD at once ("too-large", visible in
+//     msgx_dispatch_dead{target="schd"}): sending it would fail the same way every time and
+//     take its neighbours down with it; a newer version of the flight resets it to PENDING;
+//   - SENT is conditional on (event_id read, version sent): a row rewritten meanwhile stays
+//     PENDING and goes out in a later round;
+//   - sends stop at the first failure: rows of acknowledged records are SENT, the failed
+//     record's rows back off (DEAD after max attempts), later records are untouched.
+import { readFlights } from '../flight/read.ts';
+import { toJson } from '../flight/state.ts';
+import { dispatchSent } from './metrics.ts';
+import { drain, retryPolicy, type DispatchDeps, type DrainNext, type RoundResult } from './msg.ts';
+import { dropGoneSchdRows, markFailed, markSent, pendingSchdRows, tryRoundLock, type Acked, type SchdRow } from './outbox.ts';
+import { afterFailure, isBrokerUnavailable, splitSchd } from './plan.ts';
+
+/** Key of every schd record: one partition, records in order (consumers still decide by STATE_VERSION). */
+export const SCHD_KEY = 'schd';
+
+export interface SchdRoundResult extends RoundResult {
+  /** Rows removed because their flight is gone or deleted. */
+  gone: number;
+  /** Rows sent but rewritten meanwhile (left PENDING). */
+  overtaken: number;
+  records: number;
+}
+
+export async function schdRound(d: DispatchDeps): Promise<SchdRoundResult> {
+  const topic = d.config['msgx.kafka.schd-topic'];
+  const maxBytes = d.config['msgx.schd.max-record-bytes'];
+  const result = await d.db.transaction().execute(async (tx) => {
+    const res: SchdRoundResult = { busy: false, picked: 0, sent: 0, failed: 0, dead: 0, gone: 0, overtaken: 0, records: 0 };
+    if (!(await tryRoundLock(tx, 'schd'))) return { ...res, busy: true };
+    const rows = await pendingSchdRows(tx, d.clock.now(), d.config['msgx.schd.flush-limit']);
+    res.picked = rows.length;
+    if (rows.length === 0) return res;
+
+    const states = await readFlights(d.db, rows.map((r) => r.flid), d.config['msgx.airport.timezone']);
+    const live: { row: SchdRow; version: number; json: string }[] = [];
+    const gone: number[] = [];
+    for (const row of rows) {
+      const s = states.get(row.flid);
+      if (!s || s.STATE !== 'ACTIVE') gone.push(row.eventId);
+      else live.push({ row, version: s.STATE_VERSION, json: JSON.stringify(toJson(s)) });
+    }
+    res.gone = await dropGoneSchdRows(tx, gone);
+
+    const policy = retryPolicy(d.config);
+    const { records, oversize } = splitSchd(live.map((l) => l.json), maxBytes);
+    res.records = records.length;
+    if (oversize.length) {
+      const big = oversize.map((i) => live[i]);
+      const dead = await markFailed(
+        tx,
+        big.map((l) => ({ eventId: l.row.eventId, attemptsBefore: l.row.attempts, next: { state: 'DEAD', attempts: l.row.attempts + 1, nextAttemptAt: null } })),
+        `too-large: complete state over msgx.schd.max-record-bytes=${maxBytes}`,
+      );
+      res.dead += dead.length;
+      d.log.error({ topic, flids: big.map((l) => l.row.flid), maxBytes, sizes: big.map((l) => Buffer.byteLength(l.json)) }, 'schd dispatch: state larger than a record, DEAD');
+    }
+
+    const acked: Acked[] = [];
+    let failed: { members: number[]; error: Error } | null = null;
+    for (const rec of records) {
+      try {
+        const [placed] = await d.kafka.send(topic, [{ key: SCHD_KEY, value: rec.value }]);
+        for (const i of rec.members) acked.push({ eventId: live[i].row.eventId, stateVersion: live[i].version, partition: placed.partition, offset: placed.offset });
+      } catch (e) {
+        failed = { members: rec.members, error: e as Error };
+        break;
+      }
+    }
+
+    const at = d.clock.now();
+    const marked = await markSent(tx, acked, at);
+    res.sent = marked.length;
+    res.overtaken = acked.length - marked.length;
+    if (failed) {
+      const error = `${failed.error.name}: ${failed.error.message}`;
+      const rowsOf = failed.members.map((i) => live[i].row);
+      const dead = await markFailed(tx, rowsOf.map((r) => ({ eventId: r.eventId, attemptsBefore: r.attempts, next: afterFailure(r.attempts, policy, at, isBrokerUnavailable(failed.error)) })), error);
+      res.failed = rowsOf.length;
+      res.dead += dead.length;
+      d.log.warn({ topic, rows: rowsOf.length, dead: dead.length, err: error }, 'schd dispatch: send failed, backing off');
+      if (dead.length) d.log.error({ topic, eventIds: dead, err: error }, 'schd dispatch: rows DEAD after max attempts');
+    }
+    return res;
+  });
+  if (result.sent) dispatchSent.inc({ target: 'schd' }, result.sent);
+  return result;
+}
+
+export const schdDrain = (d: DispatchDeps, budgetMs: number, signal?: AbortSignal): Promise<DrainNext> => drain(schdRound, 'schd', d, budgetMs, signal);

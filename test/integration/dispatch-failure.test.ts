@@ -1,0 +1,161 @@
+// Kafka failures against the real thing: a broker stopped in the middle of a run (a private
+// broker on its own port, so the shared one is never disturbed), a refused connection, and a
+// broker that accepts and never answers (a loopback server: the one fault real Kafka cannot
+// produce on demand). Nothing is marked SENT that Kafka did not acknowledge; after recovery
+// everything is delivered, duplicates only of sends that were not acknowledged.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ManualClock, systemClock } from '../../lib/clock.ts';
+import type { Db } from '../../lib/db/postgres.ts';
+import { TopicCreationError, type KafkaEdge } from '../../lib/dispatch/kafka.ts';
+import { msgRound, type RoundResult } from '../../lib/dispatch/msg.ts';
+import { consumeAll, deadAddress, deps, edge, kafkaService, NOW, openDb, payloadOf, putMsgEvents, resetOutbox, rows, silentServer, stateCounts, uniqueTopic } from './dispatch-support.ts';
+
+const PRIVATE_PORT = 19192;
+const PRIVATE = `127.0.0.1:${PRIVATE_PORT}`;
+
+let db: Db;
+let close: () => Promise<void>;
+const edges: KafkaEdge[] = [];
+const track = (e: KafkaEdge) => (edges.push(e), e);
+
+beforeAll(async () => {
+  ({ db, close } = openDb());
+});
+afterAll(async () => {
+  for (const e of edges) await e.close();
+  await close();
+});
+beforeEach(async () => resetOutbox(db));
+
+describe('a broker that cannot be reached', () => {
+  it('refused: the round fails fast, rows stay PENDING with backoff, nothing SENT', async () => {
+    const kafka = track(edge({ brokers: await deadAddress(), timeoutMs: 3000 }));
+    await putMsgEvents(db, ['1', '2', '1']);
+    const t0 = Date.now();
+    const r = await msgRound(deps(db, kafka, { 'msgx.kafka.msg-topic': uniqueTopic('refused'), 'msgx.dispatch.backoff': '2s,9s' }));
+    expect(Date.now() - t0).toBeLessThan(3500);
+    expect(r).toMatchObject({ picked: 3, sent: 0, failed: 3, dead: 0 });
+    for (const row of await rows(db)) {
+      expect(row).toMatchObject({ state: 'PENDING', attempts: 1, sent_at: null, kafka_offset: null });
+      expect(row.next_attempt_at).toEqual(new Date(NOW.getTime() + 2000));
+    }
+  });
+
+  it('never answers: the send is cut off by msgx.io.timeout and counts as a failure', async () => {
+    const hung = await silentServer();
+    try {
+      const kafka = track(edge({ brokers: hung.address, timeoutMs: 800 }));
+      await putMsgEvents(db, ['1', '2']);
+      const clock = new ManualClock(NOW);
+      const d = deps(db, kafka, { 'msgx.kafka.msg-topic': uniqueTopic('hung'), 'msgx.io.timeout': '800ms' }, clock);
+      for (let i = 1; i <= 2; i++) {
+        const t0 = Date.now();
+        const r = await msgRound(d);
+        expect(Date.now() - t0).toBeLessThan(2500);
+        expect(r).toMatchObject({ picked: 2, sent: 0, failed: 2 });
+        const after = await rows(db);
+        expect(after.every((x) => x.state === 'PENDING' && x.attempts === i && /did not answer within 800 ms|timed? ?out/i.test(x.last_error ?? ''))).toBe(true);
+        clock.advance(60_000);
+      }
+      // topic creation against a hung broker is bounded too
+      const t0 = Date.now();
+      await expect(kafka.ensureTopics(['x'])).rejects.toThrow();
+      expect(Date.now() - t0).toBeLessThan(2500);
+    } finally {
+      await hung.close();
+    }
+  });
+});
+
+describe('broker stopped in the middle of a run', () => {
+  beforeAll(async () => kafkaService('kafka-start', PRIVATE_PORT), 180_000);
+  afterAll(async () => kafkaService('kafka-stop', PRIVATE_PORT), 120_000);
+
+  it('rows stay PENDING while it is down; after restart everything arrives, duplicates only of unacknowledged sends', async () => {
+    const topic = uniqueTopic('outage');
+    const kafka = track(edge({ brokers: PRIVATE, timeoutMs: 2000 }));
+    await kafka.ensureTopics([topic]);
+    const flids = Array.from({ length: 3000 }, (_, i) => String((i % 150) + 1));
+    await putMsgEvents(db, flids);
+    const d = deps(db, kafka, { 'msgx.kafka.msg-topic': topic, 'msgx.msg.batch': '50', 'msgx.dispatch.backoff': '100ms,300ms', 'msgx.dispatch.max-attempts': '1000', 'msgx.io.timeout': '2s' }, systemClock);
+
+    const results: RoundResult[] = [];
+    let stop = false;
+    const loop = (async () => {
+      while (!stop) {
+        const r = await msgRound(d);
+        results.push(r);
+        if (r.picked === 0) await new Promise((res) => setTimeout(res, 50));
+        else await new Promise((res) => setTimeout(res, 15));
+      }
+    })();
+    const waitUntil = async (what: string, f: () => Promise<boolean> | boolean, ms = 90_000) => {
+      const end = Date.now() + ms;
+      while (!(await f())) {
+        if (Date.now() > end) throw new Error(`timed out: ${what}`);
+        await new Promise((res) => setTimeout(res, 50));
+      }
+    };
+    let stopped = false;
+    try {
+      await waitUntil('some sent', async () => ((await stateCounts(db)).SENT ?? 0) >= 300);
+      await kafkaService('kafka-stop', PRIVATE_PORT); // while the loop keeps sending
+      stopped = true;
+      await waitUntil('failed rounds', () => results.filter((r) => r.failed > 0).length >= 3);
+      const during = await stateCounts(db);
+      expect(during.SENT ?? 0).toBeLessThan(3000);
+      const pendingRows = (await rows(db)).filter((r) => r.state === 'PENDING');
+      expect(pendingRows.some((r) => r.attempts > 0 && r.next_attempt_at !== null && r.last_error)).toBe(true);
+      expect(pendingRows.every((r) => r.sent_at === null && r.kafka_offset === null)).toBe(true);
+      const sentWhileDown = during.SENT ?? 0;
+      await new Promise((res) => setTimeout(res, 500));
+      expect((await stateCounts(db)).SENT ?? 0).toBe(sentWhileDown); // nothing acknowledged while down
+
+      await kafkaService('kafka-start', PRIVATE_PORT);
+      stopped = false;
+      await waitUntil('all sent', async () => ((await stateCounts(db)).SENT ?? 0) === 3000);
+    } finally {
+      stop = true;
+      await loop;
+      if (stopped) await kafkaService('kafka-start', PRIVATE_PORT);
+    }
+
+    const failedSends = results.reduce((n, r) => n + r.failed, 0);
+    expect(failedSends).toBeGreaterThan(0);
+    const all = await rows(db);
+    const got = await consumeAll(topic, PRIVATE);
+    const ids = got.map((c) => payloadOf(c).EVENT_ID);
+    const distinct = new Set(ids);
+    expect(distinct.size).toBe(3000); // everything delivered
+    expect(ids.length - distinct.size).toBeLessThanOrEqual(failedSends); // duplicates only of unacknowledged sends
+    // every SENT row's recorded place holds exactly that event: acknowledged means really there
+    const at = new Map(got.map((c) => [`${c.partition}/${c.offset}`, payloadOf(c).EVENT_ID]));
+    for (const r of all) expect(at.get(`${r.kafka_partition}/${r.kafka_offset}`)).toBe(r.event_id);
+    // per FLID, first deliveries in EVENT_ID order
+    const firstSeen = new Map<string, number[]>();
+    const seen = new Set<number>();
+    for (const c of got) {
+      const p = payloadOf(c);
+      if (seen.has(p.EVENT_ID)) continue;
+      seen.add(p.EVENT_ID);
+      firstSeen.set(p.FLID, [...(firstSeen.get(p.FLID) ?? []), p.EVENT_ID]);
+    }
+    for (const [flid, list] of firstSeen) expect(list, `FLID ${flid}`).toEqual([...list].sort((a, b) => a - b));
+  }, 240_000);
+});
+
+describe('topic creation', () => {
+  it('creates a missing topic with msgx.kafka.partitions, leaves an existing one alone, refuses clearly', async () => {
+    const kafka = track(edge({ partitions: 3 }));
+    const topic = uniqueTopic('create');
+    await kafka.ensureTopics([topic]);
+    await kafka.ensureTopics([topic]); // exists: no error
+    const placed = await kafka.send(topic, Array.from({ length: 30 }, (_, i) => ({ key: String(i), value: 'x' })));
+    expect(new Set(placed.map((p) => p.partition))).toEqual(new Set([0, 1, 2]));
+    // an invalid name is refused by the broker for good: a TopicCreationError naming the topic
+    const bad = 'bad/topic name';
+    const err = await kafka.ensureTopics([bad]).catch((e) => e);
+    expect(err).toBeInstanceOf(TopicCreationError);
+    expect(String(err.message)).toContain(bad);
+  });
+});

@@ -1,0 +1,28 @@
+// msg-dispatch: outbox (target 'msg') → msg topic, key = FLID, EVENT_ID order per FLID, at least
+// once, dead letters (lib/dispatch/msg.ts). Also runs the hourly retention of SENT outbox rows.
+// Any number of instances: a round runs under an advisory lock, so only one sends at a time.
+import { msgDrain } from '../lib/dispatch/msg.ts';
+import { purgeSentEvents, RETENTION_CRONTAB, RETENTION_TASK } from '../lib/dispatch/retention.ts';
+import { connectKafka, dispatcherTask, safetyNet } from '../lib/dispatch/worker.ts';
+import { runProcess } from '../lib/runtime/process.ts';
+
+const TASK = 'msg-dispatch';
+
+await runProcess({
+  name: 'msg-dispatch',
+  kick: [TASK],
+  crontab: () => [safetyNet(TASK), RETENTION_CRONTAB].join('\n'),
+  tasks: async (rt) => {
+    const kafka = await connectKafka(rt, rt.config['msgx.kafka.msg-topic']);
+    return {
+      tasks: {
+        [TASK]: dispatcherTask(rt, 'msg', TASK, msgDrain, kafka),
+        [RETENTION_TASK]: async () => {
+          const n = await purgeSentEvents(rt.db, rt.clock, { retentionMs: rt.config['msgx.pipeline.event-retention'] });
+          if (n) rt.log.info({ deleted: n }, 'outbox retention: SENT rows deleted');
+        },
+      },
+      close: () => kafka.close(),
+    };
+  },
+});

@@ -1,0 +1,17 @@
+// schd-dispatch: outbox (target 'schd', one row per FLID) → complete states → schd topic as
+// {"SCHD":{"RECS":n,"FLTR":[…]}} records under msgx.schd.max-record-bytes (lib/dispatch/schd.ts).
+import { schdDrain } from '../lib/dispatch/schd.ts';
+import { connectKafka, dispatcherTask, safetyNet } from '../lib/dispatch/worker.ts';
+import { runProcess } from '../lib/runtime/process.ts';
+
+const TASK = 'schd-dispatch';
+
+await runProcess({
+  name: 'schd-dispatch',
+  kick: [TASK],
+  crontab: () => safetyNet(TASK),
+  tasks: async (rt) => {
+    const kafka = await connectKafka(rt, rt.config['msgx.kafka.schd-topic']);
+    return { tasks: { [TASK]: dispatcherTask(rt, 'schd', TASK, schdDrain, kafka) }, close: () => kafka.close() };
+  },
+});
