@@ -18,6 +18,12 @@ export async function inboxRoutes(app: FastifyInstance, o: { inbox: Inbox; confi
     const ct = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
     if (ct !== 'application/xml' && ct !== 'text/xml') return reply.code(415).send({ error: 'unsupported-media-type', reason: 'send the SIS XML as application/xml or text/xml' });
   };
+  // Fastify refuses an oversize body before the route runs: answer in the route's own shape.
+  app.setErrorHandler((err, _req, reply) => {
+    if ((err as { code?: string }).code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+      return reply.code(413).send({ error: 'too-large', reason: `body exceeds msgx.inbox.max-message-bytes (${max} bytes)` });
+    return reply.send(err);
+  });
   // Auth and media type are checked before the body is read.
   app.post('/cminmsgs/send', { onRequest: [o.guard as never, xmlOnly], bodyLimit: max }, async (req, reply) => {
     if (o.config['msgx.inbox.read-only']) return reply.code(403).send({ error: 'read-only', reason: 'this instance never writes the inbox (msgx.inbox.read-only)' });

@@ -23,7 +23,7 @@ export async function readLedger(tx: Executor, day: string): Promise<LedgerRow |
 }
 
 export async function readRoster(tx: Executor, day: string): Promise<string[]> {
-  const r = await sql<{ flid: string }>`select flid from schd_gen_flid where operation_day = ${day}::date`.execute(tx);
+  const r = await sql<{ flid: string }>`select flid from schd_gen_flid where operation_day = ${day}::date order by length(flid), flid`.execute(tx);
   return r.rows.map((x) => x.flid);
 }
 

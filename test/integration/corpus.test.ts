@@ -6,7 +6,7 @@ import { renumberSeqn } from '../../lib/inject/files.ts';
 import { corpusMessages, corpusPresent } from '../support/corpus.ts';
 import { testConfig } from '../support/env.ts';
 import { runPipelineUntilSettled } from '../support/pipeline.ts';
-import { inboxProcessed, openServices, putInbox, resetPipeline, type TestServices } from '../support/services.ts';
+import { inboxProcessed, openServices, putInbox, resetDomain, resetPipeline, type TestServices } from '../support/services.ts';
 
 let s: TestServices;
 
@@ -14,6 +14,7 @@ describe.runIf(corpusPresent)('corpus through the pipeline', () => {
   beforeAll(async () => {
     s = await openServices();
     await resetPipeline(s);
+    await resetDomain(s);
   });
   afterAll(async () => s?.close());
 

@@ -11,7 +11,7 @@ import { decodeEnvelope } from '../../lib/sis/envelope.ts';
 import { corpusMessages, corpusPresent } from '../support/corpus.ts';
 import { testConfig } from '../support/env.ts';
 import { runPipelineUntilSettled } from '../support/pipeline.ts';
-import { openServices, procRows, putInbox, resetPipeline, sisMessage, type TestServices } from '../support/services.ts';
+import { openServices, procRows, putInbox, resetDomain, resetPipeline, sisMessage, type TestServices } from '../support/services.ts';
 
 const TZ = 'Asia/Shanghai';
 let s: TestServices;
@@ -52,8 +52,7 @@ describe.runIf(corpusPresent)('flight domain: corpus through the pipeline', () =
   beforeAll(async () => {
     s = await openServices();
     await resetPipeline(s);
-    await sql`truncate flight_schd, schd_gen, schd_gen_flid, msg_event cascade`.execute(s.db);
-    await s.redis.flushdb();
+    await resetDomain(s);
   });
   afterAll(async () => s?.close());
 

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { LOCKS } from '../../lib/db/postgres.ts';
 import { bigSnapshot } from '../support/fixtures.ts';
-import { openServices, procRows, putInbox, resetPipeline, type TestServices } from '../support/services.ts';
+import { openServices, procRows, putInbox, resetDomain, resetPipeline, type TestServices } from '../support/services.ts';
 import { hasLog, startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 
 let s: TestServices;
@@ -19,7 +19,7 @@ const flights = async () => (await sql<{ n: number }>`select count(*)::int n fro
 beforeAll(async () => {
   s = await openServices();
   await resetPipeline(s);
-  await sql`truncate flight_schd, schd_gen, schd_gen_flid, msg_event cascade`.execute(s.db);
+  await resetDomain(s);
 });
 afterAll(async () => {
   await stopAll(procs);

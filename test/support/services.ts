@@ -40,6 +40,13 @@ export async function openServices(): Promise<TestServices> {
   };
 }
 
+/** Empty every table of the domain (flights, ledger, outbox, reference data, requests, …) and Redis db. */
+export async function resetDomain(s: Pick<TestServices, 'db' | 'redis'>): Promise<void> {
+  const r = await sql<{ t: string }>`select tablename t from pg_tables where schemaname = 'public' and tablename not in ('pgmigrations', 'intake_cursor', 'proc_state')`.execute(s.db);
+  if (r.rows.length) await sql.raw(`truncate ${r.rows.map((x) => `"${x.t}"`).join(', ')} cascade`).execute(s.db);
+  await s.redis.flushdb();
+}
+
 /** Empty the pipeline tables, the inbox/outbox (IDs restart at 1) and graphile-worker's jobs. */
 export async function resetPipeline(s: Pick<TestServices, 'db' | 'inbox'>): Promise<void> {
   await sql`truncate proc_state`.execute(s.db);
