@@ -12,7 +12,7 @@ import { msgDrain, msgRound } from '../../lib/dispatch/msg.ts';
 import { freezeMsgBatch } from '../../lib/dispatch/outbox.ts';
 import { releasable, type OutboxEvent } from '../../lib/dispatch/plan.ts';
 import { dispatchRoutes } from '../../lib/dispatch/routes.ts';
-import { consume, deadAddress, deps, edge, NOW, openDb, payloadOf, putMsgEvents, resetOutbox, rows, uniqueTopic } from './dispatch-support.ts';
+import { consume, deadAddress, deps, edge, NOW, openDb, payloadOf, putMsgEvents, refusingTopic, resetOutbox, rows, uniqueTopic } from './dispatch-support.ts';
 
 let db: Db;
 let close: () => Promise<void>;
@@ -116,12 +116,11 @@ describe('the hold rule in SQL is the plan.ts model', () => {
 });
 
 describe('dead letters', () => {
-  /** Make these FLIDs' first events DEAD through real failed sends (nothing listens), max-attempts 2. */
-  async function killFirstEvents(topic: string, clock: ManualClock, flids: string[]): Promise<number[]> {
+  /** Make these FLIDs' first events DEAD through real failed sends (a topic that refuses every record), max-attempts 2. */
+  async function killFirstEvents(_topic: string, clock: ManualClock, flids: string[]): Promise<number[]> {
     const ids = await putMsgEvents(db, flids);
-    const down = edge({ brokers: await deadAddress(), timeoutMs: 2000 });
-    edges.push(down);
-    const d = deps(db, down, { 'msgx.kafka.msg-topic': topic, 'msgx.dispatch.max-attempts': '2', 'msgx.dispatch.backoff': '1s' }, clock);
+    const refusing = await refusingTopic('dead');
+    const d = deps(db, kafka, { 'msgx.kafka.msg-topic': refusing, 'msgx.dispatch.max-attempts': '2', 'msgx.dispatch.backoff': '1s' }, clock);
     expect(await msgRound(d)).toMatchObject({ picked: flids.length, sent: 0, failed: flids.length, dead: 0 });
     const first = await rows(db);
     expect(first.every((r) => r.state === 'PENDING' && r.attempts === 1 && r.next_attempt_at?.getTime() === NOW.getTime() + 1000 && r.last_error)).toBe(true);
@@ -129,9 +128,26 @@ describe('dead letters', () => {
     clock.advance(1000);
     expect(await msgRound(d)).toMatchObject({ picked: flids.length, failed: flids.length, dead: flids.length });
     const dead = await rows(db);
-    expect(dead.every((r) => r.state === 'DEAD' && r.attempts === 2 && /ECONNREFUSED|Connection/i.test(r.last_error ?? ''))).toBe(true);
+    expect(dead.every((r) => r.state === 'DEAD' && r.attempts === 2 && /larger than the max message size|MESSAGE_TOO_LARGE/i.test(r.last_error ?? ''))).toBe(true);
     return ids;
   }
+
+  it('an unreachable broker never turns events DEAD: they back off past max-attempts and go out once it answers', async () => {
+    const topic = await freshTopic('unreachable');
+    const clock = new ManualClock(NOW);
+    const ids = await putMsgEvents(db, ['U1', 'U2']);
+    const down = edge({ brokers: await deadAddress(), timeoutMs: 2000 });
+    edges.push(down);
+    const d = deps(db, down, { 'msgx.kafka.msg-topic': topic, 'msgx.dispatch.max-attempts': '2', 'msgx.dispatch.backoff': '1s' }, clock);
+    for (let i = 0; i < 4; i++) {
+      expect(await msgRound(d)).toMatchObject({ picked: 2, sent: 0, failed: 2, dead: 0 });
+      clock.advance(1000);
+    }
+    expect((await rows(db)).map((r) => [r.state, r.attempts])).toEqual([['PENDING', 4], ['PENDING', 4]]);
+    expect(await msgRound(deps(db, kafka, { 'msgx.kafka.msg-topic': topic }, clock))).toMatchObject({ sent: 2 });
+    const got = await consume(topic, (g) => g.length >= 2);
+    expect(got.map((c) => payloadOf(c).EVENT_ID)).toEqual(ids);
+  });
 
   it('later events of a DEAD FLID are held, other FLIDs flow; dispatch-replay releases them in order', async () => {
     const topic = await freshTopic('dead-replay');

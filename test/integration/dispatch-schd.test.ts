@@ -12,7 +12,7 @@ import { schdDrain, schdRound, SCHD_KEY } from '../../lib/dispatch/schd.ts';
 import { readFlights } from '../../lib/flight/read.ts';
 import { toJson } from '../../lib/flight/state.ts';
 import { TEST_REDIS_URL } from '../support/env.ts';
-import { consumeAll, deadAddress, deps, edge, NOW, openDb, resetOutbox, rows, uniqueTopic } from './dispatch-support.ts';
+import { consumeAll, deps, edge, NOW, openDb, refusingTopic, resetOutbox, rows, uniqueTopic } from './dispatch-support.ts';
 import { apply, flop, rec, resetFlights, schd, TZ } from './flight-support.ts';
 
 let db: Db;
@@ -158,9 +158,8 @@ describe('races and dead rows', () => {
     const topic = await topicFor('dead');
     await snapshot(['1']);
     const clock = new ManualClock(NOW);
-    const down = edge({ brokers: await deadAddress(), timeoutMs: 2000 });
-    edges.push(down);
-    const d = deps(db, down, { 'msgx.kafka.schd-topic': topic, 'msgx.dispatch.max-attempts': '2', 'msgx.dispatch.backoff': '3s' }, clock);
+    const refusing = await refusingTopic('schd-dead'); // a permanent failure (an unreachable broker never makes DEAD)
+    const d = deps(db, kafka, { 'msgx.kafka.schd-topic': refusing, 'msgx.dispatch.max-attempts': '2', 'msgx.dispatch.backoff': '3s' }, clock);
     expect(await schdRound(d)).toMatchObject({ picked: 1, failed: 1, dead: 0 });
     expect((await rows(db, 'schd'))[0]).toMatchObject({ state: 'PENDING', attempts: 1, next_attempt_at: new Date(NOW.getTime() + 3000) });
     expect(await schdDrain(d, 5000)).toEqual(new Date(NOW.getTime() + 3000));

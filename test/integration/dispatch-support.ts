@@ -171,3 +171,21 @@ export async function consumeAll(topic: string, brokers = TEST_KAFKA): Promise<C
 }
 
 export const payloadOf = (c: Consumed) => JSON.parse(c.value) as Record<string, unknown> & { EVENT_ID: number; FLID: string };
+
+/**
+ * A topic whose brokers refuse any record (max.message.bytes far below a record batch): a real,
+ * permanent (non-retriable) send failure, MESSAGE_TOO_LARGE — the kind that ends in DEAD.
+ * (A broker that cannot be reached never makes an event DEAD: docs/decisions.md, Dispatch.)
+ */
+export async function refusingTopic(what: string): Promise<string> {
+  const topic = uniqueTopic(`${what}.refusing`);
+  const kafka = new Kafka({ clientId: 'msgx-dispatch-test-admin', brokers: [TEST_KAFKA], logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1, replicationFactor: 1, configEntries: [{ name: 'max.message.bytes', value: '64' }] }] });
+  } finally {
+    await admin.disconnect();
+  }
+  return topic;
+}
