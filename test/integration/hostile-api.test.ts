@@ -67,6 +67,12 @@ function post(p: Proc, body: string | Uint8Array, headers: Record<string, string
     req.on('error', (e) => {
       if (!answered) setTimeout(() => !answered && reject(e), 2000);
     });
+    if (buf.length > DEFAULT_MAX) {
+      // Declared size over the limit: the server must answer from the headers alone. Sending the
+      // 16 MB first would race its early answer against our write (EPIPE on a loaded machine).
+      req.flushHeaders();
+      return;
+    }
     req.end(buf);
   });
 }
