@@ -5,6 +5,7 @@ import type { Task } from 'graphile-worker';
 import { bearerGuard } from '../lib/api/auth.ts';
 import { inboxRoutes } from '../lib/api/inbox-routes.ts';
 import { opsRoutes } from '../lib/api/ops-routes.ts';
+import { consoleRoutes } from '../lib/api/console.ts';
 import { createInbox } from '../lib/db/mysql.ts';
 import { replayMessages, resumeBackfills, type ReplayRequest } from '../lib/pipeline/operator.ts';
 import { runProcess } from '../lib/runtime/process.ts';
@@ -29,6 +30,7 @@ await runProcess({
     app.addHook('onClose', () => inbox.end());
     await app.register(async (scoped) => inboxRoutes(scoped, { inbox, config: rt.config, clock: rt.clock, guard }));
     await opsRoutes(app, { db: rt.db, clock: rt.clock, guard });
+    await consoleRoutes(app, { db: rt.db, clock: rt.clock, guard });
     await app.register(flightRoutes, { db: rt.db, timeZone: rt.config['msgx.airport.timezone'] });
     await refdataRoutes(app, { db: rt.db, clock: rt.clock });
     await app.register(async (scoped) => {

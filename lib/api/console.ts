@@ -1,0 +1,58 @@
+// The ops console: one page (lib/api/console.html) served by the api process, and the JSON it
+// reads. The page is static; every piece of data and every action goes through the same
+// bearer-token routes the CLIs mirror (/ops/replay, /ops/backfill-resume, /ops/dispatch-replay).
+import { readFileSync } from 'node:fs';
+import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
+import type { Clock } from '../clock.ts';
+import type { Db } from '../db/postgres.ts';
+
+const PAGE = readFileSync(new URL('./console.html', import.meta.url), 'utf8');
+const RECENT = 50;
+
+/** Everything the console shows, in one consistent read. */
+export async function opsSummary(db: Db, clock: Clock) {
+  return db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .execute(async (tx) => {
+      const now = clock.now();
+      const head = await sql<Record<string, unknown>>`
+        select msg_id, state, kind, reason, attempts, failures_in_row, failing_since, next_attempt_at, enqueued_at
+          from proc_state where state in ('PENDING','FAILED') order by msg_id limit 1`.execute(tx);
+      const counts = await sql<{ state: string; n: number }>`select state, count(*)::int n from proc_state group by state order by state`.execute(tx);
+      const problems = await sql<Record<string, unknown>>`
+        select msg_id, state, kind, reason, terminal_at from proc_state
+         where state in ('DEAD','SKIPPED') order by msg_id desc limit ${RECENT}`.execute(tx);
+      const abandoned = await sql<Record<string, unknown>>`
+        select msg_id, kind, backfill_abandoned_reason, backfill_abandoned_at, backfill_attempts, terminal_at from proc_state
+         where backfill_abandoned_at is not null order by msg_id desc limit ${RECENT}`.execute(tx);
+      const pendingBackfill = await sql<{ n: number }>`
+        select count(*)::int n from proc_state where state in ('SUCCEEDED','SKIPPED','DEAD') and backfill_at is null and backfill_abandoned_at is null`.execute(tx);
+      const deadLetters = await sql<Record<string, unknown>>`
+        select event_id, target, flid, state_version, attempts, last_error, created_at from msg_event
+         where state = 'DEAD' order by event_id limit ${RECENT}`.execute(tx);
+      const dispatchPending = await sql<{ target: string; n: number }>`
+        select target, count(*)::int n from msg_event where state = 'PENDING' group by target order by target`.execute(tx);
+      const requests = await sql<Record<string, unknown>>`
+        select id, kind, rtype, operation_day::text as operation_day, state, created_at, sent_at from req_track
+         where state in ('PENDING','SENT') order by id`.execute(tx);
+      const h = head.rows[0];
+      return {
+        now: now.toISOString(),
+        head: h ? { ...h, ageSeconds: Math.round((now.getTime() - new Date(h.enqueued_at as string).getTime()) / 1000) } : null,
+        counts: Object.fromEntries(counts.rows.map((r) => [r.state, r.n])),
+        backfillPending: pendingBackfill.rows[0].n,
+        recentProblems: problems.rows,
+        abandonedBackfills: abandoned.rows,
+        dispatchPending: Object.fromEntries(dispatchPending.rows.map((r) => [r.target, r.n])),
+        deadLetters: deadLetters.rows,
+        openRequests: requests.rows,
+      };
+    });
+}
+
+export async function consoleRoutes(app: FastifyInstance, o: { db: Db; clock: Clock; guard: (req: never, reply: never) => Promise<unknown> }) {
+  app.get('/ops', async (_req, reply) => reply.type('text/html; charset=utf-8').send(PAGE));
+  app.get('/ops/summary', { preHandler: o.guard as never }, async () => opsSummary(o.db, o.clock));
+}
