@@ -1,0 +1,95 @@
+// The retention process's graphile-worker task and crontab (lifecycle.md). One task runs every
+// job in order; each job has its own time budget, and a run cut short by a budget schedules the
+// next run at once (job_key: a burst coalesces). msgx.retention.schedule is the crontab.
+import { parseCrontab, type Task, type TaskList } from 'graphile-worker';
+import { ConfigError, type Config } from '../config.ts';
+import {
+  Budget,
+  purgeFlights,
+  purgeHistory,
+  purgeInbox,
+  purgeLedger,
+  purgeProcState,
+  purgeRequests,
+  purgeSnapLog,
+  type PurgeSession,
+  type RetentionDeps,
+} from './jobs.ts';
+
+export const RETENTION_TASK = 'retention';
+
+const SCHEDULE_KEY = 'msgx.retention.schedule';
+const NAMED: Record<string, string> = { hourly: '0 * * * *' };
+
+/** msgx.retention.schedule → a 5-field cron expression; anything else is a ConfigError naming the key. */
+export function retentionSchedule(config: Pick<Config, 'msgx.retention.schedule'>): string {
+  const raw = config[SCHEDULE_KEY].trim();
+  const expr = NAMED[raw] ?? raw;
+  const bad = (why: string) => new ConfigError(`invalid configuration:\n  - ${SCHEDULE_KEY} (MSGX_RETENTION_SCHEDULE=${JSON.stringify(raw)}): ${why}`);
+  if (expr.split(/\s+/).length !== 5) throw bad(`expected "hourly" or a 5-field cron expression (minute hour day month weekday), e.g. "15 * * * *"`);
+  try {
+    parseCrontab(`${expr} ${RETENTION_TASK}`);
+  } catch (e) {
+    throw bad((e as Error).message);
+  }
+  return expr;
+}
+
+/** The crontab line of the retention process (validated). */
+export function retentionCrontab(config: Config): string {
+  return `${retentionSchedule(config)} ${RETENTION_TASK} ?jobKey=${RETENTION_TASK}&max=1`;
+}
+
+/** What one run deleted, by object. */
+export type RetentionReport = Record<string, number>;
+
+export interface RunOptions {
+  /** Wall-time budget per job (default 60 s). */
+  jobBudgetMs?: number;
+  batch?: number;
+}
+
+/**
+ * Every job in order: the flight purge first (it empties the ledger's rosters), then the ledger,
+ * history, logs, requests, and the inbox before PROC_STATE (whose rows are the inbox's evidence).
+ * A failing job does not stop the others; the run then throws, naming every failure.
+ */
+export async function runRetention(d: RetentionDeps, openSession: () => Promise<PurgeSession & { close(): Promise<void> }>, o: RunOptions = {}): Promise<{ report: RetentionReport; more: boolean }> {
+  const report: RetentionReport = {};
+  const failures: string[] = [];
+  let more = false;
+  const run = async (name: string, job: (b: Budget) => Promise<number>) => {
+    const budget = new Budget(o.jobBudgetMs ?? 60_000);
+    try {
+      report[name] = await job(budget);
+    } catch (e) {
+      failures.push(`${name}: ${(e as Error).message}`);
+      d.log.error({ err: e, job: name }, 'retention job failed; the next run retries');
+    }
+    if (budget.cut) more = true;
+  };
+  const session = await openSession();
+  try {
+    await run('flight_schd', (budget) => purgeFlights(d, session, { budget, batch: o.batch }));
+    await run('schd_gen', (budget) => purgeLedger(d, session, { budget }));
+  } finally {
+    await session.close();
+  }
+  await run('flight_history', (budget) => purgeHistory(d, { budget, batch: o.batch }));
+  await run('schd_snap_log', (budget) => purgeSnapLog(d, { budget, batch: o.batch }));
+  await run('req_track', () => purgeRequests(d));
+  await run('cminmsgs', (budget) => purgeInbox(d, { budget, batch: o.batch }));
+  await run('proc_state', (budget) => purgeProcState(d, { budget, batch: o.batch }));
+  d.log.info({ deleted: report, more }, 'retention run done');
+  if (failures.length) throw new Error(`retention jobs failed: ${failures.join('; ')}`);
+  return { report, more };
+}
+
+/** The task list of the retention process. */
+export function retentionTasks(d: RetentionDeps, openSession: () => Promise<PurgeSession & { close(): Promise<void> }>, signal?: AbortSignal): TaskList {
+  const task: Task = async (_payload, helpers) => {
+    const { more } = await runRetention(d, openSession);
+    if (more && !signal?.aborted) await helpers.addJob(RETENTION_TASK, {}, { jobKey: RETENTION_TASK });
+  };
+  return { [RETENTION_TASK]: task };
+}

@@ -1,0 +1,41 @@
+// retention: lifecycle and purge jobs (lib/lifecycle, lifecycle.md) on msgx.retention.schedule.
+// Any number of instances: graphile-worker runs the job once, and the history purge takes its own
+// try-lock (HISTORY_PURGE_LEADER) plus PIPELINE_LOCK per batch on a dedicated connection.
+import { ConfigError } from '../lib/config.ts';
+import { createInbox } from '../lib/db/mysql.ts';
+import { connectClient, createSessionDb } from '../lib/db/postgres.ts';
+import { createRedis } from '../lib/db/redis.ts';
+import { retentionCrontab, retentionTasks, RETENTION_TASK } from '../lib/lifecycle/tasks.ts';
+import { loadConfigOrExit, runProcess } from '../lib/runtime/process.ts';
+
+// Validate msgx.retention.schedule before anything starts (a bad value names the key, exit 2).
+try {
+  retentionCrontab(loadConfigOrExit('retention'));
+} catch (e) {
+  if (!(e instanceof ConfigError)) throw e;
+  process.stderr.write(`retention: ${e.message}\n`);
+  process.exit(2);
+}
+
+await runProcess({
+  name: 'retention',
+  kick: [RETENTION_TASK],
+  crontab: (config) => retentionCrontab(config),
+  tasks: async (rt) => {
+    const inbox = createInbox(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
+    const redis = createRedis(rt.config.REDIS_URL, rt.config['msgx.io.timeout']);
+    const deps = { db: rt.db, inbox, redis, clock: rt.clock, config: rt.config, log: rt.log };
+    // The purge's session-level locks live on a connection of its own, opened per run.
+    const openSession = async () => {
+      const client = await connectClient(rt.config.DATABASE_URL, 'retention-purge');
+      return { db: createSessionDb(client), close: () => client.end().catch(() => {}) };
+    };
+    return {
+      tasks: retentionTasks(deps, openSession, rt.signal),
+      close: async () => {
+        await inbox.end();
+        redis.disconnect();
+      },
+    };
+  },
+});
