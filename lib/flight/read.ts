@@ -1,19 +1,16 @@
-// Consistent reads of complete flight states: one REPEATABLE READ (read-only) transaction per
-// call, the main rows and every detail table loaded by FLID set — a fixed number of queries
-// whatever the page size (no N+1). Used by the HTTP routes, the Redis mirror and the schd
-// dispatcher.
+// Consistent reads of complete flight states: the main rows and every detail table loaded by
+// FLID set in ONE statement (store.ts loadStates) — one statement is one snapshot, so a set of
+// flights needs no explicit transaction; a page (two statements that must agree) reads in one
+// REPEATABLE READ (read-only) transaction. A fixed number of queries whatever the page size (no
+// N+1). Used by the HTTP routes, the Redis mirror and the schd dispatcher.
 import { sql } from 'kysely';
 import { loadStates, type Executor } from './store.ts';
 import type { FlightState } from './state.ts';
 
-/** Complete states of these FLIDs, read in one snapshot. */
+/** Complete states of these FLIDs, read in one snapshot (one statement). */
 export async function readFlights(db: Executor, flids: readonly string[], timeZone: string): Promise<Map<string, FlightState>> {
   if (flids.length === 0) return new Map();
-  return db
-    .transaction()
-    .setIsolationLevel('repeatable read')
-    .setAccessMode('read only')
-    .execute((tx) => loadStates(tx, flids, timeZone));
+  return loadStates(db, flids, timeZone);
 }
 
 export interface ListQuery {

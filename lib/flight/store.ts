@@ -1,7 +1,7 @@
 // Persistence of complete flight states, driven by rules.ts: bulk load by FLID set (a fixed
 // number of queries whatever the count), set-based writes (unnest arrays, chunked), only the
 // collections that changed are deleted-then-inserted, outbox rows. Only loads and stores.
-import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { CompiledQuery, sql, type Kysely, type QueryResult, type RawBuilder } from 'kysely';
 import { COLLECTIONS, columnOf, DETAIL_TABLES, SCALAR_KEYS, STATUS_KEYS, type CollectionSpec, type ValueKind } from './rules.ts';
 import { emptyData, isoLocal, sameValue, type FlightData, type FlightState, type MaflEntry, type Row, type Value } from './state.ts';
 
@@ -19,23 +19,47 @@ function chunks<T>(xs: T[], n = CHUNK): T[][] {
   return out;
 }
 
+/**
+ * Hot statements whose text never changes (the loader, the unnest writes) are compiled by Kysely
+ * once per process and run as named prepared statements: node-postgres sends the text and
+ * Postgres parses it once per connection; afterwards only the parameters travel. (pg accepts a
+ * `{ name, text }` query config where Kysely passes the SQL text.)
+ */
+const preparedTexts = new Map<string, string>();
+
+async function runPrepared<R>(db: Executor, name: string, params: unknown[], build: () => RawBuilder<R>): Promise<QueryResult<R>> {
+  let text = preparedTexts.get(name);
+  if (text === undefined) {
+    const c = build().compile(db);
+    if (c.parameters.length !== params.length) throw new Error(`prepared statement ${name}: ${c.parameters.length} placeholders for ${params.length} parameters`);
+    text = c.sql;
+    preparedTexts.set(name, text);
+  }
+  const q = CompiledQuery.raw(text, params);
+  return db.executeQuery<R>({ ...q, sql: { name, text } as unknown as string });
+}
+
 /** `insert into t (cols) select … from unnest($1::text[], …) as u(cols)`: one parameter per column. */
-function unnestInsert(table: string, columns: { name: string; type: string }[], rows: (string | number | boolean | null)[][], suffix?: RawBuilder<unknown>) {
+function unnestInsert(
+  db: Executor,
+  name: string,
+  table: string,
+  columns: { name: string; type: string }[],
+  rows: (string | number | boolean | null)[][],
+  suffix?: RawBuilder<unknown>,
+) {
   const arrays = columns.map((_, i) => rows.map((r) => (r[i] === null || r[i] === undefined ? null : String(r[i]))));
-  const cols = sql.join(columns.map((c) => sql.ref(c.name)));
-  const params = sql.join(arrays.map((a) => sql`${a}::text[]`));
-  const casts = sql.join(columns.map((c) => sql`${sql.ref(`u.${c.name}`)}::${sql.raw(c.type)}`));
-  return sql`insert into ${sql.table(table)} (${cols}) select ${casts} from unnest(${params}) as u(${cols}) ${suffix ?? sql``}`;
+  return runPrepared(db, name, arrays, () => {
+    const cols = sql.join(columns.map((c) => sql.ref(c.name)));
+    const params = sql.join(arrays.map((a) => sql`${a}::text[]`));
+    const casts = sql.join(columns.map((c) => sql`${sql.ref(`u.${c.name}`)}::${sql.raw(c.type)}`));
+    return sql`insert into ${sql.table(table)} (${cols}) select ${casts} from unnest(${params}) as u(${cols}) ${suffix ?? sql``}`;
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
 // load
 
-const MAIN_COLUMNS = [
-  sql`flid, state, state_version, operation_day::text as operation_day, last_msg_id, updated_at, mafl`,
-  ...STATUS_KEYS.map((k) => sql.ref(k.toLowerCase())),
-  ...SCALAR_KEYS.map((s) => sql.ref(s.column)),
-];
 
 function fromDb(kind: ValueKind, v: unknown, tz: string): string | number | null {
   if (v === null || v === undefined) return null;
@@ -69,40 +93,89 @@ function mainRowToState(r: Record<string, unknown>, tz: string): FlightState {
   };
 }
 
-function detailRowToValue(spec: CollectionSpec, r: Record<string, unknown>, tz: string): Row | string {
-  if (spec.raw) return String(r.xml);
+
+/** Per detail table: its collection specs and the positional element the one-trip loader builds. */
+interface DetailLoad {
+  table: string;
+  specs: CollectionSpec[];
+  /** Discriminator column (routes, raw fragments): element[0] is its value. */
+  disc?: string;
+  /** Columns after the discriminator: source_seq, then the fields (or xml); kind per column. */
+  columns: { column: string; kind: ValueKind | 'seq' | 'raw' }[];
+  /** The aggregated column in the main select. */
+  alias: string;
+}
+
+const DETAIL_LOADS: readonly DetailLoad[] = DETAIL_TABLES.map((table, i) => {
+  const specs = COLLECTIONS.filter((c) => c.table === table);
+  const first = specs[0];
+  return {
+    table,
+    specs,
+    ...(first.discriminator ? { disc: first.discriminator.column } : {}),
+    columns: [{ column: 'source_seq', kind: 'seq' as const }, ...(first.raw ? [{ column: 'xml', kind: 'raw' as const }] : first.fields.map((f) => ({ column: columnOf(f), kind: f.kind })))],
+    alias: `d${i}`,
+  };
+});
+
+/**
+ * One correlated aggregate per detail table: `coalesce((select json_agg(json_build_array(…) order by …)
+ * from t d where d.flid = f.flid), '[]')`. Times travel as epoch milliseconds (JSON numbers), so
+ * the zone of the session never matters; everything else keeps its SQL type's JSON form.
+ */
+const DETAIL_SELECTS = DETAIL_LOADS.map((l) => {
+  const el = sql.join([
+    ...(l.disc ? [sql.ref(`d.${l.disc}`)] : []),
+    ...l.columns.map((c) => (c.kind === 'time' ? sql`(extract(epoch from ${sql.ref(`d.${c.column}`)}) * 1000)::float8` : sql.ref(`d.${c.column}`))),
+  ]);
+  const order = l.disc ? sql`${sql.ref(`d.${l.disc}`)}, d.ordinal` : sql`d.ordinal`;
+  return sql`coalesce((select json_agg(json_build_array(${el}) order by ${order}) from ${sql.table(l.table)} d where d.flid = f.flid), '[]') as ${sql.ref(l.alias)}`;
+});
+
+const MAIN_SELECT = sql.join([
+  sql`f.flid, f.state, f.state_version, f.operation_day::text as operation_day, f.last_msg_id, f.updated_at, f.mafl`,
+  ...STATUS_KEYS.map((k) => sql.ref(`f.${k.toLowerCase()}`)),
+  ...SCALAR_KEYS.map((s) => sql.ref(`f.${s.column}`)),
+  ...DETAIL_SELECTS,
+]);
+
+function detailElementToValue(spec: CollectionSpec, l: DetailLoad, el: unknown[], tz: string): Row | string {
+  const off = l.disc ? 1 : 0;
+  if (spec.raw) return String(el[off + 1]);
   const row: Row = {};
-  if (spec.keyAttr && r.source_seq !== null) row[spec.keyAttr] = Number(r.source_seq);
-  for (const f of spec.fields) {
-    const v = fromDb(f.kind, r[columnOf(f)], tz);
-    if (v !== null) row[f.name] = v;
-  }
+  const seq = el[off];
+  if (spec.keyAttr && seq !== null) row[spec.keyAttr] = Number(seq);
+  spec.fields.forEach((f, i) => {
+    const v = el[off + 1 + i];
+    if (v === null || v === undefined) return;
+    row[f.name] = f.kind === 'time' ? isoLocal(new Date(v as number), tz) : f.kind === 'int' ? Number(v) : String(v);
+  });
   return row;
 }
 
 /**
  * Complete states of these FLIDs (absent FLIDs are simply missing from the map).
- * 1 + DETAIL_TABLES.length queries, whatever the number of FLIDs. Consistency across the queries
- * is the caller's business (a transaction: the pump's, or read.ts's REPEATABLE READ one).
+ * ONE statement whatever the number of FLIDs or collections: the main rows with every detail
+ * table aggregated per flight (driven by rules.ts). One statement = one consistent snapshot, so
+ * a caller outside a transaction still gets a coherent state.
  */
 export async function loadStates(db: Executor, flids: readonly string[], tz: string): Promise<Map<string, FlightState>> {
   const out = new Map<string, FlightState>();
   if (flids.length === 0) return out;
   const ids = [...new Set(flids)];
-  const main = await sql<Record<string, unknown>>`select ${sql.join(MAIN_COLUMNS)} from flight_schd where flid = any(${ids}::text[])`.execute(db);
-  for (const r of main.rows) out.set(String(r.flid), mainRowToState(r, tz));
-  if (out.size === 0) return out;
-  const found = [...out.keys()];
-  for (const table of DETAIL_TABLES) {
-    const specs = COLLECTIONS.filter((c) => c.table === table);
-    const disc = specs[0].discriminator?.column;
-    const rows = await sql<Record<string, unknown>>`select * from ${sql.table(table)} where flid = any(${found}::text[]) order by flid, ${disc ? sql`${sql.ref(disc)}, ` : sql``}ordinal`.execute(db);
-    for (const r of rows.rows) {
-      const spec = disc ? specs.find((s) => s.discriminator!.value === r[disc])! : specs[0];
-      const st = out.get(String(r.flid))!;
-      const list = (st.data[spec.tag] ??= []) as (Row | string)[];
-      list.push(detailRowToValue(spec, r, tz));
+  const res = await runPrepared<Record<string, unknown>>(db, 'msgx_load_states', [ids], () => sql`select ${MAIN_SELECT} from flight_schd f where f.flid = any(${ids}::text[])`);
+  for (const r of res.rows) {
+    const st = mainRowToState(r, tz);
+    for (const l of DETAIL_LOADS) {
+      const els = r[l.alias] as unknown[][];
+      if (els.length === 0) continue;
+      for (const el of els) {
+        const spec = l.disc ? l.specs.find((s) => s.discriminator!.value === el[0])! : l.specs[0];
+        const list = (st.data[spec.tag] ??= []) as (Row | string)[];
+        list.push(detailElementToValue(spec, l, el, tz));
+      }
     }
+    out.set(st.FLID, st);
   }
   return out;
 }
@@ -139,11 +212,13 @@ export async function writeFlights(tx: Executor, writes: readonly FlightWrite[])
   if (writes.length === 0) return;
   for (const part of chunks([...writes])) {
     await unnestInsert(
+      tx,
+      'msgx_upsert_flight_schd',
       'flight_schd',
       MAIN_WRITE,
       part.map((w) => MAIN_WRITE.map((c) => c.get(w.next))),
       sql`on conflict (flid) do update set ${MAIN_UPDATE}, deleted_at = case when excluded.state = 'DELETED' then coalesce(flight_schd.deleted_at, excluded.updated_at) end`,
-    ).execute(tx);
+    );
   }
   for (const spec of COLLECTIONS) {
     const changed = writes.filter((w) => !sameValue(w.prev?.data[spec.tag], w.next.data[spec.tag]));
@@ -169,7 +244,7 @@ export async function writeFlights(tx: Executor, writes: readonly FlightWrite[])
         else rows.push([...head, spec.keyAttr ? (el[spec.keyAttr] ?? null) : null, ...spec.fields.map((f) => el[f.name] ?? null)]);
       });
     }
-    for (const part of chunks(rows, 5000)) await unnestInsert(spec.table, columns, part).execute(tx);
+    for (const part of chunks(rows, 5000)) await unnestInsert(tx, `msgx_insert_${spec.tag.toLowerCase()}`, spec.table, columns, part);
   }
 }
 

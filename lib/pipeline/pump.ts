@@ -1,8 +1,9 @@
 // The pump: applies the head-of-queue message, strictly in inbox order (INV-2).
 //
 //   tick: head? → none: idle | FAILED+exhausted: DEAD(EXHAUSTED) | FAILED+not yet due: wait | else processOne
-//   processOne: raw read → envelope decode → identity binding → handler (business tx)
-//               → Redis mirror → SUCCEEDED + backfill intent            (all under PIPELINE_LOCK)
+//   processOne: raw read → envelope decode → [identity binding + handler + wake-ups] (business tx)
+//               → Redis mirror → SUCCEEDED + backfill intent + backfill wake-up (one statement)
+//               (all under PIPELINE_LOCK; drain holds it across a run of messages, ≤ LOCK_SLICE_MS)
 //
 // Failures of any step go through lib/pipeline/failures.ts (one decision table). The pump never
 // writes the inbox (backfill does), never reorders, never moves a message to DEAD for its age.
@@ -34,16 +35,35 @@ export type TickResult =
   | { kind: 'wait'; until: Date; msgId: number }
   | { kind: 'processed'; msgId: number; state: string };
 
-/** Thrown inside the business transaction to roll it back when the handler skips. */
+/** Thrown inside the business transaction to roll it back when the handler skips (or the message is a duplicate). */
 class Skip extends Error {
   readonly reason: string;
-  constructor(reason: string) {
+  /** The rollback also undid the identity binding: bind again with the terminal state. */
+  readonly rebind: boolean;
+  constructor(reason: string, rebind: boolean) {
     super(reason);
     this.reason = reason;
+    this.rebind = rebind;
   }
 }
 
+/** PIPELINE_LOCK is held for at most this long by one drain before it is released and re-taken (lets the history purge in). */
+const LOCK_SLICE_MS = 1_000;
+
+const lock = (d: PumpDeps) => sql`select pg_advisory_lock(${LOCKS.PIPELINE})`.execute(d.session);
+const unlock = (d: PumpDeps) => sql`select pg_advisory_unlock(${LOCKS.PIPELINE})`.execute(d.session).catch(() => {});
+
+/** One head: takes PIPELINE_LOCK for the head query and the whole processing of the message. */
 export async function tick(d: PumpDeps): Promise<TickResult> {
+  await lock(d);
+  try {
+    return await tickLocked(d);
+  } finally {
+    await unlock(d);
+  }
+}
+
+async function tickLocked(d: PumpDeps): Promise<TickResult> {
   const h = await T.head(d.session);
   const now = d.clock.now();
   updateHeadGauges(d, h, now);
@@ -53,31 +73,56 @@ export async function tick(d: PumpDeps): Promise<TickResult> {
     return { kind: 'processed', msgId: h.msg_id, state: 'DEAD' };
   }
   if (h.state === 'FAILED' && h.next_attempt_at && h.next_attempt_at > now) return { kind: 'wait', until: h.next_attempt_at, msgId: h.msg_id };
-  const state = await processOne(d, h);
+  const state = await processLocked(d, h);
   return { kind: 'processed', msgId: h.msg_id, state };
 }
 
-/** Process heads until none is ready or the budget is spent. */
+/**
+ * Process heads until none is ready or the budget is spent. PIPELINE_LOCK is taken once for a
+ * run of messages (every message is still processed entirely under it: raw read → terminal
+ * commit) and released at least every LOCK_SLICE_MS, and always before returning.
+ */
 export async function drain(d: PumpDeps, budgetMs: number, shouldStop: () => boolean = () => false): Promise<{ processed: number; next: 'now' | 'idle' | Date }> {
   const deadline = Date.now() + budgetMs;
   let processed = 0;
-  while (!shouldStop()) {
-    if (Date.now() >= deadline) return { processed, next: 'now' };
-    const r = await tick(d);
-    if (r.kind === 'idle') return { processed, next: 'idle' };
-    if (r.kind === 'wait') return { processed, next: r.until };
-    processed++;
+  await lock(d);
+  let sliceEnd = Date.now() + LOCK_SLICE_MS;
+  try {
+    while (!shouldStop()) {
+      if (Date.now() >= deadline) return { processed, next: 'now' };
+      if (Date.now() >= sliceEnd) {
+        await unlock(d);
+        await lock(d);
+        sliceEnd = Date.now() + LOCK_SLICE_MS;
+      }
+      const r = await tickLocked(d);
+      if (r.kind === 'idle') return { processed, next: 'idle' };
+      if (r.kind === 'wait') return { processed, next: r.until };
+      processed++;
+    }
+    return { processed, next: 'now' };
+  } finally {
+    await unlock(d);
   }
-  return { processed, next: 'now' };
 }
 
+/** processOne(head) under its own PIPELINE_LOCK (taken before step 1, released after step 3). */
 export async function processOne(d: PumpDeps, h: T.HeadRow): Promise<string> {
+  await lock(d);
+  try {
+    return await processLocked(d, h);
+  } finally {
+    await unlock(d);
+  }
+}
+
+/** processOne with PIPELINE_LOCK held by the caller. */
+async function processLocked(d: PumpDeps, h: T.HeadRow): Promise<string> {
   const log = d.log.child({ msgId: h.msg_id });
   const started = performance.now();
   let kind = h.kind;
-  await sql`select pg_advisory_lock(${LOCKS.PIPELINE})`.execute(d.session);
   try {
-    const fail = (f: Failure) => recordFailure(d, log, h, f, kind);
+    const fail = (f: Failure, bindKey: string | null = null) => recordFailure(d, log, h, f, kind, bindKey);
     // 1. raw body
     let body: string | undefined;
     try {
@@ -95,27 +140,29 @@ export async function processOne(d: PumpDeps, h: T.HeadRow): Promise<string> {
     }
     kind = kindOf(env);
     const mlog = log.child({ kind });
-    // 3. identity (bound once; a replay keeps it)
-    if (!h.identity_key) {
-      const b = await T.bindIdentity(d.session, h.msg_id, identityKey(env, d.config['msgx.identity.include-day-boundary']), d.clock.now());
-      if ('duplicateOf' in b) return await terminal(d, mlog, h.msg_id, 'SKIPPED', `duplicate-of:${b.duplicateOf}`, kind);
-    }
+    // 3. identity (bound once; a replay keeps it) — the first statement of the business
+    //    transaction, so binding and business change commit together (one commit, not two).
+    const bindKey = h.identity_key ? null : identityKey(env, d.config['msgx.identity.include-day-boundary']);
     // 4. handler
     const handler = d.registry.resolve(env.type, env.styp);
-    if (!handler) return await terminal(d, mlog, h.msg_id, 'SKIPPED', 'unsupported', kind);
-    // 5.1 business transaction
+    if (!handler) return await terminal(d, mlog, h.msg_id, 'SKIPPED', 'unsupported', kind, bindKey);
+    // 5.1 business transaction: identity binding, handler writes + outbox events, dispatcher wake-ups
     const now = d.clock.now();
     let outcome: HandlerOutcome;
     try {
       outcome = await d.session.transaction().execute(async (tx) => {
+        if (bindKey) {
+          const b = await T.bindIdentity(tx, h.msg_id, bindKey, now);
+          if ('duplicateOf' in b) throw new Skip(`duplicate-of:${b.duplicateOf}`, false);
+        }
         const o = await handler({ tx, msgId: h.msg_id, env, now, config: d.config, log: mlog });
-        if (o.outcome === 'skipped') throw new Skip(o.reason);
-        for (const task of new Set(o.wake ?? [])) await T.wake(tx, task);
+        if (o.outcome === 'skipped') throw new Skip(o.reason, true);
+        await T.wakeAll(tx, o.wake ?? []);
         return o;
       });
     } catch (e) {
-      if (e instanceof Skip) return await terminal(d, mlog, h.msg_id, 'SKIPPED', e.reason, kind);
-      return await fail(classify(e, 'handler'));
+      if (e instanceof Skip) return await terminal(d, mlog, h.msg_id, 'SKIPPED', e.reason, kind, e.rebind ? bindKey : null);
+      return await fail(classify(e, 'handler'), bindKey);
     }
     // 5.2 Redis in line with Postgres for every flight the message addresses
     if (outcome.outcome === 'applied' && outcome.mirror?.length) {
@@ -125,9 +172,9 @@ export async function processOne(d: PumpDeps, h: T.HeadRow): Promise<string> {
         return await fail({ cls: 'INFRA', detail: `redis mirror failed after business commit: ${(e as Error).message}` });
       }
     }
-    // 5.3 terminal + backfill intent
+    // 5.3 terminal + backfill intent (+ backfill wake-up): one statement
     try {
-      await d.session.transaction().execute((tx) => T.markSucceeded(tx, h.msg_id, d.clock.now(), kind!));
+      await T.markSucceeded(d.session, h.msg_id, d.clock.now(), kind!);
     } catch (e) {
       return await fail(classify(infra(`terminal commit failed: ${(e as Error).message}`), 'handler'));
     }
@@ -135,23 +182,37 @@ export async function processOne(d: PumpDeps, h: T.HeadRow): Promise<string> {
     return 'SUCCEEDED';
   } finally {
     metrics.processingSeconds.observe({ kind: kind ?? 'unknown' }, (performance.now() - started) / 1000);
-    await sql`select pg_advisory_unlock(${LOCKS.PIPELINE})`.execute(d.session).catch(() => {});
   }
 }
 
-async function terminal(d: PumpDeps, log: Logger, msgId: number, state: T.TerminalState, reason: string, kind: string | null): Promise<string> {
-  await d.session.transaction().execute(async (tx) => {
-    await T.markTerminal(tx, msgId, state, reason, d.clock.now(), kind);
-    await T.wake(tx, 'backfill');
-  });
+/**
+ * Non-business terminal outcome: terminal state + backfill intent + backfill wake-up in one
+ * statement. When the message's identity is not bound yet (`bindKey`), it is bound in the same
+ * transaction first (a duplicate found then turns the outcome into SKIPPED(duplicate-of)).
+ */
+async function terminal(d: PumpDeps, log: Logger, msgId: number, state: T.TerminalState, reason: string, kind: string | null, bindKey: string | null = null): Promise<string> {
+  const now = d.clock.now();
+  if (bindKey === null) await T.markTerminal(d.session, msgId, state, reason, now, kind, { wakeBackfill: true });
+  else {
+    await d.session.transaction().execute(async (tx) => {
+      const b = await T.bindIdentity(tx, msgId, bindKey, now);
+      if ('duplicateOf' in b) {
+        state = 'SKIPPED';
+        reason = `duplicate-of:${b.duplicateOf}`;
+      }
+      await T.markTerminal(tx, msgId, state, reason, now, kind, { wakeBackfill: true });
+    });
+  }
   log[state === 'DEAD' ? 'warn' : 'info']({ state, reason }, `message ${state.toLowerCase()}`);
   return state;
 }
 
-async function recordFailure(d: PumpDeps, log: Logger, h: T.HeadRow, f: Failure, kind: string | null): Promise<string> {
+async function recordFailure(d: PumpDeps, log: Logger, h: T.HeadRow, f: Failure, kind: string | null, bindKey: string | null): Promise<string> {
   const decision = decide(f, { attempts: h.attempts, failuresInRow: h.failures_in_row }, d.config);
   if (decision.next === 'DEAD') {
     await d.session.transaction().execute(async (tx) => {
+      // The failed business transaction also rolled back the binding: a DEAD message keeps its identity.
+      if (bindKey) await T.bindIdentity(tx, h.msg_id, bindKey, d.clock.now());
       await T.recordFailure(tx, h.msg_id, decision, f.cls, d.clock.now(), kind);
       await T.wake(tx, 'backfill');
     });

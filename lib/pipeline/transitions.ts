@@ -35,33 +35,29 @@ export async function enqueue(db: Q, rows: { id: number; received: string | null
   return res.map((r) => r.msg_id);
 }
 
+const HEAD_COLUMNS = sql`msg_id, state, identity_key, attempts, failures_in_row, failing_since, next_attempt_at, error_class, enqueued_at, kind`;
+
 /** Head of queue: the smallest MSG_ID that is PENDING or FAILED. */
 export async function head(db: Q): Promise<HeadRow | undefined> {
-  return (await db
-    .selectFrom('proc_state')
-    .select(['msg_id', 'state', 'identity_key', 'attempts', 'failures_in_row', 'failing_since', 'next_attempt_at', 'error_class', 'enqueued_at', 'kind'])
-    .where('state', 'in', ['PENDING', 'FAILED'])
-    .orderBy('msg_id')
-    .limit(1)
-    .executeTakeFirst()) as HeadRow | undefined;
+  const r = await sql<HeadRow>`select ${HEAD_COLUMNS} from proc_state where state in ('PENDING', 'FAILED') order by msg_id limit 1`.execute(db);
+  return r.rows[0];
 }
 
-/** INV-6: bind once with the unique constraint. Returns 'bound' or the message that owns the key. */
+/**
+ * INV-6: bind once. One statement that never raises for a duplicate (so it can run inside the
+ * business transaction): binds when no other message owns the key, and reports the owner
+ * otherwise. The unique constraint stays the guard (a race it lost would raise 23505 and roll
+ * the caller's transaction back: the message is retried, nothing is lost).
+ */
 export async function bindIdentity(db: Q, msgId: number, key: string, now: Date): Promise<{ bound: true } | { duplicateOf: number }> {
-  try {
-    await db
-      .updateTable('proc_state')
-      .set({ identity_key: key, updated_at: now })
-      .where('msg_id', '=', msgId)
-      .where('identity_key', 'is', null)
-      .execute();
-    return { bound: true };
-  } catch (e) {
-    if ((e as { code?: string }).code !== '23505') throw e;
-    const owner = await db.selectFrom('proc_state').select('msg_id').where('identity_key', '=', key).executeTakeFirst();
-    if (!owner) throw e;
-    return { duplicateOf: owner.msg_id };
-  }
+  const r = await sql<{ owner: number | null }>`
+    with owner as (select msg_id from proc_state where identity_key = ${key}),
+         upd as (update proc_state set identity_key = ${key}, updated_at = ${now}
+                 where msg_id = ${msgId} and identity_key is null and not exists (select 1 from owner) returning msg_id)
+    select (select msg_id from owner limit 1) as owner, (select count(*) from upd)::int as bound`.execute(db);
+  const owner = r.rows[0]?.owner ?? null;
+  if (owner !== null && Number(owner) !== msgId) return { duplicateOf: Number(owner) };
+  return { bound: true };
 }
 
 /** Record the kind (TYPE/STYP) once decoded. */
@@ -69,31 +65,26 @@ export async function setKind(db: Q, msgId: number, kind: string): Promise<void>
   await db.updateTable('proc_state').set({ kind }).where('msg_id', '=', msgId).where('kind', 'is distinct from', kind).execute();
 }
 
-/** Terminal state + TERMINAL_AT + backfill intent, one statement (non-business outcomes; also SUCCEEDED inside its tx). */
-export async function markTerminal(db: Q, msgId: number, state: TerminalState, reason: string | null, now: Date, kind?: string | null): Promise<void> {
-  const res = await db
-    .updateTable('proc_state')
-    .set({
-      state,
-      reason,
-      terminal_at: now,
-      backfill_next_at: now,
-      next_attempt_at: null,
-      updated_at: now,
-      ...(kind ? { kind } : {}),
-    })
-    .where('msg_id', '=', msgId)
-    .where('state', 'in', ['PENDING', 'FAILED'])
-    .executeTakeFirst();
-  if (Number(res.numUpdatedRows) !== 1) throw new Error(`message ${msgId} was not open when marking it ${state}`);
+/**
+ * Terminal state + TERMINAL_AT + backfill intent, one statement (non-business outcomes; also the
+ * SUCCEEDED step). With `wakeBackfill` the backfill wake-up is part of the same statement (a
+ * data-modifying CTE + add_job on its row): atomic without an explicit transaction, one round trip.
+ */
+export async function markTerminal(db: Q, msgId: number, state: TerminalState, reason: string | null, now: Date, kind?: string | null, opts: { wakeBackfill?: boolean } = {}): Promise<void> {
+  const res = await sql<{ msg_id: number }>`
+    with t as (
+      update proc_state set state = ${state}, reason = ${reason}, terminal_at = ${now}, backfill_next_at = ${now}, next_attempt_at = null,
+                            updated_at = ${now}, kind = coalesce(${kind || null}::text, kind)
+      where msg_id = ${msgId} and state in ('PENDING', 'FAILED') returning msg_id)
+    select t.msg_id ${opts.wakeBackfill ? sql`, ${wakeExpr(['backfill'])} as woken` : sql``} from t`.execute(db);
+  if (res.rows.length !== 1) throw new Error(`message ${msgId} was not open when marking it ${state}`);
   metrics.messages.inc({ kind: kind ?? '', state, reason: reasonLabel(reason) });
   if (reason?.startsWith('duplicate-of:')) metrics.identityDuplicates.inc();
 }
 
-/** Business success (step 3): SUCCEEDED + backfill intent + backfill wake-up, one transaction. */
-export async function markSucceeded(tx: Transaction<Database>, msgId: number, now: Date, kind: string): Promise<void> {
-  await markTerminal(tx, msgId, 'SUCCEEDED', null, now, kind);
-  await wake(tx, 'backfill');
+/** Business success (step 3): SUCCEEDED + backfill intent + backfill wake-up, one statement. */
+export async function markSucceeded(db: Q, msgId: number, now: Date, kind: string): Promise<void> {
+  await markTerminal(db, msgId, 'SUCCEEDED', null, now, kind, { wakeBackfill: true });
 }
 
 /** Execute a failure decision (lib/pipeline/failures.ts). */
@@ -203,6 +194,38 @@ export async function replay(db: Q, sel: { ids?: number[]; state?: 'FAILED' | 'D
   if (sel.state) q = q.where('state', '=', sel.state);
   if (sel.reasonPrefix) q = q.where('reason', 'like', `${sel.reasonPrefix}%`);
   return (await q.returning('msg_id').execute()).map((r) => r.msg_id);
+}
+
+/**
+ * A scalar SQL expression that wakes these tasks (job_key = task name) inside the caller's
+ * statement/transaction, with at most one add_jobs call:
+ * - a job of that key that is pending, available (not locked by a worker, attempts left) and due
+ *   is locked FOR UPDATE until the caller commits: no worker can start it before the caller's
+ *   writes are visible, so it will run after them — the wake-up is already there and add_jobs
+ *   is skipped for it; a NOTIFY (graphile-worker's 'jobs:insert' channel, as add_jobs sends)
+ *   nudges a worker that skipped the locked row meanwhile;
+ * - any other key (no job, a job running, a job waiting with run_at in the future or out of
+ *   attempts) goes through add_jobs, which replaces/re-arms it exactly as add_job would.
+ * A wake-up is therefore never lost: after the commit, for each task a job exists that has not
+ * started before the commit.
+ */
+export function wakeExpr(tasks: Iterable<string>) {
+  const list = [...new Set(tasks)];
+  return sql<number>`(with pending as (select key from graphile_worker._private_jobs
+                                      where key = any(${list}::text[]) and is_available and run_at <= now() for update),
+                          missing as (select t from unnest(${list}::text[]) as t where t not in (select key from pending))
+                     select case when exists (select 1 from missing)
+                                 then (select count(*) from graphile_worker.add_jobs(
+                                        array(select (m.t, '{}'::json, null, null, null, m.t, null, null)::graphile_worker.job_spec from missing m)))
+                                 else 0 end
+                          + case when exists (select 1 from pending) then (select 0 from pg_notify('jobs:insert', '{"count":1}')) else 0 end)`;
+}
+
+/** Wake several graphile-worker tasks (each coalesced by its job_key) with one statement (wakeExpr). */
+export async function wakeAll(db: Q, tasks: Iterable<string>): Promise<void> {
+  const list = [...new Set(tasks)];
+  if (list.length === 0) return;
+  await sql`select ${wakeExpr(list)}`.execute(db);
 }
 
 /** Wake a graphile-worker task (coalesced by job_key) inside the caller's transaction. */

@@ -134,6 +134,37 @@ describe('pump', () => {
     expect((await state(c)).state).toBe('SUCCEEDED');
   });
 
+  it('identity is bound inside the business transaction: a duplicate writes nothing; skipped, dead and unsupported messages keep their binding', async () => {
+    const { protocol } = await import('../../../lib/pipeline/errors.ts');
+    const reg = new HandlerRegistry().register('TEST', '*', async (ctx) => {
+      if (ctx.env.styp === 'SKIP') return { outcome: 'skipped', reason: 'test-skip' };
+      if (ctx.env.styp === 'BAD') throw protocol('bad test message');
+      await sql`insert into test_effects (msg_id, applied) values (${ctx.msgId}, 1)`.execute(ctx.tx);
+      return { outcome: 'applied', mirror: [`T${ctx.msgId}`] };
+    });
+    const pairs = [
+      { type: 'TEST', styp: 'UPD', seqn: 5001 },
+      { type: 'TEST', styp: 'SKIP', seqn: 5002 },
+      { type: 'TEST', styp: 'BAD', seqn: 5003 },
+      { type: 'ZZZZ', styp: 'UPD', seqn: 5004 },
+    ];
+    const ids: [number, number][] = [];
+    for (const p of pairs) ids.push([await putInbox(s.inbox, sisMessage(p)), await putInbox(s.inbox, sisMessage(p))]);
+    await enqueueAll();
+    await drain(deps({ registry: reg }), 10_000);
+    const [ok, skip, bad, unsupported] = ids;
+    expect(await state(ok[0])).toMatchObject({ state: 'SUCCEEDED', identity_key: expect.stringContaining('|TEST|UPD|5001') });
+    expect(await state(skip[0])).toMatchObject({ state: 'SKIPPED', reason: 'test-skip', identity_key: expect.stringContaining('|TEST|SKIP|5002') });
+    expect(await state(bad[0])).toMatchObject({ state: 'DEAD', reason: 'PROTOCOL: bad test message', identity_key: expect.stringContaining('|TEST|BAD|5003') });
+    expect(await state(unsupported[0])).toMatchObject({ state: 'SKIPPED', reason: 'unsupported', identity_key: expect.stringContaining('|ZZZZ|UPD|5004') });
+    for (const [first, dup] of ids) {
+      expect(await state(dup)).toMatchObject({ state: 'SKIPPED', reason: `duplicate-of:${first}`, identity_key: null });
+      expect((await state(dup)).backfill_next_at).not.toBeNull();
+    }
+    // the duplicate's business transaction was rolled back before the handler ran
+    expect((await sql<{ msg_id: number }>`select msg_id from test_effects order by msg_id`.execute(s.db)).rows.map((r) => Number(r.msg_id))).toEqual([ok[0]]);
+  });
+
   it('raw row deleted → DEAD(MALFORMED: raw-missing); not XML and entity bombs → DEAD(MALFORMED); the next message proceeds', async () => {
     const gone = await putInbox(s.inbox, sisMessage());
     const notXml = await putInbox(s.inbox, 'this is not xml');

@@ -1,0 +1,78 @@
+// wakeAll (lib/pipeline/transitions.ts): one statement for several graphile-worker wake-ups, and
+// no add_jobs for a job that is already pending, available and due — that job is locked until
+// the waking transaction commits, so no worker can start it before the writes it must see.
+// A wake-up is never lost: a running job, a job scheduled later or no job at all → add_jobs.
+import { sql } from 'kysely';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { wakeAll } from '../../../lib/pipeline/transitions.ts';
+import { openServices, type TestServices } from '../../support/services.ts';
+
+const A = 'msgx-test-wake-a';
+const B = 'msgx-test-wake-b';
+let s: TestServices;
+
+beforeAll(async () => {
+  s = await openServices();
+});
+afterAll(async () => {
+  await sql`delete from graphile_worker._private_jobs where key in (${A}, ${B}) or task_id in (select id from graphile_worker._private_tasks where identifier in (${A}, ${B}))`.execute(s.db);
+  await s.close();
+});
+beforeEach(async () => {
+  await sql`delete from graphile_worker._private_jobs where task_id in (select id from graphile_worker._private_tasks where identifier in (${A}, ${B}))`.execute(s.db);
+});
+
+type Job = { id: number; key: string | null; revision: number; locked_at: Date | null; run_at: Date; attempts: number };
+async function jobs(task: string): Promise<Job[]> {
+  const r = await sql<Job>`select id, key, revision, locked_at, run_at, attempts from graphile_worker.jobs where task_identifier = ${task} order by id`.execute(s.db);
+  return r.rows;
+}
+
+describe('wakeAll', () => {
+  it('adds a job per task when none exists (one statement for several)', async () => {
+    await s.db.transaction().execute((tx) => wakeAll(tx, [A, B, A]));
+    expect(await jobs(A)).toMatchObject([{ key: A, revision: 0 }]);
+    expect(await jobs(B)).toMatchObject([{ key: B, revision: 0 }]);
+  });
+
+  it('a pending, available, due job is kept as it is and locked until the waking transaction commits', async () => {
+    await wakeAll(s.db, [A]);
+    const [before] = await jobs(A);
+    await s.db.transaction().execute(async (tx) => {
+      await wakeAll(tx, [A]);
+      // a worker fetching jobs (FOR UPDATE SKIP LOCKED) cannot take it before the commit
+      const seen = await s.pool.query(`select id from graphile_worker._private_jobs where key = $1 for update skip locked`, [A]);
+      expect(seen.rowCount).toBe(0);
+    });
+    const after = await jobs(A);
+    expect(after).toEqual([before]);
+    const seen = await s.pool.query(`select id from graphile_worker._private_jobs where key = $1 for update skip locked`, [A]);
+    expect(seen.rowCount).toBe(1);
+  });
+
+  it('a job already running (locked by a worker) gets a new job: the running one may not see the new writes', async () => {
+    await wakeAll(s.db, [A]);
+    await sql`update graphile_worker._private_jobs set locked_at = now(), locked_by = 'w1' where key = ${A}`.execute(s.db);
+    await s.db.transaction().execute((tx) => wakeAll(tx, [A]));
+    const all = await jobs(A);
+    expect(all).toHaveLength(2);
+    expect(all[0]).toMatchObject({ key: null });
+    expect(all[1]).toMatchObject({ key: A, locked_at: null });
+  });
+
+  it('a job scheduled later (e.g. a backoff) is brought forward, as add_job would', async () => {
+    await wakeAll(s.db, [A]);
+    await sql`update graphile_worker._private_jobs set run_at = now() + interval '1 hour' where key = ${A}`.execute(s.db);
+    await wakeAll(s.db, [A]);
+    const [j] = await jobs(A);
+    expect(j.run_at.getTime()).toBeLessThanOrEqual(Date.now() + 1000);
+    expect(j.revision).toBe(1);
+  });
+
+  it('a job out of attempts gets a fresh job (as add_job does)', async () => {
+    await wakeAll(s.db, [A]);
+    await sql`update graphile_worker._private_jobs set attempts = max_attempts where key = ${A}`.execute(s.db);
+    await wakeAll(s.db, [A]);
+    expect(await jobs(A)).toMatchObject([{ key: null }, { key: A, attempts: 0, locked_at: null }]);
+  });
+});
