@@ -5,6 +5,7 @@
 import type { MergeContext, MergeResult } from './merge.ts';
 import { applyMafl, deleteFlight, deriveMafl, touchesMaster } from './merge.ts';
 import type { FlightState } from './state.ts';
+import { loadVersionFloors } from '../lifecycle/floor.ts';
 import { sql } from 'kysely';
 import {
   insertMsgEvents,
@@ -34,6 +35,8 @@ export interface BatchResult {
 export class FlightBatch {
   /** As persisted before this message (absent = unknown FLID). */
   private readonly loaded = new Map<string, FlightState>();
+  /** Version floor of FLIDs purged before (lib/lifecycle/floor.ts): a reappearing FLID continues above it. */
+  private readonly floors = new Map<string, number>();
   private readonly current = new Map<string, FlightState>();
   private readonly changedKeys = new Map<string, Set<string>>();
   /** Flights this message carries as live (snapshot/ADFT records, FLOP target). */
@@ -52,6 +55,7 @@ export class FlightBatch {
     const missing = [...new Set(flids)].filter((f) => !this.loaded.has(f) && !this.current.has(f));
     if (missing.length === 0) return;
     const states = await loadStates(this.tx, missing, this.ctx.timeZone);
+    for (const [flid, v] of await loadVersionFloors(this.tx, missing.filter((f) => !states.has(f)))) this.floors.set(flid, v);
     for (const [flid, s] of states) {
       this.loaded.set(flid, s);
       this.current.set(flid, s);
@@ -76,7 +80,7 @@ export class FlightBatch {
     for (const k of r.changed) keys.add(k);
     this.changedKeys.set(flid, keys);
     const orig = this.loaded.get(flid);
-    this.current.set(flid, { ...r.state, STATE_VERSION: (orig?.STATE_VERSION ?? 0) + 1 });
+    this.current.set(flid, { ...r.state, STATE_VERSION: (orig?.STATE_VERSION ?? this.floors.get(flid) ?? 0) + 1 });
   }
 
   get changedCount(): number {
