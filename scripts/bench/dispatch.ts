@@ -1,0 +1,224 @@
+// B3: dispatch throughput to a real Kafka broker (target: msg ≥ 20,000 events/s, schd ≥ 5,000
+// flights/s). msg: EVENTS outbox rows (default 100,000) over FLIDS FLIDs (default 10,000; the
+// domain's UPSERT payload), written with the store's own writer, drained by msgRound until
+// nothing is due — once per msg batch size (msgx.msg.batch) per run. schd: 10,000 flights created
+// through the real pump (a 9,999-flight SCHD DNLD and one more), their 10,000 PENDING schd rows
+// drained by schdRound — once per flush limit (msgx.schd.flush-limit) per run, the rows set back
+// to PENDING between measurements. Sizes alternate within a run; medians over RUNS runs.
+// Fresh topics per invocation (bench.<random>.msg / .schd); at the end a real consumer reads
+// both topics back and counts: every EVENT_ID sent, every flight of every schd record.
+//   npm run bench:dispatch -- [runs=3] [msgBatches=500,2000,5000] [schdFlushLimits=200,1000,5000] [events=100000] [flids=10000]
+import { randomUUID } from 'node:crypto';
+import kafkajs from 'kafkajs';
+import { sql } from 'kysely';
+import { systemClock } from '../../lib/clock.ts';
+import type { Config } from '../../lib/config.ts';
+import { buildMirror, buildRegistry } from '../../lib/app/composition.ts';
+import { insertInboxRow } from '../../lib/db/mysql.ts';
+import { createKafkaEdge, kafkaOptions } from '../../lib/dispatch/kafka.ts';
+import { msgRound, type DispatchDeps } from '../../lib/dispatch/msg.ts';
+import { schdRound } from '../../lib/dispatch/schd.ts';
+import { insertMsgEvents, type MsgEvent } from '../../lib/flight/store.ts';
+import { intakeRound } from '../../lib/pipeline/intake.ts';
+import { drain } from '../../lib/pipeline/pump.ts';
+import { createLogger } from '../../lib/runtime/log.ts';
+import { bigSnapshot } from '../../test/support/fixtures.ts';
+import { emptyAll, machine, median, openBench } from './setup.ts';
+
+const { Kafka, logLevel } = kafkajs;
+
+const runs = Number(process.argv[2] ?? 3);
+const msgBatches = (process.argv[3] ?? '500,2000,5000').split(',').map(Number);
+const schdLimits = (process.argv[4] ?? '200,1000,5000').split(',').map(Number);
+const EVENTS = Number(process.argv[5] ?? 100_000);
+const FLIDS = Number(process.argv[6] ?? 10_000);
+const SCHD_FLIGHTS = 10_000;
+
+const tag = randomUUID().slice(0, 8);
+const msgTopic = `bench.${tag}.msg`;
+const schdTopic = `bench.${tag}.schd`;
+const b = await openBench({ MSGX_KAFKA_MSG_TOPIC: msgTopic, MSGX_KAFKA_SCHD_TOPIC: schdTopic });
+const log = createLogger('bench', process.env.BENCH_LOG ?? 'silent');
+const kafka = createKafkaEdge(kafkaOptions(b.config, log));
+await kafka.ensureTopics([msgTopic, schdTopic]);
+const depsWith = (o: Partial<Config>): DispatchDeps => ({ db: b.db, kafka, config: { ...b.config, ...o }, clock: systemClock, log });
+await emptyAll(b);
+
+// ---------------------------------------------------------------------------------------------
+// msg topic
+const now = new Date();
+const events: MsgEvent[] = [];
+for (let i = 0; i < EVENTS; i++) {
+  const flid = String(1 + (i % FLIDS));
+  const ver = 1 + Math.floor(i / FLIDS);
+  events.push({
+    flid,
+    stateVersion: ver,
+    payload: { FLID: flid, STATE_VERSION: ver, UPDATED_AT: now.toISOString(), OP: 'UPSERT', MSG_ID: 1_000_000 + i, TYPE: 'FLOP', STYP: 'ESTT', CHANGED: ['ESTT'] },
+  });
+}
+
+async function fillMsgOutbox(): Promise<void> {
+  await sql`truncate msg_event`.execute(b.db);
+  for (let i = 0; i < events.length; i += 10_000) await b.db.transaction().execute((tx) => insertMsgEvents(tx, events.slice(i, i + 10_000), now));
+  await sql`analyze msg_event`.execute(b.db);
+}
+
+// warm the producer and the statements
+await fillMsgOutbox();
+await msgRound(depsWith({ 'msgx.msg.batch': 500 }));
+
+const msgRates = new Map<number, number[]>(msgBatches.map((n) => [n, []]));
+const msgRounds = new Map<number, number>();
+let msgSentTotal = 0; // the warm-up round, set below
+{
+  const r = await sql<{ n: number }>`select count(*)::int n from msg_event where state = 'SENT'`.execute(b.db);
+  msgSentTotal = r.rows[0].n;
+}
+for (let run = 0; run < runs; run++) {
+  const order = run % 2 === 0 ? msgBatches : [...msgBatches].reverse();
+  for (const batch of order) {
+    await fillMsgOutbox();
+    const d = depsWith({ 'msgx.msg.batch': batch });
+    let sent = 0;
+    let rounds = 0;
+    const t = performance.now();
+    for (;;) {
+      const r = await msgRound(d);
+      if (r.failed) throw new Error(`msg round failed: ${JSON.stringify(r)}`);
+      if (r.picked === 0) break;
+      sent += r.sent;
+      rounds++;
+    }
+    const sec = (performance.now() - t) / 1000;
+    const left = await sql<{ n: number }>`select count(*)::int n from msg_event where target = 'msg' and state <> 'SENT'`.execute(b.db);
+    if (sent !== EVENTS || left.rows[0].n !== 0) throw new Error(`msg: sent ${sent} of ${EVENTS}, ${left.rows[0].n} not SENT`);
+    msgSentTotal += sent;
+    msgRates.get(batch)!.push(sent / sec);
+    msgRounds.set(batch, rounds);
+    console.error(`msg run ${run + 1} batch ${batch}: ${Math.round(sent / sec)} events/s (${rounds} rounds, ${sec.toFixed(2)} s)`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// schd topic: 10,000 real flights through the pump
+await emptyAll(b);
+await insertInboxRow(b.inbox, { body: bigSnapshot(9999, 1, { seqn: 1 }), received: '2026-12-01 08:00:00' });
+await insertInboxRow(b.inbox, { body: bigSnapshot(1, 10_000, { seqn: 2 }).replace(/01DEC26/g, '02DEC26'), received: '2026-12-01 08:00:00' });
+await intakeRound({ db: b.db, inbox: b.inbox, clock: systemClock, config: b.config, log });
+await drain({ session: b.session, inbox: b.inbox, registry: buildRegistry(), mirror: buildMirror({ db: b.db, redis: b.redis, config: b.config }), clock: systemClock, config: b.config, log }, 600_000);
+await sql`delete from msg_event where target = 'msg'`.execute(b.db);
+const pendingSchd = await sql<{ n: number }>`select count(*)::int n from msg_event where target = 'schd' and state = 'PENDING'`.execute(b.db);
+if (pendingSchd.rows[0].n !== SCHD_FLIGHTS) throw new Error(`expected ${SCHD_FLIGHTS} PENDING schd rows after the snapshots, got ${pendingSchd.rows[0].n}`);
+const resetSchd = () =>
+  sql`update msg_event set state = 'PENDING', attempts = 0, next_attempt_at = null, sent_at = null, kafka_partition = null, kafka_offset = null
+      where target = 'schd'`.execute(b.db);
+
+const schdRates = new Map<number, number[]>(schdLimits.map((n) => [n, []]));
+const schdRecords = new Map<number, number>();
+let schdFlightsTotal = 0;
+let schdRecordsTotal = 0;
+// warm-up (loader statements, producer): one round, counted in the consumer's totals
+{
+  const r = await schdRound(depsWith({ 'msgx.schd.flush-limit': 200 }));
+  schdFlightsTotal += r.sent;
+  schdRecordsTotal += r.records;
+}
+for (let run = 0; run < runs; run++) {
+  const order = run % 2 === 0 ? schdLimits : [...schdLimits].reverse();
+  for (const limit of order) {
+    await resetSchd();
+    await sql`vacuum analyze msg_event`.execute(b.db);
+    const d = depsWith({ 'msgx.schd.flush-limit': limit });
+    let sent = 0;
+    let records = 0;
+    const t = performance.now();
+    for (;;) {
+      const r = await schdRound(d);
+      if (r.failed || r.dead || r.gone) throw new Error(`schd round: ${JSON.stringify(r)}`);
+      if (r.picked === 0) break;
+      sent += r.sent;
+      records += r.records;
+    }
+    const sec = (performance.now() - t) / 1000;
+    if (sent !== SCHD_FLIGHTS) throw new Error(`schd: sent ${sent} of ${SCHD_FLIGHTS}`);
+    schdFlightsTotal += sent;
+    schdRecordsTotal += records;
+    schdRates.get(limit)!.push(sent / sec);
+    schdRecords.set(limit, records);
+    console.error(`schd run ${run + 1} flush-limit ${limit}: ${Math.round(sent / sec)} flights/s (${records} records, ${sec.toFixed(2)} s)`);
+  }
+}
+await kafka.close();
+
+// ---------------------------------------------------------------------------------------------
+// read both topics back with a real consumer
+async function readBack(topic: string, done: (n: { records: number; items: number }) => boolean, onValue: (v: string) => number): Promise<{ records: number; items: number; ms: number }> {
+  const k = new Kafka({ clientId: 'msgx-bench-consumer', brokers: b.config.KAFKA_BROKERS.split(','), logLevel: logLevel.NOTHING });
+  const consumer = k.consumer({ groupId: `bench-${randomUUID()}`, sessionTimeout: 30_000, heartbeatInterval: 3000, maxBytes: 50 * 2 ** 20 });
+  const n = { records: 0, items: 0 };
+  const t = performance.now();
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(resolve, 120_000);
+    consumer
+      .run({
+        eachBatch: async ({ batch }) => {
+          for (const m of batch.messages) {
+            n.records++;
+            n.items += onValue(m.value!.toString());
+          }
+          if (done(n)) {
+            clearTimeout(timer);
+            resolve();
+          }
+        },
+      })
+      .catch(reject);
+  });
+  const ms = performance.now() - t;
+  await consumer.disconnect();
+  return { ...n, ms };
+}
+const eventIds = new Set<number>();
+const msgBack = await readBack(
+  msgTopic,
+  () => eventIds.size >= msgSentTotal,
+  (v) => {
+    eventIds.add(Number(/"EVENT_ID": ?(\d+)/.exec(v)![1]));
+    return 1;
+  },
+);
+const schdBack = await readBack(
+  schdTopic,
+  (n) => n.items >= schdFlightsTotal,
+  (v) => (JSON.parse(v) as { SCHD: { RECS: number; FLTR: unknown[] } }).SCHD.FLTR.length,
+);
+
+const summary = (m: Map<number, number[]>) =>
+  [...m].map(([size, xs]) => ({ size, median: Math.round(median(xs)), runs: xs.map(Math.round) }));
+console.log(
+  JSON.stringify(
+    {
+      bench: 'B3 dispatch',
+      machine: machine(),
+      runs,
+      msg: {
+        events: EVENTS,
+        flids: FLIDS,
+        byBatch: summary(msgRates).map((s) => ({ batch: s.size, eventsPerSecMedian: s.median, runs: s.runs, rounds: msgRounds.get(s.size) })),
+        consumer: { expected: msgSentTotal, records: msgBack.records, distinctEventIds: eventIds.size, ms: Math.round(msgBack.ms) },
+      },
+      schd: {
+        flights: SCHD_FLIGHTS,
+        byFlushLimit: summary(schdRates).map((s) => ({ flushLimit: s.size, flightsPerSecMedian: s.median, runs: s.runs, records: schdRecords.get(s.size) })),
+        consumer: { expectedFlights: schdFlightsTotal, expectedRecords: schdRecordsTotal, records: schdBack.records, flights: schdBack.items, ms: Math.round(schdBack.ms) },
+      },
+      topics: [msgTopic, schdTopic],
+    },
+    null,
+    2,
+  ),
+);
+await b.close();
