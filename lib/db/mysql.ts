@@ -82,6 +82,20 @@ export async function readBodies(inbox: Inbox, ids: number[]): Promise<Map<numbe
 }
 
 /**
+ * Read-ahead of raw bodies (the pump): the rows with ID ≥ `from`, ascending, at most `limit`,
+ * in one query. A body longer than `maxChars` is left out (null) so the read-ahead stays small;
+ * the caller reads it on its own when it is the head. A missing ID is simply absent.
+ */
+export async function readBodiesFrom(inbox: Inbox, from: number, limit: number, maxChars: number): Promise<Map<number, string | null>> {
+  const [rows] = await inbox.query<mysql.RowDataPacket[]>(
+    `SELECT CMINMSGS_ID AS id, CASE WHEN CHAR_LENGTH(CMINMSGS_CLOB_MSG) <= ? THEN CMINMSGS_CLOB_MSG END AS body
+       FROM ${INBOX_TABLE} WHERE CMINMSGS_ID >= ? ORDER BY CMINMSGS_ID LIMIT ?`,
+    [maxChars, from, limit],
+  );
+  return new Map(rows.map((r) => [Number(r.id), r.body === null ? null : String(r.body)]));
+}
+
+/**
  * Backfill: one UPDATE for the batch, only where the processing time is still NULL (never
  * overwrite). When fewer rows changed than asked, one look-up tells "already marked" (row exists)
  * from "row missing". Returns the count written and the IDs that exist.

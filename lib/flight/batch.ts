@@ -7,16 +7,7 @@ import { applyMafl, deleteFlight, deriveMafl, touchesMaster } from './merge.ts';
 import type { FlightState } from './state.ts';
 import { loadVersionFloors } from '../lifecycle/floor.ts';
 import { sql } from 'kysely';
-import {
-  insertMsgEvents,
-  loadSharedFlids,
-  loadStates,
-  removePendingSchdRows,
-  upsertSchdRows,
-  writeFlights,
-  type Executor,
-  type MsgEvent,
-} from './store.ts';
+import { loadSharedFlids, loadStatesWithShared, writeBatch, type Executor, type MsgEvent, type SharedFlid } from './store.ts';
 
 export interface BatchMeta {
   type: string;
@@ -42,6 +33,12 @@ export class FlightBatch {
   /** Flights this message carries as live (snapshot/ADFT records, FLOP target). */
   private readonly carriedLive = new Set<string>();
   private readonly addressed = new Set<string>();
+  /**
+   * ACTIVE shared flights by master FLID, as persisted before this message, for every master
+   * key the loader covered (each loaded flight's FLID and MAID): relatedFlids uses them instead
+   * of a query when this message changed no flight's ACTIVE-ness or MAID.
+   */
+  private readonly sharedByMaster = new Map<string, SharedFlid[]>();
   private readonly tx: Executor;
   private readonly ctx: MergeContext;
 
@@ -54,11 +51,13 @@ export class FlightBatch {
   async load(flids: Iterable<string>): Promise<void> {
     const missing = [...new Set(flids)].filter((f) => !this.loaded.has(f) && !this.current.has(f));
     if (missing.length === 0) return;
-    const states = await loadStates(this.tx, missing, this.ctx.timeZone);
+    const { states, shared } = await loadStatesWithShared(this.tx, missing, this.ctx.timeZone);
     for (const [flid, v] of await loadVersionFloors(this.tx, missing.filter((f) => !states.has(f)))) this.floors.set(flid, v);
     for (const [flid, s] of states) {
       this.loaded.set(flid, s);
       this.current.set(flid, s);
+      const list = shared.get(flid) ?? [];
+      for (const m of [flid, ...(s.data.MAID !== undefined ? [String(s.data.MAID)] : [])]) this.sharedByMaster.set(m, list.filter((x) => x.maid === m));
     }
   }
 
@@ -92,13 +91,11 @@ export class FlightBatch {
     await this.cascadeMasterDeletions();
     const masters = await this.rederiveMasters();
     const changed = [...this.changedKeys.keys()];
-    await writeFlights(
-      this.tx,
-      changed.map((f) => ({ prev: this.loaded.get(f), next: this.current.get(f)! })),
-    );
-    const events = await this.writeOutbox(changed, meta);
+    // flights + outbox rows: one statement (store.ts writeBatch)
+    const outbox = this.outboxRows(changed, meta);
+    await writeBatch(this.tx, { flights: changed.map((f) => ({ prev: this.loaded.get(f), next: this.current.get(f)! })), ...outbox, now: this.ctx.now });
     const related = await this.relatedFlids(masters);
-    return { changed, related, events };
+    return { changed, related, events: outbox.msg.length + outbox.schd.length };
   }
 
   /** Deleting a master deletes its ACTIVE shared flights, except those this message carries as live. */
@@ -152,8 +149,8 @@ export class FlightBatch {
     return list.filter((m) => this.current.has(m));
   }
 
-  private async writeOutbox(changed: string[], meta: BatchMeta): Promise<number> {
-    if (changed.length === 0) return 0;
+  /** Outbox rows of the changed flights: one msg event each; schd upserts (live) or removals (deleted). */
+  private outboxRows(changed: string[], meta: BatchMeta): { msg: MsgEvent[]; schd: { flid: string; stateVersion: number }[]; deleted: string[] } {
     const msg: MsgEvent[] = [];
     const upserts: { flid: string; stateVersion: number }[] = [];
     const deleted: string[] = [];
@@ -171,10 +168,7 @@ export class FlightBatch {
         });
       }
     }
-    await insertMsgEvents(this.tx, msg, this.ctx.now);
-    await upsertSchdRows(this.tx, upserts, this.ctx.now);
-    await removePendingSchdRows(this.tx, deleted);
-    return msg.length + upserts.length;
+    return { msg, schd: upserts, deleted };
   }
 
   /** Addressed flights, flights changed as a consequence, their masters and their shared flights. */
@@ -184,7 +178,26 @@ export class FlightBatch {
       const maid = this.current.get(f)?.data.MAID;
       if (maid !== undefined) out.add(String(maid));
     }
-    for (const k of await loadSharedFlids(this.tx, [...out])) out.add(k.flid);
+    for (const k of await this.sharedFlidsOf([...out])) out.add(k.flid);
     return [...out];
+  }
+
+  /**
+   * ACTIVE shared flights of these masters after this message's writes: from the loader's
+   * snapshot when every master was covered by it and no changed flight changed its ACTIVE-ness
+   * or MAID (then the rows that query reads are as loaded — the pump is the only writer), else
+   * one query.
+   */
+  private async sharedFlidsOf(masters: string[]): Promise<SharedFlid[]> {
+    const unchanged = [...this.changedKeys.keys()].every((f) => {
+      const prev = this.loaded.get(f);
+      const cur = this.current.get(f)!;
+      return prev !== undefined && (prev.STATE === 'ACTIVE') === (cur.STATE === 'ACTIVE') && String(prev.data.MAID ?? '') === String(cur.data.MAID ?? '');
+    });
+    if (!unchanged || !masters.every((m) => this.sharedByMaster.has(m))) return loadSharedFlids(this.tx, masters);
+    const seen = new Set<string>();
+    const out: SharedFlid[] = [];
+    for (const m of masters) for (const x of this.sharedByMaster.get(m)!) if (!seen.has(x.flid)) (seen.add(x.flid), out.push(x));
+    return out;
   }
 }

@@ -39,24 +39,6 @@ async function runPrepared<R>(db: Executor, name: string, params: unknown[], bui
   return db.executeQuery<R>({ ...q, sql: { name, text } as unknown as string });
 }
 
-/** `insert into t (cols) select … from unnest($1::text[], …) as u(cols)`: one parameter per column. */
-function unnestInsert(
-  db: Executor,
-  name: string,
-  table: string,
-  columns: { name: string; type: string }[],
-  rows: (string | number | boolean | null)[][],
-  suffix?: RawBuilder<unknown>,
-) {
-  const arrays = columns.map((_, i) => rows.map((r) => (r[i] === null || r[i] === undefined ? null : String(r[i]))));
-  return runPrepared(db, name, arrays, () => {
-    const cols = sql.join(columns.map((c) => sql.ref(c.name)));
-    const params = sql.join(arrays.map((a) => sql`${a}::text[]`));
-    const casts = sql.join(columns.map((c) => sql`${sql.ref(`u.${c.name}`)}::${sql.raw(c.type)}`));
-    return sql`insert into ${sql.table(table)} (${cols}) select ${casts} from unnest(${params}) as u(${cols}) ${suffix ?? sql``}`;
-  });
-}
-
 // ---------------------------------------------------------------------------------------------
 // load
 
@@ -160,11 +142,44 @@ function detailElementToValue(spec: CollectionSpec, l: DetailLoad, el: unknown[]
  * a caller outside a transaction still gets a coherent state.
  */
 export async function loadStates(db: Executor, flids: readonly string[], tz: string): Promise<Map<string, FlightState>> {
-  const out = new Map<string, FlightState>();
-  if (flids.length === 0) return out;
+  if (flids.length === 0) return new Map();
   const ids = [...new Set(flids)];
   const res = await runPrepared<Record<string, unknown>>(db, 'msgx_load_states', [ids], () => sql`select ${MAIN_SELECT} from flight_schd f where f.flid = any(${ids}::text[])`);
-  for (const r of res.rows) {
+  return rowsToStates(res.rows, tz);
+}
+
+/** A shared flight of a master: {FLID, MAID}. */
+export interface SharedFlid {
+  flid: string;
+  maid: string;
+}
+
+/**
+ * loadStates plus, per flight found, the ACTIVE shared flights of the flight itself and of its
+ * master (`maid` = the flight's FLID or its MAID), ordered as loadSharedFlids orders them —
+ * the same one statement (FlightBatch uses it to spare the shared-flight look-up when nothing it
+ * depends on changed).
+ */
+export async function loadStatesWithShared(db: Executor, flids: readonly string[], tz: string): Promise<{ states: Map<string, FlightState>; shared: Map<string, SharedFlid[]> }> {
+  const shared = new Map<string, SharedFlid[]>();
+  if (flids.length === 0) return { states: new Map(), shared };
+  const ids = [...new Set(flids)];
+  const res = await runPrepared<Record<string, unknown>>(
+    db,
+    'msgx_load_states_shared',
+    [ids],
+    () => sql`select ${MAIN_SELECT},
+                coalesce((select json_agg(json_build_array(s.flid, s.maid) order by length(s.flid), s.flid) from flight_schd s
+                          where s.state = 'ACTIVE' and (s.maid = f.flid or s.maid = f.maid)), '[]') as shared
+              from flight_schd f where f.flid = any(${ids}::text[])`,
+  );
+  for (const r of res.rows) shared.set(String(r.flid), (r.shared as [string, string][]).map(([flid, maid]) => ({ flid, maid })));
+  return { states: rowsToStates(res.rows, tz), shared };
+}
+
+function rowsToStates(rows: Record<string, unknown>[], tz: string): Map<string, FlightState> {
+  const out = new Map<string, FlightState>();
+  for (const r of rows) {
     const st = mainRowToState(r, tz);
     for (const l of DETAIL_LOADS) {
       const els = r[l.alias] as unknown[][];
@@ -207,17 +222,51 @@ const MAIN_UPDATE = sql.join(
   MAIN_WRITE.filter((c) => c.name !== 'flid' && c.name !== 'created_at' && c.name !== 'deleted_at').map((c) => sql`${sql.ref(c.name)} = excluded.${sql.ref(c.name)}`),
 );
 
-/** Persist changed flights: main rows upserted, changed collections deleted-then-inserted. */
-export async function writeFlights(tx: Executor, writes: readonly FlightWrite[]): Promise<void> {
-  if (writes.length === 0) return;
+// A write is a list of pieces (one data-modifying statement each, in order). `writeBatch` runs a
+// message's pieces as ONE statement: each piece is a data-modifying CTE that starts only after the
+// previous one completed (`guard`: a pseudo-constant `(select count(*) from <previous>) >= 0`
+// qual, i.e. a one-time filter evaluated before the piece's first row) — so a collection's
+// delete precedes its insert, and msg EVENT_IDs are taken before schd EVENT_IDs, exactly as when
+// the pieces run one after another. Foreign keys are checked at the end of the statement.
+
+interface Piece {
+  /** Determines the text (with the other keys of the statement): the prepared statement's name. */
+  key: string;
+  /** The statement; `guard` (a boolean SQL condition or null) must gate every row it writes. */
+  build: (guard: RawBuilder<unknown> | null) => RawBuilder<unknown>;
+}
+
+const andGuard = (g: RawBuilder<unknown> | null) => (g ? sql`and ${g}` : sql``);
+const whereGuard = (g: RawBuilder<unknown> | null) => (g ? sql`where ${g}` : sql``);
+
+/** `insert into t (cols) select … from unnest($1::text[], …) as u(cols)`: one parameter per column. */
+function unnestPiece(
+  key: string,
+  table: string,
+  columns: { name: string; type: string }[],
+  rows: (string | number | boolean | null)[][],
+  suffix?: RawBuilder<unknown>,
+): Piece {
+  const arrays = columns.map((_, i) => rows.map((r) => (r[i] === null || r[i] === undefined ? null : String(r[i]))));
+  const cols = sql.join(columns.map((c) => sql.ref(c.name)));
+  const params = sql.join(arrays.map((a) => sql`${a}::text[]`));
+  const casts = sql.join(columns.map((c) => sql`${sql.ref(`u.${c.name}`)}::${sql.raw(c.type)}`));
+  return { key, build: (g) => sql`insert into ${sql.table(table)} (${cols}) select ${casts} from unnest(${params}) as u(${cols}) ${whereGuard(g)} ${suffix ?? sql``}` };
+}
+
+/** Pieces persisting changed flights: main rows upserted, changed collections deleted-then-inserted. */
+function flightPieces(writes: readonly FlightWrite[]): Piece[] {
+  const out: Piece[] = [];
+  if (writes.length === 0) return out;
   for (const part of chunks([...writes])) {
-    await unnestInsert(
-      tx,
-      'msgx_upsert_flight_schd',
-      'flight_schd',
-      MAIN_WRITE,
-      part.map((w) => MAIN_WRITE.map((c) => c.get(w.next))),
-      sql`on conflict (flid) do update set ${MAIN_UPDATE}, deleted_at = case when excluded.state = 'DELETED' then coalesce(flight_schd.deleted_at, excluded.updated_at) end`,
+    out.push(
+      unnestPiece(
+        'msgx_upsert_flight_schd',
+        'flight_schd',
+        MAIN_WRITE,
+        part.map((w) => MAIN_WRITE.map((c) => c.get(w.next))),
+        sql`on conflict (flid) do update set ${MAIN_UPDATE}, deleted_at = case when excluded.state = 'DELETED' then coalesce(flight_schd.deleted_at, excluded.updated_at) end`,
+      ),
     );
   }
   for (const spec of COLLECTIONS) {
@@ -226,7 +275,10 @@ export async function writeFlights(tx: Executor, writes: readonly FlightWrite[])
     const existed = changed.filter((w) => w.prev !== undefined).map((w) => w.next.FLID);
     const disc = spec.discriminator;
     if (existed.length > 0) {
-      await sql`delete from ${sql.table(spec.table)} where flid = any(${existed}::text[]) ${disc ? sql`and ${sql.ref(disc.column)} = ${disc.value}` : sql``}`.execute(tx);
+      out.push({
+        key: `msgx_delete_${spec.tag.toLowerCase()}`,
+        build: (g) => sql`delete from ${sql.table(spec.table)} where flid = any(${existed}::text[]) ${disc ? sql`and ${sql.ref(disc.column)} = ${disc.value}` : sql``} ${andGuard(g)}`,
+      });
     }
     const columns = [
       { name: 'flid', type: 'text' },
@@ -244,8 +296,68 @@ export async function writeFlights(tx: Executor, writes: readonly FlightWrite[])
         else rows.push([...head, spec.keyAttr ? (el[spec.keyAttr] ?? null) : null, ...spec.fields.map((f) => el[f.name] ?? null)]);
       });
     }
-    for (const part of chunks(rows, 5000)) await unnestInsert(tx, `msgx_insert_${spec.tag.toLowerCase()}`, spec.table, columns, part);
+    for (const part of chunks(rows, 5000)) out.push(unnestPiece(`msgx_insert_${spec.tag.toLowerCase()}`, spec.table, columns, part));
   }
+  return out;
+}
+
+/** Pieces above this count run as an unnamed statement (a big snapshot's shape is rarely repeated). */
+const MAX_PREPARED_PIECES = 16;
+
+async function runPieces(db: Executor, pieces: readonly Piece[], combined: boolean): Promise<void> {
+  if (pieces.length === 0) return;
+  if (!combined || pieces.length === 1) {
+    for (const p of pieces) await runCompiled(db, p.key, p.build(null), true);
+    return;
+  }
+  const ctes = pieces.map((p, i) => sql`${sql.raw(`w${i}`)} as (${p.build(i === 0 ? null : sql`(select count(*) from ${sql.raw(`w${i - 1}`)}) >= 0`)} returning 1)`);
+  const stmt = sql`with ${sql.join(ctes)} select (select count(*) from ${sql.raw(`w${pieces.length - 1}`)})::int as n`;
+  const prepared = pieces.length <= MAX_PREPARED_PIECES;
+  await runCompiled(db, prepared ? shapeName(pieces.map((p) => p.key).join(',')) : '', stmt, prepared);
+}
+
+/** Short prepared-statement name per combined shape (Postgres truncates names at 63 bytes). */
+const shapeNames = new Map<string, string>();
+function shapeName(shape: string): string {
+  let n = shapeNames.get(shape);
+  if (n === undefined) shapeNames.set(shape, (n = `msgx_w${shapeNames.size + 1}`));
+  return n;
+}
+
+/** Run a built statement; `prepared`: as a named prepared statement (the name must determine the text). */
+async function runCompiled(db: Executor, name: string, stmt: RawBuilder<unknown>, prepared: boolean): Promise<void> {
+  const c = stmt.compile(db);
+  if (!prepared) {
+    await db.executeQuery(c);
+    return;
+  }
+  const known = preparedTexts.get(name);
+  if (known === undefined) preparedTexts.set(name, c.sql);
+  else if (known !== c.sql) throw new Error(`prepared statement ${name}: text changed`);
+  await db.executeQuery({ ...c, sql: { name, text: c.sql } as unknown as string });
+}
+
+/** Persist changed flights: main rows upserted, changed collections deleted-then-inserted. */
+export async function writeFlights(tx: Executor, writes: readonly FlightWrite[]): Promise<void> {
+  await runPieces(tx, flightPieces(writes), false);
+}
+
+/** What a message's batch writes, in this order: flights, msg events, schd rows, pending schd rows of deleted flights. */
+export interface BatchWrite {
+  flights: readonly FlightWrite[];
+  msg: readonly MsgEvent[];
+  schd: readonly { flid: string; stateVersion: number }[];
+  deleted: readonly string[];
+  now: Date;
+}
+
+/**
+ * A message's whole write in ONE statement (the pieces of writeFlights, insertMsgEvents,
+ * upsertSchdRows and removePendingSchdRows, chained in that order; see Piece above). Same rows,
+ * same EVENT_ID order as running them one after another.
+ */
+export async function writeBatch(tx: Executor, w: BatchWrite): Promise<void> {
+  await runPieces(tx, [...flightPieces(w.flights), ...msgEventPieces(w.msg, w.now), ...schdRowPieces(w.schd, w.now), ...removePendingPieces(w.deleted)], true);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -260,36 +372,51 @@ export interface MsgEvent {
 
 /** msg topic events, EVENT_IDs taken from the global sequence in array order. */
 export async function insertMsgEvents(tx: Executor, events: readonly MsgEvent[], now: Date): Promise<void> {
-  for (const part of chunks([...events])) {
-    await sql`
+  await runPieces(tx, msgEventPieces(events, now), false);
+}
+
+function msgEventPieces(events: readonly MsgEvent[], now: Date): Piece[] {
+  return chunks([...events]).map((part) => ({
+    key: 'msgx_insert_msg_events',
+    build: (g) => sql`
       insert into msg_event (event_id, target, flid, state_version, payload, created_at)
-      select x.id, 'msg', x.flid, x.ver, x.p || jsonb_build_object('EVENT_ID', x.id), ${now}
+      select x.id, 'msg', x.flid, x.ver, x.p || jsonb_build_object('EVENT_ID', x.id), ${now}::timestamptz
       from (select nextval('msg_event_id_seq') as id, u.flid, u.ver, u.p
             from (select * from unnest(${part.map((e) => e.flid)}::text[], ${part.map((e) => e.stateVersion)}::integer[],
                                        ${part.map((e) => JSON.stringify(e.payload))}::jsonb[]) with ordinality as t(flid, ver, p, ord)
-                  order by ord) u) x`.execute(tx);
-  }
+                  order by ord) u ${whereGuard(g)}) x`,
+  }));
 }
 
 /** schd topic: one row per FLID, upserted back to PENDING with a new EVENT_ID and the latest version. */
 export async function upsertSchdRows(tx: Executor, rows: readonly { flid: string; stateVersion: number }[], now: Date): Promise<void> {
-  for (const part of chunks([...rows])) {
-    await sql`
+  await runPieces(tx, schdRowPieces(rows, now), false);
+}
+
+function schdRowPieces(rows: readonly { flid: string; stateVersion: number }[], now: Date): Piece[] {
+  return chunks([...rows]).map((part) => ({
+    key: 'msgx_upsert_schd_rows',
+    build: (g) => sql`
       insert into msg_event (target, flid, state_version, payload, created_at)
-      select 'schd', t.flid, t.ver, jsonb_build_object('FLID', t.flid, 'STATE_VERSION', t.ver), ${now}
+      select 'schd', t.flid, t.ver, jsonb_build_object('FLID', t.flid, 'STATE_VERSION', t.ver), ${now}::timestamptz
       from unnest(${part.map((r) => r.flid)}::text[], ${part.map((r) => r.stateVersion)}::integer[]) with ordinality as t(flid, ver, ord)
+      ${whereGuard(g)}
       order by t.ord
       on conflict (flid) where target = 'schd' do update set
         event_id = excluded.event_id, state_version = excluded.state_version, payload = excluded.payload,
         state = 'PENDING', attempts = 0, next_attempt_at = null, sent_at = null,
-        kafka_partition = null, kafka_offset = null, last_error = null, created_at = excluded.created_at`.execute(tx);
-  }
+        kafka_partition = null, kafka_offset = null, last_error = null, created_at = excluded.created_at`,
+  }));
 }
 
 /** Deleted flights never go to schd: drop their pending schd rows. */
 export async function removePendingSchdRows(tx: Executor, flids: readonly string[]): Promise<void> {
-  if (flids.length === 0) return;
-  await sql`delete from msg_event where target = 'schd' and state in ('PENDING', 'DEAD') and flid = any(${[...flids]}::text[])`.execute(tx);
+  await runPieces(tx, removePendingPieces(flids), false);
+}
+
+function removePendingPieces(flids: readonly string[]): Piece[] {
+  if (flids.length === 0) return [];
+  return [{ key: 'msgx_remove_pending_schd', build: (g) => sql`delete from msg_event where target = 'schd' and state in ('PENDING', 'DEAD') and flid = any(${[...flids]}::text[]) ${andGuard(g)}` }];
 }
 
 // ---------------------------------------------------------------------------------------------

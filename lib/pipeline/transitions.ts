@@ -1,5 +1,7 @@
 // Every PROC_STATE transition, one function each; the state machine reads from this file.
-//   enqueue → (bindIdentity) → markSucceeded | markTerminal | recordFailure → recordBackfill / abandonBackfill
+//   enqueue → (bindIdentity) → markSucceeded (or markCarriedSucceeded / bindIdentity's carried
+//   form, in the next message's business transaction) | markTerminal | recordFailure
+//   → recordBackfill / abandonBackfill
 //   replay: FAILED/DEAD → PENDING
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
@@ -37,10 +39,51 @@ export async function enqueue(db: Q, rows: { id: number; received: string | null
 
 const HEAD_COLUMNS = sql`msg_id, state, identity_key, attempts, failures_in_row, failing_since, next_attempt_at, error_class, enqueued_at, kind`;
 
-/** Head of queue: the smallest MSG_ID that is PENDING or FAILED. */
-export async function head(db: Q): Promise<HeadRow | undefined> {
-  const r = await sql<HeadRow>`select ${HEAD_COLUMNS} from proc_state where state in ('PENDING', 'FAILED') order by msg_id limit 1`.execute(db);
-  return r.rows[0];
+/**
+ * Head of queue: the smallest MSG_ID that is PENDING or FAILED. `after`: a message whose
+ * SUCCEEDED is carried into the next business transaction (pump.ts) is finished though not yet
+ * marked — the head is then the next one above it.
+ */
+export async function head(db: Q, after?: number): Promise<HeadRow | undefined> {
+  return (await heads(db, 1, after))[0];
+}
+
+/**
+ * The head and the open messages after it, at most `limit`, cut before the first FAILED one
+ * after the head: a PENDING row is changed by the pump alone (replay only touches FAILED/DEAD
+ * rows), so the pump can take the following heads from this list within one PIPELINE_LOCK hold.
+ */
+export async function heads(db: Q, limit: number, after?: number): Promise<HeadRow[]> {
+  const r = await sql<HeadRow>`select ${HEAD_COLUMNS} from proc_state where state in ('PENDING', 'FAILED') ${after === undefined ? sql`` : sql`and msg_id > ${after}`} order by msg_id limit ${limit}`.execute(db);
+  const cut = r.rows.findIndex((h, i) => i > 0 && h.state !== 'PENDING');
+  return cut < 0 ? r.rows : r.rows.slice(0, cut);
+}
+
+/**
+ * A message whose steps 1 and 2 are done (business commit, Redis written) and whose SUCCEEDED
+ * is carried into the next message's business transaction (pump.ts); `at` is its terminal time.
+ */
+export interface CarriedSuccess {
+  msgId: number;
+  kind: string;
+  at: Date;
+}
+
+/** The SUCCEEDED update of a carried message as a CTE body (same columns as markTerminal). */
+function succeededUpdate(c: CarriedSuccess) {
+  return sql`update proc_state set state = 'SUCCEEDED', reason = null, terminal_at = ${c.at}, backfill_next_at = ${c.at}, next_attempt_at = null,
+                                   updated_at = ${c.at}, kind = coalesce(${c.kind || null}::text, kind)
+             where msg_id = ${c.msgId} and state in ('PENDING', 'FAILED') returning msg_id`;
+}
+
+function carriedNotOpen(c: CarriedSuccess): Error {
+  return new Error(`message ${c.msgId} was not open when marking it SUCCEEDED`);
+}
+
+/** Count a terminal outcome (after its commit). */
+export function countTerminal(state: TerminalState, reason: string | null, kind: string | null | undefined): void {
+  metrics.messages.inc({ kind: kind ?? '', state, reason: reasonLabel(reason) });
+  if (reason?.startsWith('duplicate-of:')) metrics.identityDuplicates.inc();
 }
 
 /**
@@ -48,13 +91,18 @@ export async function head(db: Q): Promise<HeadRow | undefined> {
  * business transaction): binds when no other message owns the key, and reports the owner
  * otherwise. The unique constraint stays the guard (a race it lost would raise 23505 and roll
  * the caller's transaction back: the message is retried, nothing is lost).
+ * With `carried`, the same statement marks the previous message SUCCEEDED (markCarriedSucceeded):
+ * the caller's transaction is then that message's terminal commit too.
  */
-export async function bindIdentity(db: Q, msgId: number, key: string, now: Date): Promise<{ bound: true } | { duplicateOf: number }> {
-  const r = await sql<{ owner: number | null }>`
+export async function bindIdentity(db: Q, msgId: number, key: string, now: Date, carried?: CarriedSuccess): Promise<{ bound: true } | { duplicateOf: number }> {
+  const r = await sql<{ owner: number | null; carried: number }>`
     with owner as (select msg_id from proc_state where identity_key = ${key}),
          upd as (update proc_state set identity_key = ${key}, updated_at = ${now}
                  where msg_id = ${msgId} and identity_key is null and not exists (select 1 from owner) returning msg_id)
-    select (select msg_id from owner limit 1) as owner, (select count(*) from upd)::int as bound`.execute(db);
+         ${carried ? sql`, prev as (${succeededUpdate(carried)})` : sql``}
+    select (select msg_id from owner limit 1) as owner, (select count(*) from upd)::int as bound,
+           ${carried ? sql`(select count(*) from prev)::int` : sql`1`} as carried`.execute(db);
+  if (carried && r.rows[0]?.carried !== 1) throw carriedNotOpen(carried);
   const owner = r.rows[0]?.owner ?? null;
   if (owner !== null && Number(owner) !== msgId) return { duplicateOf: Number(owner) };
   return { bound: true };
@@ -78,13 +126,23 @@ export async function markTerminal(db: Q, msgId: number, state: TerminalState, r
       where msg_id = ${msgId} and state in ('PENDING', 'FAILED') returning msg_id)
     select t.msg_id ${opts.wakeBackfill ? sql`, ${wakeExpr(['backfill'])} as woken` : sql``} from t`.execute(db);
   if (res.rows.length !== 1) throw new Error(`message ${msgId} was not open when marking it ${state}`);
-  metrics.messages.inc({ kind: kind ?? '', state, reason: reasonLabel(reason) });
-  if (reason?.startsWith('duplicate-of:')) metrics.identityDuplicates.inc();
+  countTerminal(state, reason, kind);
 }
 
 /** Business success (step 3): SUCCEEDED + backfill intent + backfill wake-up, one statement. */
 export async function markSucceeded(db: Q, msgId: number, now: Date, kind: string): Promise<void> {
   await markTerminal(db, msgId, 'SUCCEEDED', null, now, kind, { wakeBackfill: true });
+}
+
+/**
+ * Business success (step 3) of a carried message, inside the next message's business
+ * transaction (when that message has no identity to bind; otherwise bindIdentity does it in its
+ * statement). The caller adds 'backfill' to the transaction's wake-ups and counts the outcome
+ * (countTerminal) after the commit.
+ */
+export async function markCarriedSucceeded(db: Q, c: CarriedSuccess): Promise<void> {
+  const r = await sql<{ msg_id: number }>`with prev as (${succeededUpdate(c)}) select msg_id from prev`.execute(db);
+  if (r.rows.length !== 1) throw carriedNotOpen(c);
 }
 
 /** Execute a failure decision (lib/pipeline/failures.ts). */
