@@ -12,14 +12,15 @@ await runProcess({
   leaderLock: LOCKS.INTAKE_LEADER,
   kick: ['intake'],
   crontab: () => '* * * * * intake ?jobKey=intake&max=3',
-  tasks: async (rt) => {
+  tasks: async (rt, leader) => {
     const inbox = createInbox(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
     const deps = { db: rt.db, inbox, clock: rt.clock, config: rt.config, log: rt.log };
+    const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
     return {
       tasks: {
         intake: async (_payload, helpers) => {
-          await intakeLoop(deps, BUDGET_MS, () => rt.signal.aborted, (ms) => sleep(ms, rt.signal));
-          if (!rt.signal.aborted) await helpers.addJob('intake', {}, { jobKey: 'intake' });
+          await intakeLoop(deps, BUDGET_MS, stopping, (ms) => sleep(ms, leader!.signal));
+          if (!stopping()) await helpers.addJob('intake', {}, { jobKey: 'intake' });
         },
       },
       close: () => inbox.end(),

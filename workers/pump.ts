@@ -22,9 +22,10 @@ await runProcess({
     return {
       tasks: {
         pump: async (_payload, helpers) => {
-          const r = await drain(deps, BUDGET_MS, () => rt.signal.aborted);
+          const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
+          const r = await drain(deps, BUDGET_MS, stopping);
           await refreshBacklogGauge(rt.db).catch(() => {});
-          if (rt.signal.aborted || r.next === 'idle') return;
+          if (stopping() || r.next === 'idle') return;
           await helpers.addJob('pump', {}, { jobKey: 'pump', runAt: r.next === 'now' ? undefined : r.next });
         },
       },

@@ -8,6 +8,8 @@ import { connectClient } from '../db/postgres.ts';
 
 export interface LeaderHandle {
   client: pg.Client;
+  /** Aborted the moment leadership ends (connection lost, or shutdown): loops must stop at once. */
+  signal: AbortSignal;
 }
 
 export async function runAsLeader(opts: {
@@ -36,7 +38,10 @@ export async function runAsLeader(opts: {
       }
       announced = false;
       opts.log.info({ lock: opts.lockKey }, `${opts.name}: leader lock taken; active`);
-      const stop = await opts.start({ client });
+      const tenure = new AbortController();
+      const onShutdown = () => tenure.abort();
+      opts.signal.addEventListener('abort', onShutdown, { once: true });
+      const stop = await opts.start({ client, signal: tenure.signal });
       // Watch the connection that holds the lock.
       const lost = new Promise<string>((resolve) => {
         client!.once('error', (e) => resolve(`connection error: ${e.message}`));
@@ -57,6 +62,8 @@ export async function runAsLeader(opts: {
       })();
       const why = await Promise.race([lost, aborted, heartbeat]);
       if (why !== 'shutdown') opts.log.error({ why }, `${opts.name}: lost the leader connection; stopping and standing by again`);
+      tenure.abort(); // the duty's loops stop now, not at the end of their budget
+      opts.signal.removeEventListener('abort', onShutdown);
       await stop();
     } catch (e) {
       opts.log.error({ err: e }, `${opts.name}: leadership loop error; retrying`);

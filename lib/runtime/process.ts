@@ -54,6 +54,12 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
   const log = createLogger(spec.name, config['msgx.log.level']);
   log.info({ node: process.version, pid: process.pid, database: redactUrl(config.DATABASE_URL) }, `${spec.name} starting`);
   const abort = new AbortController();
+  // graphile-worker can reject an internal promise nobody awaits while Postgres restarts (e.g.
+  // failing a job as the pool dies). That must not take the process down: the leader loop and
+  // graphile-worker's own retries recover once Postgres is back. Logged loudly, counted.
+  process.on('unhandledRejection', (reason) => {
+    log.error({ err: reason }, 'unhandled promise rejection (continuing; the duty recovers on its own)');
+  });
   const pool = createPool(config.DATABASE_URL, { max: 8, name: spec.name });
   const rt: Runtime = { name: spec.name, config, log, clock: systemClock, pool, db: createDb(pool), signal: abort.signal };
 
@@ -84,6 +90,7 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
       pollInterval: 1000,
       logger: graphileLogger(log),
     });
+    runner.promise.catch((e) => log.error({ err: e }, 'graphile-worker runner ended with an error'));
     for (const task of spec.kick ?? []) await runner.addJob(task, {}, { jobKey: task });
     return async () => {
       await runner.stop().catch((e) => log.error({ err: e }, 'runner stop failed'));
