@@ -12,13 +12,16 @@ import { metricValue, startWorker, stopAll, waitFor, type Proc } from '../suppor
 import { bigSnapshot } from '../support/fixtures.ts';
 
 const run = promisify(execFile);
-const services = (...args: string[]) => run('scripts/services', args, { timeout: 120_000 });
+/** A private broker for this file, so stopping Kafka never touches the shared one (other files, npm start). */
+const KAFKA_PORT = 19292;
+const services = (...args: string[]) => run('scripts/services', args, { timeout: 120_000, env: { ...process.env, KAFKA_PORT: String(KAFKA_PORT) } });
 const OUTAGE_MS = 10_000;
 
 let s: TestServices;
 const procs: Proc[] = [];
 const id = randomUUID().slice(0, 8);
 const env = {
+  KAFKA_BROKERS: `127.0.0.1:${KAFKA_PORT}`,
   MSGX_KAFKA_MSG_TOPIC: `outage.${id}.msg`,
   MSGX_KAFKA_SCHD_TOPIC: `outage.${id}.schd`,
   MSGX_KAFKA_PARTITIONS: '3',
@@ -52,20 +55,21 @@ async function settled(expectedMessages: number): Promise<boolean> {
 
 describe('outages of the real services (R2)', () => {
   beforeAll(async () => {
+    await services('kafka-start');
     s = await openServices();
     await resetPipeline(s);
     await resetDomain(s);
     for (const name of ['intake', 'pump', 'backfill', 'msg-dispatch', 'schd-dispatch']) procs.push(startWorker(name, env));
     await putInbox(s.inbox, bigSnapshot(50, 1, { seqn: seqn++ }));
     await waitFor('the 50 flights exist', () => settled(1), 60_000, 200);
-  });
+  }, 180_000);
   afterAll(async () => {
     // whatever happened, every service is up again for the next test file
     await services('outage-start', 'postgres').catch(() => {});
     await services('outage-start', 'mariadb').catch(() => {});
     await services('outage-start', 'redis').catch(() => {});
-    await services('kafka-start').catch(() => {});
     await stopAll(procs);
+    await services('kafka-stop').catch(() => {}); // the private broker
     await s?.close().catch(() => {});
   });
 
@@ -87,7 +91,7 @@ describe('outages of the real services (R2)', () => {
     expect(await metricValue(pump(), 'msgx_pipeline_head_blocked')).toBe(0);
     const touched = await q<{ flid: string }>(`select distinct flid from msg_event where target = 'msg' and payload->>'TYPE' = 'FLOP'`);
     for (const { flid } of touched) expect(await s.redis.exists(`msgx:flight:${flid}`)).toBe(1); // rewritten by the re-applied messages
-  });
+  }, 120_000);
 
   it('Kafka down: the pipeline goes on, events wait PENDING (never DEAD past max-attempts); back: all sent', async () => {
     await services('kafka-stop');
@@ -102,7 +106,7 @@ describe('outages of the real services (R2)', () => {
       await services('kafka-start');
     }
     await waitFor('all sent after Kafka is back', () => settled(21), 90_000, 250);
-  });
+  }, 150_000);
 
   it('MariaDB down: intake reports errors and marks nothing; backfill waits; back: new messages flow', async () => {
     await flops(5);
@@ -119,7 +123,7 @@ describe('outages of the real services (R2)', () => {
     }
     await flops(5);
     await waitFor('all applied and backfilled after MariaDB is back', () => settled(31), 90_000, 250);
-  });
+  }, 150_000);
 
   it('Postgres restarted mid-run: every process reconnects; nothing lost, nothing applied twice', async () => {
     expect(await settled(31)).toBe(true); // the three outages before left everything settled
