@@ -14,7 +14,7 @@ const messages = corpusMessages()
 // exactly that form as "clear" (see docs/flight-state.md, decisions).
 const INVALID = [{ styp: 'FDIV', marker: 'DDIR="TOO"', detail: /DDIR="TOO" is not one of TO\/FROM/ }];
 
-describe.skipIf(!corpusPresent)(`corpus ${CORPUS_DIR}`, () => {
+describe.runIf(corpusPresent)(`corpus ${CORPUS_DIR}`, () => {
   it('holds 71 FLOP messages of 48 STYPs and one SCHD', () => {
     const flop = messages.filter((m) => m.env.type === 'FLOP');
     expect(flop.length).toBe(71);
@@ -72,8 +72,4 @@ describe.skipIf(!corpusPresent)(`corpus ${CORPUS_DIR}`, () => {
   });
 });
 
-if (!corpusPresent) {
-  describe('corpus', () => {
-    it.skip(`skipped: corpus not found at ${CORPUS_DIR}`, () => {});
-  });
-}
+if (!corpusPresent) console.warn(`SKIPPED(corpus-absent): ${CORPUS_DIR} does not exist; the corpus decode tests do not run`);
