@@ -19,7 +19,7 @@ import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import { LOCKS, sql, type Db } from '../db/postgres.ts';
 import { readBodies, readBodiesFrom, withTimeout, type Inbox } from '../db/mysql.ts';
-import { decodeEnvelope, identityKey, kindOf, type Envelope } from '../sis/envelope.ts';
+import { decodeEnvelope, identityKey, kindOf, payload, type Envelope } from '../sis/envelope.ts';
 import { metrics } from '../runtime/metrics.ts';
 import { classify, infra, type Failure } from './errors.ts';
 import { decide, isExhausted } from './failures.ts';
@@ -241,7 +241,9 @@ async function processLocked(d: PumpDeps, h: T.HeadRow, run: Run): Promise<{ msg
       return await fail(classify(e, 'decode'));
     }
     kind = kindOf(env);
-    const mlog = log.child({ kind });
+    // every later line of this message carries its kind, and its FLID for a single-flight FLOP
+    const flid = env.type === 'FLOP' ? payload(env)[0]?.children.find((c) => c.tag === 'FLID')?.text : undefined;
+    const mlog = log.child(flid ? { kind, flid } : { kind });
     // 3. identity (bound once; a replay keeps it) — the first statement of the business
     //    transaction, so binding and business change commit together (one commit, not two).
     const bindKey = h.identity_key ? null : identityKey(env, d.config['msgx.identity.include-day-boundary']);
