@@ -4,9 +4,10 @@
 import { msgDrain } from '../lib/dispatch/msg.ts';
 import { purgeSentEvents, RETENTION_CRONTAB, RETENTION_TASK } from '../lib/dispatch/retention.ts';
 import { connectKafka, dispatcherTask, safetyNet } from '../lib/dispatch/worker.ts';
+import { DISPATCH_TASK } from '../lib/dispatch/tasks.ts';
 import { runProcess } from '../lib/runtime/process.ts';
 
-const TASK = 'msg-dispatch';
+const TASK = DISPATCH_TASK.msg;
 
 await runProcess({
   name: 'msg-dispatch',

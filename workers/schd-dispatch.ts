@@ -2,9 +2,10 @@
 // {"SCHD":{"RECS":n,"FLTR":[…]}} records under msgx.schd.max-record-bytes (lib/dispatch/schd.ts).
 import { schdDrain } from '../lib/dispatch/schd.ts';
 import { connectKafka, dispatcherTask, safetyNet } from '../lib/dispatch/worker.ts';
+import { DISPATCH_TASK } from '../lib/dispatch/tasks.ts';
 import { runProcess } from '../lib/runtime/process.ts';
 
-const TASK = 'schd-dispatch';
+const TASK = DISPATCH_TASK.schd;
 
 await runProcess({
   name: 'schd-dispatch',

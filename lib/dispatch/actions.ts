@@ -11,7 +11,9 @@ import type { Logger } from '../runtime/log.ts';
 import type { Target } from './metrics.ts';
 import { replayDead, skipDead, type DeadSelector } from './outbox.ts';
 
-export const DISPATCH_TASK: Record<Target, string> = { msg: 'msg-dispatch', schd: 'schd-dispatch' };
+import { DISPATCH_TASK } from './tasks.ts';
+
+export { DISPATCH_TASK };
 
 export interface ReplaySelector {
   eventIds?: number[];

@@ -2,6 +2,7 @@
 // upsert), FLOP (merge; FDEL = delete path). Each runs in the pump's business transaction and
 // returns the Redis scope (mirror) and the dispatcher wake-ups.
 import type { Handler, HandlerContext, HandlerOutcome, HandlerRegistry } from '../pipeline/handlers.ts';
+import { DISPATCH_TASK } from '../dispatch/tasks.ts';
 import { scheduleResponseGuard } from '../requests/schedule-guard.ts';
 import { FlightBatch } from './batch.ts';
 import { decodeFlop, decodeSchedule, isHandledFlopStyp } from './decode.ts';
@@ -9,7 +10,7 @@ import { applySnapshot, isLatestSnapshot, validateSnapshot } from './ledger.ts';
 import { applyAdft, applyFlop, deleteFlight, type MergeContext } from './merge.ts';
 import { countDecodeNotes } from './metrics.ts';
 
-export const DISPATCH_TASKS = ['msg-dispatch', 'schd-dispatch'];
+const DISPATCH_TASKS = [DISPATCH_TASK.msg, DISPATCH_TASK.schd];
 
 function mergeContext(ctx: HandlerContext): MergeContext {
   return { msgId: ctx.msgId, now: ctx.now, timeZone: ctx.config['msgx.airport.timezone'], cutover: ctx.config['msgx.airport.day-cutover'] };

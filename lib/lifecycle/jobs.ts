@@ -25,6 +25,7 @@ import { flightKey } from '../flight/mirror.ts';
 import { isoLocal, toJson } from '../flight/state.ts';
 import { insertMsgEvents, loadStates, removePendingSchdRows, type MsgEvent } from '../flight/store.ts';
 import { wake } from '../pipeline/transitions.ts';
+import { DISPATCH_TASK } from '../dispatch/tasks.ts';
 import { deleteClosedBefore } from '../requests/track.ts';
 import { metrics } from '../runtime/metrics.ts';
 import { operationDayOf } from '../sis/values.ts';
@@ -64,7 +65,6 @@ export const TERMINAL = ['SUCCEEDED', 'SKIPPED', 'DEAD'] as const;
 const IN_PROCESS = ['PENDING', 'FAILED'] as const;
 
 /** Tasks woken when the purge writes tombstones (same name as the dispatcher's task). */
-const MSG_DISPATCH_TASK = 'msg-dispatch';
 
 const ms = (d: RetentionDeps, key: keyof Config) => d.config[key] as number;
 const before = (d: RetentionDeps, key: keyof Config) => new Date(d.clock.now().getTime() - ms(d, key));
@@ -335,7 +335,7 @@ async function purgeBatch(d: RetentionDeps, session: PurgeSession, candidates: {
       });
       await insertMsgEvents(tx, tombstones, now);
       await removePendingSchdRows(tx, active.map((f) => f.flid));
-      if (tombstones.length) await wake(tx, MSG_DISPATCH_TASK);
+      if (tombstones.length) await wake(tx, DISPATCH_TASK.msg);
 
       // 3. version floor: a reappearing FLID continues above what consumers saw
       await raiseVersionFloors(

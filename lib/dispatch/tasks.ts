@@ -1,0 +1,3 @@
+// The graphile-worker task (and job_key) of each dispatcher, declared once: the workers run them,
+// the flight handlers, operator actions and the history purge wake them.
+export const DISPATCH_TASK = { msg: 'msg-dispatch', schd: 'schd-dispatch' } as const;
