@@ -66,11 +66,6 @@ export async function existingIds(inbox: Inbox, from: number, to: number): Promi
   return rows.map((r) => Number(r.id));
 }
 
-export async function maxId(inbox: Inbox): Promise<number> {
-  const [rows] = await inbox.query<mysql.RowDataPacket[]>(`SELECT COALESCE(MAX(CMINMSGS_ID), 0) AS m FROM ${INBOX_TABLE}`);
-  return Number(rows[0].m);
-}
-
 /** Raw bodies of these IDs (missing IDs are absent from the map). */
 export async function readBodies(inbox: Inbox, ids: number[]): Promise<Map<number, string>> {
   if (ids.length === 0) return new Map();

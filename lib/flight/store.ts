@@ -337,11 +337,6 @@ async function runCompiled(db: Executor, name: string, stmt: RawBuilder<unknown>
   await db.executeQuery({ ...c, sql: { name, text: c.sql } as unknown as string });
 }
 
-/** Persist changed flights: main rows upserted, changed collections deleted-then-inserted. */
-export async function writeFlights(tx: Executor, writes: readonly FlightWrite[]): Promise<void> {
-  await runPieces(tx, flightPieces(writes), false);
-}
-
 /** What a message's batch writes, in this order: flights, msg events, schd rows, pending schd rows of deleted flights. */
 export interface BatchWrite {
   flights: readonly FlightWrite[];
@@ -352,7 +347,7 @@ export interface BatchWrite {
 }
 
 /**
- * A message's whole write in ONE statement (the pieces of writeFlights, insertMsgEvents,
+ * A message's whole write in ONE statement (the flight pieces, insertMsgEvents,
  * upsertSchdRows and removePendingSchdRows, chained in that order; see Piece above). Same rows,
  * same EVENT_ID order as running them one after another.
  */

@@ -19,7 +19,6 @@ export class PipelineError extends Error {
 export const malformed = (detail: string) => new PipelineError('MALFORMED', detail);
 export const protocol = (detail: string) => new PipelineError('PROTOCOL', detail);
 export const infra = (detail: string, cause?: unknown) => new PipelineError('INFRA', detail, { cause });
-export const codecError = (detail: string, cause?: unknown) => new PipelineError('CODEC_ERROR', detail, { cause });
 
 /** Network/database error codes that mean "the service is unavailable", never "the message is bad". */
 const INFRA_CODES = new Set([

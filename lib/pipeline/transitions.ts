@@ -108,11 +108,6 @@ export async function bindIdentity(db: Q, msgId: number, key: string, now: Date,
   return { bound: true };
 }
 
-/** Record the kind (TYPE/STYP) once decoded. */
-export async function setKind(db: Q, msgId: number, kind: string): Promise<void> {
-  await db.updateTable('proc_state').set({ kind }).where('msg_id', '=', msgId).where('kind', 'is distinct from', kind).execute();
-}
-
 /**
  * Terminal state + TERMINAL_AT + backfill intent, one statement (non-business outcomes; also the
  * SUCCEEDED step). With `wakeBackfill` the backfill wake-up is part of the same statement (a
