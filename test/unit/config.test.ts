@@ -39,3 +39,13 @@ describe('config', () => {
     expect(r.stderr).toContain('msgx.pipeline.backoff has 4 entries but msgx.pipeline.max-attempts=2 needs exactly 1');
   });
 });
+
+describe('README configuration table', () => {
+  it('lists every key with its environment name and default', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { describeConfig } = await import('../../lib/config.ts');
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const missing = describeConfig().filter((r) => !readme.includes(`| \`${r.env}\` | ${r.key} | \`${r.default}\` |`));
+    expect(missing).toEqual([]);
+  });
+});
