@@ -12,3 +12,36 @@ export function parseOperatorArgs(argv: string[], valued: string[], flags: strin
   }
   return out;
 }
+
+/**
+ * The frame of every operator CLI: config and one Postgres connection, the action, one line of
+ * result, exit code 2 with the command's name on any error (bad arguments included).
+ */
+export async function runOperatorCli(name: string, action: (db: import('../lib/db/postgres.ts').Db) => Promise<string>): Promise<void> {
+  const { loadConfig } = await import('../lib/config.ts');
+  const { createDb, createPool } = await import('../lib/db/postgres.ts');
+  const config = loadConfig();
+  const pool = createPool(config.DATABASE_URL, { max: 1 });
+  try {
+    console.log(await action(createDb(pool)));
+  } catch (e) {
+    console.error(`${name}: ${(e as Error).message}`);
+    process.exitCode = 2;
+  } finally {
+    await pool.end();
+  }
+}
+
+/** "replayed 2 event(s): 14 15" */
+export const listed = (verb: string, what: string, ids: number[]) => `${verb} ${ids.length} ${what}${ids.length ? ': ' + ids.join(' ') : ''}`;
+
+/** The selection of dispatch-replay / dispatch-skip: `<eventId…> | --flid FLID | --all [--target msg|schd]`. */
+export function dispatchSelection(argv: string[]) {
+  const a = parseOperatorArgs(argv, ['--flid', '--target'], ['--all']);
+  return {
+    eventIds: a.ids.length ? a.ids : undefined,
+    flid: a.options['--flid'],
+    all: a.flags.has('--all') || undefined,
+    target: a.options['--target'] as 'msg' | 'schd' | undefined,
+  };
+}

@@ -1,24 +1,6 @@
 // npm run dispatch-skip -- <eventId…> | --flid FLID | --all [--target msg|schd]
 // DEAD outbox events → SKIPPED (kept, visible): never sent; the FLID's held events are released.
-import { loadConfig } from '../lib/config.ts';
-import { createDb, createPool } from '../lib/db/postgres.ts';
 import { dispatchSkip } from '../lib/dispatch/actions.ts';
-import { parseOperatorArgs } from './args.ts';
+import { dispatchSelection, listed, runOperatorCli } from './args.ts';
 
-const config = loadConfig();
-const pool = createPool(config.DATABASE_URL, { max: 1 });
-try {
-  const a = parseOperatorArgs(process.argv.slice(2), ['--flid', '--target'], ['--all']);
-  const ids = await dispatchSkip(createDb(pool), {
-    eventIds: a.ids.length ? a.ids : undefined,
-    flid: a.options['--flid'],
-    all: a.flags.has('--all') || undefined,
-    target: a.options['--target'] as 'msg' | 'schd' | undefined,
-  });
-  console.log(`skipped ${ids.length} event(s)${ids.length ? ': ' + ids.join(' ') : ''}`);
-} catch (e) {
-  console.error(`dispatch-skip: ${(e as Error).message}`);
-  process.exitCode = 2;
-} finally {
-  await pool.end();
-}
+await runOperatorCli('dispatch-skip', async (db) => listed('skipped', 'event(s)', await dispatchSkip(db, dispatchSelection(process.argv.slice(2)))));
