@@ -23,6 +23,9 @@ export interface ProcStateTable {
   backfill_attempts: Generated<number>;
   backfill_abandoned_at: Ts | null;
   backfill_abandoned_reason: 'MISSING_ROW' | 'TRANSIENT_DEADLINE' | null;
+  /** Outcome reached in the message's business transaction (NULL: none committed since enqueue/replay). */
+  applied_state: 'SUCCEEDED' | 'SKIPPED' | 'DEAD' | null;
+  applied_reason: string | null;
   updated_at: Ts;
 }
 
