@@ -39,6 +39,7 @@ const port = z.coerce.number().int().min(0).max(65535);
 /** Spec key → [schema, default]. The environment name is MSGX_ + key without "msgx.", dots/dashes → _, upper case. */
 const PARAMS = {
   'msgx.pipeline.claim-batch': [posInt, '500'],
+  'msgx.pipeline.apply-batch': [posInt, '200'],
   'msgx.pipeline.idle-poll': [duration, '200ms'],
   'msgx.intake.gap-settle': [duration, '2s'],
   'msgx.intake.full-scan-every': [duration, '10m'],

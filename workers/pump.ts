@@ -1,13 +1,20 @@
-// pump: applies the head-of-queue message (lib/pipeline/pump.ts). Single active instance:
-// the leader lock and PIPELINE_LOCK live on one dedicated connection.
+// pump: applies the head of queue and the messages after it, in batches (lib/pipeline/pump.ts).
+// Single active instance: the leader lock and PIPELINE_LOCK live on one dedicated connection.
+// The head gauges are refreshed by a timer on the pool, apart from the pump's loop.
+import { sql } from 'kysely';
 import { buildMirror, buildRegistry } from '../lib/app/composition.ts';
 import { createInbox } from '../lib/db/mysql.ts';
 import { createSessionDb, LOCKS } from '../lib/db/postgres.ts';
 import { createRedis } from '../lib/db/redis.ts';
-import { drain, refreshBacklogGauge } from '../lib/pipeline/pump.ts';
+import { refreshHeadGauges } from '../lib/pipeline/gauges.ts';
+import { drain } from '../lib/pipeline/pump.ts';
 import { runProcess } from '../lib/runtime/process.ts';
 
 const BUDGET_MS = 30_000;
+const GAUGES_EVERY_MS = 1_000;
+/** A statement (or a lock wait) of the pump longer than this fails: the head becomes FAILED(INFRA) instead of an invisible hang. */
+const STATEMENT_TIMEOUT = '60s';
+const LOCK_TIMEOUT = '20s';
 
 await runProcess({
   name: 'pump',
@@ -18,18 +25,21 @@ await runProcess({
     const inbox = createInbox(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
     const redis = createRedis(rt.config.REDIS_URL, rt.config['msgx.io.timeout']);
     const session = createSessionDb(leader!.client);
+    await sql`select set_config('statement_timeout', ${STATEMENT_TIMEOUT}, false), set_config('lock_timeout', ${LOCK_TIMEOUT}, false)`.execute(session);
     const deps = { session, inbox, registry: buildRegistry(), mirror: buildMirror({ db: rt.db, redis, config: rt.config }), clock: rt.clock, config: rt.config, log: rt.log };
+    const gauges = setInterval(() => void refreshHeadGauges(rt.db, rt.clock, rt.config), GAUGES_EVERY_MS);
+    gauges.unref();
     return {
       tasks: {
         pump: async (_payload, helpers) => {
           const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
           const r = await drain(deps, BUDGET_MS, stopping);
-          await refreshBacklogGauge(rt.db).catch(() => {});
           if (stopping() || r.next === 'idle') return;
           await helpers.addJob('pump', {}, { jobKey: 'pump', runAt: r.next === 'now' ? undefined : r.next });
         },
       },
       close: async () => {
+        clearInterval(gauges);
         await inbox.end();
         redis.disconnect();
       },

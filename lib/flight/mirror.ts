@@ -15,6 +15,9 @@ const BATCH = 1000;
 
 export function createFlightMirror(db: Executor, redis: Redis, opts: { timeZone: string }): Mirror {
   return {
+    async probe(): Promise<void> {
+      await redis.ping();
+    },
     async sync(flids: string[]): Promise<void> {
       const ids = [...new Set(flids)];
       if (ids.length === 0) return;

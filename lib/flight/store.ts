@@ -4,6 +4,7 @@
 import { CompiledQuery, sql, type Kysely, type QueryResult, type RawBuilder } from 'kysely';
 import { COLLECTIONS, columnOf, DETAIL_TABLES, SCALAR_KEYS, STATUS_KEYS, type CollectionSpec, type ValueKind } from './rules.ts';
 import { emptyData, isoLocal, sameValue, type FlightData, type FlightState, type MaflEntry, type Row, type Value } from './state.ts';
+import type { FlightChange, FlightWrite, PlannedEvent, PlanResult } from './plan.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Executor = Kysely<any>;
@@ -148,33 +149,17 @@ export async function loadStates(db: Executor, flids: readonly string[], tz: str
   return rowsToStates(res.rows, tz);
 }
 
-/** A shared flight of a master: {FLID, MAID}. */
-export interface SharedFlid {
-  flid: string;
-  maid: string;
-}
-
-/**
- * loadStates plus, per flight found, the ACTIVE shared flights of the flight itself and of its
- * master (`maid` = the flight's FLID or its MAID), ordered as loadSharedFlids orders them —
- * the same one statement (FlightBatch uses it to spare the shared-flight look-up when nothing it
- * depends on changed).
- */
-export async function loadStatesWithShared(db: Executor, flids: readonly string[], tz: string): Promise<{ states: Map<string, FlightState>; shared: Map<string, SharedFlid[]> }> {
-  const shared = new Map<string, SharedFlid[]>();
-  if (flids.length === 0) return { states: new Map(), shared };
-  const ids = [...new Set(flids)];
-  const res = await runPrepared<Record<string, unknown>>(
+/** ACTIVE flights whose MAID is one of these masters: {flid, flno, maid}, ordered by FLID. */
+export async function loadSharedOf(db: Executor, masters: readonly string[]): Promise<{ flid: string; flno: string | null; maid: string }[]> {
+  if (masters.length === 0) return [];
+  const keys = [...new Set(masters)];
+  const r = await runPrepared<{ flid: string; flno: string | null; maid: string }>(
     db,
-    'msgx_load_states_shared',
-    [ids],
-    () => sql`select ${MAIN_SELECT},
-                coalesce((select json_agg(json_build_array(s.flid, s.maid) order by length(s.flid), s.flid) from flight_schd s
-                          where s.state = 'ACTIVE' and (s.maid = f.flid or s.maid = f.maid)), '[]') as shared
-              from flight_schd f where f.flid = any(${ids}::text[])`,
+    'msgx_load_shared_of',
+    [keys],
+    () => sql`select flid, flno, maid from flight_schd where state = 'ACTIVE' and maid = any(${keys}::text[]) order by length(flid), flid`,
   );
-  for (const r of res.rows) shared.set(String(r.flid), (r.shared as [string, string][]).map(([flid, maid]) => ({ flid, maid })));
-  return { states: rowsToStates(res.rows, tz), shared };
+  return r.rows;
 }
 
 function rowsToStates(rows: Record<string, unknown>[], tz: string): Map<string, FlightState> {
@@ -197,12 +182,6 @@ function rowsToStates(rows: Record<string, unknown>[], tz: string): Map<string, 
 
 // ---------------------------------------------------------------------------------------------
 // write
-
-export interface FlightWrite {
-  /** The state as persisted before this message (undefined: a new flight). */
-  prev: FlightState | undefined;
-  next: FlightState;
-}
 
 const MAIN_WRITE: { name: string; type: string; get: (s: FlightState) => string | number | boolean | null }[] = [
   { name: 'flid', type: 'text', get: (s) => s.FLID },
@@ -337,22 +316,51 @@ async function runCompiled(db: Executor, name: string, stmt: RawBuilder<unknown>
   await db.executeQuery({ ...c, sql: { name, text: c.sql } as unknown as string });
 }
 
-/** What a message's batch writes, in this order: flights, msg events, schd rows, pending schd rows of deleted flights. */
-export interface BatchWrite {
-  flights: readonly FlightWrite[];
-  msg: readonly MsgEvent[];
-  schd: readonly { flid: string; stateVersion: number }[];
-  deleted: readonly string[];
-  now: Date;
+/**
+ * A batch's whole flight write in ONE statement (see Piece above): the flights it changed (net),
+ * its outbox rows in EVENT_ID order, the pending schd rows of flights it left DELETED, and the
+ * change records (flight_change).
+ */
+export async function writePlan(tx: Executor, p: Pick<PlanResult, 'flights' | 'events' | 'schdRemovals' | 'changes'>, now: Date): Promise<void> {
+  await runPieces(tx, [...flightPieces(p.flights), ...eventPieces(p.events, now), ...removePendingPieces(p.schdRemovals), ...changePieces(p.changes)], true);
 }
 
 /**
- * A message's whole write in ONE statement (the flight pieces, insertMsgEvents,
- * upsertSchdRows and removePendingSchdRows, chained in that order; see Piece above). Same rows,
- * same EVENT_ID order as running them one after another.
+ * Outbox rows of a batch, msg events and schd upserts interleaved: EVENT_IDs are taken in array
+ * order (as one message after another would take them). One insert for both targets: msg rows
+ * never meet the schd rows' partial unique index; a schd row (one per FLID) replaces the FLID's
+ * row back to PENDING with its new EVENT_ID.
  */
-export async function writeBatch(tx: Executor, w: BatchWrite): Promise<void> {
-  await runPieces(tx, [...flightPieces(w.flights), ...msgEventPieces(w.msg, w.now), ...schdRowPieces(w.schd, w.now), ...removePendingPieces(w.deleted)], true);
+function eventPieces(events: readonly PlannedEvent[], now: Date): Piece[] {
+  return chunks([...events]).map((part) => ({
+    key: 'msgx_insert_events',
+    build: (g) => sql`
+      insert into msg_event (event_id, target, flid, state_version, payload, created_at)
+      select x.id, x.target, x.flid, x.ver,
+             case when x.target = 'msg' then x.p || jsonb_build_object('EVENT_ID', x.id) else jsonb_build_object('FLID', x.flid, 'STATE_VERSION', x.ver) end,
+             ${now}::timestamptz
+      from (select nextval('msg_event_id_seq') as id, u.target, u.flid, u.ver, u.p
+            from (select * from unnest(${part.map((e) => e.target)}::text[], ${part.map((e) => e.flid)}::text[], ${part.map((e) => e.stateVersion)}::integer[],
+                                       ${part.map((e) => (e.target === 'msg' ? JSON.stringify(e.payload) : null))}::jsonb[]) with ordinality as t(target, flid, ver, p, ord)
+                  order by ord) u ${whereGuard(g)}) x
+      on conflict (flid) where target = 'schd' do update set
+        event_id = excluded.event_id, state_version = excluded.state_version, payload = excluded.payload,
+        state = 'PENDING', attempts = 0, next_attempt_at = null, sent_at = null,
+        kafka_partition = null, kafka_offset = null, last_error = null, created_at = excluded.created_at`,
+  }));
+}
+
+/** flight_change rows: one per message and flight it changed. */
+function changePieces(changes: readonly FlightChange[]): Piece[] {
+  return chunks([...changes]).map((part) => ({
+    key: 'msgx_insert_flight_change',
+    build: (g) => sql`
+      insert into flight_change (flid, state_version, msg_id, kind, op, cause, changes, created_at)
+      select * from unnest(${part.map((c) => c.flid)}::text[], ${part.map((c) => c.stateVersion)}::integer[], ${part.map((c) => c.msgId)}::bigint[],
+                           ${part.map((c) => c.kind)}::text[], ${part.map((c) => c.op)}::text[], ${part.map((c) => c.cause)}::text[],
+                           ${part.map((c) => JSON.stringify(c.changes))}::jsonb[], ${part.map((c) => c.at.toISOString())}::timestamptz[]) ${whereGuard(g)}
+      on conflict (flid, state_version) do nothing`,
+  }));
 }
 
 // ---------------------------------------------------------------------------------------------

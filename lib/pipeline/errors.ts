@@ -28,10 +28,17 @@ const INFRA_CODES = new Set([
   '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004', '53300', '40001', '40P01',
 ]);
 
+/**
+ * Postgres SQLSTATE classes that are the server's condition, never the message's: 53 insufficient
+ * resources (disk full, out of memory, too many connections), 58 system / I/O error, 57P0x
+ * shutdown / cannot connect now, 57014 query cancelled (statement_timeout, lock_timeout is 55P03).
+ */
+const INFRA_SQLSTATE = /^(53...|58...|57P0.|57014|55P03|08...)$/;
+
 export function isInfraError(e: unknown): boolean {
   if (e instanceof PipelineError) return e.failure.cls === 'INFRA';
   const err = e as { code?: string; message?: string } | undefined;
-  if (err?.code && INFRA_CODES.has(err.code)) return true;
+  if (err?.code && (INFRA_CODES.has(err.code) || INFRA_SQLSTATE.test(err.code))) return true;
   const msg = err?.message ?? '';
   return /Connection terminated|connection (is )?closed|timed out|timeout|Connection is closed|ECONNREFUSED|read-only|Client has encountered a connection error|MaxRetriesPerRequest|Stream isn't writeable/i.test(
     msg,

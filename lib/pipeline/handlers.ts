@@ -1,7 +1,12 @@
-// The handler registry: business handlers keyed by TYPE/STYP. A handler runs inside the
-// pump's business transaction (PIPELINE_LOCK held) and returns what changed; the pump owns
-// the three-step success path (commit → Redis mirror → terminal). A kind with no handler is
-// SKIPPED(unsupported).
+// The handler registry: what the pump does with each TYPE/STYP. Two kinds of entry:
+//   - a batch domain (the flight domain): the message is decoded to a command (pure), and a
+//     batch of such messages is applied in memory in inbox order, then written in a fixed number
+//     of statements (lib/flight/session.ts);
+//   - a transaction handler (reference data, RSTA, SCHS, EROR, tests): runs its own statements in
+//     the batch's business transaction, inside a savepoint.
+// Both run inside the pump's business transaction (PIPELINE_LOCK held) and return what they
+// changed; the pump owns the three-step success path (commit → Redis mirror → terminal). A kind
+// with no entry is SKIPPED(unsupported).
 import type { Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
@@ -13,7 +18,7 @@ export interface HandlerContext {
   tx: Transaction<Database>;
   msgId: number;
   env: Envelope;
-  /** From the injected clock, once per message. */
+  /** From the injected clock, once per batch. */
   now: Date;
   config: Config;
   log: Logger;
@@ -27,28 +32,89 @@ export type HandlerOutcome =
       /** graphile-worker task names to wake in the same transaction (e.g. 'msg-dispatch'). */
       wake?: string[];
     }
-  | { outcome: 'skipped'; reason: string };
+  /** Skipped: nothing written; `mirror` = the flights it addresses all the same (their Redis copy is brought in line too). */
+  | { outcome: 'skipped'; reason: string; mirror?: string[] };
 
+/** A transaction handler. A skipped outcome or a thrown error rolls its writes back (savepoint). */
 export type Handler = (ctx: HandlerContext) => Promise<HandlerOutcome>;
+
+/** One message of a batch, handed to a batch domain. */
+export interface DomainMessage<C> {
+  msgId: number;
+  env: Envelope;
+  cmd: C;
+  log: Logger;
+}
+
+/** A batch domain's work inside one business transaction. */
+export interface DomainBatch<C> {
+  /** Load what these commands address, in as few statements as possible (before the first apply). */
+  preload(cmds: readonly C[]): Promise<void>;
+  /** Apply one message, in inbox order, on top of the earlier ones. All or nothing: a throw leaves no trace in the batch. */
+  apply(m: DomainMessage<C>): Promise<HandlerOutcome>;
+  /** Redis scope of a message whose business transaction committed earlier (crash recovery): from the current state. */
+  addressed(cmd: C): Promise<string[]>;
+  /** Write the net effect of every message applied. */
+  finish(): Promise<{ wake: string[] }>;
+}
+
+export interface BatchDomain<C> {
+  /** Pure: the message's command. Throws a PipelineError (MALFORMED/PROTOCOL) for a bad message. */
+  decode(env: Envelope, config: Config): C;
+  /** A command that is applied as a batch of its own (a snapshot). */
+  alone(cmd: C): boolean;
+  open(ctx: { tx: Transaction<Database>; now: Date; config: Config; log: Logger }): DomainBatch<C>;
+}
+
+export type RegistryEntry = { kind: 'tx'; handler: Handler } | { kind: 'batch'; domain: BatchDomain<unknown> };
 
 /** Step 2 of the success path: make Redis match Postgres for these flights. Throws on failure. */
 export interface Mirror {
   sync(flids: string[]): Promise<void>;
+  /** Answers when the store behind the mirror answers (the pump probes it while the head is held for INFRA). */
+  probe?(): Promise<void>;
 }
 
 export class HandlerRegistry {
-  private readonly map = new Map<string, Handler>();
+  private readonly map = new Map<string, RegistryEntry>();
 
-  /** styp '*' = every STYP of that TYPE not registered more specifically. */
+  /** A transaction handler. styp '*' = every STYP of that TYPE not registered more specifically. */
   register(type: string, styp: string | '*', handler: Handler): this {
+    return this.put(type, styp, { kind: 'tx', handler });
+  }
+
+  /** A batch domain for this TYPE/STYP. */
+  registerDomain<C>(type: string, styp: string | '*', domain: BatchDomain<C>): this {
+    return this.put(type, styp, { kind: 'batch', domain: domain as BatchDomain<unknown> });
+  }
+
+  private put(type: string, styp: string, e: RegistryEntry): this {
     const key = `${type}/${styp}`;
     if (this.map.has(key)) throw new Error(`handler for ${key} registered twice`);
-    this.map.set(key, handler);
+    this.map.set(key, e);
     return this;
   }
 
-  resolve(type: string, styp: string): Handler | undefined {
+  entry(type: string, styp: string): RegistryEntry | undefined {
     return this.map.get(`${type}/${styp}`) ?? this.map.get(`${type}/*`);
+  }
+
+  /** Any entry as a transaction handler (a batch domain applies a batch of one): tests and tools apply single messages this way. */
+  resolve(type: string, styp: string): Handler | undefined {
+    const e = this.entry(type, styp);
+    if (!e) return undefined;
+    if (e.kind === 'tx') return e.handler;
+    const domain = e.domain;
+    return async (ctx) => {
+      const cmd = domain.decode(ctx.env, ctx.config);
+      const batch = domain.open(ctx);
+      await batch.preload([cmd]);
+      const out = await batch.apply({ msgId: ctx.msgId, env: ctx.env, cmd, log: ctx.log });
+      if (out.outcome === 'skipped') return out;
+      const { wake } = await batch.finish();
+      const all = [...new Set([...(out.wake ?? []), ...wake])];
+      return all.length ? { ...out, wake: all } : out;
+    };
   }
 
   kinds(): string[] {

@@ -1,7 +1,8 @@
 // Every PROC_STATE transition, one function each; the state machine reads from this file.
-//   enqueue → (bindIdentity) → markSucceeded (or markCarriedSucceeded / bindIdentity's carried
-//   form, in the next message's business transaction) | markTerminal | recordFailure
-//   → recordBackfill / abandonBackfill
+//   enqueue → heads → bindIdentities → recordApplied (in the batch's business transaction)
+//   → markFinished (terminal = the applied outcome, after the Redis step)
+//   | markTerminal (one message, no business transaction) | recordFailure
+//   → recordBackfill / recordBackfillFailure / abandonBackfill / resumeBackfill
 //   replay: FAILED/DEAD → PENDING
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
@@ -9,19 +10,6 @@ import { reasonLabel, metrics } from '../runtime/metrics.ts';
 import type { Decision } from './failures.ts';
 
 type Q = Kysely<Database> | Transaction<Database>;
-
-export interface HeadRow {
-  msg_id: number;
-  state: 'PENDING' | 'FAILED';
-  identity_key: string | null;
-  attempts: number;
-  failures_in_row: number;
-  failing_since: Date | null;
-  next_attempt_at: Date | null;
-  error_class: string | null;
-  enqueued_at: Date;
-  kind: string | null;
-}
 
 export type TerminalState = 'SUCCEEDED' | 'SKIPPED' | 'DEAD';
 
@@ -37,47 +25,34 @@ export async function enqueue(db: Q, rows: { id: number; received: string | null
   return res.map((r) => r.msg_id);
 }
 
-const HEAD_COLUMNS = sql`msg_id, state, identity_key, attempts, failures_in_row, failing_since, next_attempt_at, error_class, enqueued_at, kind`;
+const HEAD_COLUMNS = sql`msg_id, state, identity_key, attempts, failures_in_row, failing_since, next_attempt_at, error_class, enqueued_at, kind, reason, applied_state, applied_reason`;
 
-/**
- * Head of queue: the smallest MSG_ID that is PENDING or FAILED. `after`: a message whose
- * SUCCEEDED is carried into the next business transaction (pump.ts) is finished though not yet
- * marked — the head is then the next one above it.
- */
-export async function head(db: Q, after?: number): Promise<HeadRow | undefined> {
-  return (await heads(db, 1, after))[0];
+export interface HeadRow {
+  msg_id: number;
+  state: 'PENDING' | 'FAILED';
+  identity_key: string | null;
+  attempts: number;
+  failures_in_row: number;
+  failing_since: Date | null;
+  next_attempt_at: Date | null;
+  error_class: string | null;
+  enqueued_at: Date;
+  kind: string | null;
+  reason: string | null;
+  /** Set: the message's business transaction committed this outcome; it is not applied again. */
+  applied_state: TerminalState | null;
+  applied_reason: string | null;
 }
 
 /**
- * The head and the open messages after it, at most `limit`, cut before the first FAILED one
- * after the head: a PENDING row is changed by the pump alone (replay only touches FAILED/DEAD
- * rows), so the pump can take the following heads from this list within one PIPELINE_LOCK hold.
+ * The head of queue (smallest open MSG_ID) and the open messages after it, at most `limit`, cut
+ * before the first FAILED one after the head: a PENDING row is changed by the pump alone (replay
+ * only touches FAILED/DEAD rows), so the pump can apply the list as one batch.
  */
-export async function heads(db: Q, limit: number, after?: number): Promise<HeadRow[]> {
-  const r = await sql<HeadRow>`select ${HEAD_COLUMNS} from proc_state where state in ('PENDING', 'FAILED') ${after === undefined ? sql`` : sql`and msg_id > ${after}`} order by msg_id limit ${limit}`.execute(db);
+export async function heads(db: Q, limit: number): Promise<HeadRow[]> {
+  const r = await sql<HeadRow>`select ${HEAD_COLUMNS} from proc_state where state in ('PENDING', 'FAILED') order by msg_id limit ${limit}`.execute(db);
   const cut = r.rows.findIndex((h, i) => i > 0 && h.state !== 'PENDING');
   return cut < 0 ? r.rows : r.rows.slice(0, cut);
-}
-
-/**
- * A message whose steps 1 and 2 are done (business commit, Redis written) and whose SUCCEEDED
- * is carried into the next message's business transaction (pump.ts); `at` is its terminal time.
- */
-export interface CarriedSuccess {
-  msgId: number;
-  kind: string;
-  at: Date;
-}
-
-/** The SUCCEEDED update of a carried message as a CTE body (same columns as markTerminal). */
-function succeededUpdate(c: CarriedSuccess) {
-  return sql`update proc_state set state = 'SUCCEEDED', reason = null, terminal_at = ${c.at}, backfill_next_at = ${c.at}, next_attempt_at = null,
-                                   updated_at = ${c.at}, kind = coalesce(${c.kind || null}::text, kind)
-             where msg_id = ${c.msgId} and state in ('PENDING', 'FAILED') returning msg_id`;
-}
-
-function carriedNotOpen(c: CarriedSuccess): Error {
-  return new Error(`message ${c.msgId} was not open when marking it SUCCEEDED`);
 }
 
 /** Count a terminal outcome (after its commit). */
@@ -87,86 +62,124 @@ export function countTerminal(state: TerminalState, reason: string | null, kind:
 }
 
 /**
- * INV-6: bind once. One statement that never raises for a duplicate (so it can run inside the
- * business transaction): binds when no other message owns the key, and reports the owner
- * otherwise. The unique constraint stays the guard (a race it lost would raise 23505 and roll
- * the caller's transaction back: the message is retried, nothing is lost).
- * With `carried`, the same statement marks the previous message SUCCEEDED (markCarriedSucceeded):
- * the caller's transaction is then that message's terminal commit too.
+ * INV-6: bind once, for a batch, in one statement that never raises for a duplicate (so it runs
+ * inside the business transaction). A key is bound to the first message of the batch that
+ * carries it unless another message owns it already. Returns the owner of each message's key:
+ * itself (bound), or another message (a duplicate). The unique constraint stays the guard.
  */
-export async function bindIdentity(db: Q, msgId: number, key: string, now: Date, carried?: CarriedSuccess): Promise<{ bound: true } | { duplicateOf: number }> {
-  const r = await sql<{ owner: number | null; carried: number }>`
-    with owner as (select msg_id from proc_state where identity_key = ${key}),
-         upd as (update proc_state set identity_key = ${key}, updated_at = ${now}
-                 where msg_id = ${msgId} and identity_key is null and not exists (select 1 from owner) returning msg_id)
-         ${carried ? sql`, prev as (${succeededUpdate(carried)})` : sql``}
-    select (select msg_id from owner limit 1) as owner, (select count(*) from upd)::int as bound,
-           ${carried ? sql`(select count(*) from prev)::int` : sql`1`} as carried`.execute(db);
-  if (carried && r.rows[0]?.carried !== 1) throw carriedNotOpen(carried);
-  const owner = r.rows[0]?.owner ?? null;
-  if (owner !== null && Number(owner) !== msgId) return { duplicateOf: Number(owner) };
-  return { bound: true };
+export async function bindIdentities(db: Q, rows: readonly { msgId: number; key: string }[], now: Date): Promise<Map<number, number>> {
+  const out = new Map<number, number>();
+  if (rows.length === 0) return out;
+  const r = await sql<{ msg_id: string; owner: string }>`
+    with req as (select * from unnest(${rows.map((x) => x.msgId)}::bigint[], ${rows.map((x) => x.key)}::text[]) with ordinality as u(msg_id, key, ord)),
+         firsts as (select distinct on (key) key, msg_id from req order by key, ord),
+         owner as (select identity_key as key, msg_id from proc_state where identity_key = any(${rows.map((x) => x.key)}::text[])),
+         upd as (update proc_state p set identity_key = f.key, updated_at = ${now}
+                 from firsts f where p.msg_id = f.msg_id and p.identity_key is null and not exists (select 1 from owner o where o.key = f.key)
+                 returning p.msg_id)
+    select r.msg_id, coalesce(o.msg_id, f.msg_id) as owner, (select count(*) from upd) as n
+    from req r join firsts f on f.key = r.key left join owner o on o.key = r.key`.execute(db);
+  for (const x of r.rows) out.set(Number(x.msg_id), Number(x.owner));
+  return out;
+}
+
+/** Undo bindIdentities for messages that leave the batch before its commit (they are bound again when applied). */
+export async function unbindIdentities(db: Q, msgIds: readonly number[], now: Date): Promise<void> {
+  if (msgIds.length === 0) return;
+  await sql`update proc_state set identity_key = null, updated_at = ${now} where msg_id = any(${[...msgIds]}::bigint[])`.execute(db);
+}
+
+export interface AppliedOutcome {
+  msgId: number;
+  state: TerminalState;
+  reason: string | null;
+  kind: string | null;
 }
 
 /**
- * Terminal state + TERMINAL_AT + backfill intent, one statement (non-business outcomes; also the
- * SUCCEEDED step). With `wakeBackfill` the backfill wake-up is part of the same statement (a
- * data-modifying CTE + add_job on its row): atomic without an explicit transaction, one round trip.
+ * The outcome of every message of a batch, written in its business transaction (the business
+ * effect is then known committed), with the dispatcher wake-ups of the batch: one statement.
  */
-export async function markTerminal(db: Q, msgId: number, state: TerminalState, reason: string | null, now: Date, kind?: string | null, opts: { wakeBackfill?: boolean } = {}): Promise<void> {
+export async function recordApplied(db: Q, rows: readonly AppliedOutcome[], now: Date, wakeTasks: Iterable<string>): Promise<void> {
+  const tasks = [...new Set(wakeTasks)];
+  const r = await sql<{ n: number }>`
+    with a as (
+      update proc_state p set applied_state = u.state, applied_reason = u.reason, kind = coalesce(u.kind, p.kind), updated_at = ${now}
+      from unnest(${rows.map((x) => x.msgId)}::bigint[], ${rows.map((x) => x.state)}::text[], ${rows.map((x) => x.reason)}::text[], ${rows.map((x) => x.kind)}::text[]) as u(msg_id, state, reason, kind)
+      where p.msg_id = u.msg_id and p.state in ('PENDING', 'FAILED') returning 1)
+    select (select count(*) from a)::int as n ${tasks.length ? sql`, ${wakeExpr(tasks)} as woken` : sql``}`.execute(db);
+  if (r.rows[0]?.n !== rows.length) throw new Error(`recordApplied: ${r.rows[0]?.n} of ${rows.length} messages were open`);
+}
+
+/**
+ * Step 3 for a batch: each message's applied outcome becomes its terminal state, with
+ * TERMINAL_AT and the backfill intent, and backfill is woken — one statement. Returns what was
+ * finished (a message no longer open, e.g. replayed meanwhile, is left alone).
+ */
+export async function markFinished(db: Q, msgIds: readonly number[], now: Date): Promise<{ msg_id: number; state: TerminalState; reason: string | null; kind: string | null }[]> {
+  if (msgIds.length === 0) return [];
+  const r = await sql<{ msg_id: string; state: TerminalState; reason: string | null; kind: string | null }>`
+    with t as (
+      update proc_state set state = applied_state, reason = applied_reason, terminal_at = ${now}, backfill_next_at = ${now},
+                            next_attempt_at = null, updated_at = ${now}
+      where msg_id = any(${[...msgIds]}::bigint[]) and state in ('PENDING', 'FAILED') and applied_state is not null
+      returning msg_id, state, reason, kind)
+    select t.*, ${wakeExpr(['backfill'])} as woken from t order by msg_id`.execute(db);
+  const out = r.rows.map((x) => ({ ...x, msg_id: Number(x.msg_id) }));
+  for (const x of out) countTerminal(x.state, x.reason, x.kind);
+  return out;
+}
+
+/**
+ * Terminal state + TERMINAL_AT + backfill intent + backfill wake-up, one statement: an outcome
+ * decided without a business transaction (a FAILED head whose attempts are used up).
+ */
+export async function markTerminal(db: Q, msgId: number, state: TerminalState, reason: string | null, now: Date, kind?: string | null): Promise<void> {
   const res = await sql<{ msg_id: number }>`
     with t as (
       update proc_state set state = ${state}, reason = ${reason}, terminal_at = ${now}, backfill_next_at = ${now}, next_attempt_at = null,
                             updated_at = ${now}, kind = coalesce(${kind || null}::text, kind)
       where msg_id = ${msgId} and state in ('PENDING', 'FAILED') returning msg_id)
-    select t.msg_id ${opts.wakeBackfill ? sql`, ${wakeExpr(['backfill'])} as woken` : sql``} from t`.execute(db);
+    select t.msg_id, ${wakeExpr(['backfill'])} as woken from t`.execute(db);
   if (res.rows.length !== 1) throw new Error(`message ${msgId} was not open when marking it ${state}`);
   countTerminal(state, reason, kind);
 }
 
-/** Business success (step 3): SUCCEEDED + backfill intent + backfill wake-up, one statement. */
-export async function markSucceeded(db: Q, msgId: number, now: Date, kind: string): Promise<void> {
-  await markTerminal(db, msgId, 'SUCCEEDED', null, now, kind, { wakeBackfill: true });
-}
-
 /**
- * Business success (step 3) of a carried message, inside the next message's business
- * transaction (when that message has no identity to bind; otherwise bindIdentity does it in its
- * statement). The caller adds 'backfill' to the transaction's wake-ups and counts the outcome
- * (countTerminal) after the commit.
+ * A failure of message `msgId`, decided on the attempt count as committed (the row is locked
+ * first: a replay that reset the message while it was being processed is not undone by a
+ * decision taken on the count as read). Records the attempt (proc_attempt), then FAILED with
+ * the next attempt time, or DEAD + terminal + backfill wake-up; `bindKey`: a DEAD message keeps
+ * its identity (the failed business transaction rolled the binding back). One transaction.
  */
-export async function markCarriedSucceeded(db: Q, c: CarriedSuccess): Promise<void> {
-  const r = await sql<{ msg_id: number }>`with prev as (${succeededUpdate(c)}) select msg_id from prev`.execute(db);
-  if (r.rows.length !== 1) throw carriedNotOpen(c);
-}
-
-/** Execute a failure decision (lib/pipeline/failures.ts). */
-export async function recordFailure(db: Q, msgId: number, d: Decision, errorClass: string, now: Date, kind: string | null): Promise<void> {
-  if (d.next === 'DEAD') {
-    await db
-      .updateTable('proc_state')
-      .set((eb) => ({ attempts: d.countAttempt ? eb('attempts', '+', 1) : eb.ref('attempts'), error_class: errorClass }))
-      .where('msg_id', '=', msgId)
-      .execute();
-    await markTerminal(db, msgId, 'DEAD', d.reason, now, kind);
-    return;
-  }
-  metrics.failures.inc({ class: errorClass });
-  await db
-    .updateTable('proc_state')
-    .set((eb) => ({
-      state: 'FAILED',
-      reason: d.reason,
-      error_class: errorClass,
-      attempts: d.countAttempt ? eb('attempts', '+', 1) : eb.ref('attempts'),
-      failures_in_row: eb('failures_in_row', '+', 1),
-      failing_since: sql<Date>`coalesce(failing_since, ${now})`,
-      next_attempt_at: new Date(now.getTime() + d.retryInMs),
-      updated_at: now,
-      ...(kind ? { kind } : {}),
-    }))
-    .where('msg_id', '=', msgId)
-    .execute();
+export async function recordFailure(
+  db: Kysely<Database>,
+  msgId: number,
+  f: { cls: string; detail: string },
+  decideFor: (h: { attempts: number; failuresInRow: number }) => Decision,
+  now: Date,
+  kind: string | null,
+  bindKey: string | null = null,
+): Promise<Decision> {
+  return db.transaction().execute(async (tx) => {
+    const row = await sql<{ attempts: number; failures_in_row: number }>`select attempts, failures_in_row from proc_state where msg_id = ${msgId} for update`.execute(tx);
+    const h = row.rows[0];
+    if (!h) throw new Error(`message ${msgId} is not known`);
+    const d = decideFor({ attempts: Number(h.attempts), failuresInRow: Number(h.failures_in_row) });
+    await sql`insert into proc_attempt (msg_id, attempt_at, error_class, detail, next_state) values (${msgId}, ${now}, ${f.cls}, ${f.detail.slice(0, 2000)}, ${d.next})`.execute(tx);
+    if (d.next === 'DEAD') {
+      if (bindKey) await bindIdentities(tx, [{ msgId, key: bindKey }], now);
+      await sql`update proc_state set attempts = attempts + ${d.countAttempt ? 1 : 0}, error_class = ${f.cls} where msg_id = ${msgId}`.execute(tx);
+      await markTerminal(tx, msgId, 'DEAD', d.reason, now, kind);
+      return d;
+    }
+    await sql`update proc_state set state = 'FAILED', reason = ${d.reason}, error_class = ${f.cls}, attempts = attempts + ${d.countAttempt ? 1 : 0},
+                                     failures_in_row = failures_in_row + 1, failing_since = coalesce(failing_since, ${now}),
+                                     next_attempt_at = ${new Date(now.getTime() + d.retryInMs)}, updated_at = ${now}, kind = coalesce(${kind}::text, kind)
+              where msg_id = ${msgId} and state in ('PENDING', 'FAILED')`.execute(tx);
+    metrics.failures.inc({ class: f.cls });
+    return d;
+  });
 }
 
 /** Backfill confirmed (written or already marked). */
@@ -234,6 +247,8 @@ export async function replay(db: Q, sel: { ids?: number[]; state?: 'FAILED' | 'D
       backfill_attempts: 0,
       backfill_abandoned_at: null,
       backfill_abandoned_reason: null,
+      applied_state: null,
+      applied_reason: null,
       updated_at: now,
     })
     .where((eb) =>
@@ -250,28 +265,15 @@ export async function replay(db: Q, sel: { ids?: number[]; state?: 'FAILED' | 'D
 }
 
 /**
- * A scalar SQL expression that wakes these tasks (job_key = task name) inside the caller's
- * statement/transaction, with at most one add_jobs call:
- * - a job of that key that is pending, available (not locked by a worker, attempts left) and due
- *   is locked FOR UPDATE until the caller commits: no worker can start it before the caller's
- *   writes are visible, so it will run after them — the wake-up is already there and add_jobs
- *   is skipped for it; a NOTIFY (graphile-worker's 'jobs:insert' channel, as add_jobs sends)
- *   nudges a worker that skipped the locked row meanwhile;
- * - any other key (no job, a job running, a job waiting with run_at in the future or out of
- *   attempts) goes through add_jobs, which replaces/re-arms it exactly as add_job would.
- * A wake-up is therefore never lost: after the commit, for each task a job exists that has not
- * started before the commit.
+ * A scalar SQL expression that wakes these tasks inside the caller's statement/transaction:
+ * graphile-worker's public `add_jobs`, one job per task with job_key = task name. A job of that
+ * key that is waiting is replaced (run now); one that is running keeps running and a new one is
+ * queued behind it (graphile-worker clears the running job's key) — a wake-up is never lost.
  */
 export function wakeExpr(tasks: Iterable<string>) {
   const list = [...new Set(tasks)];
-  return sql<number>`(with pending as (select key from graphile_worker._private_jobs
-                                      where key = any(${list}::text[]) and is_available and run_at <= now() for update),
-                          missing as (select t from unnest(${list}::text[]) as t where t not in (select key from pending))
-                     select case when exists (select 1 from missing)
-                                 then (select count(*) from graphile_worker.add_jobs(
-                                        array(select (m.t, '{}'::json, null, null, null, m.t, null, null)::graphile_worker.job_spec from missing m)))
-                                 else 0 end
-                          + case when exists (select 1 from pending) then (select 0 from pg_notify('jobs:insert', '{"count":1}')) else 0 end)`;
+  return sql<number>`(select count(*) from graphile_worker.add_jobs(
+                        array(select (t, '{}'::json, null, null, null, t, null, null)::graphile_worker.job_spec from unnest(${list}::text[]) as t)))`;
 }
 
 /** Wake several graphile-worker tasks (each coalesced by its job_key) with one statement (wakeExpr). */

@@ -14,6 +14,10 @@ export const metrics = {
     name: 'msgx_pipeline_head_blocked',
     help: '1 while the head has been held by INFRA failures longer than infra-alert-after',
   }),
+  gaugesStale: new Gauge({
+    name: 'msgx_pipeline_gauges_stale',
+    help: '1 when the head gauges could not be read from Postgres at their last refresh (their values are old)',
+  }),
   identityDuplicates: new Counter({ name: 'msgx_identity_duplicates_total', help: 'Messages SKIPPED as duplicate-of' }),
   intakeGapsPassed: new Counter({ name: 'msgx_intake_gaps_passed_total', help: 'Inbox ID gaps given up on' }),
   intakeLateRows: new Counter({ name: 'msgx_intake_late_rows_total', help: 'Rows that appeared below IDs already enqueued' }),

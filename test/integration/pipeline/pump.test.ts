@@ -5,6 +5,7 @@ import { ManualClock } from '../../../lib/clock.ts';
 import { HandlerRegistry, type Mirror } from '../../../lib/pipeline/handlers.ts';
 import { intakeRound } from '../../../lib/pipeline/intake.ts';
 import { tick, drain, type PumpDeps } from '../../../lib/pipeline/pump.ts';
+import { refreshHeadGauges } from '../../../lib/pipeline/gauges.ts';
 import { metrics } from '../../../lib/runtime/metrics.ts';
 import { testConfig } from '../../support/env.ts';
 import { deadInbox, deadRedis, openServices, procRows, putInbox, resetPipeline, silentLog, sisMessage, type TestServices } from '../../support/services.ts';
@@ -93,14 +94,18 @@ describe('pump', () => {
     expect(row.terminal_at).toEqual(row.backfill_next_at);
   });
 
-  it('INFRA failures longer than the whole ladder hold the head as FAILED(INFRA), never DEAD, and raise head_blocked', async () => {
+  it('INFRA failures longer than the whole ladder hold the head as FAILED(INFRA), never DEAD, and raise head_blocked; the head resumes as soon as the service answers', async () => {
     const a = await putInbox(s.inbox, sisMessage());
     await enqueueAll();
     const down = deadInbox();
+    let waits = 0;
     try {
-      for (let i = 0; i < 12; i++) {
+      // while held, the pump probes the inbox every second (a wait of at most 1 s) and retries on the ladder
+      for (let i = 0; i < 400 && (await state(a)).failures_in_row <= 4; i++) {
         const r = await tick(deps({ inbox: down }));
         if (r.kind === 'wait') {
+          waits++;
+          expect(r.until.getTime() - clock.now().getTime()).toBeLessThanOrEqual(1000);
           clock.set(r.until);
           continue;
         }
@@ -114,13 +119,17 @@ describe('pump', () => {
     expect(row.reason).toMatch(/^INFRA: inbox read failed/);
     expect(row.attempts).toBe(0);
     expect(row.failures_in_row).toBeGreaterThan(4);
-    await tick(deps({ inbox: deadInbox() })).catch(() => {});
+    expect(waits).toBeGreaterThan(10); // the ladder's 30 s and 2 m steps were waited out in probes of 1 s
+    // head gauges come from their own refresh (not the pump's loop)
+    await refreshHeadGauges(s.db, clock, config);
     expect((await metrics.headBlocked.get()).values[0].value).toBe(1);
-    // the service is back
-    const r = await tick(deps());
-    expect(r.kind === 'wait' ? (clock.set(r.until), await tick(deps())) : r).toMatchObject({ msgId: a, state: 'SUCCEEDED' });
-    await tick(deps());
+    expect((await metrics.backlogMessages.get()).values[0].value).toBe(1);
+    // the service is back: the next tick applies it at once, NEXT_ATTEMPT_AT (up to 2 min away) notwithstanding
+    expect((await state(a)).next_attempt_at!.getTime()).toBeGreaterThan(clock.now().getTime());
+    expect(await tick(deps())).toMatchObject({ msgId: a, state: 'SUCCEEDED' });
+    await refreshHeadGauges(s.db, clock, config);
     expect((await metrics.headBlocked.get()).values[0].value).toBe(0);
+    expect((await metrics.backlogMessages.get()).values[0].value).toBe(0);
   });
 
   it('a duplicate identity is SKIPPED(duplicate-of:<id>)', async () => {

@@ -1,7 +1,8 @@
-// wakeAll (lib/pipeline/transitions.ts): one statement for several graphile-worker wake-ups, and
-// no add_jobs for a job that is already pending, available and due — that job is locked until
-// the waking transaction commits, so no worker can start it before the writes it must see.
-// A wake-up is never lost: a running job, a job scheduled later or no job at all → add_jobs.
+// wakeAll (lib/pipeline/transitions.ts): one statement for several graphile-worker wake-ups,
+// through graphile-worker's public add_jobs only (job_key = task name). A pending job of that key
+// is replaced — its row is locked until the waking transaction commits, so no worker can start it
+// before the writes it must see. A wake-up is never lost: a running job, a job scheduled later or
+// no job at all → a job that has not started before the commit.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { wakeAll } from '../../../lib/pipeline/transitions.ts';
@@ -35,7 +36,7 @@ describe('wakeAll', () => {
     expect(await jobs(B)).toMatchObject([{ key: B, revision: 0 }]);
   });
 
-  it('a pending, available, due job is kept as it is and locked until the waking transaction commits', async () => {
+  it('a pending job is replaced (one job per key) and locked until the waking transaction commits', async () => {
     await wakeAll(s.db, [A]);
     const [before] = await jobs(A);
     await s.db.transaction().execute(async (tx) => {
@@ -45,7 +46,8 @@ describe('wakeAll', () => {
       expect(seen.rowCount).toBe(0);
     });
     const after = await jobs(A);
-    expect(after).toEqual([before]);
+    expect(after).toHaveLength(1);
+    expect(after[0]).toMatchObject({ id: before.id, key: A, revision: before.revision + 1, locked_at: null });
     const seen = await s.pool.query(`select id from graphile_worker._private_jobs where key = $1 for update skip locked`, [A]);
     expect(seen.rowCount).toBe(1);
   });

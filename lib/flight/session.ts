@@ -1,0 +1,123 @@
+// The flight domain's batch inside the pump's business transaction (Postgres edge of plan.ts):
+// loads what the batch addresses (states, shared flights, version floors, snapshot days) in a
+// few statements, lets the pure planner apply the messages one by one — loading more when it
+// asks (NeedData) — and writes the net result in one statement (store.ts writePlan), plus the
+// ledger for a snapshot. Also the snapshot request guard (G-RESP-GUARD), which is the requests
+// domain's and reads/writes REQ_TRACK.
+import type { Logger } from 'pino';
+import type { Config } from '../config.ts';
+import { DISPATCH_TASK } from '../dispatch/tasks.ts';
+import type { DomainBatch, DomainMessage, HandlerOutcome } from '../pipeline/handlers.ts';
+import { scheduleResponseGuard } from '../requests/schedule-guard.ts';
+import { loadVersionFloors } from '../lifecycle/floor.ts';
+import { loadDays, writeLedgers } from './ledger.ts';
+import { FlightPlan, Loaded, NeedData, type FlightCommand } from './plan.ts';
+import { loadSharedOf, loadStates, writePlan, type Executor } from './store.ts';
+
+/** Rounds of "load what the planner asked for" per message before giving up (a bug, not data). */
+const MAX_LOAD_ROUNDS = 20;
+
+export class FlightSession implements DomainBatch<FlightCommand> {
+  private readonly tx: Executor;
+  private readonly now: Date;
+  private readonly timeZone: string;
+  private readonly log: Logger;
+  private readonly loaded = new Loaded();
+  private readonly plan: FlightPlan;
+  private events = 0;
+  private ledgers = false;
+
+  constructor(ctx: { tx: Executor; now: Date; config: Config; log: Logger }) {
+    this.tx = ctx.tx;
+    this.now = ctx.now;
+    this.log = ctx.log;
+    this.timeZone = ctx.config['msgx.airport.timezone'];
+    this.plan = new FlightPlan(this.loaded, { timeZone: this.timeZone, cutover: ctx.config['msgx.airport.day-cutover'] });
+  }
+
+  async preload(cmds: readonly FlightCommand[]): Promise<void> {
+    const flids = cmds.flatMap((c) => (c.kind === 'flop' ? [c.flid] : c.records.map((r) => r.flid)));
+    const days = cmds.flatMap((c) => (c.kind === 'snapshot' && c.day !== null ? [c.day] : []));
+    await this.load(new NeedData({ days }));
+    // a snapshot's old roster is addressed too (INV-7 deletions)
+    const roster = days.flatMap((d) => this.loaded.days.get(d)!.roster);
+    await this.load(new NeedData({ flids: [...flids, ...roster] }));
+  }
+
+  /** Load what the planner asked for: states (+ floors of the absent), shared flights of each FLID and its master, days. */
+  private async load(need: NeedData): Promise<void> {
+    const L = this.loaded;
+    if (need.days.length) for (const [d, data] of await loadDays(this.tx, need.days.filter((d) => !L.days.has(d)))) L.days.set(d, data);
+    const flids = [...new Set(need.flids)].filter((f) => !L.knows(f));
+    if (flids.length) {
+      const states = await loadStates(this.tx, flids, this.timeZone);
+      const absent = flids.filter((f) => !states.has(f));
+      for (const [f, s] of states) L.states.set(f, s);
+      for (const f of absent) L.absent.add(f);
+      for (const [f, v] of await loadVersionFloors(this.tx, absent)) L.floors.set(f, v);
+    }
+    // shared flights of every FLID loaded and of its master: the planner's usual next question
+    const masters = new Set(need.masters);
+    for (const f of flids) {
+      masters.add(f);
+      const maid = L.states.get(f)?.data.MAID;
+      if (maid !== undefined) masters.add(String(maid));
+    }
+    const wanted = [...masters].filter((m) => !L.sharedByMaster.has(m));
+    if (wanted.length) {
+      for (const m of wanted) L.sharedByMaster.set(m, []);
+      for (const r of await loadSharedOf(this.tx, wanted)) L.sharedByMaster.get(r.maid)!.push(r.flno ? { flid: r.flid, flno: r.flno, maid: r.maid } : { flid: r.flid, maid: r.maid });
+    }
+  }
+
+  /** Run a planner call, loading what it asks for until it has everything. */
+  private async withData<T>(f: () => T): Promise<T> {
+    for (let round = 0; ; round++) {
+      try {
+        return f();
+      } catch (e) {
+        if (!(e instanceof NeedData) || round >= MAX_LOAD_ROUNDS) throw e;
+        await this.load(e);
+      }
+    }
+  }
+
+  async apply(m: DomainMessage<FlightCommand>): Promise<HandlerOutcome> {
+    let cmd = m.cmd;
+    const kind = `${m.env.type}/${m.env.styp}`;
+    if (cmd.kind === 'snapshot') {
+      // G-RESP-GUARD, unless M is already the latest snapshot of D (a replay converges)
+      const day = cmd.day;
+      if (day !== null && !this.loaded.days.has(day)) await this.load(new NeedData({ days: [day] }));
+      const latest = day !== null && this.loaded.days.get(day)!.ledger?.lastMessageId === m.msgId;
+      if (!latest) {
+        const guard = await scheduleResponseGuard(this.tx, { styp: cmd.styp, operationDay: day, msgId: m.msgId, now: this.now });
+        if (!guard.apply) return { outcome: 'skipped', reason: guard.reason };
+        if (guard.operationDay === null) return { outcome: 'skipped', reason: 'no-open-request' };
+        cmd = { ...cmd, day: guard.operationDay };
+        if (!this.loaded.days.has(guard.operationDay)) await this.preload([cmd]);
+      }
+    }
+    const c = cmd;
+    const p = await this.withData(() => this.plan.apply({ msgId: m.msgId, kind, type: m.env.type, styp: m.env.styp, now: this.now, cmd: c }));
+    this.events += p.events;
+    if (p.snapshot) {
+      this.ledgers = true;
+      m.log.info({ operationDay: p.snapshot.day, replay: p.snapshot.replay, version: p.snapshot.version, changed: p.changed.length, deleted: p.snapshot.deleted }, 'snapshot applied');
+    }
+    if (p.outcome.state === 'SKIPPED') return { outcome: 'skipped', reason: p.outcome.reason, mirror: p.mirror };
+    return { outcome: 'applied', mirror: p.mirror };
+  }
+
+  async addressed(cmd: FlightCommand): Promise<string[]> {
+    return this.withData(() => this.plan.addressed(cmd));
+  }
+
+  async finish(): Promise<{ wake: string[] }> {
+    const r = this.plan.result();
+    await writePlan(this.tx, r, this.now);
+    if (this.ledgers) await writeLedgers(this.tx, r.ledgers, r.snapLog);
+    this.log.debug({ flights: r.flights.length, events: r.events.length }, 'flight batch written');
+    return { wake: this.events > 0 ? [DISPATCH_TASK.msg, DISPATCH_TASK.schd] : [] };
+  }
+}
