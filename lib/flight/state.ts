@@ -62,7 +62,32 @@ export function canonical(v: unknown): string {
   return JSON.stringify(v);
 }
 
-export const sameValue = (a: Value | undefined, b: Value | undefined) => canonical(a ?? null) === canonical(b ?? null);
+/** Whether two values are the same (as canonical() would say; absent = null), without serialising the common cases. */
+export function sameValue(a: Value | undefined, b: Value | undefined): boolean {
+  return same(a ?? null, b ?? null);
+}
+
+function same(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) {
+    const bb = b as unknown[];
+    if (a.length !== bb.length) return false;
+    for (let i = 0; i < a.length; i++) if (!same(a[i], bb[i])) return false;
+    return true;
+  }
+  const ao = a as Record<string, unknown>;
+  const bo = b as Record<string, unknown>;
+  let n = 0;
+  for (const k in ao) {
+    if (ao[k] === undefined) continue;
+    n++;
+    if (!same(ao[k], bo[k])) return false;
+  }
+  for (const k in bo) if (bo[k] !== undefined) n--;
+  return n === 0;
+}
 
 /** Business keys in JSON order: status keys, scalars, collections. */
 export const DATA_KEYS: readonly string[] = [...STATUS_KEYS, ...SCALAR_KEYS.map((s) => s.key), ...COLLECTIONS.map((c) => c.tag)];

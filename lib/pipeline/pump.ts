@@ -12,10 +12,10 @@
 //     2. decode, pure, in order: MALFORMED / PROTOCOL / unsupported are outcomes of their own
 //        message; a retryable decode failure (CODEC_ERROR) ends the batch before that message;
 //        a snapshot is a batch of its own
-//     3. ONE business transaction: identity bindings (one statement), every message applied in
-//        order (batch domains in memory, transaction handlers in a savepoint each), the net
-//        writes, and every message's outcome (APPLIED_STATE) + dispatcher wake-ups (one
-//        statement). A failure that is the message's own (MALFORMED, PROTOCOL, duplicate,
+//     3. ONE business transaction: the owners of the batch's identities (one read), every
+//        message applied in order (batch domains in memory, transaction handlers in a savepoint
+//        each), the net writes, and every message's outcome (APPLIED_STATE) + identity binding +
+//        dispatcher wake-ups (one statement). A failure that is the message's own (MALFORMED, PROTOCOL, duplicate,
 //        no-flight, …) is its outcome and the batch goes on; a retryable one (INFRA, INTERNAL)
 //        ends the batch before that message — the ones before it commit.
 //     4. ONE Redis step for every flight the batch addresses, changed or not   → FAILED(INFRA)
@@ -251,8 +251,13 @@ async function business(d: PumpDeps, members: Member[]): Promise<Business> {
   let cutResult: Member | null = null;
   try {
     return await d.session.transaction().execute(async (tx) => {
-      // identity: one statement for every message not bound yet
-      const owners = await T.bindIdentities(tx, members.filter((m) => m.bindKey).map((m) => ({ msgId: m.h.msg_id, key: m.bindKey! })), now);
+      // identity (INV-6): who owns the batch's keys already; within the batch, the first message of a key
+      const owners = await T.identityOwners(tx, members.flatMap((m) => (m.bindKey ? [m.bindKey] : [])));
+      const ownerOf = (m: Member): number | undefined => {
+        if (!m.bindKey) return undefined;
+        if (!owners.has(m.bindKey)) owners.set(m.bindKey, m.h.msg_id);
+        return owners.get(m.bindKey);
+      };
       // batch domains: opened once, with everything their messages address loaded up front
       const batches = new Map<BatchDomain<unknown>, DomainBatch<unknown>>();
       for (const m of members) {
@@ -269,22 +274,16 @@ async function business(d: PumpDeps, members: Member[]): Promise<Business> {
       let count = 0;
       for (const m of members) {
         const id = m.h.msg_id;
-        const owner = owners.get(id);
-        const r: Applied =
-          owner !== undefined && owner !== id ? { state: 'SKIPPED', reason: `duplicate-of:${owner}` } : await applyOne(d, tx, m, batches, now);
+        const owner = ownerOf(m);
+        const r: Applied = owner !== undefined && owner !== id ? { state: 'SKIPPED', reason: `duplicate-of:${owner}` } : await applyOne(d, tx, m, batches, now);
         if (r.state === 'RETRY') {
           cutResult = { ...m, todo: { do: 'retry', failure: r.failure } };
           break;
         }
-        outcomes.push({ msgId: id, state: r.state, reason: r.reason, kind: m.kind });
+        outcomes.push({ msgId: id, state: r.state, reason: r.reason, kind: m.kind, identityKey: owner === id ? m.bindKey : null });
         for (const f of r.mirror ?? []) mirror.add(f);
         for (const w of r.wake ?? []) wake.add(w);
         count++;
-      }
-      if (cutResult) {
-        // the messages from the cut on leave the batch: undo the bindings made for them
-        const left = members.slice(count).filter((m) => m.bindKey && owners.get(m.h.msg_id) === m.h.msg_id);
-        await T.unbindIdentities(tx, left.map((m) => m.h.msg_id), now);
       }
       if (count === 0) throw new NothingToCommit();
       for (const b of batches.values()) for (const w of (await b.finish()).wake) wake.add(w);

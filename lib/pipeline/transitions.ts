@@ -1,5 +1,5 @@
 // Every PROC_STATE transition, one function each; the state machine reads from this file.
-//   enqueue → heads → bindIdentities → recordApplied (in the batch's business transaction)
+//   enqueue → heads → identityOwners … recordApplied (outcome + identity, in the batch's business transaction)
 //   → markFinished (terminal = the applied outcome, after the Redis step)
 //   | markTerminal (one message, no business transaction) | recordFailure
 //   → recordBackfill / recordBackfillFailure / abandonBackfill / resumeBackfill
@@ -83,10 +83,11 @@ export async function bindIdentities(db: Q, rows: readonly { msgId: number; key:
   return out;
 }
 
-/** Undo bindIdentities for messages that leave the batch before its commit (they are bound again when applied). */
-export async function unbindIdentities(db: Q, msgIds: readonly number[], now: Date): Promise<void> {
-  if (msgIds.length === 0) return;
-  await sql`update proc_state set identity_key = null, updated_at = ${now} where msg_id = any(${[...msgIds]}::bigint[])`.execute(db);
+/** The messages that own these identity keys already (read at the start of a batch: its duplicates). */
+export async function identityOwners(db: Q, keys: readonly string[]): Promise<Map<string, number>> {
+  if (keys.length === 0) return new Map();
+  const r = await sql<{ identity_key: string; msg_id: string }>`select identity_key, msg_id from proc_state where identity_key = any(${[...new Set(keys)]}::text[])`.execute(db);
+  return new Map(r.rows.map((x) => [x.identity_key, Number(x.msg_id)]));
 }
 
 export interface AppliedOutcome {
@@ -94,18 +95,24 @@ export interface AppliedOutcome {
   state: TerminalState;
   reason: string | null;
   kind: string | null;
+  /** The identity this message binds (INV-6: bound once; null = bound already, a duplicate, or none). */
+  identityKey: string | null;
 }
 
 /**
- * The outcome of every message of a batch, written in its business transaction (the business
- * effect is then known committed), with the dispatcher wake-ups of the batch: one statement.
+ * The end of a batch's business transaction, one statement: every message's outcome
+ * (APPLIED_STATE: the business effect is known committed) and its identity binding, and the
+ * batch's dispatcher wake-ups. The unique constraint on IDENTITY_KEY stays the guard against a
+ * duplicate the batch did not see (the transaction then rolls back and is retried).
  */
 export async function recordApplied(db: Q, rows: readonly AppliedOutcome[], now: Date, wakeTasks: Iterable<string>): Promise<void> {
   const tasks = [...new Set(wakeTasks)];
   const r = await sql<{ n: number }>`
     with a as (
-      update proc_state p set applied_state = u.state, applied_reason = u.reason, kind = coalesce(u.kind, p.kind), updated_at = ${now}
-      from unnest(${rows.map((x) => x.msgId)}::bigint[], ${rows.map((x) => x.state)}::text[], ${rows.map((x) => x.reason)}::text[], ${rows.map((x) => x.kind)}::text[]) as u(msg_id, state, reason, kind)
+      update proc_state p set applied_state = u.state, applied_reason = u.reason, kind = coalesce(u.kind, p.kind),
+                              identity_key = coalesce(u.identity_key, p.identity_key), updated_at = ${now}
+      from unnest(${rows.map((x) => x.msgId)}::bigint[], ${rows.map((x) => x.state)}::text[], ${rows.map((x) => x.reason)}::text[], ${rows.map((x) => x.kind)}::text[],
+                  ${rows.map((x) => x.identityKey)}::text[]) as u(msg_id, state, reason, kind, identity_key)
       where p.msg_id = u.msg_id and p.state in ('PENDING', 'FAILED') returning 1)
     select (select count(*) from a)::int as n ${tasks.length ? sql`, ${wakeExpr(tasks)} as woken` : sql``}`.execute(db);
   if (r.rows[0]?.n !== rows.length) throw new Error(`recordApplied: ${r.rows[0]?.n} of ${rows.length} messages were open`);

@@ -1,26 +1,33 @@
 // B1: N FLOP messages (default 20,000) over F flights (default 2,000) waiting in the inbox →
-// pump throughput, against the single-client Postgres commit rate (pgbench, one connection,
-// one-row insert per transaction) measured in the same run. Backfill throughput is reported
-// too. The Kafka leg is measured by the dispatch benchmark.
-//   npm run bench:pump -- [messages=20000] [flights=2000]
+// pump throughput for each batch size K (msgx.pipeline.apply-batch), against the single-client
+// Postgres commit rate (pgbench, one connection, one-row insert per transaction) measured in the
+// same run. Also: where the pump's time goes (Node CPU: XML parse + decode, planning, the rest =
+// building statements, driver, JSON; wall time not on Node's CPU = waiting for Postgres, MariaDB
+// and Redis), and backfill throughput. The Kafka leg is measured by the dispatch benchmark.
+//   npm run bench:pump -- [messages=20000] [flights=2000] [K list=1,10,50,200,1000]
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { sql } from 'kysely';
 import { systemClock } from '../../lib/clock.ts';
 import { buildMirror, buildRegistry } from '../../lib/app/composition.ts';
+import { loadConfig } from '../../lib/config.ts';
+import { decodeFlightCommand } from '../../lib/flight/handlers.ts';
+import { FlightPlan, Loaded } from '../../lib/flight/plan.ts';
+import { loadStates } from '../../lib/flight/store.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
 import { drain, tick } from '../../lib/pipeline/pump.ts';
 import { backfillRound } from '../../lib/pipeline/backfill.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
+import { decodeEnvelope } from '../../lib/sis/envelope.ts';
 import { bigSnapshot } from '../../test/support/fixtures.ts';
 import { sisMessage } from '../../test/support/services.ts';
-import { BENCH_PG, emptyAll, machine, openBench } from './setup.ts';
+import { BENCH_PG, BENCH_INBOX, BENCH_REDIS, emptyAll, machine, openBench } from './setup.ts';
 
 const N = Number(process.argv[2] ?? 20_000);
 const F = Number(process.argv[3] ?? 2_000);
+const KS = (process.argv[4] ?? '1,10,50,200,1000').split(',').map(Number);
 const b = await openBench({ MSGX_PIPELINE_CLAIM_BATCH: '5000', MSGX_PIPELINE_BACKFILL_BATCH: '2000' });
 const log = createLogger('bench', 'silent');
-const base = { clock: systemClock, config: b.config, log };
-await emptyAll(b);
 
 // Flights 1..F from one snapshot, then N FLOPs cycling through STYPs and flights.
 const FLOPS: ((flid: number, i: number) => [string, string])[] = [
@@ -29,47 +36,96 @@ const FLOPS: ((flid: number, i: number) => [string, string])[] = [
   (f, i) => ['ESTT', `<ESTT>01DEC26${String(8 + (i % 12)).padStart(2, '0')}${String(i % 60).padStart(2, '0')}</ESTT>`],
   (f, i) => ['REMC', `<REMC>R${i}</REMC>`],
 ];
-const rows: string[] = [bigSnapshot(F, 1, { seqn: 1 })];
+const snapshot = bigSnapshot(F, 1, { seqn: 1 });
+const flops: string[] = [];
 for (let i = 0; i < N; i++) {
   const flid = 1 + (i % F);
   const [styp, body] = FLOPS[i % FLOPS.length](flid, i);
-  rows.push(sisMessage({ type: 'FLOP', styp, seqn: 2 + (i % 999_000), dttm: `202612${String(1 + Math.floor(i / 999_000)).padStart(2, '0')}083000`, body: `<FLOP><FLID>${flid}</FLID><FFID>x</FFID>${body}</FLOP>` }));
+  flops.push(sisMessage({ type: 'FLOP', styp, seqn: 2 + (i % 999_000), dttm: `202612${String(1 + Math.floor(i / 999_000)).padStart(2, '0')}083000`, body: `<FLOP><FLID>${flid}</FLID><FFID>x</FFID>${body}</FLOP>` }));
 }
-for (let i = 0; i < rows.length; i += 500) {
-  const chunk = rows.slice(i, i + 500);
-  await b.inbox.query(`INSERT INTO cminmsgs (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS) VALUES ${chunk.map(() => "(?, '2026-12-01 08:00:00', 'VALID')").join(',')}`, chunk);
-}
-while ((await intakeRound({ ...base, db: b.db, inbox: b.inbox })).enqueued.length > 0);
-const deps = { ...base, session: b.session, inbox: b.inbox, registry: buildRegistry(), mirror: buildMirror({ db: b.db, redis: b.redis, config: b.config }) };
-await tick(deps); // the snapshot
 
+/** Fresh stores, the inbox filled, everything enqueued and the snapshot applied: the FLOPs wait. */
+async function prepare(k: number) {
+  await emptyAll(b);
+  const rows = [snapshot, ...flops];
+  for (let i = 0; i < rows.length; i += 500) {
+    const chunk = rows.slice(i, i + 500);
+    await b.inbox.query(`INSERT INTO cminmsgs (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS) VALUES ${chunk.map(() => "(?, '2026-12-01 08:00:00', 'VALID')").join(',')}`, chunk);
+  }
+  const config = loadConfig({ DATABASE_URL: BENCH_PG, INBOX_URL: BENCH_INBOX, REDIS_URL: BENCH_REDIS, MSGX_LOG_LEVEL: 'silent', MSGX_PIPELINE_CLAIM_BATCH: '5000', MSGX_PIPELINE_APPLY_BATCH: String(k) });
+  const base = { clock: systemClock, config, log };
+  while ((await intakeRound({ ...base, db: b.db, inbox: b.inbox })).enqueued.length > 0);
+  const deps = { ...base, session: b.session, inbox: b.inbox, registry: buildRegistry(), mirror: buildMirror({ db: b.db, redis: b.redis, config }) };
+  await tick(deps); // the snapshot
+  await sql`vacuum analyze proc_state`.execute(b.db);
+  return deps;
+}
+
+async function runPump(k: number) {
+  const deps = await prepare(k);
+  const cpu0 = process.cpuUsage();
+  const t = performance.now();
+  let processed = 0;
+  for (;;) {
+    const r = await drain(deps, 600_000);
+    processed += r.processed;
+    if (r.next !== 'now') break;
+  }
+  const wall = (performance.now() - t) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  return { k, processed, wall, nodeCpu: (cpu.user + cpu.system) / 1e6, deps };
+}
+
+// pgbench: single client, one-row insert per transaction, same server, same run.
+function pgbench(): number {
+  const script = '/tmp/msgx-bench-insert.sql';
+  writeFileSync(script, 'insert into bench_commit (v) values (1);\n');
+  execFileSync('psql', [BENCH_PG, '-qc', 'create table if not exists bench_commit (id bigserial primary key, v int); truncate bench_commit;']);
+  const out = execFileSync('pgbench', ['-n', '-c', '1', '-T', '10', '-f', script, BENCH_PG], { encoding: 'utf8' });
+  return Number(/tps = ([\d.]+)/.exec(out)?.[1]);
+}
+
+const tpsBefore = pgbench();
+const runs = [];
+for (const k of KS) {
+  const r = await runPump(k);
+  runs.push(r);
+  console.error(`K=${k}: ${Math.round(r.processed / r.wall)} msg/s`);
+}
+const tps = (tpsBefore + pgbench()) / 2;
+
+// CPU split of the largest-K run's work, measured apart: parse (XML + envelope + decode) and plan
+const config = runs.at(-1)!.deps.config;
 let t = performance.now();
-let processed = 0;
-for (;;) {
-  const r = await drain(deps, 600_000);
-  processed += r.processed;
-  if (r.next !== 'now') break;
+const cmds = flops.map((x) => {
+  const env = decodeEnvelope(x);
+  return { env, cmd: decodeFlightCommand(env, config) };
+});
+const parseSec = (performance.now() - t) / 1000;
+const loaded = new Loaded();
+for (const [f, s] of await loadStates(b.db, Array.from({ length: F }, (_, i) => String(i + 1)), config['msgx.airport.timezone'])) loaded.states.set(f, s);
+for (let i = 1; i <= F; i++) loaded.sharedByMaster.set(String(i), []);
+t = performance.now();
+const K = runs.at(-1)!.k;
+for (let i = 0; i < cmds.length; i += K) {
+  const plan = new FlightPlan(loaded, { timeZone: config['msgx.airport.timezone'], cutover: config['msgx.airport.day-cutover'] });
+  cmds.slice(i, i + K).forEach((c, j) => plan.apply({ msgId: 10 + i + j, kind: `FLOP/${c.env.styp}`, type: 'FLOP', styp: c.env.styp, now: new Date(), cmd: c.cmd }));
+  plan.result();
 }
-const pumpSec = (performance.now() - t) / 1000;
+const planSec = (performance.now() - t) / 1000;
 
+// backfill of the last run's rows
 t = performance.now();
 let marked = 0;
 for (;;) {
-  const r = await backfillRound({ ...base, db: b.db, inbox: b.inbox });
+  const r = await backfillRound({ clock: systemClock, config, log, db: b.db, inbox: b.inbox });
   marked += r.written + r.alreadyMarked;
   if (r.candidates === 0) break;
 }
 const backfillSec = (performance.now() - t) / 1000;
 
-// pgbench: single client, one-row insert per transaction, same server, same run.
-const script = '/tmp/msgx-bench-insert.sql';
-writeFileSync(script, 'insert into bench_commit (v) values (1);\n');
-execFileSync('psql', [BENCH_PG, '-qc', 'create table if not exists bench_commit (id bigserial primary key, v int); truncate bench_commit;']);
-const out = execFileSync('pgbench', ['-n', '-c', '1', '-T', '10', '-f', script, BENCH_PG], { encoding: 'utf8' });
-const tps = Number(/tps = ([\d.]+)/.exec(out)?.[1]);
-
 const states = await b.db.selectFrom('proc_state').select(['state']).select((eb) => eb.fn.countAll<number>().as('n')).groupBy('state').execute();
-const pumpRate = processed / pumpSec;
+const last = runs.at(-1)!;
 console.log(
   JSON.stringify(
     {
@@ -77,11 +133,18 @@ console.log(
       machine: machine(),
       messages: N,
       flights: F,
-      processed,
-      states: Object.fromEntries(states.map((s) => [s.state, Number(s.n)])),
-      pumpMsgPerSec: Math.round(pumpRate),
       pgbenchSingleClientCommitsPerSec: Math.round(tps),
-      ratioToCommitRate: +(pumpRate / tps).toFixed(2),
+      byBatchSize: runs.map((r) => ({ K: r.k, processed: r.processed, seconds: +r.wall.toFixed(2), msgPerSec: Math.round(r.processed / r.wall), ratioToCommitRate: +(r.processed / r.wall / tps).toFixed(2) })),
+      lastRunStates: Object.fromEntries(states.map((s) => [s.state, Number(s.n)])),
+      cpuSplitAtK: {
+        K: last.k,
+        wallSeconds: +last.wall.toFixed(2),
+        nodeCpuSeconds: +last.nodeCpu.toFixed(2),
+        parseAndDecodeSeconds: +parseSec.toFixed(2),
+        planSeconds: +planSec.toFixed(2),
+        otherNodeSeconds: +(last.nodeCpu - parseSec - planSec).toFixed(2),
+        waitingSeconds: +(last.wall - last.nodeCpu).toFixed(2),
+      },
       backfillRowsPerSec: Math.round(marked / backfillSec),
     },
     null,
