@@ -1,7 +1,7 @@
-// Flight-domain metrics on prom-client's default registry (get-or-create: the unknown-tags
-// counter is shared with other decoders, e.g. lib/requests/metrics.ts).
+// Flight-domain metrics on prom-client's default registry (get-or-create; the unknown-tags
+// counter is defined once in lib/runtime/metrics.ts and shared with the reference handlers).
 import client from 'prom-client';
-import { boundedLabel } from '../runtime/metrics.ts';
+import { boundedLabel, decodeUnknownTagsCounter } from '../runtime/metrics.ts';
 import type { DecodeNotes } from './decode.ts';
 import { COLLECTIONS, FLOP_STYPS, SCHD_ADFT, SCHD_SNAPSHOT_STYPS, TAG_RULES } from './rules.ts';
 
@@ -11,10 +11,7 @@ function getOrCreate<T>(name: string, make: () => T): T {
   return (register.getSingleMetric(name) as T | undefined) ?? make();
 }
 
-export const decodeUnknownTags = getOrCreate(
-  'msgx_decode_unknown_tags_total',
-  () => new Counter({ name: 'msgx_decode_unknown_tags_total', help: 'Tags the rule tables do not know', labelNames: ['type', 'styp', 'tag'] }),
-) as client.Counter<'type' | 'styp' | 'tag'>;
+export const decodeUnknownTags = decodeUnknownTagsCounter();
 
 export const routePointsDropped = getOrCreate(
   'msgx_flight_route_points_dropped_total',
