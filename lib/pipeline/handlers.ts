@@ -87,4 +87,11 @@ export class HandlerRegistry {
   metricKind(type: string, styp: string): string {
     return metricKind(type, styp, this.knownKinds());
   }
+
+  /** The same for a kind as stored in PROC_STATE.KIND ('TYPE/STYP' or 'TYPE'); null/'' → 'unknown'. */
+  metricKindOf(kind: string | null | undefined): string {
+    if (!kind) return 'unknown';
+    const slash = kind.indexOf('/');
+    return slash === -1 ? this.metricKind(kind, '') : this.metricKind(kind.slice(0, slash), kind.slice(slash + 1));
+  }
 }

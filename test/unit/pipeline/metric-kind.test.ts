@@ -18,6 +18,19 @@ describe('metricKind: the kind label is bounded by the handler registry', () => 
     ['ZZZZ', '', 'other'],
   ])('%s/%s → %s', (type, styp, label) => expect(metricKind(type, styp)).toBe(label));
 
+  it('a kind as stored in PROC_STATE.KIND maps the same way', () => {
+    const registry = buildRegistry();
+    expect(['FLOP/REMC', 'ZZZZ/UPD', 'EROR', 'GLST/ADD', 'SCHD/X/Y', '', null].map((k) => registry.metricKindOf(k))).toEqual([
+      'FLOP/REMC',
+      'other',
+      'EROR/other',
+      'GLST/ADD',
+      'SCHD/other',
+      'unknown',
+      'unknown',
+    ]);
+  });
+
   it('every kind registered exactly keeps its own label', () => {
     const registry = buildRegistry();
     for (const k of registry.kinds().filter((k) => !k.endsWith('/*'))) {
