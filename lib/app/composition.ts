@@ -6,13 +6,28 @@ import type { Redis } from '../db/redis.ts';
 import { registerFlightHandlers } from '../flight/handlers.ts';
 import { createFlightMirror } from '../flight/mirror.ts';
 import { HandlerRegistry, type Mirror } from '../pipeline/handlers.ts';
-import { registerRefdataHandlers } from '../refdata/handlers.ts';
+import { FLOP_STYPS } from '../flight/rules.ts';
+import { ERROR_STYPS, registerRefdataHandlers } from '../refdata/handlers.ts';
 
 export function buildRegistry(): HandlerRegistry {
   const registry = new HandlerRegistry();
   registerFlightHandlers(registry); // SCHD DNLD/RESP/ADFT, FLOP/* (FDEL = delete path)
   registerRefdataHandlers(registry); // 23 reference TYPEs, RSTA, SCHS, EROR
+  // wildcard handlers: the STYPs they know, so metric labels stay bounded (metricKind)
+  registry.declareStyps('FLOP', Object.keys(FLOP_STYPS));
+  registry.declareStyps('EROR', ERROR_STYPS);
   return registry;
+}
+
+const labelRegistry = buildRegistry();
+
+/**
+ * The `kind` label of a message's processing metrics (msgx_messages_total,
+ * msgx_message_processing_seconds …): 'TYPE/STYP' for a kind the handler registry knows,
+ * 'TYPE/other' or 'other' otherwise, never a string chosen by the sender. Pure.
+ */
+export function metricKind(type: string, styp: string): string {
+  return labelRegistry.metricKind(type, styp);
 }
 
 /** Step 2 of the pump's success path: Redis flight snapshots from Postgres. */

@@ -105,7 +105,9 @@ interface Ctx {
 
 function scalarValue(key: string, node: XmlNode, ctx: Ctx): string | number | null {
   const spec = SCALAR_BY_KEY.get(key)!;
-  return decodeValue(spec.kind, node.text, `${ctx.at} ${node.tag}`, ctx.opts, spec.values);
+  const v = decodeValue(spec.kind, node.text, `${ctx.at} ${node.tag}`, ctx.opts, spec.values);
+  if (spec.min !== undefined && typeof v === 'number' && v < spec.min) throw protocol(`${ctx.at} ${node.tag}="${node.text.trim()}" is below ${spec.min}`);
+  return v;
 }
 
 function decodeCollection(spec: CollectionSpec, nodes: XmlNode[], ctx: Ctx): Row[] | string[] {
@@ -114,7 +116,7 @@ function decodeCollection(spec: CollectionSpec, nodes: XmlNode[], ctx: Ctx): Row
   const isEmptyMarker = (n: XmlNode) => isZero(n) || fullyEmpty(n);
   if (nodes.length === 1 && isEmptyMarker(nodes[0])) return [];
   if (nodes.some(isEmptyMarker)) throw protocol(`${where}: an empty or number-0 element mixed with ${nodes.length - 1} other element(s)`);
-  if (spec.capacity !== undefined && nodes.length > spec.capacity) throw protocol(`${where}: ${nodes.length} elements exceed the capacity ${spec.capacity}`);
+  if (nodes.length > spec.capacity) throw protocol(`${where}: ${nodes.length} elements exceed the capacity ${spec.capacity}`);
   if (spec.raw) return nodes.map(serialize);
   let rows = nodes.map((n, i) => decodeRow(spec, n, { ...ctx, at: `${where}[${i + 1}]` }));
   if (spec.keepLocal !== undefined && rows.length > spec.keepLocal) {

@@ -1,7 +1,9 @@
-// Flight-domain metrics on prom-client's default registry (get-or-create: the unknown-tags
-// counter is shared with other decoders, e.g. lib/requests/metrics.ts).
+// Flight-domain metrics on prom-client's default registry (get-or-create; the unknown-tags
+// counter is defined once in lib/runtime/metrics.ts and shared with the reference handlers).
 import client from 'prom-client';
+import { boundedLabel, decodeUnknownTagsCounter } from '../runtime/metrics.ts';
 import type { DecodeNotes } from './decode.ts';
+import { COLLECTIONS, FLOP_STYPS, SCHD_ADFT, SCHD_SNAPSHOT_STYPS, TAG_RULES } from './rules.ts';
 
 const { Counter, register } = client;
 
@@ -9,18 +11,36 @@ function getOrCreate<T>(name: string, make: () => T): T {
   return (register.getSingleMetric(name) as T | undefined) ?? make();
 }
 
-export const decodeUnknownTags = getOrCreate(
-  'msgx_decode_unknown_tags_total',
-  () => new Counter({ name: 'msgx_decode_unknown_tags_total', help: 'Tags the rule tables do not know', labelNames: ['type', 'styp', 'tag'] }),
-) as client.Counter<'type' | 'styp' | 'tag'>;
+export const decodeUnknownTags = decodeUnknownTagsCounter();
 
 export const routePointsDropped = getOrCreate(
   'msgx_flight_route_points_dropped_total',
   () => new Counter({ name: 'msgx_flight_route_points_dropped_total', help: 'ROUT/ERUT points beyond the 4 kept locally' }),
 ) as client.Counter;
 
-/** Count what the decoder noted (called once per decoded message). */
+/** Label values: the SIS flight tags the rule table knows anywhere (a tag unknown here may be known in another STYP), else 'other'. */
+const KNOWN_TAGS: ReadonlySet<string> = new Set([
+  ...TAG_RULES.keys(),
+  'RECS',
+  'FLTR',
+  'POID',
+  'POTM',
+  ...COLLECTIONS.flatMap((c) => c.fields.filter((f) => (f.from ?? 'child') === 'child').map((f) => `${c.tag}/${f.name}`)),
+]);
+const KNOWN_TYPES: ReadonlySet<string> = new Set(['FLOP', 'SCHD']);
+const KNOWN_STYPS: ReadonlySet<string> = new Set([...Object.keys(FLOP_STYPS), ...SCHD_SNAPSHOT_STYPS, SCHD_ADFT]);
+
+/** The unknown-tag series of a decoded flight message, labels bounded (issue 9 item 7). */
+export function unknownTagCounts(type: string, styp: string, notes: DecodeNotes): { type: string; styp: string; tag: string }[] {
+  return notes.unknownTags.map((tag) => ({ type: boundedLabel(type, KNOWN_TYPES), styp: boundedLabel(styp, KNOWN_STYPS), tag: boundedLabel(tag, KNOWN_TAGS) }));
+}
+
+/**
+ * Count what the decoder noted, labels bounded. Called by the flight handlers inside the
+ * business transaction (so a retried attempt counts again); the handlers are to return
+ * `counts: { unknownTags: unknownTagCounts(…) }` instead and let the pump count after the commit.
+ */
 export function countDecodeNotes(type: string, styp: string, notes: DecodeNotes): void {
-  for (const tag of notes.unknownTags) decodeUnknownTags.inc({ type, styp, tag });
+  for (const t of unknownTagCounts(type, styp, notes)) decodeUnknownTags.inc(t);
   if (notes.droppedRoutePoints > 0) routePointsDropped.inc(notes.droppedRoutePoints);
 }

@@ -21,13 +21,16 @@ export interface ScalarKey {
   column: string;
   /** Domain of an enumerated value (PROTOCOL outside it). */
   values?: readonly string[];
+  /** Smallest value of an 'int' key (PROTOCOL below it). */
+  min?: number;
 }
 
-const scalar = (key: string, kind: ValueKind = 'text', values?: readonly string[]): ScalarKey => ({
+const scalar = (key: string, kind: ValueKind = 'text', values?: readonly string[], min?: number): ScalarKey => ({
   key,
   kind,
   column: key.toLowerCase(),
   ...(values ? { values } : {}),
+  ...(min !== undefined ? { min } : {}),
 });
 
 /** Every main-row key of the complete state, in JSON key order. */
@@ -52,7 +55,7 @@ export const SCALAR_KEYS: readonly ScalarKey[] = [
   scalar('RUNW'),
   // resources & status
   ...['STND', 'PHAG', 'FHAG', 'MHAG', 'REMC'].map((k) => scalar(k)),
-  scalar('MAXP', 'int'),
+  scalar('MAXP', 'int', undefined, 0), // a passenger capacity: never negative
   ...['VIPP', 'VIPR', 'LBNO', 'LBWT', 'PAXC', 'EXSC', 'EXSR'].map((k) => scalar(k)),
   // composite elements (FDIV / FRET / FLAB / PORT)
   scalar('DDES'),
@@ -95,8 +98,8 @@ export interface CollectionSpec {
   /** Number attribute (GTNO, CKNO…): stored as SOURCE_SEQ, `"0"` alone = empty collection. */
   keyAttr?: string;
   fields: readonly CollectionField[];
-  /** SIS capacity: more elements → PROTOCOL. */
-  capacity?: number;
+  /** SIS capacity (or a documented one): more elements → PROTOCOL. Every collection has one. */
+  capacity: number;
   /** Kept locally (routes: the first 4); the dropped ones are counted. */
   keepLocal?: number;
   /** SRVT / VIPF: each element kept as a canonical raw XML string. */
@@ -113,13 +116,21 @@ const route = (tag: string, capacity: number): CollectionSpec => ({
   capacity,
   keepLocal: 4,
 });
-const raw = (tag: string): CollectionSpec => ({
+const raw = (tag: string, capacity: number): CollectionSpec => ({
   tag,
   table: 'flight_raw_fragment',
   discriminator: { column: 'fragment_kind', value: tag },
   fields: [],
+  capacity,
   raw: true,
 });
+
+/**
+ * Capacity of the collections SIS gives no number for (DELY, SRVT, VIPF): SIS numbers its
+ * numbered collections up to 99, so 99 here too (docs/decisions.md). Every collection has a
+ * capacity: the detail tables' ORDINAL is a smallint, and PROTOCOL names the tag and count.
+ */
+export const UNNUMBERED_CAPACITY = 99;
 
 export const COLLECTIONS: readonly CollectionSpec[] = [
   { tag: 'GTDT', table: 'flight_gate', keyAttr: 'GTNO', capacity: 99, fields: [f('GATE'), f('PGOT', 'time'), f('PGCT', 'time'), f('GOTM', 'time'), f('GCTM', 'time'), f('GTYP')] },
@@ -128,14 +139,14 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
   { tag: 'CHDT', table: 'flight_chute', keyAttr: 'CHNO', capacity: 99, fields: [f('CHUT'), f('CCLS'), f('PCBT', 'time'), f('PCET', 'time'), f('CBTM', 'time'), f('CETM', 'time'), f('CTYP')] },
   { tag: 'PSDT', table: 'flight_planned_stand', keyAttr: 'PSNO', capacity: 9, fields: [f('PSST'), f('STST', 'time'), f('STET', 'time')] },
   { tag: 'CHOT', table: 'flight_chock', keyAttr: 'CSNO', capacity: 99, fields: [f('CHTM', 'time'), f('CHID'), f('CHST')] },
-  { tag: 'DELY', table: 'flight_delay', fields: [f('CODE', 'text', 'attr'), f('STRT', 'time', 'attr'), f('DURA', 'hhmm', 'attr'), f('TEXT', 'text', 'text')] },
+  { tag: 'DELY', table: 'flight_delay', capacity: UNNUMBERED_CAPACITY, fields: [f('CODE', 'text', 'attr'), f('STRT', 'time', 'attr'), f('DURA', 'hhmm', 'attr'), f('TEXT', 'text', 'text')] },
   { tag: 'ABTM', table: 'flight_airbridge', keyAttr: 'ASNO', capacity: 99, fields: [f('ABDG'), f('ABOP'), f('AOTM', 'time')] },
   { tag: 'PSHT', table: 'flight_pushback', keyAttr: 'PSHN', capacity: 99, fields: [f('PSTM', 'time'), f('PSID'), f('PUST')] },
   { tag: 'TIPT', table: 'flight_tractor', capacity: 99, fields: [f('TRTM', 'time'), f('TRST')] },
   route('ROUT', 6),
   route('ERUT', 7),
-  raw('SRVT'),
-  raw('VIPF'),
+  raw('SRVT', UNNUMBERED_CAPACITY),
+  raw('VIPF', UNNUMBERED_CAPACITY),
 ];
 
 export const COLLECTION_BY_TAG: ReadonlyMap<string, CollectionSpec> = new Map(COLLECTIONS.map((c) => [c.tag, c]));

@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/schema.ts';
 import type { Envelope } from '../sis/envelope.ts';
+import { metricKind, type AfterCommitCounts } from '../runtime/metrics.ts';
 
 export interface HandlerContext {
   /** The business transaction. Domains use `ctx.tx.withTables<TheirTables>()` or `sql`. */
@@ -31,6 +32,8 @@ export type HandlerOutcome =
       mirror?: string[];
       /** graphile-worker task names to wake in the same transaction (e.g. 'msg-dispatch'). */
       wake?: string[];
+      /** Metrics to count once the business transaction committed (countAfterCommit), never per attempt. */
+      counts?: AfterCommitCounts;
     }
   /** Skipped: nothing written; `mirror` = the flights it addresses all the same (their Redis copy is brought in line too). */
   | { outcome: 'skipped'; reason: string; mirror?: string[] };
@@ -119,5 +122,42 @@ export class HandlerRegistry {
 
   kinds(): string[] {
     return [...this.map.keys()].sort();
+  }
+
+  private readonly declared = new Map<string, readonly string[]>();
+  private known: Set<string> | undefined;
+
+  /** The STYPs a wildcard ('TYPE/*') handler knows, for metric labels (FLOP: its STYP table). */
+  declareStyps(type: string, styps: readonly string[]): this {
+    this.declared.set(type, [...(this.declared.get(type) ?? []), ...styps]);
+    this.known = undefined;
+    return this;
+  }
+
+  /** Every kind a metric label may carry: exact registrations, declared STYPs of wildcards, and 'TYPE/' per handled TYPE. */
+  knownKinds(): ReadonlySet<string> {
+    if (!this.known) {
+      const k = new Set<string>();
+      for (const key of this.map.keys()) {
+        const [type, styp] = key.split('/');
+        k.add(`${type}/`);
+        if (styp !== '*') k.add(key);
+      }
+      for (const [type, styps] of this.declared) for (const styp of styps) k.add(`${type}/${styp}`);
+      this.known = k;
+    }
+    return this.known;
+  }
+
+  /** The bounded `kind` label of a message's metrics (lib/runtime/metrics.ts metricKind). */
+  metricKind(type: string, styp: string): string {
+    return metricKind(type, styp, this.knownKinds());
+  }
+
+  /** The same for a kind as stored in PROC_STATE.KIND ('TYPE/STYP' or 'TYPE'); null/'' → 'unknown'. */
+  metricKindOf(kind: string | null | undefined): string {
+    if (!kind) return 'unknown';
+    const slash = kind.indexOf('/');
+    return slash === -1 ? this.metricKind(kind, '') : this.metricKind(kind.slice(0, slash), kind.slice(slash + 1));
   }
 }

@@ -3,15 +3,22 @@
 import type { HandlerContext, HandlerOutcome, HandlerRegistry } from '../pipeline/handlers.ts';
 import { serialize } from '../sis/xml.ts';
 import { payload } from '../sis/envelope.ts';
-import { decodeUnknownTags, requestsFailed } from '../requests/metrics.ts';
+import { boundedLabel } from '../runtime/metrics.ts';
+import { requestsFailed } from '../requests/metrics.ts';
 import { completeRqrd, failByEror } from '../requests/responses.ts';
 import { decodeRefMessage } from './decode.ts';
-import { REF_CATEGORIES, REF_STYPS, type RefCategory } from './keys.ts';
+import { REF_CATEGORIES, REF_STYPS, REQUESTABLE_TYPES, RSTA_FIELDS, type RefCategory } from './keys.ts';
 import { decodeRsta, deleteStatuses, upsertStatuses } from './rsta.ts';
 import { decodeSchs } from './schs.ts';
 import { deleteKeys, replaceCategory, replaceSeason, upsertRecords } from './store.ts';
 
 const applied: HandlerOutcome = { outcome: 'applied' };
+
+/** The STYPs an EROR may carry (metric labels): the request kinds, SCHD/NONE, the TYPEs we request. */
+export const ERROR_STYPS: readonly string[] = ['RQRD', 'RQFD', 'SCHD', 'NONE', ...REQUESTABLE_TYPES];
+
+/** Tag names the reference key tables know anywhere: an unknown tag's label is one of these or 'other'. */
+const KNOWN_REF_TAGS: ReadonlySet<string> = new Set(['RECS', ...REF_CATEGORIES.flatMap((c) => [c.rtype, c.key, ...c.fields, ...c.repeated]), ...RSTA_FIELDS]);
 
 /** RESP answers the open RQRD for its TYPE (always applied). */
 async function answerRqrd(ctx: HandlerContext, rtype: string): Promise<void> {
@@ -23,17 +30,22 @@ async function answerRqrd(ctx: HandlerContext, rtype: string): Promise<void> {
 export function refdataHandler(cat: RefCategory) {
   return async (ctx: HandlerContext): Promise<HandlerOutcome> => {
     const m = decodeRefMessage(ctx.env, cat);
-    for (const tag of m.unknownTags) decodeUnknownTags.inc({ type: m.rtype, styp: m.styp, tag });
+    if (m.unknownTags.length) ctx.log.info({ unknownTags: m.unknownTags.slice(0, 20) }, 'tags the reference key table does not know (stored)');
     if (m.op === 'replace') await replaceCategory(ctx.tx, m.rtype, m.records, ctx.msgId, ctx.now);
     else if (m.op === 'upsert') await upsertRecords(ctx.tx, m.rtype, m.records, ctx.msgId, ctx.now);
     else await deleteKeys(ctx.tx, m.rtype, m.records.map((r) => r.rkey));
     await answerRqrd(ctx, m.rtype);
-    return applied;
+    // counted by the caller after the commit (once per message); labels bounded
+    const unknownTags = m.unknownTags.map((tag) => ({ type: m.rtype, styp: m.styp, tag: boundedLabel(tag, KNOWN_REF_TAGS) }));
+    return unknownTags.length ? { outcome: 'applied', counts: { unknownTags } } : applied;
   };
 }
 
 export async function rstaHandler(ctx: HandlerContext): Promise<HandlerOutcome> {
-  const updates = decodeRsta(ctx.env, ctx.config['msgx.airport.timezone'], ctx.now);
+  const updates = decodeRsta(ctx.env, ctx.config['msgx.airport.timezone']);
+  for (const u of updates)
+    if (u.stat === 'D' && u.eddt && u.eddt.getTime() <= ctx.now.getTime())
+      ctx.log.info({ rtyp: u.rtyp, rsid: u.rsid, eddt: u.eddt.toISOString() }, 'RSTA disabled window already expired: stored, the resource answers enabled');
   if (ctx.env.styp === 'DEL') await deleteStatuses(ctx.tx, updates);
   else await upsertStatuses(ctx.tx, updates, ctx.msgId, ctx.now);
   await answerRqrd(ctx, 'RSTA');

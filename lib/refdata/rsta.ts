@@ -1,12 +1,15 @@
 // RSTA resource status (SIS:3.14). Key (RTYP, RSID), the last message for a key wins.
-// Default enabled. D applies in [STDT, EDDT): no STDT = from the message's processing time,
-// no EDDT = until the next event. E clears any window. The answer at time t is computed at
-// query time (no job re-enables anything). A status missing from a message deletes nothing.
+// Default enabled. D applies in [STDT, EDDT): no STDT = from the message's own time (META/DTTM,
+// never the time the pump gets to it), no EDDT = until the next event. E clears any window.
+// A window already over at the message's time is stored (it answers "enabled", reported as
+// expired), not refused: the outcome of a message never depends on when it is processed.
+// The answer at time t is computed at query time (no job re-enables anything). A status
+// missing from a message deletes nothing.
 import { sql, type Kysely } from 'kysely';
 import { protocol } from '../pipeline/errors.ts';
 import type { Envelope } from '../sis/envelope.ts';
 import { child, type XmlNode } from '../sis/xml.ts';
-import { parseSisTime } from '../sis/values.ts';
+import { fromWallClock, parseSisTime } from '../sis/values.ts';
 import { checkRecs } from './decode.ts';
 import { RSTA_RESOURCE_CATEGORY, RSTA_RESOURCE_TYPES, type ResourceType } from './keys.ts';
 
@@ -16,7 +19,8 @@ export interface ResourceStatusUpdate {
   rtyp: ResourceType;
   rsid: string;
   stat: 'E' | 'D';
-  /** D: start of the disabled window (never null after decoding); E: null */
+  /** D: start of the disabled window (STDT, else the message's time; null only when the window
+   *  had ended before the message's time, i.e. "disabled until EDDT", already over); E: null */
   stdt: Date | null;
   /** D: exclusive end, null = open-ended; E: null */
   eddt: Date | null;
@@ -25,14 +29,21 @@ export interface ResourceStatusUpdate {
 
 export const isResourceType = (s: string): s is ResourceType => (RSTA_RESOURCE_TYPES as readonly string[]).includes(s);
 
-/** Pure: RSTA records (direct children named RSTA; RECS optional but checked when present). */
-export function decodeRsta(env: Pick<Envelope, 'root' | 'styp'>, timeZone: string, now: Date): ResourceStatusUpdate[] {
+/** The message's own time: META/DTTM (yyyyMMddHHmmss, local; validated by the envelope). */
+export function messageTime(dttm: string, timeZone: string): Date {
+  const [y, mo, d, h, mi, s] = (/^(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})$/.exec(dttm) ?? []).slice(1).map(Number);
+  return fromWallClock(y, mo, d, h, mi, s, timeZone);
+}
+
+/** Pure: RSTA records (direct children named RSTA; RECS optional but checked when present). Depends on the message only. */
+export function decodeRsta(env: Pick<Envelope, 'root' | 'styp' | 'dttm'>, timeZone: string): ResourceStatusUpdate[] {
+  const sent = messageTime(env.dttm, timeZone);
   const nodes = env.root.children.filter((c) => c.tag === 'RSTA');
   checkRecs(env.root, nodes.length, `RSTA/${env.styp}`, { optional: true });
   if (nodes.length === 0) throw protocol(`RSTA/${env.styp}: no RSTA record`);
   const byKey = new Map<string, ResourceStatusUpdate>();
   nodes.forEach((n, i) => {
-    const u = decodeOne(n, i + 1, timeZone, now);
+    const u = decodeOne(n, i + 1, timeZone, sent);
     const k = `${u.rtyp}|${u.rsid}`;
     byKey.delete(k);
     byKey.set(k, u);
@@ -40,7 +51,7 @@ export function decodeRsta(env: Pick<Envelope, 'root' | 'styp'>, timeZone: strin
   return [...byKey.values()];
 }
 
-function decodeOne(n: XmlNode, i: number, tz: string, now: Date): ResourceStatusUpdate {
+function decodeOne(n: XmlNode, i: number, tz: string, sent: Date): ResourceStatusUpdate {
   const text = (tag: string) => child(n, tag)?.text ?? '';
   const where = `RSTA record ${i}`;
   const rtyp = text('RTYP').toUpperCase();
@@ -51,10 +62,16 @@ function decodeOne(n: XmlNode, i: number, tz: string, now: Date): ResourceStatus
   if (stat !== 'E' && stat !== 'D') throw protocol(`${where}: STAT="${text('STAT')}" is not E or D`);
   const remk = text('REMK') || null;
   if (stat === 'E') return { rtyp, rsid, stat, stdt: null, eddt: null, remk };
-  const stdt = text('STDT') ? parseSisTime(text('STDT'), tz, 'STDT') : now;
   const eddt = text('EDDT') ? parseSisTime(text('EDDT'), tz, 'EDDT') : null;
-  if (eddt && eddt.getTime() <= stdt.getTime()) throw protocol(`${where}: EDDT="${text('EDDT')}" is not after STDT="${text('STDT')}"`);
-  return { rtyp, rsid, stat, stdt, eddt, remk };
+  if (text('STDT')) {
+    const stdt = parseSisTime(text('STDT'), tz, 'STDT');
+    if (eddt && eddt.getTime() <= stdt.getTime()) throw protocol(`${where}: EDDT="${text('EDDT')}" is not after STDT="${text('STDT')}"`);
+    return { rtyp, rsid, stat, stdt, eddt, remk };
+  }
+  // No STDT: from the message's time. A window that had already ended then is kept as
+  // "disabled until EDDT" (no start): it answers enabled from EDDT on, i.e. now.
+  if (eddt && eddt.getTime() <= sent.getTime()) return { rtyp, rsid, stat, stdt: null, eddt, remk };
+  return { rtyp, rsid, stat, stdt: sent, eddt, remk };
 }
 
 /** Pure: the status a stored row means at time t. */
@@ -95,6 +112,8 @@ export interface ResourceStatus {
   eddt: Date | null;
   remk: string | null;
   lastMsgId: number | null;
+  /** A D window whose end is at or before the query time: the resource is enabled again. */
+  expired: boolean;
 }
 
 /**
@@ -107,5 +126,9 @@ export async function statusAt(db: Q, a: { type: ResourceType; at: Date }): Prom
       FROM (SELECT * FROM res_status WHERE rtyp = ${a.type}) s
       FULL JOIN (SELECT rkey FROM ref_master WHERE rtype = ${RSTA_RESOURCE_CATEGORY[a.type]}) m ON m.rkey = s.rsid
      ORDER BY 2`.execute(db);
-  return r.rows.map((row) => ({ ...row, status: statusOf(row.stat ? { stat: row.stat, stdt: row.stdt, eddt: row.eddt } : undefined, a.at) }));
+  return r.rows.map((row) => ({
+    ...row,
+    status: statusOf(row.stat ? { stat: row.stat, stdt: row.stdt, eddt: row.eddt } : undefined, a.at),
+    expired: row.stat === 'D' && row.eddt !== null && row.eddt.getTime() <= a.at.getTime(),
+  }));
 }

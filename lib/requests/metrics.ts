@@ -1,7 +1,6 @@
 // Request metrics on prom-client's default registry (get-or-create: safe to call twice).
 //   msgx_requests{state}             gauge   REQ_TRACK rows by state (collected from Postgres)
 //   msgx_requests_failed_total{kind} counter EROR replies that failed a request (alert on increase)
-//   msgx_decode_unknown_tags_total{type,styp,tag} counter (shared name of reference.md)
 import { Counter, Gauge, register } from 'prom-client';
 import type { Kysely } from 'kysely';
 import { countByState } from './track.ts';
@@ -13,11 +12,6 @@ function getOrCreate<T>(name: string, make: () => T): T {
 export const requestsFailed = getOrCreate(
   'msgx_requests_failed_total',
   () => new Counter({ name: 'msgx_requests_failed_total', help: 'Requests to the AODB answered by EROR (alert)', labelNames: ['kind'] }),
-);
-
-export const decodeUnknownTags = getOrCreate(
-  'msgx_decode_unknown_tags_total',
-  () => new Counter({ name: 'msgx_decode_unknown_tags_total', help: 'Tags the rule tables do not know', labelNames: ['type', 'styp', 'tag'] }),
 );
 
 /** The msgx_requests{state} gauge, read from REQ_TRACK at scrape time. Call once in the process that serves it. */

@@ -12,7 +12,7 @@ import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import { formatLocalDatetime } from '../sis/values.ts';
 import { buildRequestXml, type RequestSpec } from './message.ts';
-import { expireOpen, insertPending, listPending, markAttempted, markSent, nextSeqn, type ReqTrackRow } from './track.ts';
+import { expireOpen, findByJobKey, insertPending, listPending, markAttempted, markSent, nextSeqn, type ReqTrackRow } from './track.ts';
 
 type Q = Kysely<any>;
 
@@ -22,14 +22,22 @@ export const REQUEST_LOCKS = { class: 7_100, RQRD: 1, RQFD: 2, SENDER: 3 } as co
 export const routingIdOf = (config: Config, kind: RequestSpec['kind']) =>
   kind === 'RQRD' ? config['msgx.requests.routing-id-rqrd'] : config['msgx.requests.routing-id-rqfd'];
 
-/** Create a request (PENDING); the open request of the same kind is EXPIRED first. */
+/**
+ * Create a request (PENDING); the open request of the same kind is EXPIRED first. With a
+ * `jobKey` (the graphile-worker job creating it) a job creates one request only: when that job
+ * already created one (a retry), that request is returned as it is (`existing`), nothing new.
+ */
 export async function createRequest(
   db: Q,
-  a: { config: Config; now: Date; spec: RequestSpec; enqueue?: boolean },
-): Promise<{ request: ReqTrackRow; expiredId?: number }> {
+  a: { config: Config; now: Date; spec: RequestSpec; enqueue?: boolean; jobKey?: string },
+): Promise<{ request: ReqTrackRow; expiredId?: number; existing?: true }> {
   const { config, now, spec } = a;
   return db.transaction().execute(async (tx) => {
     await sql`SELECT pg_advisory_xact_lock(${REQUEST_LOCKS.class}::int, ${REQUEST_LOCKS[spec.kind]}::int)`.execute(tx);
+    if (a.jobKey) {
+      const mine = await findByJobKey(tx, a.jobKey);
+      if (mine) return { request: mine, existing: true as const };
+    }
     const expiredId = await expireOpen(tx, spec.kind, now, `superseded by a newer ${spec.kind}`);
     const seqn = await nextSeqn(tx);
     const body = buildRequestXml({
@@ -48,6 +56,7 @@ export async function createRequest(
       body,
       routingId: routingIdOf(config, spec.kind),
       now,
+      ...(a.jobKey ? { jobKey: a.jobKey } : {}),
     });
     if (a.enqueue) await sql`SELECT graphile_worker.add_job('request', json_build_object('id', ${request.id}::bigint))`.execute(tx);
     return { request, expiredId };

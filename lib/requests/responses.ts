@@ -1,7 +1,7 @@
 // How inbound answers close requests (refdata-requests.md, US-09 AC2/AC3). Schedule answers
 // go through schedule-guard.ts; reference-data answers and EROR through here.
 import type { Kysely } from 'kysely';
-import { findOpen, markDone, markFailed, type ReqTrackRow, type RequestKind } from './track.ts';
+import { findOpen, markDone, markFailed, type ReqTrackRow } from './track.ts';
 
 
 type Q = Kysely<any>;
@@ -15,20 +15,22 @@ export async function completeRqrd(db: Q, rtype: string, msgId: number, now: Dat
 }
 
 /**
- * Which open request an EROR names: STYP RQRD/RQFD → that kind; STYP = the TYPE an open RQRD
- * asked for → that RQRD; STYP SCHD/NONE → the open RQFD; otherwise (or when the named kind has
- * no open request) the most recently sent open request.
+ * Which open request an EROR names, by kind and TYPE: STYP RQRD → the open RQRD; STYP RQFD,
+ * SCHD or NONE → the open RQFD; STYP = the TYPE the open RQRD asked for → that RQRD. No STYP
+ * at all → the most recently sent open request (the spec's fallback). A STYP that names a kind
+ * or TYPE with no open request, or names nothing we ask for, closes nothing (docs/decisions.md).
  */
 export async function requestNamedByEror(db: Q, styp: string): Promise<ReqTrackRow | undefined> {
   const rqrd = await findOpen(db, 'RQRD', { lock: true });
   const rqfd = await findOpen(db, 'RQFD', { lock: true });
-  const named: RequestKind | undefined =
-    styp === 'RQRD' || (rqrd && styp === rqrd.rtype) ? 'RQRD' : styp === 'RQFD' || styp === 'SCHD' || styp === 'NONE' ? 'RQFD' : undefined;
-  if (named === 'RQRD' && rqrd) return rqrd;
-  if (named === 'RQFD' && rqfd) return rqfd;
-  const open = [rqrd, rqfd].filter((r): r is ReqTrackRow => r !== undefined);
-  open.sort((a, b) => (b.sentAt?.getTime() ?? 0) - (a.sentAt?.getTime() ?? 0) || b.id - a.id);
-  return open.find((r) => r.state === 'SENT') ?? open[0];
+  if (styp === '') {
+    const open = [rqrd, rqfd].filter((r): r is ReqTrackRow => r !== undefined);
+    open.sort((a, b) => (b.sentAt?.getTime() ?? 0) - (a.sentAt?.getTime() ?? 0) || b.id - a.id);
+    return open.find((r) => r.state === 'SENT') ?? open[0];
+  }
+  if (styp === 'RQRD') return rqrd;
+  if (styp === 'RQFD' || styp === 'SCHD' || styp === 'NONE') return rqfd;
+  return rqrd && rqrd.rtype === styp ? rqrd : undefined;
 }
 
 /** EROR: the named open request becomes FAILED with the error text. Undefined when none is open. */

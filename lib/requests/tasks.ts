@@ -1,7 +1,12 @@
 // graphile-worker wiring for requests (the lead adds these to the api/worker process).
 //   task `request`: payload {id} → send pending requests; {type:'RQRD',rtype} |
 //     {type:'RQFD',operationDay:'YYYY-MM-DD'|'tomorrow'} → create, then send. A request whose
-//     insert outcome is unknown makes the job fail, so graphile-worker retries (and reconciles).
+//     insert outcome is unknown makes the job fail, so graphile-worker retries. One job = one
+//     request: the request is created at the job's first attempt and recorded with the job
+//     (REQ_TRACK.JOB_KEY); a retry finds it and reconciles it (sendPending looks for the row
+//     of its exact body) instead of creating and sending another. 'tomorrow' is resolved
+//     from the time the job was scheduled (crontab `_cron.ts`, else the job's creation), so a
+//     retry after midnight still asks for the same day.
 //   requestsCrontab(config): the evening line requesting tomorrow's schedule (UTC, as
 //     graphile-worker's cron runs in UTC), '' when msgx.requests.daily-schedule-at is empty.
 import type { Task } from 'graphile-worker';
@@ -10,22 +15,39 @@ import { fromWallClock, operationDayOf, wallClock } from '../sis/values.ts';
 import { nextDay, parseRequestSpec } from './message.ts';
 import { createRequest, sendPending, type OutboundDeps, type SendResult } from './outbound.ts';
 
-/** Resolve 'tomorrow' to the operation day after today's (airport zone, cutover). */
-export function resolveRequestPayload(payload: unknown, config: Config, now: Date): unknown {
+/** Resolve 'tomorrow' to the operation day after the one of `at` (airport zone, cutover). */
+export function resolveRequestPayload(payload: unknown, config: Config, at: Date): unknown {
   const p = (payload ?? {}) as Record<string, unknown>;
   if (p.type === 'RQFD' && p.operationDay === 'tomorrow')
-    return { ...p, operationDay: nextDay(operationDayOf(now, config['msgx.airport.timezone'], config['msgx.airport.day-cutover'])) };
+    return { ...p, operationDay: nextDay(operationDayOf(at, config['msgx.airport.timezone'], config['msgx.airport.day-cutover'])) };
   return p;
 }
 
+/** The graphile-worker job running the task: its id (stable across retries) and when it was created. */
+export interface RequestJob {
+  id: string;
+  createdAt: Date;
+}
+
+/** When the job was scheduled: the crontab's `_cron.ts`, else the job's creation, else now. */
+export function scheduledAt(payload: unknown, job: RequestJob | undefined, now: Date): Date {
+  const ts = ((payload ?? {}) as { _cron?: { ts?: unknown } })._cron?.ts;
+  const cron = typeof ts === 'string' || ts instanceof Date ? new Date(ts) : undefined;
+  if (cron && !Number.isNaN(cron.getTime())) return cron;
+  return job?.createdAt ?? now;
+}
+
 /** What the `request` task does, without graphile-worker (CLI and tests use it too). */
-export async function runRequestTask(deps: OutboundDeps, payload: unknown): Promise<{ createdId?: number; results: SendResult[] }> {
-  const p = resolveRequestPayload(payload, deps.config, deps.clock.now()) as Record<string, unknown>;
+export async function runRequestTask(deps: OutboundDeps, payload: unknown, job?: RequestJob): Promise<{ createdId?: number; results: SendResult[] }> {
+  const p = resolveRequestPayload(payload, deps.config, scheduledAt(payload, job, deps.clock.now())) as Record<string, unknown>;
   let createdId: number | undefined;
   if (p.type !== undefined) {
-    const spec = parseRequestSpec(p);
+    const { _cron, ...fields } = p;
+    const spec = parseRequestSpec(fields);
     if ('error' in spec) throw new Error(`request task: ${spec.error}`);
-    createdId = (await createRequest(deps.db, { config: deps.config, now: deps.clock.now(), spec })).request.id;
+    const created = await createRequest(deps.db, { config: deps.config, now: deps.clock.now(), spec, ...(job ? { jobKey: `job:${job.id}` } : {}) });
+    createdId = created.request.id;
+    if (created.existing) deps.log?.info({ requestId: createdId, job: job?.id }, 'request job retried: its request exists, reconciling it');
   }
   return { createdId, results: await sendPending(deps) };
 }
@@ -33,7 +55,7 @@ export async function runRequestTask(deps: OutboundDeps, payload: unknown): Prom
 export function requestTasks(deps: OutboundDeps): Record<'request', Task> {
   return {
     request: async (payload, helpers) => {
-      const { results } = await runRequestTask(deps, payload);
+      const { results } = await runRequestTask(deps, payload, { id: String(helpers.job.id), createdAt: new Date(helpers.job.created_at) });
       const unknown = results.filter((r) => r.outcome === 'unknown');
       for (const r of results) helpers.logger.info(`request ${r.id}: ${r.outcome}`);
       if (unknown.length) throw new Error(`COUTMSGS insert not confirmed for request(s) ${unknown.map((r) => r.id).join(', ')}`);

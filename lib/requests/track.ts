@@ -27,6 +27,8 @@ export interface ReqTrackRow {
   closedByMsgId: number | null;
   errorText: string | null;
   coutmsgsId: number | null;
+  /** The graphile-worker job that created it ('job:<id>'), null when made directly. */
+  jobKey: string | null;
 }
 
 // Any Kysely (or Transaction): these functions only use the sql template.
@@ -34,7 +36,7 @@ type Q = Kysely<any>;
 
 const COLUMNS = sql`id, kind, rtype, operation_day::text AS "operationDay", state, seqn, body,
   routing_id AS "routingId", created_at AS "createdAt", attempted_at AS "attemptedAt", sent_at AS "sentAt", closed_at AS "closedAt",
-  closed_by_msg_id AS "closedByMsgId", error_text AS "errorText", coutmsgs_id AS "coutmsgsId"`;
+  closed_by_msg_id AS "closedByMsgId", error_text AS "errorText", coutmsgs_id AS "coutmsgsId", job_key AS "jobKey"`;
 
 /** Next outbound META/SEQN (1..999999, wraps). */
 export async function nextSeqn(db: Q): Promise<number> {
@@ -54,6 +56,12 @@ export async function getRequest(db: Q, id: number): Promise<ReqTrackRow | undef
   return r.rows[0];
 }
 
+/** The request a graphile-worker job created, if it did (one job = one request). */
+export async function findByJobKey(db: Q, jobKey: string): Promise<ReqTrackRow | undefined> {
+  const r = await sql<ReqTrackRow>`SELECT ${COLUMNS} FROM req_track WHERE job_key = ${jobKey}`.execute(db);
+  return r.rows[0];
+}
+
 /** PENDING requests in creation order (what sendPending works on). */
 export async function listPending(db: Q): Promise<ReqTrackRow[]> {
   const r = await sql<ReqTrackRow>`SELECT ${COLUMNS} FROM req_track WHERE state = 'PENDING' ORDER BY id`.execute(db);
@@ -69,10 +77,10 @@ export async function expireOpen(db: Q, kind: RequestKind, now: Date, why: strin
 
 export async function insertPending(
   db: Q,
-  r: { kind: RequestKind; rtype: string | null; operationDay: string | null; seqn: number; body: string; routingId: string; now: Date },
+  r: { kind: RequestKind; rtype: string | null; operationDay: string | null; seqn: number; body: string; routingId: string; now: Date; jobKey?: string },
 ): Promise<ReqTrackRow> {
-  const res = await sql<ReqTrackRow>`INSERT INTO req_track (kind, rtype, operation_day, state, seqn, body, routing_id, created_at)
-    VALUES (${r.kind}, ${r.rtype}, ${r.operationDay}::date, 'PENDING', ${r.seqn}, ${r.body}, ${r.routingId}, ${r.now})
+  const res = await sql<ReqTrackRow>`INSERT INTO req_track (kind, rtype, operation_day, state, seqn, body, routing_id, created_at, job_key)
+    VALUES (${r.kind}, ${r.rtype}, ${r.operationDay}::date, 'PENDING', ${r.seqn}, ${r.body}, ${r.routingId}, ${r.now}, ${r.jobKey ?? null})
     RETURNING ${COLUMNS}`.execute(db);
   return res.rows[0];
 }

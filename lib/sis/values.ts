@@ -54,18 +54,25 @@ export function wallClock(at: Date, timeZone: string) {
   };
 }
 
-/** The instant at which the zone's wall clock shows these fields (DST gaps resolve forward). */
+/**
+ * The instant at which the zone's wall clock shows these fields. A wall time that a DST change
+ * skips (spring gap, e.g. 02:30 on the night clocks go 02:00 → 03:00) resolves forward by the
+ * gap (→ 03:30, the offset in force before the change); a wall time that occurs twice (autumn)
+ * resolves to the first occurrence. docs/decisions.md.
+ */
 export function fromWallClock(y: number, mo: number, d: number, h: number, mi: number, s: number, timeZone: string): Date {
   const asUtc = Date.UTC(y, mo - 1, d, h, mi, s);
-  let guess = asUtc;
-  for (let i = 0; i < 3; i++) {
-    const w = wallClock(new Date(guess), timeZone);
-    const shown = Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second);
-    const diff = asUtc - shown;
-    if (diff === 0) break;
-    guess += diff;
-  }
-  return new Date(guess);
+  const shows = (t: number) => {
+    const w = wallClock(new Date(t), timeZone);
+    return Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second) === asUtc;
+  };
+  // The offsets a day either side: equal unless a zone change is near (one change per day at most).
+  const before = asUtc - offsetAt(asUtc - 86_400_000, timeZone);
+  const after = asUtc - offsetAt(asUtc + 86_400_000, timeZone);
+  const fits = [before, after].filter(shows);
+  if (fits.length > 0) return new Date(Math.min(...fits));
+  // Neither shows it: the wall time is in a gap. The offset before the change carries it forward.
+  return new Date(before);
 }
 
 function validDate(y: number, mo: number, d: number): boolean {

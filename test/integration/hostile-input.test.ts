@@ -6,7 +6,11 @@
 // The API part of R3 (POST /cminmsgs/send) is test/integration/hostile-api.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
+import { register } from 'prom-client';
 import { ManualClock } from '../../lib/clock.ts';
+import { statusAt } from '../../lib/refdata/rsta.ts';
+import { createRequest } from '../../lib/requests/outbound.ts';
+import { getRequest } from '../../lib/requests/track.ts';
 import { testConfig } from '../support/env.ts';
 import { runPipelineUntilSettled } from '../support/pipeline.ts';
 import { inboxProcessed, openServices, procRows, putInbox, resetPipeline, sisMessage, type TestServices } from '../support/services.ts';
@@ -209,12 +213,45 @@ function hostile(): Omit<Entry, 'bad'>[] {
     dead('RSTA with STAT="X"', msg('RSTA', 'DNLD', '<RSTA><RTYP>GATE</RTYP><RSID>G1</RSID><STAT>X</STAT></RSTA>'), /^PROTOCOL: RSTA record 1: STAT="X" is not E or D$/),
     dead('RSTA window ending before it starts', msg('RSTA', 'DNLD', '<RSTA><RTYP>GATE</RTYP><RSID>G1</RSID><STAT>D</STAT><STDT>02DEC261000</STDT><EDDT>02DEC260900</EDDT></RSTA>'), /^PROTOCOL: RSTA record 1: EDDT="02DEC260900" is not after STDT="02DEC261000"$/),
     dead('SCHS with SDAT 30FEB', msg('SCHS', 'DNLD', '<SCHS><SNAM>W26</SNAM><APCD>PEK</APCD><SDAT>30FEB26</SDAT><EDAT>28MAR27</EDAT><RECS>0</RECS></SCHS>'), /^PROTOCOL: SDAT="30FEB26" is not DDMONYY$/),
-    skipped('EROR with no open request', msg('EROR', 'RQRD', '<EROR>unknown request</EROR>'), /^no-open-request$/),
+    skipped('EROR with no open request', msg('EROR', 'SCHD', '<EROR>unknown request</EROR>'), /^no-open-request$/),
+    // --- issue 9 item 1: parser traps are the message's fault (MALFORMED at once, never CODEC_ERROR retried) ---
+    dead('element named __proto__', flop('REMC', '101', '<REMC>X</REMC><__proto__>x</__proto__>'), /^MALFORMED: element name "__proto__" is not accepted \(reserved JavaScript property name\) \(line 3, col \d+\)$/),
+    dead('element named constructor', flop('REMC', '101', '<constructor><REMC>X</REMC></constructor>'), /^MALFORMED: element name "constructor" is not accepted \(reserved JavaScript property name\)/),
+    dead('element named prototype inside META', withMeta(`${metaOf({})}<prototype/>`, REMC_BODY), /^MALFORMED: element name "prototype" is not accepted/),
+    dead('attribute named constructor', flop('GTDT', '103', '<GTDT GTNO="1" constructor="x"><GATE>G1</GATE></GTDT>'), /^MALFORMED: attribute name "constructor" is not accepted \(reserved JavaScript property name\)/),
+    dead('attribute named __proto__ on MSG', wellFormed.replace('<MSG>', '<MSG __proto__="x">'), /^MALFORMED: attribute name "__proto__" is not accepted/),
+    dead('element named hasOwnProperty (never renamed)', flop('REMC', '101', '<REMC>X</REMC><hasOwnProperty>1</hasOwnProperty>'), /^MALFORMED: element name "hasOwnProperty" is not accepted/),
+    dead('attribute named toString (never renamed)', flop('REMC', '101', '<REMC toString="1">X</REMC>'), /^MALFORMED: attribute name "toString" is not accepted/),
+    dead('nesting 40 levels deep', flop('REMC', '101', `<REMC>X</REMC>${'<N>'.repeat(40)}${'</N>'.repeat(40)}`), /^MALFORMED: elements nested deeper than 32 levels \(<N> at line 3, col \d+\)$/),
+    dead('nesting 150 levels deep (beyond the parser library\'s own limit)', flop('REMC', '101', `${'<N>'.repeat(150)}${'</N>'.repeat(150)}<REMC>X</REMC>`), /^MALFORMED: elements nested deeper than 32 levels/),
+    dead("'<' inside an attribute value", flop('GTDT', '103', '<GTDT GTNO="1<2"><GATE>G1</GATE></GTDT>'), /^MALFORMED: not well-formed XML: '<' is not allowed in the value of attribute GTNO of <GTDT> \(line 3, col \d+\)$/),
+    dead("'<' inside an attribute value of a reference record", ref('GLST', 'ADD', ['<GLST><GCOD A="a<b">G8</GCOD></GLST>']), /^MALFORMED: not well-formed XML: '<' is not allowed in the value of attribute A of <GCOD>/),
+    dead("']]>' in text", flop('REMC', '101', '<REMC>a ]]> b</REMC>'), /^MALFORMED: not well-formed XML: "\]\]>" is not allowed in text \(line 3, col \d+\)$/),
+    // --- issue 9 item 2: character references (decoded; to a character XML forbids: MALFORMED) ---
+    dead('character reference to a lone surrogate', flop('REMC', '101', '<REMC>&#xD800;</REMC>'), /^MALFORMED: not well-formed XML: character reference &#xD800; names a character not allowed in XML \(line 3, col \d+\)$/),
+    dead('character reference beyond Unicode', flop('REMC', '101', '<REMC>&#x110000;</REMC>'), /^MALFORMED: not well-formed XML: character reference &#x110000; names a character not allowed in XML/),
+    dead('decimal character reference with 11 digits', flop('REMC', '101', '<REMC>&#12345678901;</REMC>'), /^MALFORMED: not well-formed XML: character reference &#12345678901; names a character not allowed in XML/),
+    dead('character reference to U+FFFE in an attribute', flop('GTDT', '103', '<GTDT GTNO="&#xFFFE;"><GATE>G1</GATE></GTDT>'), /^MALFORMED: not well-formed XML: character reference &#xFFFE; names a character not allowed in XML/),
+    // --- issue 9 item 5: an EROR fails only the request it names by kind and TYPE (an RQRD for SLST is open) ---
+    skipped('EROR naming RQFD while only an RQRD is open', msg('EROR', 'RQFD', '<EROR>no schedule</EROR>'), /^no-open-request$/),
+    skipped('EROR naming a TYPE no open RQRD asked for', msg('EROR', 'GLST', '<EROR>no such list</EROR>'), /^no-open-request$/),
+    skipped('EROR naming something we never request', msg('EROR', 'ZZZZ', '<EROR>?</EROR>'), /^no-open-request$/),
+    // --- issue 9 item 6: every collection has a capacity; MAXP is not negative ---
+    dead('100 DELY elements (capacity 99)', flop('DELY', '101', repeat(100, (i) => `<DELY CODE="${i}" STRT="01DEC260800" DURA="0010">d${i}</DELY>`)), /^PROTOCOL: FLOP\/DELY DELY: 100 elements exceed the capacity 99$/),
+    dead('100 SRVT elements (capacity 99)', flop('SRVT', '105', repeat(100, (i) => `<SRVT><SRTC>S${i}</SRTC></SRVT>`)), /^PROTOCOL: FLOP\/SRVT SRVT: 100 elements exceed the capacity 99$/),
+    dead('100 VIPF elements in a snapshot record (capacity 99)', schd('DNLD', [rec('9020', 1, repeat(100, (i) => `<VIPF><VPCD>V${i}</VPCD></VIPF>`))]), /^PROTOCOL: SCHD FLTR\[1\] FLID=9020 VIPF: 100 elements exceed the capacity 99$/),
+    dead('MAXP negative', flop('MAXP', '104', '<MAXP>-1</MAXP>'), /^PROTOCOL: FLOP\/MAXP MAXP="-1" is below 0$/),
+    dead('MAXP negative in a snapshot record', schd('DNLD', [rec('9021', 1, '<MAXP>-180</MAXP>')]), /^PROTOCOL: SCHD FLTR\[1\] FLID=9021 MAXP="-180" is below 0$/),
     // --- hostile-looking but valid ---
     good('GTNO=0 alone (no gate now)', flop('GTDT', '104', '<GTDT GTNO="0"/>')),
     good('<DELY></DELY> (no delays)', flop('DELY', '104', '<DELY></DELY>')),
     good('spaces around =, tabs, lower-case month, trailing newlines', `${flop('GTDT', '104', '<GTDT\tGTNO = "1" ><GATE> G2 </GATE>\n\t<PGOT>01dec260700</PGOT></GTDT>')}\n\n  \n`),
     good('6 ROUT points (SIS max; 4 kept)', flop('ROUT', '104', route('ROUT', 6))),
+    good('issue 9 item 2: character references decoded (REMC on 105)', flop('REMC', '105', '<REMC>&#x4E2D;&#25991;&#65;</REMC>')),
+    good('issue 9 item 2: character reference in a raw SRVT fragment, &amp;#65; stays text (105)', flop('SRVT', '105', '<SRVT><SRTC>&#x57;CHR</SRTC><SRQT>&amp;#65;</SRQT></SRVT>')),
+    good('issue 9 item 4: RSTA without STDT whose EDDT passed before the pump got to it (stored, expired)', msg('RSTA', 'DNLD', '<RSTA><RTYP>GATE</RTYP><RSID>G1</RSID><STAT>D</STAT><EDDT>01DEC260730</EDDT></RSTA>', { dttm: '20261201070000' })),
+    good('issue 9 item 4: RSTA without STDT whose EDDT passed before it was sent (stored, expired)', msg('RSTA', 'DNLD', '<RSTA><RTYP>GATE</RTYP><RSID>G2</RSID><STAT>D</STAT><EDDT>01DEC260600</EDDT></RSTA>', { dttm: '20261201070000' })),
+    good('issue 9 item 7: unknown tags in a FLOP and a reference record', flop('REMC', '104', '<REMC>T</REMC><ZZQ1>1</ZZQ1><Zz-Random-7>2</Zz-Random-7>')),
     good('Chinese text and a comment after </MSG>', `${flop('REMC', '104', '<REMC>航班延误 — 天气原因</REMC>')}<!-- trailing comment -->`),
   ];
 }
@@ -250,6 +287,8 @@ async function resetAll() {
 
 const count = async (q: ReturnType<typeof sql<{ n: number }>>) => (await q.execute(s.db)).rows[0].n;
 
+let openRqrd = 0;
+
 describe('R3 hostile input through the pipeline', () => {
   const entries: Entry[] = [];
   const ids = new Map<string, number>();
@@ -258,6 +297,8 @@ describe('R3 hostile input through the pipeline', () => {
   beforeAll(async () => {
     s = await openServices();
     await resetAll();
+    // an open RQRD for SLST: the EROR cases must leave it open (issue 9 item 5)
+    openRqrd = (await createRequest(s.db, { config, now: clock.now(), spec: { kind: 'RQRD', rtype: 'SLST' } })).request.id;
     entries.push(...setup());
     hostile().forEach((h, i) => {
       entries.push({ ...h, bad: h.state !== 'SUCCEEDED' });
@@ -343,8 +384,40 @@ describe('R3 hostile input through the pipeline', () => {
     expect(glst).toContain('G2');
     expect(glst).not.toContain('G3');
     expect(glst).not.toContain('G9');
-    expect(await count(sql<{ n: number }>`select count(*)::int n from res_status`)).toBe(0);
+    // the only resource statuses are the two valid expired RSTA windows (issue 9 item 4)
+    expect((await sql<{ rsid: string }>`select rsid from res_status order by rsid`.execute(s.db)).rows.map((r) => r.rsid)).toEqual(['G1', 'G2']);
     expect(await count(sql<{ n: number }>`select count(*)::int n from schs_season`)).toBe(0);
+  });
+
+  it('issue 9 item 2: character references are decoded once, as XML requires (stored value and raw fragment)', async () => {
+    const [f105] = (await sql<{ remc: string }>`select remc from flight_schd where flid = '105'`.execute(s.db)).rows;
+    expect(f105.remc).toBe('中文A');
+    const raw = await sql<{ xml: string }>`select xml from flight_raw_fragment where flid = '105' and fragment_kind = 'SRVT' order by ordinal`.execute(s.db);
+    expect(raw.rows.map((r) => r.xml)).toEqual(['<SRVT><SRTC>WCHR</SRTC><SRQT>&amp;#65;</SRQT></SRVT>']);
+  });
+
+  it('issue 9 item 4: an RSTA window already over is stored and reported expired, whatever the processing time', async () => {
+    const rows = await sql<{ rsid: string; stat: string; stdt: Date | null; eddt: Date }>`select rsid, stat, stdt, eddt from res_status order by rsid`.execute(s.db);
+    expect(rows.rows).toEqual([
+      { rsid: 'G1', stat: 'D', stdt: new Date('2026-11-30T23:00:00Z'), eddt: new Date('2026-11-30T23:30:00Z') }, // from its DTTM 07:00, over at 07:30
+      { rsid: 'G2', stat: 'D', stdt: null, eddt: new Date('2026-11-30T22:00:00Z') },
+    ]);
+    const gates = await statusAt(s.db, { type: 'GATE', at: clock.now() });
+    expect(gates.filter((g) => g.rsid === 'G1' || g.rsid === 'G2').map((g) => [g.rsid, g.status, g.expired])).toEqual([
+      ['G1', 'E', true],
+      ['G2', 'E', true],
+    ]);
+  });
+
+  it('issue 9 item 5: the EROR messages naming another kind or TYPE left the open RQRD open', async () => {
+    expect((await getRequest(s.db, openRqrd))?.state).toBe('PENDING');
+  });
+
+  it('issue 9 item 7: no metric label carries a string taken from the message (unknown tags, kinds)', async () => {
+    const values = (await register.getSingleMetric('msgx_decode_unknown_tags_total')!.get()).values;
+    const labels = values.flatMap((v) => Object.values(v.labels).map(String));
+    expect(labels.filter((l) => /ZZQ1|Zz-Random|ZZZZ|WXYZ|XXXX/.test(l))).toEqual([]);
+    expect(values.find((v) => v.labels.type === 'FLOP' && v.labels.styp === 'REMC' && v.labels.tag === 'other')?.value).toBeGreaterThanOrEqual(2);
   });
 
   it('every row is terminal and backfilled', async () => {

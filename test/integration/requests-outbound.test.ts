@@ -1,5 +1,6 @@
 // REQ_TRACK and COUTMSGS against the real Postgres and MariaDB.
 import Fastify from 'fastify';
+import { Logger, quickAddJob, runOnce } from 'graphile-worker';
 import { sql } from 'kysely';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { register } from 'prom-client';
@@ -8,11 +9,11 @@ import { ManualClock } from '../../lib/clock.ts';
 import { createRequest, insertOutboxRow, sendPending } from '../../lib/requests/outbound.ts';
 import { requestRoutes } from '../../lib/requests/routes.ts';
 import { scheduleResponseGuard } from '../../lib/requests/schedule-guard.ts';
-import { runRequestTask } from '../../lib/requests/tasks.ts';
+import { requestTasks, runRequestTask } from '../../lib/requests/tasks.ts';
 import { getRequest, markAttempted, nextSeqn } from '../../lib/requests/track.ts';
 import { decodeEnvelope, payload } from '../../lib/sis/envelope.ts';
 import { child } from '../../lib/sis/xml.ts';
-import { testConfig } from '../support/env.ts';
+import { TEST_PG_URL, testConfig } from '../support/env.ts';
 import { applyMessage, refXml, testDb, testOutbox } from '../support/refdata-ctx.ts';
 
 const db = testDb();
@@ -149,6 +150,61 @@ describe('COUTMSGS', () => {
       expect([r.statusCode, r.json().error]).toEqual([400, 'bad-request']);
     }
     await app.close();
+  });
+});
+
+describe('issue 9 item 3: one request job = one request', () => {
+  const silent = new Logger(() => () => {});
+  /** The outbox as seen by a worker whose first INSERT commits but whose answer is lost. */
+  const answerLostOnce = (): Pool => {
+    let lose = true;
+    return new Proxy(outbox, {
+      get(target, key) {
+        if (key !== 'query') return Reflect.get(target, key);
+        return async (...args: Parameters<Pool['query']>) => {
+          const r = await (target.query as (...a: unknown[]) => Promise<unknown>)(...args);
+          const text = typeof args[0] === 'string' ? args[0] : (args[0] as { sql: string }).sql;
+          if (lose && /^\s*INSERT/i.test(text)) {
+            lose = false;
+            throw Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+          }
+          return r;
+        };
+      },
+    });
+  };
+  const runWorkerOnce = (taskList: ReturnType<typeof requestTasks>) => runOnce({ connectionString: TEST_PG_URL, taskList, logger: silent, noHandleSignals: true, concurrency: 1 });
+
+  it("the crontab's RQFD: first insert committed but its answer lost; the job runs twice (the retry after midnight) → one request, one COUTMSGS row, the scheduled day", async () => {
+    const taskList = requestTasks({ db, outbox: answerLostOnce(), config, clock });
+    // what graphile-worker's crontab enqueues at 23:59:58 local: the payload plus _cron.ts
+    clock.set('2026-11-30T15:59:58Z');
+    await quickAddJob({ connectionString: TEST_PG_URL }, 'request', { type: 'RQFD', operationDay: 'tomorrow', _cron: { ts: '2026-11-30T15:59:58.000Z', backfilled: false } });
+    await runWorkerOnce(taskList); // attempt 1: the insert commits, its answer is lost → the job fails
+    const failed = await sql<{ attempts: number; last_error: string }>`SELECT attempts, last_error FROM graphile_worker.jobs WHERE task_identifier = 'request'`.execute(db);
+    expect(failed.rows).toEqual([{ attempts: 1, last_error: expect.stringContaining('COUTMSGS insert not confirmed') }]);
+    expect(await outboxRows()).toHaveLength(1);
+    // the retry comes due after midnight local
+    clock.set('2026-11-30T16:00:01Z'); // graphile-worker's first retry is due ~3 s later
+    await sql`UPDATE graphile_worker._private_jobs SET run_at = now()`.execute(db);
+    await runWorkerOnce(taskList); // attempt 2: finds its own request and reconciles it
+    expect((await sql<{ n: number }>`SELECT count(*)::int AS n FROM graphile_worker.jobs`.execute(db)).rows[0].n).toBe(0);
+    const rows = await outboxRows();
+    expect(rows).toHaveLength(1);
+    const requests = await sql<{ id: number; state: string; day: string; coutmsgs_id: number }>`SELECT id, state, operation_day::text AS day, coutmsgs_id::int FROM req_track`.execute(db);
+    expect(requests.rows).toEqual([{ id: expect.any(Number), state: 'SENT', day: '2026-12-01', coutmsgs_id: Number(rows[0].COUTMSGS_ID) }]);
+  });
+
+  it('a retried RQRD job reconciles its own request (first insert committed, answer lost) → one request, one COUTMSGS row', async () => {
+    const taskList = requestTasks({ db, outbox: answerLostOnce(), config, clock });
+    await quickAddJob({ connectionString: TEST_PG_URL }, 'request', { type: 'RQRD', rtype: 'SLST' });
+    await runWorkerOnce(taskList);
+    await sql`UPDATE graphile_worker._private_jobs SET run_at = now()`.execute(db);
+    clock.advance(60_000);
+    await runWorkerOnce(taskList);
+    expect(await outboxRows()).toHaveLength(1);
+    const requests = await sql<{ state: string }>`SELECT state FROM req_track`.execute(db);
+    expect(requests.rows).toEqual([{ state: 'SENT' }]);
   });
 });
 

@@ -26,7 +26,6 @@ describe('decodeRsta', () => {
         '<RECS>3</RECS>',
       ),
       TZ,
-      NOW,
     );
     expect(u).toEqual([
       { rtyp: 'GATE', rsid: '21', stat: 'D', stdt: new Date('2026-12-01T02:00:00Z'), eddt: new Date('2026-12-01T04:00:00Z'), remk: 'paint' },
@@ -45,13 +44,23 @@ describe('decodeRsta', () => {
   ];
   for (const [name, records, detail] of bad)
     it(`PROTOCOL: ${name}`, () => {
-      const f = fail(() => decodeRsta(msg('DNLD', records), TZ, NOW));
+      const f = fail(() => decodeRsta(msg('DNLD', records), TZ));
       expect(f?.cls).toBe('PROTOCOL');
       expect(f?.detail).toMatch(detail);
     });
 
+  it('issue 9 item 4: no STDT and EDDT already past at the message time: stored as expired, never refused', () => {
+    // sent at 08:00 local, "disabled until 07:30": the window was over when it was sent
+    const u = decodeRsta(msg('DNLD', rec('<RTYP>GATE</RTYP><RSID>7</RSID><STAT>D</STAT><EDDT>01DEC260730</EDDT>')), TZ);
+    expect(u).toEqual([{ rtyp: 'GATE', rsid: '7', stat: 'D', stdt: null, eddt: new Date('2026-11-30T23:30:00Z'), remk: null }]);
+    expect(statusOf(u[0], NOW)).toBe('E');
+    // the decode depends on the message only: the same input gives the same result whatever the time
+    const later = decodeRsta(msg('DNLD', rec('<RTYP>GATE</RTYP><RSID>8</RSID><STAT>D</STAT><EDDT>01DEC260900</EDDT>')), TZ);
+    expect(later[0]).toMatchObject({ stdt: NOW, eddt: new Date('2026-12-01T01:00:00Z') });
+  });
+
   it('RECS, when present, must match', () => {
-    expect(fail(() => decodeRsta(msg('RESP', rec('<RTYP>GATE</RTYP><RSID>1</RSID><STAT>E</STAT>'), '<RECS>2</RECS>'), TZ, NOW))?.cls).toBe('PROTOCOL');
+    expect(fail(() => decodeRsta(msg('RESP', rec('<RTYP>GATE</RTYP><RSID>1</RSID><STAT>E</STAT>'), '<RECS>2</RECS>'), TZ))?.cls).toBe('PROTOCOL');
   });
 });
 
