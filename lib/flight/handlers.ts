@@ -7,25 +7,22 @@ import type { BatchDomain, HandlerRegistry } from '../pipeline/handlers.ts';
 import type { Envelope } from '../sis/envelope.ts';
 import { decodeFlop, decodeSchedule } from './decode.ts';
 import { validateSnapshot } from './ledger.ts';
-import { countDecodeNotes } from './metrics.ts';
 import type { FlightCommand } from './plan.ts';
 import { FLOP_STYPS } from './rules.ts';
 import { FlightSession } from './session.ts';
 
-/** Decode a flight message into the planner's command (pure but for the decode-notes counters). PROTOCOL/MALFORMED throw. */
+/** Decode a flight message into the planner's command (pure). PROTOCOL/MALFORMED throw. */
 export function decodeFlightCommand(env: Envelope, config: Config): FlightCommand {
   const opts = { timeZone: config['msgx.airport.timezone'] };
   if (env.type === 'FLOP') {
     const m = decodeFlop(env, opts);
-    countDecodeNotes(env.type, env.styp, m.notes);
-    return { kind: 'flop', styp: m.styp, flid: m.flid, delete: m.delete, patch: m.patch };
+    return { kind: 'flop', styp: m.styp, flid: m.flid, delete: m.delete, patch: m.patch, notes: m.notes };
   }
   const m = decodeSchedule(env, opts);
-  countDecodeNotes(env.type, env.styp, m.notes);
-  if (env.styp === 'ADFT') return { kind: 'adft', styp: m.styp, records: m.records };
+  if (env.styp === 'ADFT') return { kind: 'adft', styp: m.styp, records: m.records, notes: m.notes };
   // INV-4: PROTOCOL before any write
   const day = validateSnapshot(m, { timeZone: opts.timeZone, cutover: config['msgx.airport.day-cutover'] });
-  return { kind: 'snapshot', styp: env.styp as 'DNLD' | 'RESP', day, recs: m.recs, records: m.records };
+  return { kind: 'snapshot', styp: env.styp as 'DNLD' | 'RESP', day, recs: m.recs, records: m.records, notes: m.notes };
 }
 
 export const flightDomain: BatchDomain<FlightCommand> = {

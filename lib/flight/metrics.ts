@@ -34,13 +34,3 @@ const KNOWN_STYPS: ReadonlySet<string> = new Set([...Object.keys(FLOP_STYPS), ..
 export function unknownTagCounts(type: string, styp: string, notes: DecodeNotes): { type: string; styp: string; tag: string }[] {
   return notes.unknownTags.map((tag) => ({ type: boundedLabel(type, KNOWN_TYPES), styp: boundedLabel(styp, KNOWN_STYPS), tag: boundedLabel(tag, KNOWN_TAGS) }));
 }
-
-/**
- * Count what the decoder noted, labels bounded. Called by the flight handlers inside the
- * business transaction (so a retried attempt counts again); the handlers are to return
- * `counts: { unknownTags: unknownTagCounts(…) }` instead and let the pump count after the commit.
- */
-export function countDecodeNotes(type: string, styp: string, notes: DecodeNotes): void {
-  for (const t of unknownTagCounts(type, styp, notes)) decodeUnknownTags.inc(t);
-  if (notes.droppedRoutePoints > 0) routePointsDropped.inc(notes.droppedRoutePoints);
-}

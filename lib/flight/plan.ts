@@ -11,7 +11,7 @@
 // NeedData — the caller (lib/flight/session.ts) loads it and calls apply again for the same
 // message; a message's changes reach the batch only when its apply returns (no partial effect).
 import { protocol } from '../pipeline/errors.ts';
-import type { Patch, ScheduleRecord } from './decode.ts';
+import type { DecodeNotes, Patch, ScheduleRecord } from './decode.ts';
 import { applyAdft, applyFlop, applyMafl, applySnapshotRecord, compareFlid, deleteFlight, deriveMafl, touchesMaster, type MergeContext, type MergeResult } from './merge.ts';
 import { DATA_KEYS, type FlightState } from './state.ts';
 
@@ -19,11 +19,12 @@ import { DATA_KEYS, type FlightState } from './state.ts';
 // input
 
 /** A flight message, decoded (lib/flight/handlers.ts decodes; pure). */
-export type FlightCommand =
+export type FlightCommand = (
   | { kind: 'flop'; styp: string; flid: string; delete: boolean; patch: Patch }
   | { kind: 'adft'; styp: string; records: ScheduleRecord[] }
   /** `day` null: an empty RESP, whose day comes from the request it answers (set before apply). */
-  | { kind: 'snapshot'; styp: 'DNLD' | 'RESP'; day: string | null; recs: number; records: ScheduleRecord[] };
+  | { kind: 'snapshot'; styp: 'DNLD' | 'RESP'; day: string | null; recs: number; records: ScheduleRecord[] }
+) & { /** What the decoder noted (counted once the message's business transaction committed). */ notes?: DecodeNotes };
 
 /** An ACTIVE flight with a MAID, as persisted (the shared flights of that master). */
 export interface SharedRow {

@@ -11,6 +11,7 @@ import type { DomainBatch, DomainMessage, HandlerOutcome } from '../pipeline/han
 import { scheduleResponseGuard } from '../requests/schedule-guard.ts';
 import { loadVersionFloors } from '../lifecycle/floor.ts';
 import { loadDays, writeLedgers } from './ledger.ts';
+import { routePointsDropped, unknownTagCounts } from './metrics.ts';
 import { FlightPlan, Loaded, NeedData, type FlightCommand } from './plan.ts';
 import { loadSharedOf, loadStates, writePlan, type Executor } from './store.ts';
 
@@ -106,7 +107,9 @@ export class FlightSession implements DomainBatch<FlightCommand> {
       m.log.info({ operationDay: p.snapshot.day, replay: p.snapshot.replay, version: p.snapshot.version, changed: p.changed.length, deleted: p.snapshot.deleted }, 'snapshot applied');
     }
     if (p.outcome.state === 'SKIPPED') return { outcome: 'skipped', reason: p.outcome.reason, mirror: p.mirror };
-    return { outcome: 'applied', mirror: p.mirror };
+    if (c.notes?.droppedRoutePoints) routePointsDropped.inc(c.notes.droppedRoutePoints);
+    const unknownTags = c.notes ? unknownTagCounts(m.env.type, m.env.styp, c.notes) : [];
+    return { outcome: 'applied', mirror: p.mirror, ...(unknownTags.length ? { counts: { unknownTags } } : {}) };
   }
 
   async addressed(cmd: FlightCommand): Promise<string[]> {

@@ -32,7 +32,7 @@ import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
 import { readBodies, withTimeout, type Inbox } from '../db/mysql.ts';
-import { metrics } from '../runtime/metrics.ts';
+import { countAfterCommit, metrics, type AfterCommitCounts } from '../runtime/metrics.ts';
 import { decodeEnvelope, identityKey, kindOf, payload, type Envelope } from '../sis/envelope.ts';
 import { classify, describe, PipelineError, type Failure } from './errors.ts';
 import { decide, isExhausted } from './failures.ts';
@@ -128,7 +128,9 @@ async function applyBatch(d: PumpDeps, limit: number): Promise<BatchResult> {
   if (!head) return { kind: 'idle' };
   if (head.state === 'FAILED') {
     if (isExhausted({ attempts: head.attempts, errorClass: head.error_class }, d.config)) {
-      await T.markTerminal(d.session, head.msg_id, 'DEAD', `EXHAUSTED(${head.error_class}): attempts used up`, d.clock.now(), head.kind);
+      const reason = `EXHAUSTED(${head.error_class}): attempts used up`;
+      await T.markTerminal(d.session, head.msg_id, 'DEAD', reason, d.clock.now(), head.kind);
+      T.countTerminal('DEAD', reason, d.registry.metricKindOf(head.kind));
       return { kind: 'done', done: [{ msgId: head.msg_id, state: 'DEAD' }] };
     }
     const now = d.clock.now();
@@ -172,6 +174,7 @@ async function applyBatch(d: PumpDeps, limit: number): Promise<BatchResult> {
   }
   const applied = members.slice(0, biz.count);
   if (biz.cut) cut = biz.cut;
+  for (const c of biz.counts) countAfterCommit(c);
   const out: Done[] = [];
   if (applied.length > 0) {
     // 4. Redis in line with Postgres for every flight the batch addresses
@@ -187,7 +190,8 @@ async function applyBatch(d: PumpDeps, limit: number): Promise<BatchResult> {
     for (const f of finished) {
       const m = byId.get(f.msg_id)!;
       m.log[f.state === 'DEAD' ? 'warn' : 'info']({ state: f.state, ...(f.reason ? { reason: f.reason } : {}) }, f.state === 'SUCCEEDED' ? 'message applied' : `message ${f.state.toLowerCase()}`);
-      metrics.processingSeconds.observe({ kind: f.kind ?? 'unknown' }, perMessage);
+      metrics.processingSeconds.observe({ kind: d.registry.metricKindOf(f.kind) }, perMessage);
+      T.countTerminal(f.state, f.reason, d.registry.metricKindOf(f.kind));
       out.push({ msgId: f.msg_id, state: f.state });
     }
   }
@@ -240,6 +244,8 @@ interface Business {
   cut: Member | null;
   /** Every flight the committed members address. */
   mirror: string[];
+  /** Metrics to count now that the business transaction committed (once per message). */
+  counts: AfterCommitCounts[];
 }
 
 /** Thrown to roll the business transaction back when no member is left to commit. */
@@ -271,6 +277,7 @@ async function business(d: PumpDeps, members: Member[]): Promise<Business> {
       const outcomes: T.AppliedOutcome[] = [];
       const mirror = new Set<string>();
       const wake = new Set<string>();
+      const counts: AfterCommitCounts[] = [];
       let count = 0;
       for (const m of members) {
         const id = m.h.msg_id;
@@ -283,20 +290,21 @@ async function business(d: PumpDeps, members: Member[]): Promise<Business> {
         outcomes.push({ msgId: id, state: r.state, reason: r.reason, kind: m.kind, identityKey: owner === id ? m.bindKey : null });
         for (const f of r.mirror ?? []) mirror.add(f);
         for (const w of r.wake ?? []) wake.add(w);
+        if (r.counts) counts.push(r.counts);
         count++;
       }
       if (count === 0) throw new NothingToCommit();
       for (const b of batches.values()) for (const w of (await b.finish()).wake) wake.add(w);
       await T.recordApplied(tx, outcomes, now, wake);
-      return { count, cut: cutResult, mirror: [...mirror] };
+      return { count, cut: cutResult, mirror: [...mirror], counts };
     });
   } catch (e) {
-    if (e instanceof NothingToCommit) return { count: 0, cut: cutResult, mirror: [] };
+    if (e instanceof NothingToCommit) return { count: 0, cut: cutResult, mirror: [], counts: [] };
     throw e;
   }
 }
 
-type Applied = { state: T.TerminalState; reason: string | null; mirror?: string[]; wake?: string[] } | { state: 'RETRY'; failure: Failure };
+type Applied = { state: T.TerminalState; reason: string | null; mirror?: string[]; wake?: string[]; counts?: AfterCommitCounts } | { state: 'RETRY'; failure: Failure };
 
 /** One message inside the business transaction. */
 async function applyOne(d: PumpDeps, tx: Parameters<Handler>[0]['tx'], m: Member, batches: Map<BatchDomain<unknown>, DomainBatch<unknown>>, now: Date): Promise<Applied> {
@@ -332,7 +340,7 @@ async function applyOne(d: PumpDeps, tx: Parameters<Handler>[0]['tx'], m: Member
 
 function fromHandler(o: HandlerOutcome): Applied {
   if (o.outcome === 'skipped') return { state: 'SKIPPED', reason: o.reason, mirror: o.mirror };
-  return { state: 'SUCCEEDED', reason: null, mirror: o.mirror, wake: o.wake };
+  return { state: 'SUCCEEDED', reason: null, mirror: o.mirror, wake: o.wake, counts: o.counts };
 }
 
 /** A failure inside the business transaction: the message's own (an outcome), or retryable (ends the batch). */
@@ -345,7 +353,10 @@ function fromError(e: unknown): Applied {
 /** Record a failure of a message (the failure component decides FAILED or DEAD on the committed attempt count). */
 async function fail(d: PumpDeps, m: Member, f: Failure): Promise<Done> {
   const decision = await T.recordFailure(d.session, m.h.msg_id, f, (h) => decide(f, h, d.config), d.clock.now(), m.kind, m.bindKey);
-  if (decision.next === 'DEAD') m.log.warn({ state: 'DEAD', reason: decision.reason }, 'message dead');
+  if (decision.next === 'DEAD') {
+    T.countTerminal('DEAD', decision.reason, d.registry.metricKindOf(m.kind));
+    m.log.warn({ state: 'DEAD', reason: decision.reason }, 'message dead');
+  }
   else m.log[f.cls === 'INFRA' ? 'warn' : 'error']({ state: 'FAILED', errorClass: f.cls, reason: decision.reason, retryInMs: decision.retryInMs }, 'message failed');
   return { msgId: m.h.msg_id, state: decision.next };
 }

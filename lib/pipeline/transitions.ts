@@ -55,9 +55,9 @@ export async function heads(db: Q, limit: number): Promise<HeadRow[]> {
   return cut < 0 ? r.rows : r.rows.slice(0, cut);
 }
 
-/** Count a terminal outcome (after its commit). */
-export function countTerminal(state: TerminalState, reason: string | null, kind: string | null | undefined): void {
-  metrics.messages.inc({ kind: kind ?? '', state, reason: reasonLabel(reason) });
+/** Count a terminal outcome (after its commit); `kindLabel` bounded (HandlerRegistry.metricKindOf). */
+export function countTerminal(state: TerminalState, reason: string | null, kindLabel: string): void {
+  metrics.messages.inc({ kind: kindLabel, state, reason: reasonLabel(reason) });
   if (reason?.startsWith('duplicate-of:')) metrics.identityDuplicates.inc();
 }
 
@@ -132,9 +132,7 @@ export async function markFinished(db: Q, msgIds: readonly number[], now: Date):
       where msg_id = any(${[...msgIds]}::bigint[]) and state in ('PENDING', 'FAILED') and applied_state is not null
       returning msg_id, state, reason, kind)
     select t.*, ${wakeExpr(['backfill'])} as woken from t order by msg_id`.execute(db);
-  const out = r.rows.map((x) => ({ ...x, msg_id: Number(x.msg_id) }));
-  for (const x of out) countTerminal(x.state, x.reason, x.kind);
-  return out;
+  return r.rows.map((x) => ({ ...x, msg_id: Number(x.msg_id) }));
 }
 
 /**
@@ -149,7 +147,6 @@ export async function markTerminal(db: Q, msgId: number, state: TerminalState, r
       where msg_id = ${msgId} and state in ('PENDING', 'FAILED') returning msg_id)
     select t.msg_id, ${wakeExpr(['backfill'])} as woken from t`.execute(db);
   if (res.rows.length !== 1) throw new Error(`message ${msgId} was not open when marking it ${state}`);
-  countTerminal(state, reason, kind);
 }
 
 /**
