@@ -8,7 +8,10 @@
   const token = () => sessionStorage.getItem(TOKEN_KEY) || '';
   const esc = (v) => String(v ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
   const plural = (n, one, many) => `${n} ${n === 1 ? one : many || one + 's'}`;
-  const idList = (ids) => (ids.length > 8 ? ids.slice(0, 8).join(', ') + ', …' : ids.join(', '));
+  const idList = (list) => {
+    const ids = [...list].sort((a, b) => a - b);
+    return ids.length > 8 ? ids.slice(0, 8).join(", ") + ", …" : ids.join(", ");
+  };
   let TZ = 'UTC';
 
   async function api(path, body) {
@@ -251,7 +254,7 @@
     }
     svg.innerHTML = out;
   }
-  const legend = (el, series) => (el.innerHTML = series.map((s) => `<span><svg width="10" height="10"><rect width="10" height="10" fill="${s.color}"/></svg> ${esc(s.label)}</span>`).join(''));
+  const legend = (el, series) => (el.innerHTML = series.map((s) => `<span><svg class="swatch" width="10" height="10" viewBox="0 0 10 10"><rect width="10" height="10" fill="${s.color}"/></svg> ${esc(s.label)}</span>`).join(''));
 
   async function loadCharts() {
     const h = await api('/ops/last-hour');
