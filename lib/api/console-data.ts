@@ -69,33 +69,36 @@ function minuteIndex(at: Date, start: number): number {
   return Math.floor((at.getTime() - start) / 60_000);
 }
 
+export interface ProcTimes {
+  state: string;
+  enqueued_at: Date;
+  terminal_at: Date | null;
+  /** The inbox's received time as an instant (null: unknown). */
+  received: Date | null;
+}
+export interface EventTimes {
+  state: string;
+  created_at: Date;
+  sent_at: Date | null;
+}
+
 /**
- * The last hour per minute. Backlog and dispatch pending are the values at each minute's end,
- * counted back from now (open now, minus those that arrived after, plus those that left after);
- * only rows touched in the hour are read (indexes on state/updated_at and the outbox's state).
+ * The last hour per minute, pure: `procs` = PROC_STATE rows open now or touched in the hour,
+ * `events` = outbox rows PENDING now or sent in the hour. Minute i covers [start + i min,
+ * start + (i+1) min), the last one contains now. Backlog and dispatch pending are the values at
+ * each minute's end, counted back from now (open now, minus those that arrived after, plus those
+ * that left after); outcomes and latency are per minute of the terminal time.
  */
-export async function lastHour(db: Db, clock: Clock, tz: string) {
-  const now = clock.now();
-  const end = Math.floor(now.getTime() / 60_000) * 60_000 + 60_000; // end of the current minute
+export function hourSeries(procs: readonly ProcTimes[], events: readonly EventTimes[], now: Date) {
+  const end = Math.floor(now.getTime() / 60_000) * 60_000 + 60_000;
   const start = end - MINUTES * 60_000;
-  const from = new Date(start);
-  const [procs, events] = await Promise.all([
-    sql<{ state: string; enqueued_at: Date; terminal_at: Date | null; received: Date | null }>`
-      select state, enqueued_at, terminal_at, (received_at at time zone ${tz}) as received
-        from proc_state
-       where state in ('PENDING', 'FAILED') or (updated_at >= ${from} and state in ('SUCCEEDED', 'SKIPPED', 'DEAD'))`.execute(db),
-    sql<{ state: string; created_at: Date; sent_at: Date | null }>`
-      select state, created_at, sent_at from msg_event where state = 'PENDING'
-      union all
-      select state, created_at, sent_at from msg_event where state = 'SENT' and sent_at >= ${from} and target in ('msg', 'schd')`.execute(db),
-  ]);
   const zeros = () => new Array<number>(MINUTES).fill(0);
   const arrived = zeros();
   const left = zeros();
   const applied = { SUCCEEDED: zeros(), SKIPPED: zeros(), DEAD: zeros() } as Record<'SUCCEEDED' | 'SKIPPED' | 'DEAD', number[]>;
   const latencies: number[][] = Array.from({ length: MINUTES }, () => []);
   let openNow = 0;
-  for (const p of procs.rows) {
+  for (const p of procs) {
     const open = p.state === 'PENDING' || p.state === 'FAILED';
     if (open) openNow++;
     const a = minuteIndex(p.enqueued_at, start);
@@ -119,13 +122,13 @@ export async function lastHour(db: Db, clock: Clock, tz: string) {
   const created = zeros();
   const sent = zeros();
   let pendingNow = 0;
-  for (const e of events.rows) {
+  for (const e of events) {
     if (e.state === 'PENDING') pendingNow++;
     const c = minuteIndex(e.created_at, start);
     if (c >= 0 && c < MINUTES) created[c]++;
     if (e.state === 'SENT' && e.sent_at) {
-      const s = minuteIndex(e.sent_at, start);
-      if (s >= 0 && s < MINUTES) sent[s]++;
+      const x = minuteIndex(e.sent_at, start);
+      if (x >= 0 && x < MINUTES) sent[x]++;
     }
   }
   const pending = zeros();
@@ -136,16 +139,40 @@ export async function lastHour(db: Db, clock: Clock, tz: string) {
   }
   const pct = (xs: number[], p: number) => {
     if (xs.length === 0) return null;
-    const s = [...xs].sort((x, y) => x - y);
-    return Math.round(s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] * 10) / 10;
+    const sorted = [...xs].sort((x, y) => x - y);
+    return Math.round(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] * 10) / 10;
   };
   return {
-    timeZone: tz,
-    now: iso(now, tz),
-    minutes: Array.from({ length: MINUTES }, (_, i) => iso(new Date(start + i * 60_000), tz)),
+    start: new Date(start),
     backlog,
     applied,
     latencySeconds: { p50: latencies.map((l) => pct(l, 50)), p95: latencies.map((l) => pct(l, 95)), max: latencies.map((l) => pct(l, 100)) },
     dispatchPending: pending,
+  };
+}
+
+/** The last hour per minute from Postgres (only rows touched in the hour are read; indexes on state/updated_at and the outbox's state). */
+export async function lastHour(db: Db, clock: Clock, tz: string) {
+  const now = clock.now();
+  const from = new Date((Math.floor(now.getTime() / 60_000) + 1 - MINUTES) * 60_000);
+  const [procs, events] = await Promise.all([
+    sql<ProcTimes>`
+      select state, enqueued_at, terminal_at, (received_at at time zone ${tz}) as received
+        from proc_state
+       where state in ('PENDING', 'FAILED') or (updated_at >= ${from} and state in ('SUCCEEDED', 'SKIPPED', 'DEAD'))`.execute(db),
+    sql<EventTimes>`
+      select state, created_at, sent_at from msg_event where state = 'PENDING'
+      union all
+      select state, created_at, sent_at from msg_event where state = 'SENT' and sent_at >= ${from} and target in ('msg', 'schd')`.execute(db),
+  ]);
+  const h = hourSeries(procs.rows, events.rows, now);
+  return {
+    timeZone: tz,
+    now: iso(now, tz),
+    minutes: Array.from({ length: MINUTES }, (_, i) => iso(new Date(h.start.getTime() + i * 60_000), tz)),
+    backlog: h.backlog,
+    applied: h.applied,
+    latencySeconds: h.latencySeconds,
+    dispatchPending: h.dispatchPending,
   };
 }
