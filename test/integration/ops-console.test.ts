@@ -72,6 +72,11 @@ describe.runIf(present)('ops console v2 (headless Chromium)', () => {
     const errors: string[] = [];
     page.on('console', (m) => m.type() === 'error' && errors.push(`console: ${m.text()}`));
     page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+    // Under a strict Content-Security-Policy (no inline script, style or handler): a violation is a console error.
+    await page.route('**/ops', async (route) => {
+      const res = await route.fetch();
+      await route.fulfill({ response: res, headers: { ...res.headers(), 'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'" } });
+    });
     await page.goto(`http://127.0.0.1:${api.port}/ops`);
     await page.fill('#token', 'test-token');
     await page.click('#save');
