@@ -248,8 +248,14 @@
       }
     } else {
       for (const s of series) {
-        const pts = s.values.map((v, i) => (v === null ? null : `${x(i).toFixed(1)},${y(v).toFixed(1)}`)).filter(Boolean);
-        if (pts.length) out += `<polyline points="${pts.join(' ')}" fill="none" stroke="${s.color}" stroke-width="1.5"/>`;
+        // one polyline per run of known values: a minute without data is a gap, not a slope
+        const runs = [[]];
+        s.values.forEach((v, i) => (v === null ? runs.push([]) : runs[runs.length - 1].push(`${x(i).toFixed(1)},${y(v).toFixed(1)}`)));
+        for (const pts of runs.filter((r) => r.length)) {
+          out += pts.length === 1
+            ? `<circle cx="${pts[0].split(',')[0]}" cy="${pts[0].split(',')[1]}" r="1.8" fill="${s.color}"/>`
+            : `<polyline points="${pts.join(' ')}" fill="none" stroke="${s.color}" stroke-width="1.5"/>`;
+        }
       }
     }
     svg.innerHTML = out;

@@ -192,7 +192,7 @@ describe.runIf(present)('ops console v2 (headless Chromium)', () => {
     // charts of the last hour, inline SVG from Postgres
     await page.waitForFunction(() => document.querySelector('#charts-time')?.textContent?.includes('airport time'));
     expect(await page.textContent('#charts-time')).toMatch(/\+08:00 – .*\+08:00, airport time/);
-    for (const id of ['chart-backlog', 'chart-latency', 'chart-dispatch']) expect(await page.$$eval(`#${id} polyline`, (x) => x.length), id).toBeGreaterThan(0);
+    for (const id of ['chart-backlog', 'chart-latency', 'chart-dispatch']) expect(await page.$$eval(`#${id} polyline, #${id} circle`, (x) => x.length), id).toBeGreaterThan(0);
     expect(await page.$$eval('#chart-applied rect', (x) => x.length)).toBeGreaterThan(50);
     expect(await page.textContent('#legend-applied')).toContain('DEAD');
     await page.screenshot({ path: join(OUT, '4-console.png'), fullPage: true });
