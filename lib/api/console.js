@@ -100,7 +100,8 @@
       : b.status === 'ABANDONED' ? `The backfill was abandoned at ${fmt(b.abandonedAt)} (${b.abandonedReason}) after ${plural(b.attempts, 'attempt')}; resume it from "Backfill abandoned" below.`
       : b.status === 'OWED' ? `The processing time is still owed to the inbox (${plural(b.attempts, 'attempt')} so far${b.nextAt ? ', next ' + fmt(b.nextAt) : ''}).`
       : 'No backfill yet: the message is not terminal.';
-    const flights = t.flights.map((f) => `<h3 class="change">Flight ${flidLink(f.flid)} version ${esc(f.stateVersion)} — ${esc(f.op)}${f.cause !== 'MESSAGE' ? ' (' + esc(f.cause) + ')' : ''} at ${esc(fmt(f.at))}</h3>
+    const SHOWN = 100; // a snapshot can change thousands of flights: the page shows the first ones, the API has all
+    const flights = t.flights.slice(0, SHOWN).map((f) => `<h3 class="change">Flight ${flidLink(f.flid)} version ${esc(f.stateVersion)} — ${esc(f.op)}${f.cause !== 'MESSAGE' ? ' (' + esc(f.cause) + ')' : ''} at ${esc(fmt(f.at))}</h3>
         <table><tr><th>field</th><th>before</th><th>after</th></tr>${f.changes.map((c) => `<tr><td class="mono">${esc(c.key)}</td><td>${val(c.before)}</td><td>${val(c.after)}</td></tr>`).join('') || '<tr><td colspan="3" class="muted">no field changed</td></tr>'}</table>`).join('');
     $('detail').innerHTML = `<div class="panel" id="trace">
       <h2>Trace of message ${esc(t.msgId)}</h2>
@@ -109,7 +110,7 @@
       <h3>Identity</h3><p class="mono">${esc(t.identity || '(not bound)')}</p>
       <h3>State</h3>${s ? `<table><tr class="st-${esc(s.state)}"><td class="state">${esc(s.state)}</td><td class="reason">${esc(s.reason || '')}</td><td>enqueued ${esc(fmt(s.enqueuedAt))}</td><td>${s.terminalAt ? 'terminal ' + esc(fmt(s.terminalAt)) : s.nextAttemptAt ? 'next attempt ' + esc(fmt(s.nextAttemptAt)) : ''}</td></tr></table>` : '<p class="muted">no PROC_STATE row</p>'}
       <h3>Failed attempts</h3><table id="trace-attempts"></table>
-      <h3>Flights changed</h3><div id="trace-flights">${flights || '<p class="muted">This message changed no flight.</p>'}</div>
+      <h3>Flights changed</h3><div id="trace-flights">${flights || '<p class="muted">This message changed no flight.</p>'}${t.flights.length > SHOWN ? `<p class="muted">… and ${t.flights.length - SHOWN} more flight versions (all of them: GET /ops/messages/${esc(t.msgId)}).</p>` : ''}</div>
       <h3>Events produced</h3><table id="trace-events"></table>
       <h3>Backfill</h3><p id="trace-backfill">${esc(backfill)}</p></div>`;
     table($('trace-attempts'), t.attempts, [

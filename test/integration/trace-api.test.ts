@@ -2,7 +2,8 @@
 // deleted, archived), counts per state and reason, the paged list and the last-hour charts, from
 // hand-written records of the kind the pump writes (test/support/trace-fixtures.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openServices, resetDomain, resetPipeline, type TestServices } from '../support/services.ts';
+import { messageTrace } from '../../lib/api/message-trace.ts';
+import { deadInbox, openServices, resetDomain, resetPipeline, type TestServices } from '../support/services.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 import { writeTraceFixture, type TraceFixture } from '../support/trace-fixtures.ts';
 
@@ -68,6 +69,18 @@ describe('message trace, flight timeline and console reads over HTTP', () => {
     expect(c.inbox.processed).toBe('2026-12-01T08:32:00+08:00');
     expect(c.backfill).toMatchObject({ status: 'WRITTEN', at: '2026-12-01T08:32:00+08:00' });
     expect(c.flights.map((f: any) => `${f.flid}v${f.stateVersion} ${f.op}/${f.cause}`)).toEqual(['16v1 CREATE/MESSAGE', '99v1 CREATE/MESSAGE', '99v2 DELETE/SNAPSHOT_DELETE']);
+  });
+
+  it('with the inbox unreachable the trace still answers from Postgres and says so', async () => {
+    const inbox = deadInbox();
+    try {
+      const t = await messageTrace({ db: s.db, inbox, timeZone: 'Asia/Shanghai', topics: { msg: 'm', schd: 's' }, ioTimeoutMs: 500 }, fx.stand);
+      expect(t.found).toBe(true);
+      expect(t.inbox).toMatchObject({ present: null, error: expect.stringMatching(/^inbox unavailable: /) });
+      expect(t.flights).toHaveLength(2);
+    } finally {
+      await inbox.end().catch(() => {});
+    }
   });
 
   it('the FDEL trace shows the delete and its tombstone event', async () => {
