@@ -6,6 +6,7 @@ import { bearerGuard } from '../lib/api/auth.ts';
 import { inboxRoutes } from '../lib/api/inbox-routes.ts';
 import { opsRoutes } from '../lib/api/ops-routes.ts';
 import { consoleRoutes } from '../lib/api/console.ts';
+import { traceRoutes } from '../lib/api/trace-routes.ts';
 import { createInbox } from '../lib/db/mysql.ts';
 import { replayMessages, resumeBackfills, type ReplayRequest } from '../lib/pipeline/operator.ts';
 import { runProcess } from '../lib/runtime/process.ts';
@@ -31,6 +32,7 @@ await runProcess({
     await app.register(async (scoped) => inboxRoutes(scoped, { inbox, config: rt.config, clock: rt.clock, guard }));
     await opsRoutes(app, { db: rt.db, clock: rt.clock, guard });
     await consoleRoutes(app, { db: rt.db, clock: rt.clock, guard });
+    await traceRoutes(app, { db: rt.db, inbox, clock: rt.clock, config: rt.config, guard }); // trace, timeline, console v2 reads
     await app.register(flightRoutes, { db: rt.db, timeZone: rt.config['msgx.airport.timezone'] });
     await refdataRoutes(app, { db: rt.db, clock: rt.clock });
     await app.register(async (scoped) => {

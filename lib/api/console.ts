@@ -1,6 +1,8 @@
-// The ops console: one page (lib/api/console.html) served by the api process, and the JSON it
-// reads. The page is static; every piece of data and every action goes through the same
-// bearer-token routes the CLIs mirror (/ops/replay, /ops/backfill-resume, /ops/dispatch-replay).
+// The ops console: one page (lib/api/console.html) and its script (lib/api/console.js, no
+// inline script) served by the api process, and the summary JSON it reads. The page is static;
+// every piece of data and every action goes through the bearer-token routes (/ops/summary here,
+// the trace, timeline, counts, lists and charts of lib/api/trace-routes.ts, and the actions the
+// CLIs mirror: /ops/replay, /ops/backfill-resume, /ops/dispatch-replay).
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
@@ -8,6 +10,9 @@ import type { Clock } from '../clock.ts';
 import type { Db } from '../db/postgres.ts';
 
 const PAGE = readFileSync(new URL('./console.html', import.meta.url), 'utf8');
+// The page's script and style sheet, served apart so the page needs no inline script or style (Content-Security-Policy).
+const SCRIPT = readFileSync(new URL('./console.js', import.meta.url), 'utf8');
+const STYLE = readFileSync(new URL('./console.css', import.meta.url), 'utf8');
 const RECENT = 50;
 
 /** Everything the console shows, in one consistent read. */
@@ -54,5 +59,7 @@ export async function opsSummary(db: Db, clock: Clock) {
 
 export async function consoleRoutes(app: FastifyInstance, o: { db: Db; clock: Clock; guard: (req: never, reply: never) => Promise<unknown> }) {
   app.get('/ops', async (_req, reply) => reply.type('text/html; charset=utf-8').send(PAGE));
+  app.get('/ops/console.js', async (_req, reply) => reply.type('text/javascript; charset=utf-8').send(SCRIPT));
+  app.get('/ops/console.css', async (_req, reply) => reply.type('text/css; charset=utf-8').send(STYLE));
   app.get('/ops/summary', { preHandler: o.guard as never }, async () => opsSummary(o.db, o.clock));
 }

@@ -15,6 +15,7 @@ import {
   type PurgeSession,
   type RetentionDeps,
 } from './jobs.ts';
+import { purgeAttempts, purgeFlightChanges } from './trace-records.ts';
 
 export const RETENTION_TASK = 'retention';
 
@@ -51,7 +52,8 @@ export interface RunOptions {
 
 /**
  * Every job in order: the flight purge first (it empties the ledger's rosters), then the ledger,
- * history, logs, requests, and the inbox before PROC_STATE (whose rows are the inbox's evidence).
+ * history, logs, requests, and the inbox before PROC_STATE (whose rows are the inbox's evidence),
+ * then the trace records (flight changes by age, attempts of purged messages).
  * A failing job does not stop the others; the run then throws, naming every failure.
  */
 export async function runRetention(d: RetentionDeps, openSession: () => Promise<PurgeSession & { close(): Promise<void> }>, o: RunOptions = {}): Promise<{ report: RetentionReport; more: boolean }> {
@@ -80,6 +82,8 @@ export async function runRetention(d: RetentionDeps, openSession: () => Promise<
   await run('req_track', () => purgeRequests(d));
   await run('cminmsgs', (budget) => purgeInbox(d, { budget, batch: o.batch }));
   await run('proc_state', (budget) => purgeProcState(d, { budget, batch: o.batch }));
+  await run('flight_change', (budget) => purgeFlightChanges(d, { budget, batch: o.batch }));
+  await run('proc_attempt', (budget) => purgeAttempts(d, { budget, batch: o.batch })); // after proc_state: attempts go with their message
   d.log.info({ deleted: report, more }, 'retention run done');
   if (failures.length) throw new Error(`retention jobs failed: ${failures.join('; ')}`);
   return { report, more };

@@ -1,37 +1,48 @@
-// The ops console in a real headless Chromium: it shows the head, a DEAD message with its reason
-// and an abandoned backfill, and its replay / resume buttons act through the api.
-import { existsSync } from 'node:fs';
+// Console v2 (issue 12) in a real headless Chromium (Debian's, driven by playwright-core): the
+// operator searches a message and reads its trace, opens a flight's timeline (a deleted one and an
+// archived one), pages through DEAD messages that more recent SKIPPED ones do not hide, replays a
+// DEAD(PROTOCOL) message — cancelled at the confirmation, then confirmed with force — and a
+// DEAD(EXHAUSTED) one without any. Screenshots go to test-output/ops-console/ (gitignored). Any
+// console error or uncaught exception in the page fails the test.
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser } from 'playwright-core';
-import { openServices, procRows, putInbox, resetDomain, resetPipeline, sisMessage, type TestServices } from '../support/services.ts';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { openServices, resetDomain, resetPipeline, type TestServices } from '../support/services.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
-import { intakeRound } from '../../lib/pipeline/intake.ts';
-import { markTerminal } from '../../lib/pipeline/transitions.ts';
-import { systemClock } from '../../lib/clock.ts';
-import { testConfig } from '../support/env.ts';
-import { silentLog } from '../support/services.ts';
+import { writeTraceFixture, type TraceFixture } from '../support/trace-fixtures.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const present = existsSync(CHROMIUM);
 if (!present) console.warn(`SKIPPED(no-chromium): ${CHROMIUM} is absent; .ci/run installs Debian's chromium for this test`);
+const OUT = join(import.meta.dirname, '../../test-output/ops-console');
 
 let s: TestServices;
 let api: Proc;
 let browser: Browser;
+let fx: TraceFixture;
+const EXTRA_DEAD = 52; // with the fixture's two: more than one 50-row page
+const EXTRA_SKIPPED = 60; // newer than every DEAD one: a shared "recent problems" list would show only these
 
-describe.runIf(present)('ops console (headless Chromium)', () => {
+const stateOf = async (id: number) => (await s.db.selectFrom('proc_state').select('state').where('msg_id', '=', id).executeTakeFirstOrThrow()).state;
+
+describe.runIf(present)('ops console v2 (headless Chromium)', () => {
   beforeAll(async () => {
     s = await openServices();
     await resetPipeline(s);
     await resetDomain(s);
-    // a DEAD(EXHAUSTED) message, a SKIPPED one, an abandoned backfill; a PENDING head
-    const ids = [];
-    for (let i = 0; i < 4; i++) ids.push(await putInbox(s.inbox, sisMessage()));
-    await intakeRound({ db: s.db, inbox: s.inbox, clock: systemClock, config: testConfig(), log: silentLog });
-    await markTerminal(s.db, ids[0], 'DEAD', 'EXHAUSTED(INTERNAL): TypeError: handler bug', new Date(), 'TEST/UPD');
-    await markTerminal(s.db, ids[1], 'SKIPPED', 'unsupported', new Date(), 'ZZZZ/UPD');
-    await markTerminal(s.db, ids[2], 'SUCCEEDED', null, new Date(), 'TEST/UPD');
-    await s.db.updateTable('proc_state').set({ backfill_abandoned_at: new Date(), backfill_abandoned_reason: 'MISSING_ROW' }).where('msg_id', '=', ids[2]).execute();
+    fx = await writeTraceFixture(s);
+    // spread over the last hour (the charts read them): terminal g minutes ago, g * 2 s after enqueue
+    const t = new Date();
+    await sql`insert into proc_state (msg_id, state, reason, kind, enqueued_at, terminal_at, updated_at)
+              select 1000 + g, 'DEAD', 'EXHAUSTED(INTERNAL): TypeError: bulk', 'FLOP/GATE', ${t}::timestamptz - make_interval(mins => g, secs => 2 * g),
+                     ${t}::timestamptz - make_interval(mins => g), ${t}::timestamptz - make_interval(mins => g) from generate_series(1, ${EXTRA_DEAD}) g`.execute(s.db);
+    await sql`insert into proc_state (msg_id, state, reason, kind, enqueued_at, terminal_at, updated_at)
+              select 2000 + g, 'SKIPPED', 'unsupported', 'ZZZZ/UPD', ${t}::timestamptz - make_interval(mins => g % 55, secs => g),
+                     ${t}::timestamptz - make_interval(mins => g % 55), ${t}::timestamptz - make_interval(mins => g % 55) from generate_series(1, ${EXTRA_SKIPPED}) g`.execute(s.db);
+    await s.db.updateTable('proc_state').set({ backfill_abandoned_at: t, backfill_abandoned_reason: 'MISSING_ROW' }).where('msg_id', '=', fx.fdel).execute();
+    mkdirSync(OUT, { recursive: true });
     api = startWorker('api');
     await waitFor('api up', async () => (await fetch(`http://127.0.0.1:${api.port}/healthz`)).ok);
     browser = await chromium.launch({
@@ -45,32 +56,147 @@ describe.runIf(present)('ops console (headless Chromium)', () => {
     await s?.close();
   });
 
-  it('without a token it says it cannot load; with one it shows head, DEAD reason, abandoned backfill; replay and resume act', async () => {
-    const page = await browser.newPage();
+  it('a wrong token says it cannot load; the token is not put in the URL', async () => {
+    const page = await browser.newPage(); // 401s are logged by the browser: this page is not the error-checked one
     await page.goto(`http://127.0.0.1:${api.port}/ops`);
     await page.fill('#token', 'wrong');
     await page.click('#save');
     await page.waitForSelector('#status .bad');
     expect(await page.textContent('#status')).toContain('cannot load: missing or wrong bearer token');
+    expect(page.url()).toBe(`http://127.0.0.1:${api.port}/ops`);
+    await page.close();
+  });
 
+  it('search, trace, timeline, paged DEAD list, replay with and without the confirmation; no console error', async () => {
+    const page: Page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const errors: string[] = [];
+    page.on('console', (m) => m.type() === 'error' && errors.push(`console: ${m.text()}`));
+    page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+    // Under a strict Content-Security-Policy (no inline script, style or handler): a violation is a console error.
+    await page.route('**/ops', async (route) => {
+      const res = await route.fetch();
+      await route.fulfill({ response: res, headers: { ...res.headers(), 'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'" } });
+    });
+    await page.goto(`http://127.0.0.1:${api.port}/ops`);
     await page.fill('#token', 'test-token');
     await page.click('#save');
     await page.waitForFunction(() => document.querySelector('#status')?.textContent?.startsWith('loaded'));
-    const rows = await procRows(s.db);
-    expect(await page.textContent('#head')).toContain(`message ${rows[3].msg_id} PENDING`);
-    const problems = await page.textContent('#problems');
-    expect(problems).toContain('EXHAUSTED(INTERNAL): TypeError: handler bug');
-    expect(problems).toContain('unsupported');
-    expect(await page.textContent('#abandoned')).toContain('MISSING_ROW');
-    expect(await page.textContent('#dead')).toContain('none');
+    expect(await page.textContent('#status')).toMatch(/loaded \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \+08:00 \(airport time, Asia\/Shanghai\)/);
+    expect(page.url()).not.toContain('token');
+    expect(await page.evaluate(() => sessionStorage.getItem('msgx-token'))).toBe('test-token');
 
-    await page.click('#problems button'); // replay the DEAD one (the only row with a button)
-    await page.waitForFunction(() => document.querySelector('#action')?.textContent?.startsWith('replay done'));
-    expect((await procRows(s.db)).find((r) => r.msg_id === rows[0].msg_id)!.state).toBe('PENDING');
+    // counts per state and reason: DEAD first, its reasons each a link
+    const counts = await page.textContent('#counts');
+    expect(counts).toContain(`DEAD ${EXTRA_DEAD + 2}`);
+    expect(counts).toContain(`SKIPPED ${EXTRA_SKIPPED + 1}`);
+    expect(counts).toContain(`EXHAUSTED(INTERNAL) ${EXTRA_DEAD + 1}`);
+    const deadBg = await page.$eval('.chip.st-DEAD', (e) => getComputedStyle(e).backgroundColor);
+    const skippedBg = await page.$eval('.chip.st-SKIPPED', (e) => getComputedStyle(e).backgroundColor);
+    expect(deadBg).not.toBe(skippedBg);
 
-    await page.click('#abandoned button');
-    await page.waitForFunction(() => document.querySelector('#action')?.textContent?.startsWith('resume done'));
-    expect((await procRows(s.db)).find((r) => r.msg_id === rows[2].msg_id)!.backfill_abandoned_at).toBeNull();
-    await page.screenshot({ path: '/tmp/msgx-ops-console.png', fullPage: true });
+    // search a message: its trace, readable
+    await page.fill('#q', String(fx.stand));
+    await page.click('#trace-btn');
+    await page.waitForSelector('#trace-summary');
+    const summary = await page.textContent('#trace-summary');
+    expect(summary).toContain(`Message ${fx.stand} (FLOP/STND) was received 2026-12-01 08:30:00 +08:00; it is SUCCEEDED since 2026-12-01 08:36:00 +08:00, after 2 failed attempts.`);
+    expect(summary).toContain('It changed 2 flight versions (16, 17) and produced 3 events, 1 sent.');
+    const flights = await page.textContent('#trace-flights');
+    expect(flights).toContain('Flight 16 version 2 — UPDATE at 2026-12-01 08:35:00 +08:00');
+    expect(flights).toMatch(/STND\s*504\s*21/);
+    expect(flights).toContain('(MAFL)');
+    expect(await page.textContent('#trace-attempts')).toContain('TypeError: boom again');
+    expect(await page.textContent('#trace-events')).toMatch(/msgx\.flight\.msg\s*16\s*2\s*change\s*SENT\s*2\s*41/);
+    await page.screenshot({ path: join(OUT, '1-trace.png'), fullPage: true });
+
+    // the FDEL's trace: the delete and its tombstone
+    await page.fill('#q', String(fx.fdel));
+    await page.press('#q', 'Enter');
+    await page.waitForFunction((id) => document.querySelector('#trace-summary')?.textContent?.startsWith(`Message ${id} `), fx.fdel);
+    expect(await page.textContent('#trace-flights')).toContain('Flight 16 version 3 — DELETE');
+    expect(await page.textContent('#trace-events')).toContain('tombstone (delete)');
+
+    // open flight 16's timeline from the trace
+    await page.click('#trace-flights a[data-flid="16"]');
+    await page.waitForSelector('#timeline-summary');
+    expect(await page.textContent('#timeline-summary')).toContain('Flight 16 is DELETED, version 3, operation day 2026-12-01');
+    const versions = await page.textContent('#timeline-versions');
+    expect(versions).toMatch(/1\s*CREATE.*SCHD\/DNLD/s);
+    expect(versions).toMatch(/2\s*UPDATE.*FLOP\/STND.*STND: 504 → 21/s);
+    expect(versions).toMatch(/3\s*DELETE.*FLOP\/FDEL.*STATE: ACTIVE → DELETED/s);
+    await page.screenshot({ path: join(OUT, '2-timeline.png'), fullPage: true });
+
+    // an archived flight, by search
+    await page.fill('#q', '99');
+    await page.click('#timeline-btn');
+    await page.waitForFunction(() => document.querySelector('#timeline-summary')?.textContent?.startsWith('Flight 99 '));
+    expect(await page.textContent('#timeline-summary')).toContain('Flight 99 is ARCHIVED: purged, its last state is in the history store. Archived version 2 (DELETED, rule DELETED) at 2026-12-01 09:00:00 +08:00.');
+    expect(await page.textContent('#timeline-versions')).toContain('DELETE (SNAPSHOT_DELETE)');
+
+    // every DEAD message is listed, page by page, although 61 SKIPPED ones are more recent
+    await page.click('#counts a.chip[data-state="DEAD"]:not([data-reason])');
+    await page.waitForFunction(() => document.querySelector('#page-info')?.textContent?.startsWith('page 1'));
+    expect(await page.$$eval('#list tr.st-DEAD', (r) => r.length)).toBe(50);
+    expect(await page.$$eval('#list tr.st-SKIPPED', (r) => r.length)).toBe(0);
+    await page.click('#next-page');
+    await page.waitForFunction(() => document.querySelector('#page-info')?.textContent?.startsWith('page 2'));
+    expect(await page.$$eval('#list tr.st-DEAD', (r) => r.length)).toBe(EXTRA_DEAD + 2 - 50);
+    expect(await page.textContent('#page-info')).toContain('(last page)');
+
+    // DEAD(PROTOCOL): the replay asks first and says what force means; cancel replays nothing
+    await page.click('#counts a.chip[data-state="DEAD"][data-reason="PROTOCOL"]');
+    await page.waitForFunction(() => document.querySelector('#list-title')?.textContent === 'List: DEAD · PROTOCOL');
+    await page.check(`#list input.pick[data-id="${fx.protocol}"]`);
+    await page.click('#replay-selected');
+    await page.waitForSelector('#confirm:not([hidden])');
+    const ask = await page.textContent('#confirm-text');
+    expect(ask).toContain(`The selected message (${fx.protocol}) is DEAD(MALFORMED/PROTOCOL)`);
+    expect(ask).toContain('Replaying with force sends the same inbox text through the decoder and the handlers again');
+    expect(ask).toContain('goes DEAD again with the same reason');
+    await page.screenshot({ path: join(OUT, '3-confirm-force.png'), fullPage: true });
+    await page.click('#confirm-cancel');
+    await page.waitForFunction(() => document.querySelector('#action')?.textContent?.startsWith('Nothing was replayed'));
+    expect(await page.textContent('#action')).toBe(`Nothing was replayed: you cancelled, so 1 message (${fx.protocol}) stays DEAD.`);
+    expect(await stateOf(fx.protocol)).toBe('DEAD');
+
+    // ... and confirming replays it with force
+    await page.check(`#list input.pick[data-id="${fx.protocol}"]`);
+    await page.click('#replay-selected');
+    await page.waitForSelector('#confirm:not([hidden])');
+    await page.click('#confirm-force');
+    await page.waitForFunction(() => document.querySelector('#action')?.textContent?.startsWith('Replayed'));
+    expect(await page.textContent('#action')).toBe(`Replayed 1 message (${fx.protocol}): back to PENDING, the pump applies it again in inbox order (with force).`);
+    expect(await stateOf(fx.protocol)).toBe('PENDING');
+
+    // DEAD(EXHAUSTED), bulk: the whole second page selected and replayed at once, no confirmation needed
+    await page.click('#counts a.chip[data-state="DEAD"][data-reason="EXHAUSTED(INTERNAL)"]');
+    await page.waitForFunction(() => document.querySelector('#list-title')?.textContent === 'List: DEAD · EXHAUSTED(INTERNAL)');
+    await page.click('#next-page');
+    await page.waitForFunction(() => document.querySelector('#page-info')?.textContent?.startsWith('page 2, 3 messages'));
+    await page.click('#select-all');
+    expect(await page.textContent('#selected-count')).toBe('3 messages selected');
+    await page.click('#replay-selected');
+    await page.waitForFunction(() => document.querySelector('#action')?.textContent?.startsWith('Replayed 3 messages'));
+    expect(await page.textContent('#action')).toBe(`Replayed 3 messages (${fx.exhausted}, 1001, 1002): back to PENDING, the pump applies them again in inbox order.`);
+    expect(await page.isHidden('#confirm')).toBe(true);
+    expect(await stateOf(fx.exhausted)).toBe('PENDING');
+    expect(await stateOf(1001)).toBe('PENDING');
+    expect(await stateOf(1003)).toBe('DEAD');
+
+    // resume an abandoned backfill: the result as a sentence
+    await page.waitForSelector(`#abandoned button[data-resume="${fx.fdel}"]`);
+    await page.click(`#abandoned button[data-resume="${fx.fdel}"]`);
+    await page.waitForFunction(() => document.querySelector('#action')?.textContent?.startsWith('Backfill of message'));
+    expect(await page.textContent('#action')).toBe(`Backfill of message ${fx.fdel} resumed: the processing time will be written back on the next round.`);
+
+    // charts of the last hour, inline SVG from Postgres
+    await page.waitForFunction(() => document.querySelector('#charts-time')?.textContent?.includes('airport time'));
+    expect(await page.textContent('#charts-time')).toMatch(/\+08:00 – .*\+08:00, airport time/);
+    for (const id of ['chart-backlog', 'chart-latency', 'chart-dispatch']) expect(await page.$$eval(`#${id} polyline, #${id} circle`, (x) => x.length), id).toBeGreaterThan(0);
+    expect(await page.$$eval('#chart-applied rect', (x) => x.length)).toBeGreaterThan(50);
+    expect(await page.textContent('#legend-applied')).toContain('DEAD');
+    await page.screenshot({ path: join(OUT, '4-console.png'), fullPage: true });
+
+    expect(errors).toEqual([]);
   });
 });

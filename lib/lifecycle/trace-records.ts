@@ -1,0 +1,46 @@
+// Retention of the trace records (issue 12), two jobs of the retention process:
+//   flight_change  CREATED_AT older than msgx.pipeline.event-retention (as long as the outbox
+//                  events of those versions are kept)
+//   proc_attempt   its PROC_STATE row is gone (purged by purgeProcState, US-11): the attempts
+//                  go with the message they belong to, never before it
+// Each deletes in bounded batches, returns the count and counts it in
+// msgx_retention_deleted_total{object}.
+import { sql } from 'kysely';
+import type { JobOptions, RetentionDeps } from './jobs.ts';
+import { metrics } from '../runtime/metrics.ts';
+
+async function loop(o: JobOptions, object: string, step: (batch: number) => Promise<number>): Promise<number> {
+  const batch = o.batch ?? 5000;
+  let total = 0;
+  for (;;) {
+    const n = await step(batch);
+    total += n;
+    if (n > 0) metrics.retentionDeleted.inc({ object }, n);
+    if (n < batch || o.budget?.spent()) return total;
+  }
+}
+
+/** FLIGHT_CHANGE rows older than msgx.pipeline.event-retention (by CREATED_AT). */
+export async function purgeFlightChanges(d: Pick<RetentionDeps, 'db' | 'clock' | 'config' | 'log'>, o: JobOptions = {}): Promise<number> {
+  const cutoff = new Date(d.clock.now().getTime() - d.config['msgx.pipeline.event-retention']);
+  const n = await loop(o, 'flight_change', async (batch) => {
+    const r = await sql`
+      delete from flight_change where ctid = any(array(
+        select ctid from flight_change where created_at < ${cutoff} order by created_at limit ${batch}))`.execute(d.db);
+    return Number(r.numAffectedRows ?? 0);
+  });
+  if (n) d.log.info({ deleted: n, before: cutoff.toISOString() }, 'retention: flight change records deleted');
+  return n;
+}
+
+/** PROC_ATTEMPT rows whose message's PROC_STATE row is gone. */
+export async function purgeAttempts(d: Pick<RetentionDeps, 'db' | 'log'>, o: JobOptions = {}): Promise<number> {
+  const n = await loop(o, 'proc_attempt', async (batch) => {
+    const r = await sql`
+      delete from proc_attempt where ctid = any(array(
+        select a.ctid from proc_attempt a where not exists (select 1 from proc_state p where p.msg_id = a.msg_id) limit ${batch}))`.execute(d.db);
+    return Number(r.numAffectedRows ?? 0);
+  });
+  if (n) d.log.info({ deleted: n }, 'retention: attempts of purged messages deleted');
+  return n;
+}
