@@ -98,6 +98,7 @@ const PARAMS = {
   'msgx.http.host': [z.string().min(1), '127.0.0.1'],
   'msgx.log.level': [z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']), 'info'],
   'msgx.dev-mode': [bool, 'true'],
+  'msgx.test.crash-at': [z.string().regex(/^$|^[a-z.-]+(:\d+)?$/, 'expected <point>[:<n>]'), ''],
 } as const satisfies Record<string, readonly [z.ZodType, string]>;
 
 /** Connection settings (plain names, as the issue fixes them). */

@@ -8,6 +8,7 @@ import { createSessionDb, LOCKS } from '../lib/db/postgres.ts';
 import { createRedis } from '../lib/db/redis.ts';
 import { refreshHeadGauges } from '../lib/pipeline/gauges.ts';
 import { drain } from '../lib/pipeline/pump.ts';
+import { crashAt } from '../lib/runtime/crash.ts';
 import { runProcess } from '../lib/runtime/process.ts';
 
 const BUDGET_MS = 30_000;
@@ -26,7 +27,8 @@ await runProcess({
     const redis = createRedis(rt.config.REDIS_URL, rt.config['msgx.io.timeout']);
     const session = createSessionDb(leader!.client);
     await sql`select set_config('statement_timeout', ${STATEMENT_TIMEOUT}, false), set_config('lock_timeout', ${LOCK_TIMEOUT}, false)`.execute(session);
-    const deps = { session, inbox, registry: buildRegistry(), mirror: buildMirror({ db: rt.db, redis, config: rt.config }), clock: rt.clock, config: rt.config, log: rt.log };
+    const crash = crashAt(rt.config['msgx.test.crash-at']);
+    const deps = { session, inbox, registry: buildRegistry(), mirror: buildMirror({ db: rt.db, redis, config: rt.config, crash }), clock: rt.clock, config: rt.config, log: rt.log, crash };
     const gauges = setInterval(() => void refreshHeadGauges(rt.db, rt.clock, rt.config), GAUGES_EVERY_MS);
     gauges.unref();
     return {

@@ -3,6 +3,7 @@
 import type { Config } from '../config.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Redis } from '../db/redis.ts';
+import type { Crash } from '../runtime/crash.ts';
 import { registerFlightHandlers } from '../flight/handlers.ts';
 import { createFlightMirror } from '../flight/mirror.ts';
 import { HandlerRegistry, type Mirror } from '../pipeline/handlers.ts';
@@ -31,6 +32,6 @@ export function metricKind(type: string, styp: string): string {
 }
 
 /** Step 2 of the pump's success path: Redis flight snapshots from Postgres. */
-export function buildMirror(deps: { db: Db; redis: Redis; config: Config }): Mirror {
-  return createFlightMirror(deps.db, deps.redis, { timeZone: deps.config['msgx.airport.timezone'] });
+export function buildMirror(deps: { db: Db; redis: Redis; config: Config; crash?: Crash }): Mirror {
+  return createFlightMirror(deps.db, deps.redis, { timeZone: deps.config['msgx.airport.timezone'], crash: deps.crash });
 }

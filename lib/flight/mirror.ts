@@ -4,6 +4,7 @@
 // One consistent read, one pipeline; any command error throws (the pump holds the head).
 import type { Redis } from 'ioredis';
 import type { Mirror } from '../pipeline/handlers.ts';
+import type { Crash } from '../runtime/crash.ts';
 import { readFlights } from './read.ts';
 import { toJson } from './state.ts';
 import type { Executor } from './store.ts';
@@ -13,7 +14,7 @@ export const flightKey = (flid: string) => `msgx:flight:${flid}`;
 /** Flights per Redis pipeline (a 9,999-flight snapshot is a handful of round trips). */
 const BATCH = 1000;
 
-export function createFlightMirror(db: Executor, redis: Redis, opts: { timeZone: string }): Mirror {
+export function createFlightMirror(db: Executor, redis: Redis, opts: { timeZone: string; crash?: Crash }): Mirror {
   return {
     async probe(): Promise<void> {
       await redis.ping();
@@ -33,6 +34,7 @@ export function createFlightMirror(db: Executor, redis: Redis, opts: { timeZone:
         if (!res) throw new Error('redis pipeline aborted');
         const err = res.find(([e]) => e)?.[0];
         if (err) throw err;
+        if (i + BATCH < ids.length) opts.crash?.('pump.mid-redis');
       }
     },
   };

@@ -32,6 +32,7 @@ import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
 import { readBodies, withTimeout, type Inbox } from '../db/mysql.ts';
+import type { Crash } from '../runtime/crash.ts';
 import { countAfterCommit, metrics, type AfterCommitCounts } from '../runtime/metrics.ts';
 import { decodeEnvelope, identityKey, kindOf, payload, type Envelope } from '../sis/envelope.ts';
 import { classify, describe, PipelineError, type Failure } from './errors.ts';
@@ -48,6 +49,8 @@ export interface PumpDeps {
   clock: Clock;
   config: Config;
   log: Logger;
+  /** Crash points of the crash-recovery tests (lib/runtime/crash.ts); none in production. */
+  crash?: Crash;
 }
 
 export type TickResult = { kind: 'idle' } | { kind: 'wait'; until: Date; msgId: number } | { kind: 'processed'; msgId: number; state: string };
@@ -177,6 +180,7 @@ async function applyBatch(d: PumpDeps, limit: number): Promise<BatchResult> {
   for (const c of biz.counts) countAfterCommit(c);
   const out: Done[] = [];
   if (applied.length > 0) {
+    d.crash?.('pump.after-business-commit');
     // 4. Redis in line with Postgres for every flight the batch addresses
     try {
       await d.mirror.sync(biz.mirror);
@@ -184,6 +188,7 @@ async function applyBatch(d: PumpDeps, limit: number): Promise<BatchResult> {
       return done([await fail(d, applied[0], { cls: 'INFRA', detail: `redis mirror failed after business commit: ${describe(e)}` })]);
     }
     // 5. terminal states + backfill intents + backfill wake-up
+    d.crash?.('pump.before-terminal');
     const finished = await T.markFinished(d.session, applied.map((m) => m.h.msg_id), d.clock.now());
     const byId = new Map(applied.map((m) => [m.h.msg_id, m]));
     const perMessage = (performance.now() - started) / 1000 / applied.length;
