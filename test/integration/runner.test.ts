@@ -4,7 +4,7 @@
 // line naming it. Ctrl-C (SIGINT to the whole group) → everything gone within 5 s. No warning
 // noise. While the set runs, Debian's Prometheus scrapes it with ops/prometheus.yml: every target
 // up, every alert rule healthy.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import kafkajs from 'kafkajs';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -170,6 +170,13 @@ describe('npm start (scripts/start.ts on the Procfile)', () => {
         await prom.stop();
       }
     }
+    // the compose healthcheck command, against the running set
+    const hc = (name: string) =>
+      spawnSync(process.execPath, ['scripts/healthcheck.ts', name], { env: { ...process.env, [`MSGX_HTTP_PORT_${name.replace(/-/g, '_').toUpperCase()}`]: String(s.ports[name] ?? 1) }, encoding: 'utf8' });
+    for (const name of PROCS) expect({ name, status: hc(name).status }).toEqual({ name, status: 0 });
+    expect(hc('pump').stdout).toMatch(/^pump: 200 \{"ok":true/);
+    expect(hc('nobody').status).toBe(2);
+
     const sentAt = Date.now();
     process.kill(-s.child.pid!, 'SIGINT');
     const { code, signal, at } = await Promise.race([s.exited, new Promise<never>((_, j) => setTimeout(() => j(new Error('npm start still running 10 s after Ctrl-C')), 10_000))]);
@@ -181,5 +188,6 @@ describe('npm start (scripts/start.ts on the Procfile)', () => {
     expect(code === 0 || signal === 'SIGINT').toBe(true);
     expect(s.out).toContainEqual(expect.stringMatching(/^start: stopped after SIGINT$/));
     expect(s.out.filter((l) => WARNING.test(l))).toEqual([]);
+    expect(hc('pump').status).toBe(1); // nothing answers any more
   }, 180_000);
 });
