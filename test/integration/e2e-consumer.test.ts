@@ -1,11 +1,13 @@
 // Issue 4 end to end: corpus + fixtures into the inbox, all six processes running, a real Kafka
 // consumer applying the rules of docs/consumers.md to both topics ends with exactly the flights
-// and states of GET /all/flights.
+// and states of GET /all/flights. Every record it reads is validated against the contract,
+// docs/asyncapi.yaml (ajv), key and value.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import kafkajs from 'kafkajs';
 import { renumberSeqn } from '../../lib/inject/files.ts';
 import { corpusMessages, corpusPresent } from '../support/corpus.ts';
+import { contract } from '../support/contract.ts';
 import { TEST_KAFKA } from '../support/env.ts';
 import { openServices, procRows, putInbox, resetDomain, resetPipeline, sisMessage, type TestServices } from '../support/services.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
@@ -87,11 +89,19 @@ describe.runIf(corpusPresent)('end to end: inbox → six processes → Kafka con
     let received = 0;
     const expected = Number((await s.pool.query(`select count(*)::int n from msg_event`)).rows[0].n);
     let schdStates = 0;
+    const asyncapi = contract();
+    const checked = { msg: 0, schd: 0 };
+    const violations: string[] = [];
     await consumer.connect();
     await consumer.subscribe({ topics: [topics.MSGX_KAFKA_MSG_TOPIC, topics.MSGX_KAFKA_SCHD_TOPIC], fromBeginning: true });
     await consumer.run({
       eachMessage: async ({ topic, message }) => {
-        const v = JSON.parse(message.value!.toString());
+        const raw = message.value!.toString();
+        const channel = topic === topics.MSGX_KAFKA_MSG_TOPIC ? 'msg' : 'schd';
+        const key = message.key?.toString() ?? null;
+        for (const p of asyncapi.check(channel, key, raw)) violations.push(`${channel} ${key}: ${p} in ${raw.slice(0, 300)}`);
+        checked[channel]++;
+        const v = JSON.parse(raw);
         if (topic === topics.MSGX_KAFKA_MSG_TOPIC) {
           expect(message.key!.toString()).toBe(v.FLID);
           c.onMsg(v);
@@ -109,6 +119,9 @@ describe.runIf(corpusPresent)('end to end: inbox → six processes → Kafka con
       await consumer.disconnect();
     }
     expect(schdStates).toBeGreaterThan(0);
+    expect(violations).toEqual([]);
+    expect(checked.msg).toBeGreaterThanOrEqual(expected - schdStates);
+    expect(checked.schd).toBeGreaterThan(0);
 
     const res = await fetch(`http://127.0.0.1:${api.port}/all/flights?limit=1000`);
     const body = (await res.json()) as { flights: State[] };
