@@ -5,7 +5,9 @@
 // noise. While the set runs, Debian's Prometheus scrapes it with ops/prometheus.yml: every target
 // up, every alert rule healthy.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import kafkajs from 'kafkajs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseProcfile } from '../../scripts/start.ts';
@@ -27,6 +29,21 @@ interface Started {
 }
 const started: Started[] = [];
 
+/** Whole lines of a child's stdout and stderr (chunks do not end at line ends). */
+function collectLines(child: ChildProcess): string[] {
+  const out: string[] = [];
+  for (const stream of [child.stdout!, child.stderr!]) {
+    let partial = '';
+    stream.on('data', (b: Buffer) => {
+      const lines = (partial + b.toString()).split('\n');
+      partial = lines.pop()!;
+      out.push(...lines);
+    });
+    stream.on('end', () => partial && out.push(partial));
+  }
+  return out;
+}
+
 async function npmStart(): Promise<Started> {
   const ports: Record<string, number> = {};
   for (const name of PROCS) ports[name] = await freePort();
@@ -41,15 +58,7 @@ async function npmStart(): Promise<Started> {
   );
   // detached: its own process group, so SIGINT to -pid is what Ctrl-C in a terminal sends.
   const child = spawn('npm', ['start'], { env: { ...process.env, ...env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  const out: string[] = [];
-  let partial = '';
-  const collect = (b: Buffer) => {
-    const lines = (partial + b.toString()).split('\n');
-    partial = lines.pop()!;
-    out.push(...lines);
-  };
-  child.stdout!.on('data', collect);
-  child.stderr!.on('data', collect);
+  const out = collectLines(child);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((r) =>
     child.once('exit', (code, signal) => r({ code, signal, at: Date.now() })),
   );
@@ -120,6 +129,37 @@ describe('npm start (scripts/start.ts on the Procfile)', () => {
     expect(() => parseProcfile('pump node x\n')).toThrow(/not "name: command"/);
     expect(() => parseProcfile('# nothing\n\n')).toThrow(/no process/);
   });
+
+  it('a process that ignores SIGTERM is SIGKILLed, so the set is still down within 5 s (death and Ctrl-C)', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'msgx-runner-'));
+    const stubborn = `node -e "process.on('SIGTERM',()=>{});process.on('SIGINT',()=>{});console.log('pid',process.pid);setInterval(()=>{},1000)"`;
+    try {
+      for (const how of ['death', 'ctrl-c'] as const) {
+        const procfile = path.join(dir, `Procfile.${how}`);
+        writeFileSync(procfile, `# test\nstubborn: ${stubborn}\n${how === 'death' ? 'short: node -e "setTimeout(()=>process.exit(3),1500)"' : 'idle: node -e "setInterval(()=>{},1000)"'}\n`);
+        const child = spawn(process.execPath, ['scripts/start.ts', '--procfile', procfile], { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FORCE_COLOR: '0' } });
+        const out = collectLines(child);
+        const exited = new Promise<{ code: number | null; at: number }>((r) => child.once('exit', (code) => r({ code, at: Date.now() })));
+        const pidLine = await waitFor('the stubborn process started', () => out.find((l) => /^\[stubborn\] pid \d+$/.test(l)), 20_000, 50).catch((e: Error) => {
+          throw new Error(`${e.message}; output:\n${out.join('\n')}`);
+        });
+        const pid = Number(/pid (\d+)/.exec(pidLine)![1]);
+        let from = Date.now();
+        if (how === 'ctrl-c') process.kill(-child.pid!, 'SIGINT');
+        else from = await waitFor('short exits', () => out.some((l) => l.startsWith('start: short exited (exit code 3)')) && Date.now(), 20_000, 20);
+        const { code, at } = await Promise.race([exited, new Promise<never>((_, j) => setTimeout(() => j(new Error(`runner still running:\n${out.join('\n')}`)), 10_000))]);
+        expect(at - from).toBeLessThan(5000);
+        expect(alive(pid)).toBe(false);
+        expect(out).toContainEqual(expect.stringMatching(/^start: stubborn still running 3000 ms after .*: SIGKILL$/));
+        if (how === 'death') {
+          expect(code).toBe(1);
+          expect(out).toContainEqual('start: stopped: short died first; SIGKILLed stubborn; exit 1');
+        } else expect(code).toBe(130);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   it('one worker killed: the whole set stops within 5 s, exit non-zero, a line names it', async () => {
     const s = await npmStart();
