@@ -14,7 +14,7 @@ import { LOCKS } from '../db/postgres.ts';
 import { sql } from 'kysely';
 import type { Executor } from '../flight/store.ts';
 import type { Target } from './metrics.ts';
-import type { AfterFailure } from './plan.ts';
+import { msgValue, type AfterFailure } from './plan.ts';
 
 /** Transaction-scoped advisory locks: one active round per target across all instances. */
 export const DISPATCH_LOCKS: Record<Target, number> = { msg: LOCKS.MSG_DISPATCH_ROUND, schd: LOCKS.SCHD_DISPATCH_ROUND };
@@ -29,7 +29,7 @@ export interface MsgRow {
   flid: string;
   stateVersion: number;
   attempts: number;
-  /** The payload as stored (EVENT_ID inside), serialised once. */
+  /** The payload as stored (EVENT_ID inside), serialised once as the record value (plan.ts msgValue). */
   value: string;
 }
 
@@ -38,8 +38,8 @@ export interface MsgRow {
  * earlier event of the same FLID that is DEAD or PENDING-not-due (plan.ts `releasable`).
  */
 export async function freezeMsgBatch(db: Executor, now: Date, limit: number): Promise<MsgRow[]> {
-  const r = await sql<{ event_id: number; flid: string; state_version: number; attempts: number; value: string }>`
-    select e.event_id, e.flid, e.state_version, e.attempts, e.payload::text as value
+  const r = await sql<{ event_id: number; flid: string; state_version: number; attempts: number; payload: Record<string, unknown> }>`
+    select e.event_id, e.flid, e.state_version, e.attempts, e.payload
     from msg_event e
     where e.target = 'msg' and e.state = 'PENDING'
       and (e.next_attempt_at is null or e.next_attempt_at <= ${now})
@@ -49,7 +49,7 @@ export async function freezeMsgBatch(db: Executor, now: Date, limit: number): Pr
           and (b.state = 'DEAD' or (b.state = 'PENDING' and b.next_attempt_at > ${now})))
     order by e.event_id
     limit ${limit}`.execute(db);
-  return r.rows.map((x) => ({ eventId: x.event_id, flid: x.flid, stateVersion: x.state_version, attempts: x.attempts, value: x.value }));
+  return r.rows.map((x) => ({ eventId: x.event_id, flid: x.flid, stateVersion: x.state_version, attempts: x.attempts, value: msgValue(x.payload) }));
 }
 
 export interface SchdRow {

@@ -105,6 +105,19 @@ export function chunkBySize(sizes: readonly number[], max: number): number[][] {
   return out;
 }
 
+/** Keys of a msg value in the order they are written (docs/asyncapi.yaml); any other key follows, sorted. */
+export const MSG_KEY_ORDER = ['EVENT_ID', 'FLID', 'STATE_VERSION', 'UPDATED_AT', 'OP', 'DELETED', 'PURGED', 'MSG_ID', 'TYPE', 'STYP', 'CHANGED'] as const;
+
+/**
+ * The msg record value: the stored payload as compact JSON (JSON.stringify, the schd values'
+ * style) with a fixed key order, whatever order Postgres' jsonb keeps the keys in.
+ */
+export function msgValue(payload: Record<string, unknown>): string {
+  const known = new Set<string>(MSG_KEY_ORDER);
+  const keys = [...MSG_KEY_ORDER.filter((k) => k in payload), ...Object.keys(payload).filter((k) => !known.has(k)).sort()];
+  return JSON.stringify(Object.fromEntries(keys.map((k) => [k, payload[k]])));
+}
+
 /** The schd record value (C-9): `{"SCHD":{"RECS":n,"FLTR":[…]}}` from already serialised states. */
 export function schdRecord(states: readonly string[]): string {
   return `{"SCHD":{"RECS":${states.length},"FLTR":[${states.join(',')}]}}`;

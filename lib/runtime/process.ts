@@ -10,6 +10,9 @@ import { createLogger, type Logger } from './log.ts';
 import { registry } from './metrics.ts';
 import { runAsLeader, type LeaderHandle } from './leader.ts';
 
+/** After SIGTERM/SIGINT a process exits by force if its clean shutdown takes longer (compose's stop grace must exceed it). */
+export const FORCED_EXIT_MS = 15_000;
+
 export type ProcessName = 'intake' | 'pump' | 'backfill' | 'msg-dispatch' | 'schd-dispatch' | 'retention' | 'api';
 
 export interface Runtime {
@@ -113,7 +116,7 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
     stopping = true;
     log.info({ signal: sig }, `${spec.name} shutting down`);
     abort.abort();
-    const force = setTimeout(() => process.exit(1), 15_000).unref();
+    const force = setTimeout(() => process.exit(1), FORCED_EXIT_MS).unref();
     await duty.catch((e) => log.error({ err: e }, 'duty ended with error'));
     await app.close();
     await pool.end().catch(() => {});

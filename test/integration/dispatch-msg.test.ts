@@ -70,7 +70,7 @@ describe('ordering', () => {
     expect(after.map((r) => r.event_id)).toEqual(ids);
   });
 
-  it('the value is the stored payload as is (tombstones are a JSON value, not null)', async () => {
+  it('the value is the stored payload, as compact JSON in the contract key order (tombstones are a JSON value, not null)', async () => {
     const topic = await freshTopic('payload', 1);
     await db.transaction().execute((tx) =>
       sql`insert into msg_event (event_id, target, flid, state_version, payload, created_at)
@@ -83,6 +83,8 @@ describe('ordering', () => {
     const [c] = await consume(topic, (g) => g.length >= 1);
     const [r] = await rows(db);
     expect(payloadOf(c)).toEqual({ EVENT_ID: r.event_id, FLID: '42', DELETED: true, STATE_VERSION: 7, UPDATED_AT: '2026-12-01T08:00:00+08:00', MSG_ID: 9 });
+    // the same style as schd values (JSON.stringify): no whitespace, not Postgres jsonb text
+    expect(c.value).toBe(`{"EVENT_ID":${r.event_id},"FLID":"42","STATE_VERSION":7,"UPDATED_AT":"2026-12-01T08:00:00+08:00","DELETED":true,"MSG_ID":9}`);
     expect(c.key).toBe('42');
   });
 });

@@ -1,11 +1,13 @@
 // Issue 4 end to end: corpus + fixtures into the inbox, all six processes running, a real Kafka
 // consumer applying the rules of docs/consumers.md to both topics ends with exactly the flights
-// and states of GET /all/flights.
+// and states of GET /all/flights. Every record it reads is validated against the contract,
+// docs/asyncapi.yaml (ajv), key and value.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import kafkajs from 'kafkajs';
 import { renumberSeqn } from '../../lib/inject/files.ts';
 import { corpusMessages, corpusPresent } from '../support/corpus.ts';
+import { contract } from '../support/contract.ts';
 import { TEST_KAFKA } from '../support/env.ts';
 import { openServices, procRows, putInbox, resetDomain, resetPipeline, sisMessage, type TestServices } from '../support/services.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
@@ -51,6 +53,16 @@ describe.runIf(corpusPresent)('end to end: inbox → six processes → Kafka con
   afterAll(async () => {
     await stopAll(procs);
     await s?.close();
+    // the two topics of this run (created by the dispatchers) go with it
+    const admin = new kafkajs.Kafka({ clientId: `e2e-${run}-admin`, brokers: [TEST_KAFKA], logLevel: kafkajs.logLevel.NOTHING }).admin();
+    await admin.connect();
+    try {
+      const existing = new Set(await admin.listTopics());
+      const mine = [topics.MSGX_KAFKA_MSG_TOPIC, topics.MSGX_KAFKA_SCHD_TOPIC].filter((t) => existing.has(t));
+      if (mine.length) await admin.deleteTopics({ topics: mine });
+    } finally {
+      await admin.disconnect();
+    }
   });
 
   it('a consumer applying the contract holds exactly the flights and states the api serves', async () => {
@@ -87,11 +99,19 @@ describe.runIf(corpusPresent)('end to end: inbox → six processes → Kafka con
     let received = 0;
     const expected = Number((await s.pool.query(`select count(*)::int n from msg_event`)).rows[0].n);
     let schdStates = 0;
+    const asyncapi = contract();
+    const checked = { msg: 0, schd: 0 };
+    const violations: string[] = [];
     await consumer.connect();
     await consumer.subscribe({ topics: [topics.MSGX_KAFKA_MSG_TOPIC, topics.MSGX_KAFKA_SCHD_TOPIC], fromBeginning: true });
     await consumer.run({
       eachMessage: async ({ topic, message }) => {
-        const v = JSON.parse(message.value!.toString());
+        const raw = message.value!.toString();
+        const channel = topic === topics.MSGX_KAFKA_MSG_TOPIC ? 'msg' : 'schd';
+        const key = message.key?.toString() ?? null;
+        for (const p of asyncapi.check(channel, key, raw)) violations.push(`${channel} ${key}: ${p} in ${raw.slice(0, 300)}`);
+        checked[channel]++;
+        const v = JSON.parse(raw);
         if (topic === topics.MSGX_KAFKA_MSG_TOPIC) {
           expect(message.key!.toString()).toBe(v.FLID);
           c.onMsg(v);
@@ -109,6 +129,9 @@ describe.runIf(corpusPresent)('end to end: inbox → six processes → Kafka con
       await consumer.disconnect();
     }
     expect(schdStates).toBeGreaterThan(0);
+    expect(violations).toEqual([]);
+    expect(checked.msg).toBeGreaterThanOrEqual(expected - schdStates);
+    expect(checked.schd).toBeGreaterThan(0);
 
     const res = await fetch(`http://127.0.0.1:${api.port}/all/flights?limit=1000`);
     const body = (await res.json()) as { flights: State[] };
@@ -116,5 +139,5 @@ describe.runIf(corpusPresent)('end to end: inbox → six processes → Kafka con
     expect(Object.keys(byFlid(body.flights)).sort()).toEqual(['121112312', '16', '7610151']); // 15 was deleted by the FDEL sample
     expect(byFlid([...c.flights.values()])).toEqual(byFlid(body.flights));
     expect(c.tombstones.get('15')).toBeGreaterThan(1);
-  });
+  }, 240_000); // its own waits allow 90 + 90 + 60 s (a loaded machine needs more than the default 60 s)
 });

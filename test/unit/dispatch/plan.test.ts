@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { afterFailure, isBrokerUnavailable, chunkBySize, offsetsOf, releasable, schdRecord, splitSchd, type OutboxEvent } from '../../../lib/dispatch/plan.ts';
+import { afterFailure, isBrokerUnavailable, chunkBySize, msgValue, offsetsOf, releasable, schdRecord, splitSchd, type OutboxEvent } from '../../../lib/dispatch/plan.ts';
 
 const now = new Date('2026-12-01T00:00:00Z');
 const later = new Date('2026-12-01T00:00:05Z');
@@ -128,5 +128,20 @@ describe('splitSchd: SCHD/FLTR records under max-record-bytes', () => {
     const size = Buffer.byteLength(schdRecord([s]));
     expect(splitSchd([s], size).oversize).toEqual([]);
     expect(splitSchd([s], s.length + 40).oversize).toEqual([0]);
+  });
+});
+
+describe('msgValue: one JSON style on both topics', () => {
+  it('compact JSON, contract key order, whatever order the payload came in', () => {
+    // as Postgres jsonb hands it back: shorter keys first
+    const upsert = { OP: 'UPSERT', FLID: '15', STYP: 'STND', TYPE: 'FLOP', MSG_ID: 4711, CHANGED: ['STND'], EVENT_ID: 3, UPDATED_AT: '2026-12-01T08:00:03+08:00', STATE_VERSION: 4 };
+    expect(msgValue(upsert)).toBe(
+      '{"EVENT_ID":3,"FLID":"15","STATE_VERSION":4,"UPDATED_AT":"2026-12-01T08:00:03+08:00","OP":"UPSERT","MSG_ID":4711,"TYPE":"FLOP","STYP":"STND","CHANGED":["STND"]}',
+    );
+    const purge = { FLID: '9', PURGED: true, DELETED: true, EVENT_ID: 8, UPDATED_AT: '2026-12-01T08:00:03+08:00', STATE_VERSION: 2 };
+    expect(msgValue(purge)).toBe('{"EVENT_ID":8,"FLID":"9","STATE_VERSION":2,"UPDATED_AT":"2026-12-01T08:00:03+08:00","DELETED":true,"PURGED":true}');
+    // a key the contract does not know yet is kept, after the known ones, sorted
+    expect(msgValue({ Z: 1, A: 2, FLID: '1' })).toBe('{"FLID":"1","A":2,"Z":1}');
+    expect(JSON.parse(msgValue(upsert))).toEqual(upsert);
   });
 });

@@ -1,0 +1,28 @@
+// Container healthcheck (docker-compose.yml): exit 0 when the named process answers /healthz
+// with 200 on its configured port, 1 otherwise (or 2 on a bad name or configuration).
+//   node scripts/healthcheck.ts <intake|pump|backfill|msg-dispatch|schd-dispatch|retention|api>
+import { loadConfig, type Config } from '../lib/config.ts';
+import type { ProcessName } from '../lib/runtime/process.ts';
+
+const NAMES: readonly ProcessName[] = ['intake', 'pump', 'backfill', 'msg-dispatch', 'schd-dispatch', 'retention', 'api'];
+const name = process.argv[2] as ProcessName;
+if (!NAMES.includes(name)) {
+  process.stderr.write(`usage: node scripts/healthcheck.ts <${NAMES.join('|')}>\n`);
+  process.exit(2);
+}
+let config: Config;
+try {
+  config = loadConfig();
+} catch (e) {
+  process.stderr.write(`healthcheck: ${(e as Error).message}\n`);
+  process.exit(2);
+}
+const url = `http://127.0.0.1:${config[`msgx.http.port.${name}`]}/healthz`;
+try {
+  const r = await fetch(url, { signal: AbortSignal.timeout(4000) });
+  process.stdout.write(`${name}: ${r.status} ${await r.text()}\n`);
+  process.exit(r.status === 200 ? 0 : 1);
+} catch (e) {
+  process.stdout.write(`${name}: ${url} ${(e as Error).message}\n`);
+  process.exit(1);
+}

@@ -1,0 +1,102 @@
+// `npm start`'s process runner: every line of the Procfile (the one list of processes) under
+// concurrently. Fails loudly: when any process exits by itself (crash, kill, exit 0 or not) the
+// others get SIGTERM, anything still alive after KILL_AFTER_MS gets SIGKILL, and the runner exits
+// 1 with a line naming the process that died. Ctrl-C / SIGTERM stop everything the same way and
+// exit 0 (130/143 if something had to be SIGKILLed). Nothing is restarted: see docs/decisions.md.
+//
+//   node scripts/start.ts [--procfile Procfile]
+import { readFileSync } from 'node:fs';
+import { concurrently, type CloseEvent, type Command } from 'concurrently';
+
+/** The processes' own graceful shutdown gets 3 s (it normally takes well under 1 s); with the runner's and npm's exit the whole set is down within 5 s even on a loaded machine. */
+export const KILL_AFTER_MS = 3000;
+
+export interface ProcfileEntry {
+  name: string;
+  command: string;
+}
+
+/** Procfile lines `name: command`; blank lines and `#` comments are skipped. */
+export function parseProcfile(text: string): ProcfileEntry[] {
+  const out: ProcfileEntry[] = [];
+  for (const [i, raw] of text.split('\n').entries()) {
+    const line = raw.trim();
+    if (!line || line.startsWith('#')) continue;
+    const m = /^([A-Za-z0-9_-]+):\s*(.+)$/.exec(line);
+    if (!m) throw new Error(`Procfile line ${i + 1} is not "name: command": ${raw}`);
+    if (out.some((e) => e.name === m[1])) throw new Error(`Procfile line ${i + 1}: process ${m[1]} listed twice`);
+    out.push({ name: m[1], command: m[2] });
+  }
+  if (out.length === 0) throw new Error('the Procfile lists no process');
+  return out;
+}
+
+function main(): void {
+  const at = process.argv.indexOf('--procfile');
+  const procfile = at > 0 ? process.argv[at + 1] : 'Procfile';
+  const entries = parseProcfile(readFileSync(procfile, 'utf8'));
+  const say = (text: string) => process.stderr.write(`start: ${text}\n`);
+
+  // `exec` makes /bin/sh replace itself with the process: signals reach it, not a shell wrapper.
+  const { result, commands } = concurrently(
+    entries.map((e) => ({ name: e.name, command: `exec ${e.command}` })),
+    { prefix: 'name', padPrefix: true, handleInput: false },
+  );
+
+  let asked: string | undefined; // the signal that asked us to stop
+  let died: CloseEvent | undefined; // the first process that exited without being asked to
+  const forced: string[] = []; // processes we had to SIGKILL
+  const alive = () => commands.filter((c: Command) => Boolean(c.pid && c.process));
+  const forceKill = (why: string) =>
+    setTimeout(() => {
+      const left = alive();
+      if (left.length) say(`${left.map((c) => c.name).join(', ')} still running ${KILL_AFTER_MS} ms after ${why}: SIGKILL`);
+      for (const c of left) {
+        forced.push(c.name);
+        c.kill('SIGKILL');
+      }
+    }, KILL_AFTER_MS).unref();
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
+    process.on(sig, () => {
+      if (asked) return;
+      asked = sig;
+      say(`${sig}: stopping ${alive().length} processes`);
+      forceKill(sig); // concurrently itself passes the signal on to every process
+    });
+  // A terminal's Ctrl-C reaches every process of the group at once: a quick process may exit
+  // before our own SIGINT handler has run. A death counts only if no signal follows within 100 ms.
+  let deathPending = false;
+  for (const c of commands)
+    c.close.subscribe((ev: CloseEvent) => {
+      if (asked || died || deathPending || ev.killed) return;
+      deathPending = true;
+      setTimeout(() => {
+        if (asked) return;
+        died = ev;
+        const how = typeof ev.exitCode === 'number' ? `exit code ${ev.exitCode}` : `signal ${ev.exitCode}`;
+        say(`${c.name} exited (${how}) without being asked to; stopping the others (nothing restarts it)`);
+        for (const other of alive()) other.kill('SIGTERM');
+        forceKill(`${c.name} died`);
+      }, 100);
+    });
+
+  const finish = (): void => {
+    if (deathPending && !died && !asked) {
+      setTimeout(finish, 150); // the last process died: name it first
+      return;
+    }
+    if (died) {
+      say(`stopped: ${died.command.name} died first${forced.length ? `; SIGKILLed ${forced.join(', ')}` : ''}; exit 1`);
+      process.exit(1);
+    }
+    if (forced.length) {
+      say(`stopped after ${asked}; SIGKILLed ${forced.join(', ')}`);
+      process.exit(asked === 'SIGINT' ? 130 : 143);
+    }
+    say(`stopped after ${asked ?? 'every process exited'}`);
+    process.exit(asked ? 0 : 1);
+  };
+  result.then(finish, finish);
+}
+
+if (import.meta.main) main();

@@ -1,0 +1,93 @@
+// A real Prometheus (Debian's package) scraping processes on this machine with the shipped
+// ops/prometheus.yml. The shipped file names the compose services (intake:9401, …); for a run on
+// one machine every target becomes 127.0.0.1:<that process's port>, the rule file an absolute
+// path and the intervals 1 s. Nothing else changes: same jobs, labels and alert rules.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parse, stringify } from 'yaml';
+
+export const PROMETHEUS = process.env.PROMETHEUS_PATH ?? '/usr/bin/prometheus';
+export const PROMTOOL = process.env.PROMTOOL_PATH ?? '/usr/bin/promtool';
+export const OPS = path.resolve(import.meta.dirname, '../../ops');
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+interface StaticConfig {
+  targets: string[];
+  labels?: Record<string, string>;
+}
+interface PromConfig {
+  global?: Record<string, unknown>;
+  rule_files?: string[];
+  scrape_configs: { job_name: string; static_configs: StaticConfig[] }[];
+}
+
+export function shippedConfig(): PromConfig {
+  return parse(readFileSync(path.join(OPS, 'prometheus.yml'), 'utf8')) as PromConfig;
+}
+
+/** Every target of the shipped config as host:port (the compose service names). */
+export function shippedTargets(): string[] {
+  return shippedConfig().scrape_configs.flatMap((j) => j.static_configs.flatMap((s) => s.targets));
+}
+
+/** The shipped config for one machine: host `name` → 127.0.0.1:ports[name]. */
+export function localConfig(ports: Record<string, number>): PromConfig {
+  const c = shippedConfig();
+  c.global = { ...c.global, scrape_interval: '1s', evaluation_interval: '1s' };
+  c.rule_files = (c.rule_files ?? []).map((f) => path.resolve(OPS, f));
+  for (const job of c.scrape_configs)
+    for (const s of job.static_configs)
+      s.targets = s.targets.map((t) => {
+        const host = t.split(':')[0];
+        if (!(host in ports)) throw new Error(`ops/prometheus.yml target ${t}: no local port for ${host}`);
+        return `127.0.0.1:${ports[host]}`;
+      });
+  return c;
+}
+
+export interface RunningPrometheus {
+  url: string;
+  logs: string[];
+  stop: () => Promise<void>;
+}
+
+export async function startPrometheus(config: PromConfig): Promise<RunningPrometheus> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'msgx-prometheus-'));
+  const file = path.join(dir, 'prometheus.yml');
+  writeFileSync(file, stringify(config));
+  const port = await freePort();
+  const child: ChildProcess = spawn(
+    PROMETHEUS,
+    [`--config.file=${file}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const logs: string[] = [];
+  child.stdout!.on('data', (b: Buffer) => logs.push(b.toString()));
+  child.stderr!.on('data', (b: Buffer) => logs.push(b.toString()));
+  const exited = new Promise((r) => child.once('exit', r));
+  return {
+    url: `http://127.0.0.1:${port}`,
+    logs,
+    stop: async () => {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+      if (child.exitCode === null) child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export const prometheusPresent = () => existsSync(PROMETHEUS) && existsSync(PROMTOOL);
