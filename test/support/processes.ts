@@ -10,7 +10,8 @@ export interface Proc {
   exited: Promise<number | null>;
 }
 
-let nextPort = 19500;
+// TEST_PORT_BASE: a separate range when two people run tests on one machine.
+let nextPort = Number(process.env.TEST_PORT_BASE ?? 19500);
 
 export function startWorker(name: string, env: Record<string, string> = {}): Proc {
   const port = nextPort++;
