@@ -3,7 +3,8 @@
 // - Only `Authorization: Bearer <token>`; the token is compared as fixed-size SHA-256 digests
 //   with timingSafeEqual, so neither its content nor its length leaks through timing.
 // - The guard is an `onRequest` hook: it runs before Fastify reads or parses a body, so an
-//   unauthenticated client never gets its body buffered or parsed (401 + Connection: close).
+//   unauthenticated client never gets its body buffered or parsed (Node discards what follows
+//   the 401 without buffering it; the request timeout bounds a body that never ends).
 // - Outside development mode a token of at least MIN_TOKEN_LENGTH characters is required; in
 //   development mode (asked for with MSGX_DEV_MODE=true, `npm start` does) an empty token means
 //   the token `dev`.
@@ -52,7 +53,6 @@ export function bearerGuard(app: FastifyInstance, o: { token: string; who: strin
   const blocked = new Map<string, number>(); // address → blocked until (ms)
   const refuse = (req: FastifyRequest, reply: FastifyReply, status: 401 | 429, why: string, retryAfter?: number) => {
     o.audit.line(req, 'auth', { route: req.routeOptions.url ?? req.url.split('?')[0], method: req.method, ip: req.ip }, { status, reason: why });
-    reply.header('connection', 'close');
     if (retryAfter) reply.header('retry-after', String(retryAfter));
     return reply
       .code(status)
