@@ -12,7 +12,6 @@ import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from '../runtime/log.ts';
-import { DEFAULT_BODY_LIMIT } from '../runtime/http.ts';
 import { anyObject, errors } from './schema.ts';
 
 export async function hardenApi(app: FastifyInstance, o: { scriptSources: string[]; log: Logger }): Promise<void> {
@@ -90,6 +89,5 @@ function withProcessRoutes(doc: OpenApi): OpenApi {
         },
       },
     },
-    'x-body-limits': { default: DEFAULT_BODY_LIMIT },
   };
 }
