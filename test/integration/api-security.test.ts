@@ -267,6 +267,8 @@ describe('3. hostile parameters: 400 with the reason, never a 500 with database 
     ['POST /ops/replay with an unknown property', () => json('/ops/replay', { ids: [1], drop: 'table' })],
     ['POST /requests with NUL in rtype', () => json('/requests', { type: 'RQRD', rtype: 'SL\u0000' })],
     ['POST /ops/replay with a JSON syntax error', () => json('/ops/replay', '{"ids":[1,}')],
+    ['POST /ops/replay with 200 KB of nested arrays (with the token)', () => json('/ops/replay', '['.repeat(100_000) + ']'.repeat(100_000))],
+    ['POST /ops/replay with a nested object in ids', () => json('/ops/replay', { ids: [{ $gt: 0 }] })],
     ['POST /cminmsgs/send nesting over the limit', () => xml(sisMessage({ body: `<FLOP>${'<a>'.repeat(5000)}${'</a>'.repeat(5000)}</FLOP>` }))],
     ['POST /cminmsgs/send with a prototype name', () => xml(sisMessage({ body: '<FLOP><__proto__><x>1</x></__proto__></FLOP>' }))],
     ['POST /cminmsgs/send with a constructor attribute', () => xml(sisMessage({ body: '<FLOP constructor="1"><FLID>1</FLID></FLOP>' }))],
