@@ -97,7 +97,7 @@ const PARAMS = {
   'msgx.http.port.retention': [port, '9406'],
   'msgx.http.host': [z.string().min(1), '127.0.0.1'],
   'msgx.log.level': [z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']), 'info'],
-  'msgx.dev-mode': [bool, 'true'],
+  'msgx.dev-mode': [bool, 'false'],
   'msgx.test.crash-at': [z.string().regex(/^$|^[a-z.-]+(:\d+)?$/, 'expected <point>[:<n>]'), ''],
 } as const satisfies Record<string, readonly [z.ZodType, string]>;
 
@@ -128,7 +128,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const raw = env[name] ?? dflt;
     const r = schema.safeParse(raw);
     if (r.success) out[key] = r.data;
-    else problems.push(`${key} (${name}=${JSON.stringify(raw)}): ${r.error.issues.map((i) => i.message).join('; ')}`);
+    else problems.push(`${key} (${name}=${JSON.stringify(secret(name, raw))}): ${r.error.issues.map((i) => i.message).join('; ')}`);
   };
   for (const [key, [schema, dflt]] of Object.entries(PARAMS)) take(key, envName(key), schema, dflt);
   for (const [key, [schema, dflt]] of Object.entries(CONNECTIONS)) take(key, key, schema, dflt);
@@ -157,7 +157,10 @@ export function describeConfig(): { key: string; env: string; default: string }[
   ];
 }
 
-/** Redact credentials in a URL for logs. */
+/** Redact credentials in a URL for logs (also a password with an empty user name: `//:pw@`). */
 export function redactUrl(url: string): string {
-  return url.replace(/\/\/([^:@/]+):([^@/]+)@/, '//$1:***@');
+  return url.replace(/\/\/([^:@/]*):([^/]*)@/, '//$1:***@');
 }
+
+/** A raw setting as an error message may show it: URLs redacted, the API token never. */
+const secret = (name: string, raw: string) => (name === 'MSGX_API_TOKEN' ? '***' : /_URL$/.test(name) ? redactUrl(raw) : raw);

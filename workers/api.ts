@@ -2,14 +2,16 @@
 // operator actions over HTTP, and the operator tasks (replay, backfill-resume, request) for the
 // graphile-worker CLI/SQL, plus the evening crontab line requesting tomorrow's schedule.
 import type { Task } from 'graphile-worker';
-import { bearerGuard } from '../lib/api/auth.ts';
+import { apiToken, bearerGuard } from '../lib/api/auth.ts';
+import { auditLog, auditRoutes } from '../lib/api/audit.ts';
+import { hardenApi } from '../lib/api/hardening.ts';
 import { inboxRoutes } from '../lib/api/inbox-routes.ts';
 import { opsRoutes } from '../lib/api/ops-routes.ts';
-import { consoleRoutes } from '../lib/api/console.ts';
+import { CONSOLE_SCRIPT_SOURCES, consoleRoutes } from '../lib/api/console.ts';
 import { traceRoutes } from '../lib/api/trace-routes.ts';
 import { createInbox } from '../lib/db/mysql.ts';
 import { replayMessages, resumeBackfills, type ReplayRequest } from '../lib/pipeline/operator.ts';
-import { runProcess } from '../lib/runtime/process.ts';
+import { loadConfigOrExit, runProcess } from '../lib/runtime/process.ts';
 import { refdataRoutes } from '../lib/refdata/routes.ts';
 import { flightRoutes } from '../lib/flight/routes.ts';
 import { dispatchOperatorTasks } from '../lib/dispatch/actions.ts';
@@ -18,25 +20,44 @@ import { requestRoutes } from '../lib/requests/routes.ts';
 import { registerRequestsGauge } from '../lib/requests/metrics.ts';
 import { requestsCrontab, requestTasks } from '../lib/requests/tasks.ts';
 
+// Token rules first: without a proper token outside development mode the api does not start.
+try {
+  apiToken(loadConfigOrExit('api'));
+} catch (e) {
+  process.stderr.write(`api: ${(e as Error).message}\n`);
+  process.exit(2);
+}
+
 await runProcess({
   name: 'api',
   http: async (app, rt) => {
-    const token = rt.config.MSGX_API_TOKEN;
-    if (!token) {
-      if (!rt.config['msgx.dev-mode']) throw new Error('MSGX_API_TOKEN is required outside development mode (MSGX_DEV_MODE=false)');
-      rt.log.warn('MSGX_API_TOKEN is empty: development mode, token "dev" accepted');
-    }
-    const guard = bearerGuard(token || 'dev');
+    const { token, who, dev } = apiToken(rt.config); // throws (no start) without a proper token outside dev mode
+    if (dev) rt.log.warn({ who }, `development mode (MSGX_DEV_MODE=true)${rt.config.MSGX_API_TOKEN ? '' : ': MSGX_API_TOKEN is empty, token "dev" accepted'}`);
+    const audit = auditLog(rt.log);
+    await hardenApi(app, { scriptSources: CONSOLE_SCRIPT_SOURCES, log: rt.log });
+    auditRoutes(app, audit);
+    const guard = bearerGuard(app, { token, who, audit });
     const inbox = createInbox(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
     app.addHook('onClose', () => inbox.end());
+
+    // Registering a route (also for new route files): every route is a plugin or lives in one
+    // that calls clientErrors(scope) (lib/api/schema.ts), and declares
+    //   - `schema`: params / querystring / body with types, ranges, enums (strings via str(),
+    //     ids via dbId/dbIds), and `response` per status: validation and GET /openapi.json
+    //     come from it (a route without one is logged at start as missing from the contract);
+    //   - `onRequest: guard` for a token route (never preHandler: the body must not be read
+    //     before the token is checked) and `security: bearer` in its schema; or register it in
+    //     the guarded scope below, whose onRequest hook is the guard;
+    //   - `bodyLimit: JSON_BODY_LIMIT` for a JSON body (the server default is 64 KiB);
+    //   - `config: { audit: '<action>' }` for an operator action (lib/api/audit.ts).
     await app.register(async (scoped) => inboxRoutes(scoped, { inbox, config: rt.config, clock: rt.clock, guard }));
-    await opsRoutes(app, { db: rt.db, clock: rt.clock, guard });
-    await consoleRoutes(app, { db: rt.db, clock: rt.clock, guard });
-    await traceRoutes(app, { db: rt.db, inbox, clock: rt.clock, config: rt.config, guard }); // trace, timeline, console v2 reads
+    await app.register(async (scoped) => opsRoutes(scoped, { db: rt.db, clock: rt.clock, guard }));
+    await app.register(async (scoped) => consoleRoutes(scoped, { db: rt.db, clock: rt.clock, guard }));
+    await app.register(async (scoped) => traceRoutes(scoped, { db: rt.db, inbox, clock: rt.clock, config: rt.config, guard })); // trace, timeline, console v2 reads
     await app.register(flightRoutes, { db: rt.db, timeZone: rt.config['msgx.airport.timezone'] });
-    await refdataRoutes(app, { db: rt.db, clock: rt.clock });
+    await app.register(async (scoped) => refdataRoutes(scoped, { db: rt.db, clock: rt.clock }));
     await app.register(async (scoped) => {
-      scoped.addHook('onRequest', guard as never);
+      scoped.addHook('onRequest', guard);
       await requestRoutes(scoped, { db: rt.db, config: rt.config, clock: rt.clock });
       await dispatchRoutes(scoped, { db: rt.db });
     });

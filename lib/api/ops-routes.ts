@@ -4,44 +4,86 @@ import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../clock.ts';
 import type { Db } from '../db/postgres.ts';
 import { replayMessages, resumeBackfills } from '../pipeline/operator.ts';
+import { auditResult } from './audit.ts';
+import type { Guard } from './auth.ts';
+import { anyObject, bearer, clientErrors, dbIds, errors, JSON_BODY_LIMIT, str, responses } from './schema.ts';
 
-const ids = { type: 'array', items: { type: 'integer', minimum: 1 }, maxItems: 10000 } as const;
+const STATES = ['PENDING', 'FAILED', 'SUCCEEDED', 'SKIPPED', 'DEAD'] as const;
+const idList = { type: 'array', items: { type: 'integer' } } as const;
 
-export async function opsRoutes(app: FastifyInstance, o: { db: Db; clock: Clock; guard: (req: never, reply: never) => Promise<unknown> }) {
+export async function opsRoutes(app: FastifyInstance, o: { db: Db; clock: Clock; guard: Guard }) {
+  clientErrors(app);
   app.post(
     '/ops/replay',
     {
-      preHandler: o.guard as never,
+      onRequest: o.guard,
+      bodyLimit: JSON_BODY_LIMIT,
+      config: { audit: 'replay' },
       schema: {
+        summary: 'Replay FAILED / DEAD messages (back to PENDING)',
+        security: bearer,
         body: {
           type: 'object',
           additionalProperties: false,
-          properties: { ids, state: { enum: ['FAILED', 'DEAD'] }, reason: { type: 'string' }, force: { type: 'boolean' } },
+          properties: {
+            ids: dbIds,
+            state: { enum: ['FAILED', 'DEAD'] },
+            reason: str({ maxLength: 64, description: 'reason prefix, e.g. EXHAUSTED, MALFORMED, PROTOCOL' }),
+            force: { type: 'boolean' },
+          },
         },
+        response: responses({ 200: { type: 'object', required: ['replayed'], properties: { replayed: idList }, additionalProperties: false }, ...errors(400, 401, 413, 415, 429, 500) }),
       },
     },
     async (req, reply) => {
       const body = req.body as { ids?: number[]; state?: 'FAILED' | 'DEAD'; reason?: string; force?: boolean };
       if (!body.ids?.length && !body.state) return reply.code(400).send({ error: 'bad-request', reason: 'give ids or state' });
-      return { replayed: await replayMessages(o.db, o.clock, body) };
+      const replayed = await replayMessages(o.db, o.clock, body);
+      auditResult(req, { replayed: replayed.length });
+      return { replayed };
     },
   );
   app.post(
     '/ops/backfill-resume',
     {
-      preHandler: o.guard as never,
-      schema: { body: { type: 'object', additionalProperties: false, properties: { ids, reason: { enum: ['MISSING_ROW', 'TRANSIENT_DEADLINE'] } } } },
+      onRequest: o.guard,
+      bodyLimit: JSON_BODY_LIMIT,
+      config: { audit: 'backfill-resume' },
+      schema: {
+        summary: 'Resume abandoned backfills',
+        security: bearer,
+        body: { type: 'object', additionalProperties: false, properties: { ids: dbIds, reason: { enum: ['MISSING_ROW', 'TRANSIENT_DEADLINE'] } } },
+        response: responses({ 200: { type: 'object', required: ['resumed'], properties: { resumed: idList }, additionalProperties: false }, ...errors(400, 401, 413, 415, 429, 500) }),
+      },
     },
     async (req, reply) => {
       const body = req.body as { ids?: number[]; reason?: 'MISSING_ROW' | 'TRANSIENT_DEADLINE' };
       if (!body.ids?.length && !body.reason) return reply.code(400).send({ error: 'bad-request', reason: 'give ids or reason' });
-      return { resumed: await resumeBackfills(o.db, o.clock, body) };
+      const resumed = await resumeBackfills(o.db, o.clock, body);
+      auditResult(req, { resumed: resumed.length });
+      return { resumed };
     },
   );
-  app.get('/ops/messages', { preHandler: o.guard as never }, async (req) => {
-    const q = req.query as { state?: string; limit?: string };
-    let sel = o.db.selectFrom('proc_state').selectAll().orderBy('msg_id', 'desc').limit(Math.min(Number(q.limit ?? 100) || 100, 1000));
-    if (q.state) sel = sel.where('state', '=', q.state as never);
-    return { messages: await sel.execute() };
-  });
+  app.get(
+    '/ops/messages',
+    {
+      onRequest: o.guard,
+      schema: {
+        summary: 'Recent PROC_STATE rows, newest first',
+        security: bearer,
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { state: { enum: [...STATES] }, limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+        },
+        response: responses({ 200: { type: 'object', required: ['messages'], properties: { messages: { type: 'array', items: anyObject } }, additionalProperties: false }, ...errors(400, 401, 429, 500) }),
+      },
+    },
+    async (req) => {
+      const q = req.query as { state?: (typeof STATES)[number]; limit: number };
+      let sel = o.db.selectFrom('proc_state').selectAll().orderBy('msg_id', 'desc').limit(q.limit);
+      if (q.state) sel = sel.where('state', '=', q.state as never);
+      return { messages: await sel.execute() };
+    },
+  );
 }

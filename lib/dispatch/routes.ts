@@ -4,6 +4,8 @@
 //   GET  /ops/dispatch/dead?target=msg|schd&limit=100                               → {dead: [...]}
 import type { FastifyInstance } from 'fastify';
 import type { Db } from '../db/postgres.ts';
+import { auditResult } from '../api/audit.ts';
+import { anyObject, bearer, clientErrors, dbIds, errors, flid, JSON_BODY_LIMIT, responses } from '../api/schema.ts';
 import { dispatchReplay, dispatchSkip, type ReplaySelector } from './actions.ts';
 import { listDead } from './outbox.ts';
 import type { Target } from './metrics.ts';
@@ -11,30 +13,64 @@ import type { Target } from './metrics.ts';
 const body = {
   type: 'object',
   additionalProperties: false,
+  description: 'exactly one of eventIds, flid, all',
   properties: {
-    eventIds: { type: 'array', items: { type: 'integer', minimum: 1 }, minItems: 1, maxItems: 10000 },
-    flid: { type: 'string', minLength: 1, maxLength: 32 },
+    eventIds: dbIds,
+    flid,
     all: { type: 'boolean', const: true },
     target: { enum: ['msg', 'schd'] },
   },
 } as const;
+const ids = (name: string) => ({ type: 'object', required: [name], properties: { [name]: { type: 'array', items: { type: 'integer' } } }, additionalProperties: false });
 
 const oneOf = (b: ReplaySelector) => [b.eventIds?.length, b.flid !== undefined, b.all].filter(Boolean).length === 1;
 
 export async function dispatchRoutes(app: FastifyInstance, o: { db: Db }): Promise<void> {
-  app.post('/ops/dispatch-replay', { schema: { body } }, async (req, reply) => {
-    const b = req.body as ReplaySelector;
-    if (!oneOf(b)) return reply.code(400).send({ error: 'bad-request', reason: 'give exactly one of eventIds, flid, all' });
-    return { replayed: await dispatchReplay(o.db, b) };
-  });
-  app.post('/ops/dispatch-skip', { schema: { body } }, async (req, reply) => {
-    const b = req.body as ReplaySelector;
-    if (!oneOf(b)) return reply.code(400).send({ error: 'bad-request', reason: 'give exactly one of eventIds, flid, all' });
-    return { skipped: await dispatchSkip(o.db, b) };
-  });
+  clientErrors(app);
+  app.post(
+    '/ops/dispatch-replay',
+    {
+      bodyLimit: JSON_BODY_LIMIT,
+      config: { audit: 'dispatch-replay' },
+      schema: { summary: 'Send DEAD outbox events again, in order', security: bearer, body, response: responses({ 200: ids('replayed'), ...errors(400, 401, 413, 415, 429, 500) }) },
+    },
+    async (req, reply) => {
+      const b = req.body as ReplaySelector;
+      if (!oneOf(b)) return reply.code(400).send({ error: 'bad-request', reason: 'give exactly one of eventIds, flid, all' });
+      const replayed = await dispatchReplay(o.db, b);
+      auditResult(req, { replayed: replayed.length });
+      return { replayed };
+    },
+  );
+  app.post(
+    '/ops/dispatch-skip',
+    {
+      bodyLimit: JSON_BODY_LIMIT,
+      config: { audit: 'dispatch-skip' },
+      schema: { summary: 'Give up on DEAD outbox events (kept as SKIPPED)', security: bearer, body, response: responses({ 200: ids('skipped'), ...errors(400, 401, 413, 415, 429, 500) }) },
+    },
+    async (req, reply) => {
+      const b = req.body as ReplaySelector;
+      if (!oneOf(b)) return reply.code(400).send({ error: 'bad-request', reason: 'give exactly one of eventIds, flid, all' });
+      const skipped = await dispatchSkip(o.db, b);
+      auditResult(req, { skipped: skipped.length });
+      return { skipped };
+    },
+  );
   app.get(
     '/ops/dispatch/dead',
-    { schema: { querystring: { type: 'object', properties: { target: { enum: ['msg', 'schd'] }, limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } } } } },
+    {
+      schema: {
+        summary: 'DEAD outbox events',
+        security: bearer,
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { target: { enum: ['msg', 'schd'] }, limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+        },
+        response: responses({ 200: { type: 'object', required: ['dead'], properties: { dead: { type: 'array', items: anyObject } }, additionalProperties: false }, ...errors(400, 401, 429, 500) }),
+      },
+    },
     async (req) => {
       const q = req.query as { target?: Target; limit: number };
       return { dead: await listDead(o.db, { target: q.target, limit: q.limit }) };

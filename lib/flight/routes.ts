@@ -4,6 +4,7 @@
 //   GET /all/flights?operationDay=YYYY-MM-DD&cursor=<FLID>&limit=1..1000&includeDeleted=true|false
 //                                      → {flights: [...], nextCursor}; 400 {error, reason} on bad parameters
 import type { FastifyInstance } from 'fastify';
+import { anyObject, boolText, clientErrors, errors, flid as flidSchema } from '../api/schema.ts';
 import { listFlights, readFlights } from './read.ts';
 import { toJson } from './state.ts';
 import type { Executor } from './store.ts';
@@ -32,8 +33,34 @@ function validDay(d: string): boolean {
   return t.toISOString().slice(0, 10) === d;
 }
 
+const flightSchema = { ...anyObject, description: 'the complete flight state (docs/flight-state.md)', required: ['FLID', 'STATE', 'STATE_VERSION'] } as const;
+
 export async function flightRoutes(app: FastifyInstance, opts: FlightRoutesOptions): Promise<void> {
-  app.get<{ Params: { flid: string }; Querystring: { includeDeleted?: string } }>('/flights/:flid', async (req, reply) => {
+  clientErrors(app);
+  const one = {
+    summary: 'The complete state of one flight',
+    params: { type: 'object', required: ['flid'], properties: { flid: flidSchema } },
+    querystring: { type: 'object', additionalProperties: false, properties: { includeDeleted: boolText } },
+    response: { 200: flightSchema, ...errors(400, 404, 500) },
+  };
+  const page = {
+    summary: 'Complete flight states, a page at a time (FLID order)',
+    querystring: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        operationDay: { type: 'string', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', description: 'YYYY-MM-DD' },
+        cursor: flidSchema,
+        limit: { type: 'integer', minimum: 1, maximum: MAX_PAGE, default: DEFAULT_PAGE },
+        includeDeleted: boolText,
+      },
+    },
+    response: {
+      200: { type: 'object', required: ['flights', 'nextCursor'], properties: { flights: { type: 'array', items: flightSchema }, nextCursor: { anyOf: [{ type: 'string' }, { type: 'null' }] } }, additionalProperties: false },
+      ...errors(400, 500),
+    },
+  };
+  app.get<{ Params: { flid: string }; Querystring: { includeDeleted?: string } }>('/flights/:flid', { schema: one }, async (req, reply) => {
     const flid = req.params.flid;
     if (!/^\d{1,30}$/.test(flid)) return reply.code(400).send(bad('flid must be a decimal flight id'));
     const inc = parseBool(req.query.includeDeleted, 'includeDeleted');
@@ -45,13 +72,13 @@ export async function flightRoutes(app: FastifyInstance, opts: FlightRoutesOptio
     return toJson(s);
   });
 
-  app.get<{ Querystring: { operationDay?: string; cursor?: string; limit?: string; includeDeleted?: string } }>('/all/flights', async (req, reply) => {
+  app.get<{ Querystring: { operationDay?: string; cursor?: string; limit?: number | string; includeDeleted?: string } }>('/all/flights', { schema: page }, async (req, reply) => {
     const q = req.query;
     if (q.operationDay !== undefined && !validDay(q.operationDay)) return reply.code(400).send(bad('operationDay must be a date YYYY-MM-DD'));
     if (q.cursor !== undefined && !/^\d{1,30}$/.test(q.cursor)) return reply.code(400).send(bad('cursor must be a FLID (decimal)'));
     let limit = DEFAULT_PAGE;
     if (q.limit !== undefined) {
-      if (!/^\d{1,5}$/.test(q.limit) || Number(q.limit) < 1 || Number(q.limit) > MAX_PAGE) return reply.code(400).send(bad(`limit must be an integer 1–${MAX_PAGE}`));
+      if (!/^\d{1,5}$/.test(String(q.limit)) || Number(q.limit) < 1 || Number(q.limit) > MAX_PAGE) return reply.code(400).send(bad(`limit must be an integer 1–${MAX_PAGE}`));
       limit = Number(q.limit);
     }
     const inc = parseBool(q.includeDeleted, 'includeDeleted');

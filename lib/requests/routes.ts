@@ -5,6 +5,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
+import { auditResult } from '../api/audit.ts';
+import { bearer, clientErrors, dbId, errors, JSON_BODY_LIMIT, str, responses } from '../api/schema.ts';
 import { parseRequestSpec } from './message.ts';
 import { createRequest } from './outbound.ts';
 
@@ -16,16 +18,51 @@ export interface RequestRoutesOptions {
   enqueue?: boolean;
 }
 
+const body = {
+  type: 'object',
+  required: ['type'],
+  additionalProperties: false,
+  description: '{"type":"RQRD","rtype":"SLST"} or {"type":"RQFD","operationDay":"2026-12-01"}',
+  properties: {
+    type: { enum: ['RQRD', 'RQFD'] },
+    rtype: str({ minLength: 1, maxLength: 8, pattern: '^[A-Za-z ]+$', description: 'reference data type (RQRD)' }),
+    operationDay: str({ maxLength: 10, pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', description: 'YYYY-MM-DD (RQFD)' }),
+  },
+} as const;
+
+const accepted = {
+  type: 'object',
+  required: ['id', 'state', 'kind', 'seqn', 'expired'],
+  properties: {
+    id: dbId,
+    state: { type: 'string' },
+    kind: { enum: ['RQRD', 'RQFD'] },
+    seqn: { type: 'integer' },
+    expired: { anyOf: [dbId, { type: 'null' }] },
+  },
+  additionalProperties: false,
+} as const;
+
 export async function requestRoutes(app: FastifyInstance, opts: RequestRoutesOptions): Promise<void> {
-  app.post('/requests', async (req, reply) => {
-    const spec = parseRequestSpec(req.body);
-    if ('error' in spec) return reply.code(400).send({ error: 'bad-request', reason: spec.error });
-    const { request, expiredId } = await createRequest(opts.db, {
-      config: opts.config,
-      now: opts.clock.now(),
-      spec,
-      enqueue: opts.enqueue ?? true,
-    });
-    return reply.code(202).send({ id: request.id, state: request.state, kind: request.kind, seqn: request.seqn, expired: expiredId ?? null });
-  });
+  clientErrors(app);
+  app.post(
+    '/requests',
+    {
+      bodyLimit: JSON_BODY_LIMIT,
+      config: { audit: 'request' },
+      schema: { summary: 'Ask the AODB for reference data (RQRD) or a day’s schedule (RQFD)', security: bearer, body, response: responses({ 202: accepted, ...errors(400, 401, 413, 415, 429, 500) }) },
+    },
+    async (req, reply) => {
+      const spec = parseRequestSpec(req.body);
+      if ('error' in spec) return reply.code(400).send({ error: 'bad-request', reason: spec.error });
+      const { request, expiredId } = await createRequest(opts.db, {
+        config: opts.config,
+        now: opts.clock.now(),
+        spec,
+        enqueue: opts.enqueue ?? true,
+      });
+      auditResult(req, { id: request.id, kind: request.kind });
+      return reply.code(202).send({ id: request.id, state: request.state, kind: request.kind, seqn: request.seqn, expired: expiredId ?? null });
+    },
+  );
 }

@@ -1,11 +1,12 @@
 // Process bootstrap shared by every worker: config (parsed once), logs, /metrics + /healthz,
 // graphile-worker runner with only this process's tasks and crontab, clean shutdown.
-import Fastify, { type FastifyInstance } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { Logger as GraphileLogger, run, type Runner, type TaskList } from 'graphile-worker';
 import type pg from 'pg';
 import { ConfigError, loadConfig, redactUrl, type Config } from '../config.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { createDb, createPool, sql, type Db } from '../db/postgres.ts';
+import { createHttpServer } from './http.ts';
 import { createLogger, type Logger } from './log.ts';
 import { registry } from './metrics.ts';
 import { runAsLeader, type LeaderHandle } from './leader.ts';
@@ -66,7 +67,7 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
   const pool = createPool(config.DATABASE_URL, { max: 8, name: spec.name });
   const rt: Runtime = { name: spec.name, config, log, clock: systemClock, pool, db: createDb(pool), signal: abort.signal };
 
-  const app = Fastify({ logger: false, bodyLimit: config['msgx.inbox.max-message-bytes'] });
+  const app = createHttpServer(config, log);
   app.get('/metrics', async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
   app.get('/healthz', async (_req, reply) => {
     try {

@@ -10,7 +10,7 @@ export interface Proc {
   exited: Promise<number | null>;
 }
 
-// TEST_PORT_BASE: engineers sharing one machine give each run its own range.
+// TEST_PORT_BASE: a separate range when two people run tests on one machine.
 let nextPort = Number(process.env.TEST_PORT_BASE ?? 19500);
 
 export function startWorker(name: string, env: Record<string, string> = {}): Proc {

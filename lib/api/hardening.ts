@@ -1,0 +1,93 @@
+// What the api adds to the process's HTTP server (lib/runtime/http.ts) — issue 15 item 6 and
+// issue 11 item 3:
+//   - security headers on every answer (@fastify/helmet): a Content-Security-Policy without
+//     inline script (the console's inline scripts are allowed by hash), frame-ancestors 'none',
+//     X-Content-Type-Options: nosniff, no referrer; Cache-Control: no-store (operational data);
+//   - the OpenAPI 3 document of every route, from the route schemas (@fastify/swagger), at
+//     GET /openapi.json. Response schemas are documentation and contract (the OpenAPI test
+//     validates real answers against them); answers are serialised with JSON.stringify, so a
+//     response schema never changes or drops what a route returns.
+import helmet from '@fastify/helmet';
+import rateLimit from '@fastify/rate-limit';
+import swagger from '@fastify/swagger';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from '../runtime/log.ts';
+import { anyObject, errors } from './schema.ts';
+
+export async function hardenApi(app: FastifyInstance, o: { scriptSources: string[]; log: Logger }): Promise<void> {
+  await app.register(rateLimit, { global: false });
+  await app.register(helmet, {
+    contentSecurityPolicy: {
+      useDefaults: false,
+      directives: {
+        defaultSrc: ["'none'"],
+        scriptSrc: o.scriptSources,
+        styleSrc: ["'self'", "'unsafe-inline'"],
+        imgSrc: ["'self'", 'data:'],
+        connectSrc: ["'self'"],
+        baseUri: ["'none'"],
+        formAction: ["'self'"],
+        frameAncestors: ["'none'"],
+      },
+    },
+    frameguard: { action: 'deny' },
+    strictTransportSecurity: false, // plain HTTP on loopback; TLS is the reverse proxy's
+    referrerPolicy: { policy: 'no-referrer' },
+  });
+  app.addHook('onSend', async (_req, reply, payload) => {
+    reply.header('cache-control', 'no-store');
+    return payload;
+  });
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+
+  const unschematised: string[] = [];
+  app.addHook('onRoute', (route) => {
+    if (route.method === 'HEAD' || route.schema?.hide) return;
+    if (!route.schema) unschematised.push(`${route.method} ${route.url}`);
+  });
+  app.addHook('onReady', async () => {
+    if (unschematised.length) o.log.warn({ routes: unschematised }, 'routes without a schema: not validated, missing from /openapi.json');
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'msgexchange api',
+        version: process.env.npm_package_version ?? '0.1.0',
+        description: 'The api process of msgexchange. Errors are {error, reason}; token routes need `Authorization: Bearer <MSGX_API_TOKEN>`.',
+      },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+    },
+  });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => withProcessRoutes(app.swagger() as OpenApi));
+}
+
+type OpenApi = { paths?: Record<string, unknown> } & Record<string, unknown>;
+
+/** /healthz and /metrics are registered by every process before the api's plugins: add them by hand. */
+function withProcessRoutes(doc: OpenApi): OpenApi {
+  const json = (schema: unknown) => ({ content: { 'application/json': { schema } } });
+  return {
+    ...doc,
+    paths: {
+      ...doc.paths,
+      '/healthz': {
+        get: {
+          summary: 'Health: Postgres answers',
+          responses: {
+            200: { description: 'healthy', ...json({ ...anyObject, required: ['ok', 'process'], properties: { ok: { type: 'boolean' }, process: { type: 'string' } } }) },
+            503: { description: 'unhealthy', ...json(anyObject) },
+            400: { description: 'unexpected Host header', ...json(errors(400)[400]) },
+          },
+        },
+      },
+      '/metrics': {
+        get: {
+          summary: 'Prometheus metrics (text exposition format)',
+          responses: { 200: { description: 'metrics', content: { 'text/plain': { schema: { type: 'string' } } } }, 400: { description: 'unexpected Host header', ...json(errors(400)[400]) } },
+        },
+      },
+    },
+  };
+}

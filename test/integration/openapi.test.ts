@@ -1,0 +1,144 @@
+// Issue 11 item 3: the HTTP API as an OpenAPI document. The real api (with intake and pump, so
+// that flights and reference data exist) serves GET /openapi.json; every route is in it, and
+// real answers of every documented operation are validated (ajv) against the document's
+// response schema of their status code.
+import { Ajv, type ValidateFunction } from 'ajv';
+import formats from 'ajv-formats';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openServices, resetDomain, resetPipeline, type TestServices } from '../support/services.ts';
+import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
+
+const TOKEN = 'openapi-test-token-0123456789abcdef0123456789';
+const AUTH = { authorization: `Bearer ${TOKEN}` };
+
+/** Every route of the api process (README "HTTP API"). */
+const ROUTES = [
+  'post /cminmsgs/send',
+  'get /flights/{flid}',
+  'get /all/flights',
+  'get /reference/{rtype}',
+  'get /reference/{rtype}/{rkey}',
+  'get /resources/status',
+  'post /requests',
+  'post /ops/dispatch-replay',
+  'post /ops/dispatch-skip',
+  'get /ops/dispatch/dead',
+  'post /ops/replay',
+  'post /ops/backfill-resume',
+  'get /ops/messages',
+  'get /ops',
+  'get /ops/summary',
+  'get /healthz',
+  'get /metrics',
+];
+
+let s: TestServices;
+let api: Proc;
+const procs: Proc[] = [];
+type Doc = { openapi: string; paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: unknown }> }>; security?: unknown }>> };
+let doc: Doc;
+const ajv = new Ajv({ strict: false, allErrors: true });
+formats.default(ajv); // ajv-formats is CommonJS: its plugin is module.exports.default too
+const compiled = new Map<string, ValidateFunction>();
+const checked = new Set<string>();
+
+const xmlMsg = (type: string, styp: string, body: string, seqn: number) =>
+  `<?xml version="1.0" encoding="UTF-8"?>\n<MSG><META><SNDR>AODB</SNDR><SEQN>${seqn}</SEQN><DTTM>20261201080000</DTTM><TYPE>${type}</TYPE><STYP>${styp}</STYP></META>${body}</MSG>`;
+
+/** A real request; its answer is validated against the document (operation = method + template). */
+async function call(method: string, template: string, url: string, o: { body?: unknown; xml?: string; auth?: boolean } = {}) {
+  const headers: Record<string, string> = { ...(o.auth === false ? {} : AUTH) };
+  let body: string | undefined;
+  if (o.xml !== undefined) {
+    headers['content-type'] = 'application/xml';
+    body = o.xml;
+  } else if (o.body !== undefined) {
+    headers['content-type'] = 'application/json';
+    body = JSON.stringify(o.body);
+  }
+  const r = await fetch(`http://127.0.0.1:${api.port}${url}`, { method: method.toUpperCase(), headers, body });
+  const text = await r.text();
+  const op = doc.paths[template]?.[method];
+  expect(op, `${method} ${template} is in the document`).toBeDefined();
+  const response = op!.responses[String(r.status)];
+  expect(response, `${method} ${template}: status ${r.status} is documented`).toBeDefined();
+  const [type, media] = Object.entries(response.content ?? {})[0] ?? [];
+  if (type === 'application/json') {
+    const key = `${method} ${template} ${r.status}`;
+    const validate = compiled.get(key) ?? ajv.compile(media!.schema as object);
+    compiled.set(key, validate);
+    const json = JSON.parse(text);
+    expect(validate(json), `${key}: ${ajv.errorsText(validate.errors)} in ${text.slice(0, 300)}`).toBe(true);
+  }
+  checked.add(`${method} ${template}`);
+  return { status: r.status, json: type === 'application/json' ? JSON.parse(text) : text };
+}
+
+beforeAll(async () => {
+  s = await openServices();
+  await resetPipeline(s);
+  await resetDomain(s);
+  const env = { MSGX_DEV_MODE: 'false', MSGX_API_TOKEN: TOKEN };
+  api = startWorker('api', env);
+  procs.push(api, startWorker('intake', env), startWorker('pump', env));
+  await waitFor('api up', async () => (await fetch(`http://127.0.0.1:${api.port}/healthz`)).ok);
+  doc = (await (await fetch(`http://127.0.0.1:${api.port}/openapi.json`)).json()) as Doc;
+});
+afterAll(async () => {
+  await stopAll(procs);
+  await s?.close();
+});
+
+describe('GET /openapi.json', () => {
+  it('is an OpenAPI 3 document with every route, token routes marked, and no route left without a schema', () => {
+    expect(doc.openapi).toMatch(/^3\./);
+    const ops = Object.entries(doc.paths).flatMap(([p, m]) => Object.keys(m).map((x) => `${x} ${p}`));
+    expect(ops.sort()).toEqual([...ROUTES].sort());
+    expect(doc.paths['/ops/replay'].post.security).toEqual([{ bearer: [] }]);
+    expect(doc.paths['/flights/{flid}'].get.security).toBeUndefined();
+    expect(api.logs.some((l) => l.includes('routes without a schema'))).toBe(false);
+  });
+
+  it('real answers of every operation match the document', async () => {
+    const schd = `<SCHD><RECS>1</RECS><FLTR><FLID>101</FLID><FLNO>XX101</FLNO><SODT>09DEC260800</SODT><ACFT>320</ACFT></FLTR></SCHD>`;
+    expect((await call('post', '/cminmsgs/send', '/cminmsgs/send', { xml: xmlMsg('SCHD', 'DNLD', schd, 1) })).status).toBe(201);
+    expect((await call('post', '/cminmsgs/send', '/cminmsgs/send', { xml: xmlMsg('SLST', 'DNLD', '<RECS>1</RECS><SLST><SCOD>S1</SCOD><STNM>Stand 1</STNM></SLST>', 2) })).status).toBe(201);
+    expect((await call('post', '/cminmsgs/send', '/cminmsgs/send', { xml: 'not xml' })).status).toBe(400);
+    expect((await call('post', '/cminmsgs/send', '/cminmsgs/send', { xml: xmlMsg('X', 'Y', '<X/>', 3), auth: false })).status).toBe(401);
+
+    await waitFor('flight 101 applied by the pump', async () => (await fetch(`http://127.0.0.1:${api.port}/flights/101`)).ok, 60_000, 250);
+    expect((await call('get', '/flights/{flid}', '/flights/101')).json).toMatchObject({ FLID: '101' });
+    expect((await call('get', '/flights/{flid}', '/flights/999')).status).toBe(404);
+    expect((await call('get', '/flights/{flid}', '/flights/abc')).status).toBe(400);
+    expect((await call('get', '/all/flights', '/all/flights?limit=10')).json).toMatchObject({ flights: [{ FLID: '101' }], nextCursor: null });
+    expect((await call('get', '/all/flights', '/all/flights?limit=0')).status).toBe(400);
+
+    await waitFor('SLST applied', async () => (await fetch(`http://127.0.0.1:${api.port}/reference/SLST/S1`)).ok, 60_000, 250);
+    expect((await call('get', '/reference/{rtype}', '/reference/SLST')).json).toMatchObject({ rtype: 'SLST', count: 1 });
+    expect((await call('get', '/reference/{rtype}', '/reference/NOPE')).status).toBe(404);
+    expect((await call('get', '/reference/{rtype}/{rkey}', '/reference/SLST/S1')).json).toMatchObject({ rkey: 'S1' });
+    expect((await call('get', '/reference/{rtype}/{rkey}', '/reference/SLST/S9')).status).toBe(404);
+    expect((await call('get', '/resources/status', '/resources/status?type=STND')).status).toBe(200);
+    expect((await call('get', '/resources/status', '/resources/status?type=PIER')).status).toBe(400);
+
+    expect((await call('post', '/requests', '/requests', { body: { type: 'RQRD', rtype: 'SLST' } })).status).toBe(202);
+    expect((await call('post', '/requests', '/requests', { body: { type: 'RQFD', operationDay: 'tomorrow' } })).status).toBe(400);
+    expect((await call('post', '/requests', '/requests', { body: { type: 'RQRD', rtype: 'SLST' }, auth: false })).status).toBe(401);
+
+    expect((await call('post', '/ops/replay', '/ops/replay', { body: { ids: [1] } })).json).toEqual({ replayed: [] });
+    expect((await call('post', '/ops/replay', '/ops/replay', { body: {} })).status).toBe(400);
+    expect((await call('post', '/ops/backfill-resume', '/ops/backfill-resume', { body: { reason: 'MISSING_ROW' } })).status).toBe(200);
+    expect((await call('get', '/ops/messages', '/ops/messages?state=SUCCEEDED&limit=5')).json.messages.length).toBeGreaterThan(0);
+    expect((await call('get', '/ops/summary', '/ops/summary')).status).toBe(200);
+    expect((await call('get', '/ops/summary', '/ops/summary', { auth: false })).status).toBe(401);
+    expect((await call('get', '/ops/dispatch/dead', '/ops/dispatch/dead?target=msg')).json).toEqual({ dead: [] });
+    expect((await call('post', '/ops/dispatch-replay', '/ops/dispatch-replay', { body: { all: true } })).json).toEqual({ replayed: [] });
+    expect((await call('post', '/ops/dispatch-skip', '/ops/dispatch-skip', { body: { eventIds: [999999] } })).json).toEqual({ skipped: [] });
+    expect((await call('post', '/ops/dispatch-skip', '/ops/dispatch-skip', { body: { eventIds: [1], all: true } })).status).toBe(400);
+    expect((await call('get', '/healthz', '/healthz')).json).toMatchObject({ ok: true, process: 'api' });
+    expect(String((await call('get', '/metrics', '/metrics')).json)).toContain('# HELP');
+    expect(String((await call('get', '/ops', '/ops')).json)).toContain('<html');
+
+    expect([...checked].sort()).toEqual([...ROUTES].sort());
+  });
+});
