@@ -301,13 +301,16 @@ export class FlightPlan {
 
   /**
    * Redis scope of a message whose business transaction committed before (its effect is in the
-   * loaded state): the flights it carries, their masters and shared flights; for a snapshot
-   * every flight of its day. Changes nothing.
+   * loaded state): the flights it carries and the ones it changed (`changed`, from its change
+   * records), their masters and shared flights; for a snapshot every flight of its day.
+   * Changes nothing.
    */
-  addressed(cmd: FlightCommand): string[] {
+  addressed(cmd: FlightCommand, changed: readonly string[] = []): string[] {
     const step = new Step();
     if (cmd.kind === 'flop') step.addressed.add(cmd.flid);
     else for (const r of cmd.records) step.addressed.add(r.flid);
+    // the flights it changed as a consequence (cascade, MAFL of a former master, INV-7 deletions)
+    for (const f of changed) step.addressed.add(f);
     if (cmd.kind === 'snapshot' && cmd.day !== null) for (const f of this.dayOf(cmd.day).flids) step.addressed.add(f);
     return this.related(step, []);
   }

@@ -13,7 +13,7 @@ import { loadVersionFloors } from '../lifecycle/floor.ts';
 import { loadDays, writeLedgers } from './ledger.ts';
 import { routePointsDropped, unknownTagCounts } from './metrics.ts';
 import { FlightPlan, Loaded, NeedData, type FlightCommand } from './plan.ts';
-import { loadSharedOf, loadStates, writePlan, type Executor } from './store.ts';
+import { changedBy, loadSharedOf, loadStates, writePlan, type Executor } from './store.ts';
 
 /** Rounds of "load what the planner asked for" per message before giving up (a bug, not data). */
 const MAX_LOAD_ROUNDS = 20;
@@ -112,8 +112,10 @@ export class FlightSession implements DomainBatch<FlightCommand> {
     return { outcome: 'applied', mirror: p.mirror, ...(unknownTags.length ? { counts: { unknownTags } } : {}) };
   }
 
-  async addressed(cmd: FlightCommand): Promise<string[]> {
-    return this.withData(() => this.plan.addressed(cmd));
+  async addressed(m: { msgId: number; cmd: FlightCommand }): Promise<string[]> {
+    const changed = await changedBy(this.tx, m.msgId);
+    await this.load(new NeedData({ flids: changed }));
+    return this.withData(() => this.plan.addressed(m.cmd, changed));
   }
 
   async finish(): Promise<{ wake: string[] }> {

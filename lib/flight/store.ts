@@ -149,6 +149,12 @@ export async function loadStates(db: Executor, flids: readonly string[], tz: str
   return rowsToStates(res.rows, tz);
 }
 
+/** The flights a message changed (its change records, written with its business commit). */
+export async function changedBy(db: Executor, msgId: number): Promise<string[]> {
+  const r = await runPrepared<{ flid: string }>(db, 'msgx_changed_by', [msgId], () => sql`select flid from flight_change where msg_id = ${msgId}`);
+  return r.rows.map((x) => x.flid);
+}
+
 /** ACTIVE flights whose MAID is one of these masters: {flid, flno, maid}, ordered by FLID. */
 export async function loadSharedOf(db: Executor, masters: readonly string[]): Promise<{ flid: string; flno: string | null; maid: string }[]> {
   if (masters.length === 0) return [];

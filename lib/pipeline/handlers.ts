@@ -55,8 +55,8 @@ export interface DomainBatch<C> {
   preload(cmds: readonly C[]): Promise<void>;
   /** Apply one message, in inbox order, on top of the earlier ones. All or nothing: a throw leaves no trace in the batch. */
   apply(m: DomainMessage<C>): Promise<HandlerOutcome>;
-  /** Redis scope of a message whose business transaction committed earlier (crash recovery): from the current state. */
-  addressed(cmd: C): Promise<string[]>;
+  /** Redis scope of a message whose business transaction committed earlier (crash recovery): from the current state and what it changed. */
+  addressed(m: { msgId: number; cmd: C }): Promise<string[]>;
   /** Write the net effect of every message applied. */
   finish(): Promise<{ wake: string[] }>;
 }

@@ -317,7 +317,7 @@ async function applyOne(d: PumpDeps, tx: Parameters<Handler>[0]['tx'], m: Member
   switch (t.do) {
     case 'finish':
       // applied before (crash after its business commit): its flights, from the current state
-      return { state: m.h.applied_state!, reason: m.h.applied_reason, mirror: t.domain ? await batches.get(t.domain)!.addressed(t.cmd) : [] };
+      return { state: m.h.applied_state!, reason: m.h.applied_reason, mirror: t.domain ? await batches.get(t.domain)!.addressed({ msgId: m.h.msg_id, cmd: t.cmd }) : [] };
     case 'outcome':
       return { state: t.state, reason: t.reason };
     case 'retry':
