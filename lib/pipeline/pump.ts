@@ -51,6 +51,8 @@ export interface PumpDeps {
   log: Logger;
   /** Crash points of the crash-recovery tests (lib/runtime/crash.ts); none in production. */
   crash?: Crash;
+  /** Benchmarks: wall milliseconds per step of applyBatch, added up. */
+  timings?: Record<string, number>;
 }
 
 export type TickResult = { kind: 'idle' } | { kind: 'wait'; until: Date; msgId: number } | { kind: 'processed'; msgId: number; state: string };
@@ -126,7 +128,9 @@ interface Member {
 /** applyBatch, PIPELINE_LOCK held by the caller. */
 async function applyBatch(d: PumpDeps, limit: number): Promise<BatchResult> {
   // 0. the head and the messages after it
+  const lap = stopwatch(d.timings);
   const heads = await T.heads(d.session, limit);
+  lap('heads');
   const head = heads[0];
   if (!head) return { kind: 'idle' };
   if (head.state === 'FAILED') {
@@ -147,6 +151,7 @@ async function applyBatch(d: PumpDeps, limit: number): Promise<BatchResult> {
   let bodies: Map<number, string>;
   try {
     bodies = await withTimeout(d.config['msgx.io.timeout'], 'inbox read', readBodies(d.inbox, heads.map((h) => h.msg_id)));
+    lap('bodies');
   } catch (e) {
     return done([await fail(d, memberOf(d, head), { cls: 'INFRA', detail: `inbox read failed: ${describe(e)}` })]);
   }
@@ -163,11 +168,13 @@ async function applyBatch(d: PumpDeps, limit: number): Promise<BatchResult> {
     members.push(m);
     if (m.alone) break;
   }
+  lap('decode');
   if (members.length === 0) return done([await fail(d, cut!, (cut!.todo as { failure: Failure }).failure)]);
   // 3. the business transaction
   let biz: Business;
   try {
     biz = await business(d, members);
+    lap('business');
   } catch (e) {
     if (members.length > 1) {
       d.log.warn({ err: describe(e), batch: members.length, from: head.msg_id }, 'batch rolled back; trying again smaller');
@@ -184,12 +191,14 @@ async function applyBatch(d: PumpDeps, limit: number): Promise<BatchResult> {
     // 4. Redis in line with Postgres for every flight the batch addresses
     try {
       await d.mirror.sync(biz.mirror);
+      lap('redis');
     } catch (e) {
       return done([await fail(d, applied[0], { cls: 'INFRA', detail: `redis mirror failed after business commit: ${describe(e)}` })]);
     }
     // 5. terminal states + backfill intents + backfill wake-up
     d.crash?.('pump.before-terminal');
     const finished = await T.markFinished(d.session, applied.map((m) => m.h.msg_id), d.clock.now());
+    lap('terminal');
     const byId = new Map(applied.map((m) => [m.h.msg_id, m]));
     const perMessage = (performance.now() - started) / 1000 / applied.length;
     for (const f of finished) {
@@ -206,6 +215,17 @@ async function applyBatch(d: PumpDeps, limit: number): Promise<BatchResult> {
 }
 
 const done = (xs: Done[]): BatchResult => ({ kind: 'done', done: xs });
+
+/** Adds the time since the previous lap to `timings[name]` (benchmarks); a no-op without timings. */
+function stopwatch(timings: Record<string, number> | undefined): (name: string) => void {
+  if (!timings) return () => {};
+  let t = performance.now();
+  return (name) => {
+    const now = performance.now();
+    timings[name] = (timings[name] ?? 0) + (now - t);
+    t = now;
+  };
+}
 
 function memberOf(d: PumpDeps, h: T.HeadRow): Member {
   return { h, log: d.log.child({ msgId: h.msg_id }), kind: h.kind, bindKey: null, todo: { do: 'finish' }, alone: false };

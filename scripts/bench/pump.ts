@@ -62,7 +62,7 @@ async function prepare(k: number) {
 }
 
 async function runPump(k: number) {
-  const deps = await prepare(k);
+  const deps = { ...(await prepare(k)), timings: {} as Record<string, number> };
   const cpu0 = process.cpuUsage();
   const t = performance.now();
   let processed = 0;
@@ -73,7 +73,7 @@ async function runPump(k: number) {
   }
   const wall = (performance.now() - t) / 1000;
   const cpu = process.cpuUsage(cpu0);
-  return { k, processed, wall, nodeCpu: (cpu.user + cpu.system) / 1e6, deps };
+  return { k, processed, wall, nodeCpu: (cpu.user + cpu.system) / 1e6, deps, steps: Object.fromEntries(Object.entries(deps.timings).map(([n, ms]) => [n, +(ms / 1000).toFixed(2)])) };
 }
 
 // pgbench: single client, one-row insert per transaction, same server, same run.
@@ -134,7 +134,7 @@ console.log(
       messages: N,
       flights: F,
       pgbenchSingleClientCommitsPerSec: Math.round(tps),
-      byBatchSize: runs.map((r) => ({ K: r.k, processed: r.processed, seconds: +r.wall.toFixed(2), msgPerSec: Math.round(r.processed / r.wall), ratioToCommitRate: +(r.processed / r.wall / tps).toFixed(2) })),
+      byBatchSize: runs.map((r) => ({ K: r.k, processed: r.processed, seconds: +r.wall.toFixed(2), msgPerSec: Math.round(r.processed / r.wall), ratioToCommitRate: +(r.processed / r.wall / tps).toFixed(2), wallSecondsPerStep: r.steps })),
       lastRunStates: Object.fromEntries(states.map((s) => [s.state, Number(s.n)])),
       cpuSplitAtK: {
         K: last.k,
