@@ -436,6 +436,15 @@ export class FlightPlan {
     this.snapLog.push({ msgId: m.msgId, styp: cmd.styp, day: d.day, version, outcome: 'APPLIED', recs: cmd.recs, written, unchanged: cmd.recs - written, deleted, at: m.now });
   }
 
+  /** Every flight the batch knows, as it leaves it (null = no such flight). */
+  states(): Map<string, FlightState | null> {
+    const out = new Map<string, FlightState | null>();
+    for (const f of this.loaded.absent) out.set(f, null);
+    for (const [f, st] of this.loaded.states) out.set(f, st);
+    for (const [f, st] of this.current) out.set(f, st);
+    return out;
+  }
+
   // --- the batch's net writes ----------------------------------------------------------------
 
   result(): PlanResult {

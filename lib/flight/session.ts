@@ -118,11 +118,11 @@ export class FlightSession implements DomainBatch<FlightCommand> {
     return this.withData(() => this.plan.addressed(m.cmd, changed));
   }
 
-  async finish(): Promise<{ wake: string[] }> {
+  async finish(): Promise<{ wake: string[]; states: ReadonlyMap<string, unknown> }> {
     const r = this.plan.result();
     await writePlan(this.tx, r, this.now);
     if (this.ledgers) await writeLedgers(this.tx, r.ledgers, r.snapLog);
     this.log.debug({ flights: r.flights.length, events: r.events.length }, 'flight batch written');
-    return { wake: this.events > 0 ? [DISPATCH_TASK.msg, DISPATCH_TASK.schd] : [] };
+    return { wake: this.events > 0 ? [DISPATCH_TASK.msg, DISPATCH_TASK.schd] : [], states: this.plan.states() };
   }
 }

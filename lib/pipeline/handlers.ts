@@ -57,8 +57,12 @@ export interface DomainBatch<C> {
   apply(m: DomainMessage<C>): Promise<HandlerOutcome>;
   /** Redis scope of a message whose business transaction committed earlier (crash recovery): from the current state and what it changed. */
   addressed(m: { msgId: number; cmd: C }): Promise<string[]>;
-  /** Write the net effect of every message applied. */
-  finish(): Promise<{ wake: string[] }>;
+  /**
+   * Write the net effect of every message applied. `states`: the state, as this transaction
+   * leaves it, of the flights the batch loaded (null = none) — the Redis step uses them instead
+   * of reading them back (they are what commits: the pump is the only writer under PIPELINE_LOCK).
+   */
+  finish(): Promise<{ wake: string[]; states?: ReadonlyMap<string, unknown> }>;
 }
 
 export interface BatchDomain<C> {
@@ -73,7 +77,8 @@ export type RegistryEntry = { kind: 'tx'; handler: Handler } | { kind: 'batch'; 
 
 /** Step 2 of the success path: make Redis match Postgres for these flights. Throws on failure. */
 export interface Mirror {
-  sync(flids: string[]): Promise<void>;
+  /** `known`: committed states of some of them (null = no such flight), from the business transaction; the others are read. */
+  sync(flids: string[], known?: ReadonlyMap<string, unknown>): Promise<void>;
   /** Answers when the store behind the mirror answers (the pump probes it while the head is held for INFRA). */
   probe?(): Promise<void>;
 }

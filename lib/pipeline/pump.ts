@@ -190,7 +190,7 @@ async function applyBatch(d: PumpDeps, limit: number): Promise<BatchResult> {
     d.crash?.('pump.after-business-commit');
     // 4. Redis in line with Postgres for every flight the batch addresses
     try {
-      await d.mirror.sync(biz.mirror);
+      await d.mirror.sync(biz.mirror, biz.known);
       lap('redis');
     } catch (e) {
       return done([await fail(d, applied[0], { cls: 'INFRA', detail: `redis mirror failed after business commit: ${describe(e)}` })]);
@@ -271,6 +271,8 @@ interface Business {
   mirror: string[];
   /** Metrics to count now that the business transaction committed (once per message). */
   counts: AfterCommitCounts[];
+  /** Committed states of flights the batch loaded (the Redis step need not read them back). */
+  known: ReadonlyMap<string, unknown>;
 }
 
 /** Thrown to roll the business transaction back when no member is left to commit. */
@@ -319,12 +321,17 @@ async function business(d: PumpDeps, members: Member[]): Promise<Business> {
         count++;
       }
       if (count === 0) throw new NothingToCommit();
-      for (const b of batches.values()) for (const w of (await b.finish()).wake) wake.add(w);
+      const known = new Map<string, unknown>();
+      for (const b of batches.values()) {
+        const f = await b.finish();
+        for (const w of f.wake) wake.add(w);
+        for (const [k, v] of f.states ?? []) known.set(k, v);
+      }
       await T.recordApplied(tx, outcomes, now, wake);
-      return { count, cut: cutResult, mirror: [...mirror], counts };
+      return { count, cut: cutResult, mirror: [...mirror], counts, known };
     });
   } catch (e) {
-    if (e instanceof NothingToCommit) return { count: 0, cut: cutResult, mirror: [], counts: [] };
+    if (e instanceof NothingToCommit) return { count: 0, cut: cutResult, mirror: [], counts: [], known: new Map() };
     throw e;
   }
 }
