@@ -3,7 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../clock.ts';
 import type { Db } from '../db/postgres.ts';
-import { replayMessages, resumeBackfills } from '../pipeline/operator.ts';
+import { replayReport, resumeReport } from '../pipeline/operator.ts';
 
 const ids = { type: 'array', items: { type: 'integer', minimum: 1 }, maxItems: 10000 } as const;
 
@@ -23,7 +23,8 @@ export async function opsRoutes(app: FastifyInstance, o: { db: Db; clock: Clock;
     async (req, reply) => {
       const body = req.body as { ids?: number[]; state?: 'FAILED' | 'DEAD'; reason?: string; force?: boolean };
       if (!body.ids?.length && !body.state) return reply.code(400).send({ error: 'bad-request', reason: 'give ids or state' });
-      return { replayed: await replayMessages(o.db, o.clock, body) };
+      const r = await replayReport(o.db, o.clock, body);
+      return { replayed: r.done, untouched: r.untouched };
     },
   );
   app.post(
@@ -35,7 +36,8 @@ export async function opsRoutes(app: FastifyInstance, o: { db: Db; clock: Clock;
     async (req, reply) => {
       const body = req.body as { ids?: number[]; reason?: 'MISSING_ROW' | 'TRANSIENT_DEADLINE' };
       if (!body.ids?.length && !body.reason) return reply.code(400).send({ error: 'bad-request', reason: 'give ids or reason' });
-      return { resumed: await resumeBackfills(o.db, o.clock, body) };
+      const r = await resumeReport(o.db, o.clock, body);
+      return { resumed: r.done, untouched: r.untouched };
     },
   );
   app.get('/ops/messages', { preHandler: o.guard as never }, async (req) => {
