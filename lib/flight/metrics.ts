@@ -1,23 +1,19 @@
-// Flight-domain metrics on prom-client's default registry (get-or-create: the unknown-tags
-// counter is shared with other decoders, e.g. lib/requests/metrics.ts).
+// Flight-domain metrics, created outside any registry: the pump (which decodes) exports them
+// (lib/runtime/metrics.ts exportProcessMetrics). The unknown-tags counter is shared with the
+// reference-data decoder (lib/requests/metrics.ts re-exports it).
 import client from 'prom-client';
 import type { DecodeNotes } from './decode.ts';
 
-const { Counter, register } = client;
+const { Counter } = client;
 
-function getOrCreate<T>(name: string, make: () => T): T {
-  return (register.getSingleMetric(name) as T | undefined) ?? make();
-}
+export const decodeUnknownTags = new Counter({
+  registers: [],
+  name: 'msgx_decode_unknown_tags_total',
+  help: 'Tags the rule tables do not know',
+  labelNames: ['type', 'styp', 'tag'] as const,
+});
 
-export const decodeUnknownTags = getOrCreate(
-  'msgx_decode_unknown_tags_total',
-  () => new Counter({ name: 'msgx_decode_unknown_tags_total', help: 'Tags the rule tables do not know', labelNames: ['type', 'styp', 'tag'] }),
-) as client.Counter<'type' | 'styp' | 'tag'>;
-
-export const routePointsDropped = getOrCreate(
-  'msgx_flight_route_points_dropped_total',
-  () => new Counter({ name: 'msgx_flight_route_points_dropped_total', help: 'ROUT/ERUT points beyond the 4 kept locally' }),
-) as client.Counter;
+export const routePointsDropped = new Counter({ registers: [], name: 'msgx_flight_route_points_dropped_total', help: 'ROUT/ERUT points beyond the 4 kept locally' });
 
 /** Count what the decoder noted (called once per decoded message). */
 export function countDecodeNotes(type: string, styp: string, notes: DecodeNotes): void {

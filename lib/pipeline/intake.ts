@@ -11,7 +11,7 @@ import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/postgres.ts';
 import { existingIds, readUnprocessedAfter, withTimeout, type Inbox, type InboxRowRef } from '../db/mysql.ts';
-import { metrics } from '../runtime/metrics.ts';
+import { metrics, noteInboxRead } from '../runtime/metrics.ts';
 import { enqueue, wake } from './transitions.ts';
 
 export interface IntakeDeps {
@@ -40,6 +40,7 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
 
   // 1. watermark scan
   const fresh = await withTimeout(timeout, 'inbox scan', readUnprocessedAfter(d.inbox, cur.watermark, batch));
+  noteInboxRead();
   const { take, gap, gapSeenAt, passed } = await settleGaps(d, cur.watermark, fresh, cur.gap_id, cur.gap_seen_at, now);
 
   // 2. one chunk of the periodic full scan below the watermark

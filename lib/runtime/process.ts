@@ -7,7 +7,7 @@ import { ConfigError, loadConfig, redactUrl, type Config } from '../config.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { createDb, createPool, sql, type Db } from '../db/postgres.ts';
 import { createLogger, type Logger } from './log.ts';
-import { registry } from './metrics.ts';
+import { exportProcessMetrics, registry } from './metrics.ts';
 import { runAsLeader, type LeaderHandle } from './leader.ts';
 
 export type ProcessName = 'intake' | 'pump' | 'backfill' | 'msg-dispatch' | 'schd-dispatch' | 'retention' | 'api';
@@ -63,6 +63,7 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
   const pool = createPool(config.DATABASE_URL, { max: 8, name: spec.name });
   const rt: Runtime = { name: spec.name, config, log, clock: systemClock, pool, db: createDb(pool), signal: abort.signal };
 
+  exportProcessMetrics(spec.name, [], { readOnly: config['msgx.inbox.read-only'] });
   const app = Fastify({ logger: false, bodyLimit: config['msgx.inbox.max-message-bytes'] });
   app.get('/metrics', async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
   app.get('/healthz', async (_req, reply) => {

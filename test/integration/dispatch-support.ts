@@ -189,3 +189,17 @@ export async function refusingTopic(what: string): Promise<string> {
   }
   return topic;
 }
+
+/** Delete the topics a test created (tests leave nothing on the developer's broker). Unknown topics are ignored. */
+export async function deleteTopics(topics: string[], brokers = TEST_KAFKA): Promise<void> {
+  if (topics.length === 0) return;
+  const admin = new Kafka({ clientId: 'msgx-test-cleanup', brokers: brokers.split(','), logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    const existing = new Set(await admin.listTopics());
+    const mine = topics.filter((t) => existing.has(t));
+    if (mine.length) await admin.deleteTopics({ topics: mine, timeout: 10_000 });
+  } finally {
+    await admin.disconnect();
+  }
+}

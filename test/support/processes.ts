@@ -10,7 +10,8 @@ export interface Proc {
   exited: Promise<number | null>;
 }
 
-let nextPort = 19500;
+// Random base: several test runs may share the machine (a fixed base made them scrape each other).
+let nextPort = 20000 + Math.floor(Math.random() * 400) * 10;
 
 export function startWorker(name: string, env: Record<string, string> = {}): Proc {
   const port = nextPort++;
