@@ -39,6 +39,11 @@ export interface KafkaEdge {
    * msgx.io.timeout passes (then nothing of this call counts as acknowledged).
    */
   send(topic: string, records: readonly KafkaRecord[]): Promise<Placement[]>;
+  /**
+   * Does the cluster answer a metadata request within msgx.io.timeout (a fresh connection)? The
+   * dispatchers ask after a failed send: only an unreachable cluster spares the events an attempt.
+   */
+  reachable(): Promise<boolean>;
   /** Create the topics that do not exist (msgx.kafka.partitions). Throws TopicCreationError when the cluster refuses. */
   ensureTopics(topics: readonly string[]): Promise<void>;
   close(): Promise<void>;
@@ -164,6 +169,19 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
         acks.filter((a) => a.topicName === topic && a.baseOffset !== undefined).map((a) => ({ partition: a.partition, baseOffset: a.baseOffset! })),
       );
       return partitions.map((partition, i) => ({ partition, offset: offsets[i] }));
+    },
+
+    async reachable() {
+      const admin: Admin = kafka.admin({ retry: { retries: 0 } });
+      try {
+        await withTimeout(admin.connect(), o.timeoutMs, 'admin connect');
+        await withTimeout(admin.describeCluster(), o.timeoutMs, 'metadata');
+        return true;
+      } catch {
+        return false;
+      } finally {
+        void withTimeout(admin.disconnect(), o.timeoutMs, 'admin disconnect').catch(() => {});
+      }
     },
 
     async ensureTopics(topics) {

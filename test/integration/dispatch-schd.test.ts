@@ -139,6 +139,7 @@ describe('races and dead rows', () => {
         return placed;
       },
       ensureTopics: (t) => kafka.ensureTopics(t),
+      reachable: () => kafka.reachable(),
       close: async () => {},
     };
     expect(await schdRound(deps(db, racing, { 'msgx.kafka.schd-topic': topic }))).toMatchObject({ picked: 2, sent: 1, overtaken: 1 });
