@@ -14,7 +14,7 @@ await runProcess({
   kick: [TASK],
   crontab: () => [safetyNet(TASK), RETENTION_CRONTAB].join('\n'),
   tasks: async (rt) => {
-    const kafka = await connectKafka(rt, rt.config['msgx.kafka.msg-topic']);
+    const kafka = await connectKafka(rt, { topic: rt.config['msgx.kafka.msg-topic'] });
     return {
       tasks: {
         [TASK]: dispatcherTask(rt, 'msg', TASK, msgDrain, kafka),

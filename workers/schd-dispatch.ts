@@ -12,7 +12,9 @@ await runProcess({
   kick: [TASK],
   crontab: () => safetyNet(TASK),
   tasks: async (rt) => {
-    const kafka = await connectKafka(rt, rt.config['msgx.kafka.schd-topic']);
+    // One partition: every schd record carries a batch of complete states under the fixed key
+    // 'schd'; one partition keeps the whole topic in write order (docs/consumers.md).
+    const kafka = await connectKafka(rt, { topic: rt.config['msgx.kafka.schd-topic'], partitions: 1 });
     return { tasks: { [TASK]: dispatcherTask(rt, 'schd', TASK, schdDrain, kafka) }, close: () => kafka.close() };
   },
 });

@@ -3,7 +3,7 @@
 // self-rescheduling drain task, the crontab safety net and the health view.
 import type { Task } from 'graphile-worker';
 import type { Runtime } from '../runtime/process.ts';
-import { createKafkaEdge, kafkaOptions, TopicCreationError, type KafkaEdge } from './kafka.ts';
+import { createKafkaEdge, kafkaOptions, TopicCreationError, type KafkaEdge, type TopicSpec } from './kafka.ts';
 import type { Target } from './metrics.ts';
 import { registerDispatchGauges } from './metrics.ts';
 import type { DispatchDeps, DrainNext } from './msg.ts';
@@ -14,12 +14,16 @@ export const DRAIN_BUDGET_MS = 30_000;
 /** Every minute: catches a lost wake-up (crontab jobs share the job key, so they coalesce). */
 export const safetyNet = (task: string) => `* * * * * ${task} ?jobKey=${task}&max=3`;
 
-/** Kafka edge with the topic ensured; waits (and retries) while the broker cannot be reached. */
-export async function connectKafka(rt: Runtime, topic: string): Promise<KafkaEdge> {
+/**
+ * Kafka edge with the topic ensured (created with the gateway's settings, or its settings
+ * checked); waits (and retries) while the broker cannot be reached.
+ */
+export async function connectKafka(rt: Runtime, spec: TopicSpec): Promise<KafkaEdge> {
+  const topic = spec.topic;
   const kafka = createKafkaEdge(kafkaOptions(rt.config, rt.log));
   for (let wait = 1000; !rt.signal.aborted; wait = Math.min(wait * 2, 30_000)) {
     try {
-      await kafka.ensureTopics([topic]);
+      await kafka.ensureTopics([spec]);
       rt.log.info({ topic, brokers: rt.config.KAFKA_BROKERS }, 'kafka topic ready');
       return kafka;
     } catch (e) {

@@ -8,7 +8,7 @@ import { ManualClock, systemClock } from '../../lib/clock.ts';
 import type { Db } from '../../lib/db/postgres.ts';
 import { TopicCreationError, type KafkaEdge } from '../../lib/dispatch/kafka.ts';
 import { msgRound, type RoundResult } from '../../lib/dispatch/msg.ts';
-import { consumeAll, deadAddress, deps, edge, kafkaService, NOW, openDb, payloadOf, putMsgEvents, resetOutbox, rows, silentServer, stateCounts, uniqueTopic } from './dispatch-support.ts';
+import { createdTopics, deleteTopics, describeTopic, topicWith, consumeAll, deadAddress, deps, edge, kafkaService, NOW, openDb, payloadOf, putMsgEvents, resetOutbox, rows, silentServer, stateCounts, uniqueTopic } from './dispatch-support.ts';
 
 const PRIVATE_PORT = 19192;
 const PRIVATE = `127.0.0.1:${PRIVATE_PORT}`;
@@ -23,6 +23,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const e of edges) await e.close();
+  await deleteTopics(createdTopics());
   await close();
 });
 beforeEach(async () => resetOutbox(db));
@@ -183,6 +184,28 @@ describe('broker stopped in the middle of a run', () => {
 });
 
 describe('topic creation', () => {
+  it('provisions explicit, documented settings (not broker defaults) and checks those of existing topics at start', async () => {
+    const kafka = track(edge({ partitions: 3 }));
+    const msg = uniqueTopic('settings-msg');
+    const schd = uniqueTopic('settings-schd');
+    expect(await kafka.ensureTopics([msg, { topic: schd, partitions: 1 }])).toEqual({ created: [msg, schd], mismatched: [] });
+    for (const [topic, partitions] of [[msg, 3], [schd, 1]] as const) {
+      const t = await describeTopic(topic);
+      expect(t.partitions).toBe(partitions);
+      // set on the topic itself (configSource TOPIC_CONFIG), whatever the broker's defaults are
+      expect(t.explicit).toEqual({ 'cleanup.policy': 'delete', 'retention.ms': String(7 * 24 * 3600 * 1000), 'min.insync.replicas': '1' });
+    }
+    // a topic someone else created with other settings: reported (and logged), not changed
+    const foreign = await topicWith('settings-foreign', { 'cleanup.policy': 'compact', 'retention.ms': '60000' });
+    const r = await kafka.ensureTopics([msg, foreign]);
+    expect(r.created).toEqual([]);
+    expect(r.mismatched).toEqual([
+      { topic: foreign, setting: 'cleanup.policy', expected: 'delete', actual: 'compact' },
+      { topic: foreign, setting: 'retention.ms', expected: String(7 * 24 * 3600 * 1000), actual: '60000' },
+    ]);
+    expect((await describeTopic(foreign)).explicit['retention.ms']).toBe('60000');
+  });
+
   it('creates a missing topic with msgx.kafka.partitions, leaves an existing one alone, refuses clearly', async () => {
     const kafka = track(edge({ partitions: 3 }));
     const topic = uniqueTopic('create');

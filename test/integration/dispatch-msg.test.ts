@@ -12,7 +12,7 @@ import { msgDrain, msgRound } from '../../lib/dispatch/msg.ts';
 import { freezeMsgBatch } from '../../lib/dispatch/outbox.ts';
 import { releasable, type OutboxEvent } from '../../lib/dispatch/plan.ts';
 import { dispatchRoutes } from '../../lib/dispatch/routes.ts';
-import { consume, deadAddress, deps, edge, NOW, openDb, payloadOf, putMsgEvents, refusingTopic, resetOutbox, rows, uniqueTopic } from './dispatch-support.ts';
+import { consume, createdTopics, deadAddress, deleteTopics, deps, edge, NOW, openDb, payloadOf, putMsgEvents, refusingTopic, resetOutbox, rows, uniqueTopic } from './dispatch-support.ts';
 
 let db: Db;
 let close: () => Promise<void>;
@@ -26,6 +26,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const e of edges) await e.close();
+  await deleteTopics(createdTopics());
   await close();
 });
 beforeEach(async () => resetOutbox(db));
