@@ -1,6 +1,7 @@
 // What both dispatcher processes share: the Kafka edge with its topics ensured before the first
 // round (retrying while the broker is unreachable; a refusal to create a topic is fatal), the
-// self-rescheduling drain task, the crontab safety net and the health view.
+// self-rescheduling drain task and the health view. A lost wake-up is caught by the process's
+// keep-alive (ProcessSpec.keepAlive, lib/runtime/process.ts).
 import type { Task } from 'graphile-worker';
 import type { Runtime } from '../runtime/process.ts';
 import { createKafkaEdge, kafkaOptions, TopicCreationError, type KafkaEdge, type TopicSpec } from './kafka.ts';
@@ -11,8 +12,6 @@ import type { DispatchDeps, DrainNext } from './msg.ts';
 /** Time one task run may keep draining before it re-queues itself (other jobs get a turn). */
 export const DRAIN_BUDGET_MS = 30_000;
 
-/** Every minute: catches a lost wake-up (crontab jobs share the job key, so they coalesce). */
-export const safetyNet = (task: string) => `* * * * * ${task} ?jobKey=${task}&max=3`;
 
 /**
  * Kafka edge with the topic ensured (created with the gateway's settings, or its settings

@@ -31,6 +31,13 @@ export interface ProcessSpec {
   crontab?: (config: Config) => string;
   /** Jobs added when the runner starts (first wake-up). */
   kick?: string[];
+  /**
+   * Long-running duties (job key = task name) kept alive: every minute, a duty with no job that
+   * is running or waiting gets one. Unlike a crontab line with that job key, this never touches a
+   * running job (graphile-worker would retire it to attempts = max_attempts and queue a due
+   * duplicate behind it), so the queue shows one healthy job per duty (docs/operations.md).
+   */
+  keepAlive?: string[];
   /** Extra HTTP routes (the api process). */
   http?: (app: FastifyInstance, rt: Runtime) => Promise<void>;
   /** Health beyond "Postgres answers". */
@@ -93,7 +100,9 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
     });
     runner.promise.catch((e) => log.error({ err: e }, 'graphile-worker runner ended with an error'));
     for (const task of spec.kick ?? []) await runner.addJob(task, {}, { jobKey: task });
+    const keepAlive = spec.keepAlive?.length ? setInterval(() => void keepDutiesAlive(rt, spec.keepAlive!), KEEP_ALIVE_EVERY_MS) : undefined;
     return async () => {
+      clearInterval(keepAlive);
       await runner.stop().catch((e) => log.error({ err: e }, 'runner stop failed'));
       await built.close?.();
     };
@@ -127,6 +136,24 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
     log.fatal({ err: e }, 'duty crashed');
     process.exit(1);
   });
+}
+
+const KEEP_ALIVE_EVERY_MS = 60_000;
+
+/**
+ * Add the job of each duty that has none running (locked) or waiting (attempts left). A job
+ * that used up its attempts is replaced by add_job (its key moves to the new job).
+ */
+export async function keepDutiesAlive(rt: Pick<Runtime, "db" | "log">, tasks: string[]): Promise<void> {
+  try {
+    const r = await sql<{ task: string }>`
+      select t as task, (graphile_worker.add_job(t, '{}'::json, job_key := t)).id as id
+      from unnest(${tasks}::text[]) as t
+      where not exists (select 1 from graphile_worker.jobs j where j.key = t and (j.locked_at is not null or j.attempts < j.max_attempts))`.execute(rt.db);
+    if (r.rows.length) rt.log.warn({ tasks: r.rows.map((x) => x.task) }, 'duty had no job (its loop died or the job was removed); added again');
+  } catch (e) {
+    rt.log.error({ err: e }, 'keep-alive check of the duties failed; retried in a minute');
+  }
 }
 
 /** Jobs of a single-writer duty locked by a dead worker would wait hours for graphile-worker's timeout. */
