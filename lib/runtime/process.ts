@@ -139,17 +139,24 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
 }
 
 const KEEP_ALIVE_EVERY_MS = 60_000;
+const STALE_LOCK_MS = 5 * 60_000;
 
 /**
- * Add the job of each duty that has none running (locked) or waiting (attempts left). A job
- * that used up its attempts is replaced by add_job (its key moves to the new job).
+ * Add the job of each duty that has none running or waiting (attempts left). Running = locked
+ * less than STALE_LOCK_MS ago: a duty job drains for at most its budget (≤ 55 s) and then ends,
+ * so an older lock belongs to a worker that died holding it (another instance takes over at
+ * once instead of after graphile-worker's 4 h lock timeout). A job that used up its attempts,
+ * or holds a stale lock, is replaced by add_job (its key moves to the new job).
  */
 export async function keepDutiesAlive(rt: Pick<Runtime, "db" | "log">, tasks: string[]): Promise<void> {
   try {
     const r = await sql<{ task: string }>`
       select t as task, (graphile_worker.add_job(t, '{}'::json, job_key := t)).id as id
       from unnest(${tasks}::text[]) as t
-      where not exists (select 1 from graphile_worker.jobs j where j.key = t and (j.locked_at is not null or j.attempts < j.max_attempts))`.execute(rt.db);
+      where not exists (
+        select 1 from graphile_worker.jobs j
+        where j.key = t
+          and (j.locked_at > now() - ${STALE_LOCK_MS} * interval '1 millisecond' or (j.locked_at is null and j.attempts < j.max_attempts)))`.execute(rt.db);
     if (r.rows.length) rt.log.warn({ tasks: r.rows.map((x) => x.task) }, 'duty had no job (its loop died or the job was removed); added again');
   } catch (e) {
     rt.log.error({ err: e }, 'keep-alive check of the duties failed; retried in a minute');

@@ -61,6 +61,13 @@ describe('graphile_worker.jobs while the intake loop runs', () => {
     await keepDutiesAlive(rt, [task]); // used up and idle: a fresh job takes the key
     const after = await jobs(task);
     expect(after.find((j) => j.key === task)).toMatchObject({ attempts: 0 });
+    // locked for 10 minutes: its worker died holding it (a duty job runs ≤ 55 s); replaced at once
+    await sql`update graphile_worker._private_jobs set locked_at = now() - interval '10 minutes', locked_by = 'gone', attempts = 1 where key = ${task}`.execute(s.db);
+    const stale = (await jobs(task)).find((j) => j.key === task)!;
+    await keepDutiesAlive(rt, [task]);
+    const fresh = (await jobs(task)).find((j) => j.key === task)!;
+    expect(fresh.id).not.toBe(stale.id);
+    expect(fresh).toMatchObject({ locked_by: null, attempts: 0 });
     await sql`delete from graphile_worker._private_jobs where task_id in (select id from graphile_worker._private_tasks where identifier = ${task})`.execute(s.db);
   });
 });
