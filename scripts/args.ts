@@ -13,17 +13,30 @@ export function parseOperatorArgs(argv: string[], valued: string[], flags: strin
   return out;
 }
 
+/** What an action answers: its result line, lines explaining what it left untouched (stderr), success. */
+export interface CliOutcome {
+  out: string;
+  notes?: string[];
+  ok?: boolean;
+}
+
 /**
  * The frame of every operator CLI: config and one Postgres connection, the action, one line of
- * result, exit code 2 with the command's name on any error (bad arguments included).
+ * result (plus, on stderr, why matched things were left), exit code 1 when the action did not do
+ * what was asked (nothing done, or a named id left), 2 with the command's name on any error
+ * (bad arguments included).
  */
-export async function runOperatorCli(name: string, action: (db: import('../lib/db/postgres.ts').Db) => Promise<string>): Promise<void> {
+export async function runOperatorCli(name: string, action: (db: import('../lib/db/postgres.ts').Db) => Promise<string | CliOutcome>): Promise<void> {
   const { loadConfig } = await import('../lib/config.ts');
   const { createDb, createPool } = await import('../lib/db/postgres.ts');
   const config = loadConfig();
   const pool = createPool(config.DATABASE_URL, { max: 1 });
   try {
-    console.log(await action(createDb(pool)));
+    const r = await action(createDb(pool));
+    const o: CliOutcome = typeof r === 'string' ? { out: r } : r;
+    console.log(o.out);
+    for (const n of o.notes ?? []) console.error(`${name}: ${n}`);
+    if (o.ok === false) process.exitCode = 1;
   } catch (e) {
     console.error(`${name}: ${(e as Error).message}`);
     process.exitCode = 2;

@@ -10,7 +10,7 @@ import { opsRoutes } from '../lib/api/ops-routes.ts';
 import { CONSOLE_SCRIPT_SOURCES, consoleRoutes } from '../lib/api/console.ts';
 import { traceRoutes } from '../lib/api/trace-routes.ts';
 import { createInbox } from '../lib/db/mysql.ts';
-import { replayMessages, resumeBackfills, type ReplayRequest } from '../lib/pipeline/operator.ts';
+import { replayReport, resumeReport, type ReplayRequest } from '../lib/pipeline/operator.ts';
 import { loadConfigOrExit, runProcess } from '../lib/runtime/process.ts';
 import { refdataRoutes } from '../lib/refdata/routes.ts';
 import { flightRoutes } from '../lib/flight/routes.ts';
@@ -66,12 +66,14 @@ await runProcess({
   crontab: (config) => requestsCrontab(config) || '# no daily schedule request (msgx.requests.daily-schedule-at is empty)',
   tasks: async (rt) => {
     const replay: Task = async (payload) => {
-      const ids = await replayMessages(rt.db, rt.clock, payload as ReplayRequest);
-      rt.log.info({ msgIds: ids }, 'replay task: messages back to PENDING');
+      const r = await replayReport(rt.db, rt.clock, payload as ReplayRequest);
+      rt.log.info({ msgIds: r.done }, 'replay task: messages back to PENDING');
+      if (r.untouched.length) rt.log.warn({ untouched: r.untouched }, 'replay task: matched messages left as they are');
     };
     const resume: Task = async (payload) => {
-      const ids = await resumeBackfills(rt.db, rt.clock, payload as { ids?: number[]; reason?: 'MISSING_ROW' | 'TRANSIENT_DEADLINE' });
-      rt.log.info({ msgIds: ids }, 'backfill-resume task: abandoned backfills resumed');
+      const r = await resumeReport(rt.db, rt.clock, payload as { ids?: number[]; reason?: 'MISSING_ROW' | 'TRANSIENT_DEADLINE' });
+      rt.log.info({ msgIds: r.done }, 'backfill-resume task: abandoned backfills resumed');
+      if (r.untouched.length) rt.log.warn({ untouched: r.untouched }, 'backfill-resume task: matched messages left as they are');
     };
     const outbox = createInbox(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
     return {

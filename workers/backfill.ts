@@ -8,7 +8,7 @@ const BUDGET_MS = 30_000;
 await runProcess({
   name: 'backfill',
   kick: ['backfill'],
-  crontab: () => '* * * * * backfill ?jobKey=backfill&max=3',
+  keepAlive: ['backfill'],
   tasks: async (rt) => {
     const inbox = createInbox(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
     const deps = { db: rt.db, inbox, clock: rt.clock, config: rt.config, log: rt.log };

@@ -11,7 +11,7 @@ await runProcess({
   name: 'intake',
   leaderLock: LOCKS.INTAKE_LEADER,
   kick: ['intake'],
-  crontab: () => '* * * * * intake ?jobKey=intake&max=3',
+  keepAlive: ['intake'],
   tasks: async (rt, leader) => {
     const inbox = createInbox(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
     const deps = { db: rt.db, inbox, clock: rt.clock, config: rt.config, log: rt.log };

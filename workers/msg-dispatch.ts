@@ -3,7 +3,7 @@
 // Any number of instances: a round runs under an advisory lock, so only one sends at a time.
 import { msgDrain } from '../lib/dispatch/msg.ts';
 import { purgeSentEvents, RETENTION_CRONTAB, RETENTION_TASK } from '../lib/dispatch/retention.ts';
-import { connectKafka, dispatcherTask, safetyNet } from '../lib/dispatch/worker.ts';
+import { connectKafka, dispatcherTask } from '../lib/dispatch/worker.ts';
 import { DISPATCH_TASK } from '../lib/dispatch/tasks.ts';
 import { runProcess } from '../lib/runtime/process.ts';
 
@@ -12,9 +12,10 @@ const TASK = DISPATCH_TASK.msg;
 await runProcess({
   name: 'msg-dispatch',
   kick: [TASK],
-  crontab: () => [safetyNet(TASK), RETENTION_CRONTAB].join('\n'),
+  keepAlive: [TASK],
+  crontab: () => RETENTION_CRONTAB,
   tasks: async (rt) => {
-    const kafka = await connectKafka(rt, rt.config['msgx.kafka.msg-topic']);
+    const kafka = await connectKafka(rt, { topic: rt.config['msgx.kafka.msg-topic'] });
     return {
       tasks: {
         [TASK]: dispatcherTask(rt, 'msg', TASK, msgDrain, kafka),

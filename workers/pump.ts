@@ -21,7 +21,7 @@ await runProcess({
   name: 'pump',
   leaderLock: LOCKS.PUMP_LEADER,
   kick: ['pump'],
-  crontab: () => '* * * * * pump ?jobKey=pump&max=3',
+  keepAlive: ['pump'],
   tasks: async (rt, leader) => {
     const inbox = createInbox(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
     const redis = createRedis(rt.config.REDIS_URL, rt.config['msgx.io.timeout']);

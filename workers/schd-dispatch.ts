@@ -1,7 +1,7 @@
 // schd-dispatch: outbox (target 'schd', one row per FLID) → complete states → schd topic as
 // {"SCHD":{"RECS":n,"FLTR":[…]}} records under msgx.schd.max-record-bytes (lib/dispatch/schd.ts).
 import { schdDrain } from '../lib/dispatch/schd.ts';
-import { connectKafka, dispatcherTask, safetyNet } from '../lib/dispatch/worker.ts';
+import { connectKafka, dispatcherTask } from '../lib/dispatch/worker.ts';
 import { DISPATCH_TASK } from '../lib/dispatch/tasks.ts';
 import { runProcess } from '../lib/runtime/process.ts';
 
@@ -10,9 +10,11 @@ const TASK = DISPATCH_TASK.schd;
 await runProcess({
   name: 'schd-dispatch',
   kick: [TASK],
-  crontab: () => safetyNet(TASK),
+  keepAlive: [TASK],
   tasks: async (rt) => {
-    const kafka = await connectKafka(rt, rt.config['msgx.kafka.schd-topic']);
+    // One partition: every schd record carries a batch of complete states under the fixed key
+    // 'schd'; one partition keeps the whole topic in write order (docs/consumers.md).
+    const kafka = await connectKafka(rt, { topic: rt.config['msgx.kafka.schd-topic'], partitions: 1 });
     return { tasks: { [TASK]: dispatcherTask(rt, 'schd', TASK, schdDrain, kafka) }, close: () => kafka.close() };
   },
 });

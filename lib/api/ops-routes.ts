@@ -3,7 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../clock.ts';
 import type { Db } from '../db/postgres.ts';
-import { replayMessages, resumeBackfills } from '../pipeline/operator.ts';
+import { replayReport, resumeReport } from '../pipeline/operator.ts';
 import { auditResult } from './audit.ts';
 import type { Guard } from './auth.ts';
 import { anyObject, bearer, clientErrors, dbIds, errors, JSON_BODY_LIMIT, str, responses } from './schema.ts';
@@ -32,15 +32,15 @@ export async function opsRoutes(app: FastifyInstance, o: { db: Db; clock: Clock;
             force: { type: 'boolean' },
           },
         },
-        response: responses({ 200: { type: 'object', required: ['replayed'], properties: { replayed: idList }, additionalProperties: false }, ...errors(400, 401, 413, 415, 429, 500) }),
+        response: responses({ 200: { type: 'object', required: ['replayed'], properties: { replayed: idList, untouched: { type: 'array', items: { type: 'string' } } }, additionalProperties: false }, ...errors(400, 401, 413, 415, 429, 500) }),
       },
     },
     async (req, reply) => {
       const body = req.body as { ids?: number[]; state?: 'FAILED' | 'DEAD'; reason?: string; force?: boolean };
       if (!body.ids?.length && !body.state) return reply.code(400).send({ error: 'bad-request', reason: 'give ids or state' });
-      const replayed = await replayMessages(o.db, o.clock, body);
-      auditResult(req, { replayed: replayed.length });
-      return { replayed };
+      const r = await replayReport(o.db, o.clock, body);
+      auditResult(req, { replayed: r.done.length, untouched: r.untouched.length });
+      return { replayed: r.done, untouched: r.untouched };
     },
   );
   app.post(
@@ -53,15 +53,15 @@ export async function opsRoutes(app: FastifyInstance, o: { db: Db; clock: Clock;
         summary: 'Resume abandoned backfills',
         security: bearer,
         body: { type: 'object', additionalProperties: false, properties: { ids: dbIds, reason: { enum: ['MISSING_ROW', 'TRANSIENT_DEADLINE'] } } },
-        response: responses({ 200: { type: 'object', required: ['resumed'], properties: { resumed: idList }, additionalProperties: false }, ...errors(400, 401, 413, 415, 429, 500) }),
+        response: responses({ 200: { type: 'object', required: ['resumed'], properties: { resumed: idList, untouched: { type: 'array', items: { type: 'string' } } }, additionalProperties: false }, ...errors(400, 401, 413, 415, 429, 500) }),
       },
     },
     async (req, reply) => {
       const body = req.body as { ids?: number[]; reason?: 'MISSING_ROW' | 'TRANSIENT_DEADLINE' };
       if (!body.ids?.length && !body.reason) return reply.code(400).send({ error: 'bad-request', reason: 'give ids or reason' });
-      const resumed = await resumeBackfills(o.db, o.clock, body);
-      auditResult(req, { resumed: resumed.length });
-      return { resumed };
+      const r = await resumeReport(o.db, o.clock, body);
+      auditResult(req, { resumed: r.done.length, untouched: r.untouched.length });
+      return { resumed: r.done, untouched: r.untouched };
     },
   );
   app.get(

@@ -66,6 +66,39 @@ export async function existingIds(inbox: Inbox, from: number, to: number): Promi
   return rows.map((r) => Number(r.id));
 }
 
+/** Rows present in (from, to] with whether they are unprocessed (a gap check that also sees a row committed meanwhile). */
+export async function existingRows(inbox: Inbox, from: number, to: number): Promise<{ id: number; unprocessed: boolean }[]> {
+  const [rows] = await inbox.query<mysql.RowDataPacket[]>(
+    `SELECT CMINMSGS_ID AS id, CMINMSGS_DATE_PROCESSED IS NULL AS unprocessed FROM ${INBOX_TABLE} WHERE CMINMSGS_ID > ? AND CMINMSGS_ID <= ? ORDER BY CMINMSGS_ID`,
+    [from, to],
+  );
+  return rows.map((r) => ({ id: Number(r.id), unprocessed: Number(r.unprocessed) === 1 }));
+}
+
+/**
+ * The ID of the n-th existing row after `from` (≤ `to`), or null when fewer exist: a chunk
+ * boundary by row count, so a walk skips empty ID spans at no cost (O(n) primary-key reads).
+ */
+export async function nthIdAfter(inbox: Inbox, from: number, to: number, n: number): Promise<number | null> {
+  const [rows] = await inbox.query<mysql.RowDataPacket[]>(
+    `SELECT CMINMSGS_ID AS id FROM ${INBOX_TABLE} WHERE CMINMSGS_ID > ? AND CMINMSGS_ID <= ? ORDER BY CMINMSGS_ID LIMIT 1 OFFSET ?`,
+    [from, to, Math.max(0, n - 1)],
+  );
+  return rows.length ? Number(rows[0].id) : null;
+}
+
+/** Unprocessed rows inside these ID ranges (passed gaps: only rows that committed late live there). */
+export async function readUnprocessedIn(inbox: Inbox, ranges: readonly { lo: number; hi: number }[], limit: number): Promise<InboxRowRef[]> {
+  if (ranges.length === 0) return [];
+  const where = ranges.map(() => '(CMINMSGS_ID BETWEEN ? AND ?)').join(' OR ');
+  const [rows] = await inbox.query<mysql.RowDataPacket[]>(
+    `SELECT CMINMSGS_ID AS id, CMINMSGS_DATE_RECEIVED AS received FROM ${INBOX_TABLE}
+      WHERE (${where}) AND CMINMSGS_DATE_PROCESSED IS NULL ORDER BY CMINMSGS_ID LIMIT ?`,
+    [...ranges.flatMap((r) => [r.lo, r.hi]), limit],
+  );
+  return rows.map((r) => ({ id: Number(r.id), received: r.received ?? null }));
+}
+
 /** Raw bodies of these IDs (missing IDs are absent from the map). */
 export async function readBodies(inbox: Inbox, ids: number[]): Promise<Map<number, string>> {
   if (ids.length === 0) return new Map();

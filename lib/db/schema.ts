@@ -36,6 +36,10 @@ export interface IntakeCursorTable {
   full_scan_at: Ts | null;
   gap_id: number | null;
   gap_seen_at: Ts | null;
+  /** Open gaps, each with its first sighting (ISO time); written as JSON text. */
+  gaps: ColumnType<{ lo: number; hi: number; seen: string }[], string, string>;
+  /** Gaps moved past (ISO time), rechecked for late rows; written as JSON text. */
+  passed_gaps: ColumnType<{ lo: number; hi: number; at: string }[], string, string>;
 }
 
 export interface Database {

@@ -10,7 +10,7 @@ import type { Logger } from '../runtime/log.ts';
 import { offsetsOf } from './plan.ts';
 
 // CommonJS under ESM: enums and classes through the default import (scripts/kafka/README.md).
-const { Kafka, Partitioners, logLevel } = kafkajs;
+const { Kafka, Partitioners, logLevel, ConfigResourceTypes } = kafkajs;
 
 // kafkajs arms setTimeout(-1 - Date.now()) in its request queue; Node ≥ 24 warns once per
 // connection. Harmless (clamped to 1 ms): keep it out of the logs.
@@ -39,9 +39,43 @@ export interface KafkaEdge {
    * msgx.io.timeout passes (then nothing of this call counts as acknowledged).
    */
   send(topic: string, records: readonly KafkaRecord[]): Promise<Placement[]>;
-  /** Create the topics that do not exist (msgx.kafka.partitions). Throws TopicCreationError when the cluster refuses. */
-  ensureTopics(topics: readonly string[]): Promise<void>;
+  /**
+   * Does the cluster answer a metadata request within msgx.io.timeout (a fresh connection)? The
+   * dispatchers ask after a failed send: only an unreachable cluster spares the events an attempt.
+   */
+  reachable(): Promise<boolean>;
+  /**
+   * Create the topics that do not exist, with the gateway's explicit settings (topicSettings;
+   * partitions: the spec's, else msgx.kafka.partitions), and check the settings of those that
+   * exist: a difference is logged as an error and returned, never changed. Throws
+   * TopicCreationError when the cluster refuses.
+   */
+  ensureTopics(topics: readonly (string | TopicSpec)[]): Promise<TopicCheck>;
   close(): Promise<void>;
+}
+
+export interface TopicSpec {
+  topic: string;
+  partitions?: number;
+}
+
+export interface TopicCheck {
+  created: string[];
+  mismatched: { topic: string; setting: string; expected: string; actual: string | null }[];
+}
+
+/**
+ * The settings every gateway topic is created with (docs/consumers.md "Topic settings"), so
+ * that nothing depends on the broker's defaults:
+ * - cleanup.policy=delete: records are change notifications / state batches, not a keyed table
+ *   (the schd key is fixed; compaction would keep one record);
+ * - retention.ms = msgx.pipeline.event-retention (7 d): as long as the outbox keeps SENT rows,
+ *   so a record's EVENT_ID can always be traced back while it is on the topic;
+ * - min.insync.replicas = min(2, replication factor), replication factor = min(3, brokers):
+ *   with acks=-1 a write survives the loss of one broker wherever the cluster allows it.
+ */
+export function topicSettings(retentionMs: number, replicationFactor: number): Record<string, string> {
+  return { 'cleanup.policy': 'delete', 'retention.ms': String(retentionMs), 'min.insync.replicas': String(Math.min(2, replicationFactor)) };
 }
 
 export class KafkaTimeoutError extends Error {
@@ -87,8 +121,12 @@ export interface KafkaOptions {
   clientId: string;
   timeoutMs: number;
   partitions: number;
+  /** retention.ms of the topics the gateway creates (msgx.pipeline.event-retention). */
+  retentionMs?: number;
   log: Logger;
 }
+
+const WEEK_MS = 7 * 24 * 3600 * 1000;
 
 export function kafkaOptions(config: Config, log: Logger): KafkaOptions {
   return {
@@ -96,6 +134,7 @@ export function kafkaOptions(config: Config, log: Logger): KafkaOptions {
     clientId: config['msgx.kafka.client-id'],
     timeoutMs: config['msgx.io.timeout'],
     partitions: config['msgx.kafka.partitions'],
+    retentionMs: config['msgx.pipeline.event-retention'],
     log,
   };
 }
@@ -166,19 +205,62 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
       return partitions.map((partition, i) => ({ partition, offset: offsets[i] }));
     },
 
+    async reachable() {
+      const admin: Admin = kafka.admin({ retry: { retries: 0 } });
+      try {
+        await withTimeout(admin.connect(), o.timeoutMs, 'admin connect');
+        await withTimeout(admin.describeCluster(), o.timeoutMs, 'metadata');
+        return true;
+      } catch {
+        return false;
+      } finally {
+        void withTimeout(admin.disconnect(), o.timeoutMs, 'admin disconnect').catch(() => {});
+      }
+    },
+
     async ensureTopics(topics) {
+      const specs = new Map<string, number>();
+      for (const t of topics) {
+        const spec = typeof t === 'string' ? { topic: t } : t;
+        specs.set(spec.topic, spec.partitions ?? o.partitions);
+      }
+      const result: TopicCheck = { created: [], mismatched: [] };
       const admin: Admin = kafka.admin({ retry: { retries: 1 } });
       await withTimeout(admin.connect(), o.timeoutMs, 'admin connect');
       try {
         const existing = new Set(await withTimeout(admin.listTopics(), o.timeoutMs, 'listTopics'));
-        const missing = [...new Set(topics)].filter((t) => !existing.has(t));
-        if (missing.length === 0) return;
+        const missing = [...specs.keys()].filter((t) => !existing.has(t));
+        const present = [...specs.keys()].filter((t) => existing.has(t));
         const cluster = await withTimeout(admin.describeCluster(), o.timeoutMs, 'describeCluster');
         const replicationFactor = Math.min(3, cluster.brokers.length);
+        const settings = topicSettings(o.retentionMs ?? WEEK_MS, replicationFactor);
+        if (present.length) {
+          const described = await withTimeout(
+            admin.describeConfigs({ resources: present.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: Object.keys(settings) })), includeSynonyms: false }),
+            o.timeoutMs,
+            'describeConfigs',
+          );
+          for (const name of present) {
+            const entries = described.resources.find((r) => r.resourceName === name)?.configEntries ?? [];
+            for (const [setting, expected] of Object.entries(settings)) {
+              const actual = entries.find((e) => e.configName === setting)?.configValue ?? null;
+              if (actual !== expected) result.mismatched.push({ topic: name, setting, expected, actual });
+            }
+          }
+          if (result.mismatched.length) {
+            o.log.error({ mismatched: result.mismatched }, 'kafka topic settings differ from the gateway\'s (docs/consumers.md "Topic settings"); left as they are, fix them with kafka-configs');
+          }
+        }
+        if (missing.length === 0) return result;
         try {
           await withTimeout(
             admin.createTopics({
-              topics: missing.map((topic) => ({ topic, numPartitions: o.partitions, replicationFactor })),
+              topics: missing.map((topic) => ({
+                topic,
+                numPartitions: specs.get(topic)!,
+                replicationFactor,
+                configEntries: Object.entries(settings).map(([name, value]) => ({ name, value })),
+              })),
               waitForLeaders: true,
               timeout: o.timeoutMs,
             }),
@@ -190,12 +272,14 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
           if (refused) {
             throw new TopicCreationError(
               `topic(s) ${missing.join(', ')} do not exist and the cluster refused to create them (${refused}): ` +
-                `create them (${o.partitions} partitions, msgx.kafka.partitions) or grant CreateTopics to client '${o.clientId}'`,
+                `create them (partitions: msgx.kafka.partitions, 1 for the schd topic; settings: docs/consumers.md) or grant CreateTopics to client '${o.clientId}'`,
             );
           }
           throw e;
         }
-        o.log.info({ topics: missing, partitions: o.partitions, replicationFactor }, 'kafka topics created');
+        result.created = missing;
+        o.log.info({ topics: missing.map((t) => ({ topic: t, partitions: specs.get(t) })), replicationFactor, settings }, 'kafka topics created');
+        return result;
       } finally {
         await withTimeout(admin.disconnect(), o.timeoutMs, 'admin disconnect').catch(() => {});
       }

@@ -2,6 +2,7 @@
 //   msgx_dispatch_pending{target}   gauge    PENDING outbox rows (read from Postgres at scrape time)
 //   msgx_dispatch_dead{target}      gauge    DEAD outbox rows (dead letters, alert on > 0)
 //   msgx_dispatch_sent_total{target} counter events confirmed by Kafka and marked SENT
+//   msgx_dispatch_oldest_pending_seconds{target} gauge age of the oldest PENDING event (Kafka unreachable alert)
 import client from 'prom-client';
 import { sql } from 'kysely';
 import type { Executor } from '../flight/store.ts';
@@ -10,14 +11,8 @@ const { Counter, Gauge, register } = client;
 
 export type Target = 'msg' | 'schd';
 
-function getOrCreate<T>(name: string, make: () => T): T {
-  return (register.getSingleMetric(name) as T | undefined) ?? make();
-}
-
-export const dispatchSent = getOrCreate(
-  'msgx_dispatch_sent_total',
-  () => new Counter({ name: 'msgx_dispatch_sent_total', help: 'Outbox events confirmed by Kafka', labelNames: ['target'] as const }),
-);
+/** Not registered here: the dispatcher of each target exports it (registerDispatchGauges). */
+export const dispatchSent = new Counter({ registers: [], name: 'msgx_dispatch_sent_total', help: 'Outbox events confirmed by Kafka', labelNames: ['target'] as const });
 
 /** Row counts by state for these targets (PENDING uses the partial indexes). */
 export async function countByState(db: Executor, targets: readonly Target[]): Promise<Record<Target, { pending: number; dead: number }>> {
@@ -36,7 +31,23 @@ export async function countByState(db: Executor, targets: readonly Target[]): Pr
  * report the same series.
  */
 export function registerDispatchGauges(db: Executor, targets: readonly Target[]): void {
-  for (const name of ['msgx_dispatch_pending', 'msgx_dispatch_dead']) if (register.getSingleMetric(name)) register.removeSingleMetric(name);
+  for (const name of ['msgx_dispatch_pending', 'msgx_dispatch_dead', 'msgx_dispatch_oldest_pending_seconds', 'msgx_dispatch_sent_total'])
+    if (register.getSingleMetric(name)) register.removeSingleMetric(name);
+  register.registerMetric(dispatchSent);
+  for (const t of targets) dispatchSent.inc({ target: t }, 0);
+  new Gauge({
+    name: 'msgx_dispatch_oldest_pending_seconds',
+    help: 'Age of the oldest PENDING outbox event (0 when none): grows while Kafka is unreachable',
+    labelNames: ['target'] as const,
+    async collect() {
+      for (const t of targets) {
+        const r = await sql<{ age: number | null }>`
+          select extract(epoch from now() - created_at)::float8 as age from msg_event
+          where target = ${t} and state = 'PENDING' order by event_id limit 1`.execute(db);
+        this.set({ target: t }, Math.max(0, Number(r.rows[0]?.age ?? 0)));
+      }
+    },
+  });
   new Gauge({
     name: 'msgx_dispatch_pending',
     help: 'PENDING outbox rows (not yet confirmed by Kafka)',

@@ -1,9 +1,10 @@
 // msg topic round (dispatch.md "msg topic"): freeze a batch of due PENDING events that nothing
 // holds (EVENT_ID order, never overtaking an earlier event of the same FLID), produce them with
 // key = FLID and value = the stored payload, and in the same transaction mark exactly the
-// acknowledged ones SENT (sent_at, partition, offset). A send that fails or times out counts
-// one failed attempt for every event it carried (backoff; DEAD after max attempts); nothing of
-// it is marked SENT. The round runs under a transaction-scoped advisory lock, so two instances
+// acknowledged ones SENT (sent_at, partition, offset). A send that fails or times out while the
+// cluster answers a metadata request counts one failed attempt for every event it carried
+// (backoff; DEAD after max attempts); with the cluster unreachable it counts none (backoff
+// only). Nothing of a failed send is marked SENT. The round runs under a transaction-scoped advisory lock, so two instances
 // never send the same FLID concurrently.
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
@@ -12,7 +13,7 @@ import type { Logger } from '../runtime/log.ts';
 import type { KafkaEdge } from './kafka.ts';
 import { dispatchSent } from './metrics.ts';
 import { freezeMsgBatch, markFailed, markSent, nextAttemptAt, tryRoundLock, type Acked, type MsgRow } from './outbox.ts';
-import { afterFailure, chunkBySize, isBrokerUnavailable, type RetryPolicy } from './plan.ts';
+import { afterFailure, chunkBySize, type RetryPolicy } from './plan.ts';
 
 export interface DispatchDeps {
   db: Db;
@@ -67,10 +68,11 @@ export async function msgRound(d: DispatchDeps): Promise<RoundResult> {
     res.sent = (await markSent(tx, acked, at)).length;
     if (failed) {
       const policy = retryPolicy(d.config);
-      const error = `${failed.error.name}: ${failed.error.message}`;
+      const unavailable = !(await d.kafka.reachable());
+      const error = `${unavailable ? 'broker unreachable: ' : ''}${failed.error.name}: ${failed.error.message}`;
       const dead = await markFailed(
         tx,
-        failed.rows.map((e) => ({ eventId: e.eventId, attemptsBefore: e.attempts, next: afterFailure(e.attempts, policy, at, isBrokerUnavailable(failed.error)) })),
+        failed.rows.map((e) => ({ eventId: e.eventId, attemptsBefore: e.attempts, next: afterFailure(e.attempts, policy, at, unavailable) })),
         error,
       );
       res.failed = failed.rows.length;

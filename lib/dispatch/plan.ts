@@ -52,14 +52,18 @@ export interface RetryPolicy {
 export type AfterFailure = { state: 'PENDING'; attempts: number; nextAttemptAt: Date } | { state: 'DEAD'; attempts: number; nextAttemptAt: null };
 
 /**
- * A failed send of an event that had `attempts` failed sends before this one. A broker that is
- * unreachable (`unavailable`: connection refused/lost, timeout) is not the event's fault: like
- * the pipeline's INFRA class it backs off at the ladder's last step for as long as it takes and
- * never turns the backlog into dead letters; every other failure goes DEAD after max attempts.
+ * A failed send of an event that had `attempts` failed sends before this one. `unavailable`
+ * means the cluster did not answer a metadata request right after the failure
+ * (KafkaEdge.reachable, never the error's text): not the event's fault, it keeps its attempt
+ * count and never turns into a dead letter. Any failure while the broker answers (an error
+ * answer, a send that hangs on a live broker, …) counts an attempt and goes DEAD at max attempts.
  */
 export function afterFailure(attempts: number, p: RetryPolicy, now: Date, unavailable = false): AfterFailure {
+  // Kafka not reachable (no metadata answer): the record was never offered to a broker, so no
+  // attempt is counted and the event never goes DEAD for it; it retries on the ladder's step.
+  if (unavailable) return { state: 'PENDING', attempts, nextAttemptAt: new Date(now.getTime() + p.ladder[Math.min(attempts, p.ladder.length - 1)]) };
   const n = attempts + 1;
-  if (n >= p.maxAttempts && !unavailable) return { state: 'DEAD', attempts: n, nextAttemptAt: null };
+  if (n >= p.maxAttempts) return { state: 'DEAD', attempts: n, nextAttemptAt: null };
   const step = p.ladder[Math.min(n - 1, p.ladder.length - 1)];
   return { state: 'PENDING', attempts: n, nextAttemptAt: new Date(now.getTime() + step) };
 }
@@ -162,13 +166,3 @@ export function splitSchd(states: readonly string[], maxBytes: number): SchdSpli
   return { records, oversize };
 }
 
-/** Errors that mean "Kafka is not reachable now" rather than "this record cannot be written". */
-export function isBrokerUnavailable(e: unknown): boolean {
-  const err = e as { name?: string; message?: string; code?: string; retriable?: boolean; cause?: unknown } | undefined;
-  if (!err) return false;
-  if (['KafkaJSConnectionError', 'KafkaJSConnectionClosedError', 'KafkaJSRequestTimeoutError', 'KafkaJSBrokerNotFound', 'KafkaJSNumberOfRetriesExceeded', 'KafkaJSTimeout'].includes(err.name ?? ''))
-    return true;
-  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH'].includes(err.code ?? '')) return true;
-  if (/timed out|timeout|ECONNREFUSED|Connection error|not available|leader not available|NOT_LEADER/i.test(err.message ?? '')) return true;
-  return err.cause !== undefined && err.cause !== e && isBrokerUnavailable(err.cause);
-}

@@ -18,7 +18,7 @@ import { toJson } from '../flight/state.ts';
 import { dispatchSent } from './metrics.ts';
 import { drain, retryPolicy, type DispatchDeps, type DrainNext, type RoundResult } from './msg.ts';
 import { dropGoneSchdRows, markFailed, markSent, pendingSchdRows, tryRoundLock, type Acked, type SchdRow } from './outbox.ts';
-import { afterFailure, isBrokerUnavailable, splitSchd } from './plan.ts';
+import { afterFailure, splitSchd } from './plan.ts';
 
 /** Key of every schd record: one partition, records in order (consumers still decide by STATE_VERSION). */
 export const SCHD_KEY = 'schd';
@@ -82,9 +82,10 @@ export async function schdRound(d: DispatchDeps): Promise<SchdRoundResult> {
     res.sent = marked.length;
     res.overtaken = acked.length - marked.length;
     if (failed) {
-      const error = `${failed.error.name}: ${failed.error.message}`;
+      const unavailable = !(await d.kafka.reachable());
+      const error = `${unavailable ? 'broker unreachable: ' : ''}${failed.error.name}: ${failed.error.message}`;
       const rowsOf = failed.members.map((i) => live[i].row);
-      const dead = await markFailed(tx, rowsOf.map((r) => ({ eventId: r.eventId, attemptsBefore: r.attempts, next: afterFailure(r.attempts, policy, at, isBrokerUnavailable(failed.error)) })), error);
+      const dead = await markFailed(tx, rowsOf.map((r) => ({ eventId: r.eventId, attemptsBefore: r.attempts, next: afterFailure(r.attempts, policy, at, unavailable) })), error);
       res.failed = rowsOf.length;
       res.dead += dead.length;
       d.log.warn({ topic, rows: rowsOf.length, dead: dead.length, err: error }, 'schd dispatch: send failed, backing off');

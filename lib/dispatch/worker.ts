@@ -1,9 +1,10 @@
 // What both dispatcher processes share: the Kafka edge with its topics ensured before the first
 // round (retrying while the broker is unreachable; a refusal to create a topic is fatal), the
-// self-rescheduling drain task, the crontab safety net and the health view.
+// self-rescheduling drain task and the health view. A lost wake-up is caught by the process's
+// keep-alive (ProcessSpec.keepAlive, lib/runtime/process.ts).
 import type { Task } from 'graphile-worker';
 import type { Runtime } from '../runtime/process.ts';
-import { createKafkaEdge, kafkaOptions, TopicCreationError, type KafkaEdge } from './kafka.ts';
+import { createKafkaEdge, kafkaOptions, TopicCreationError, type KafkaEdge, type TopicSpec } from './kafka.ts';
 import type { Target } from './metrics.ts';
 import { registerDispatchGauges } from './metrics.ts';
 import type { DispatchDeps, DrainNext } from './msg.ts';
@@ -11,15 +12,17 @@ import type { DispatchDeps, DrainNext } from './msg.ts';
 /** Time one task run may keep draining before it re-queues itself (other jobs get a turn). */
 export const DRAIN_BUDGET_MS = 30_000;
 
-/** Every minute: catches a lost wake-up (crontab jobs share the job key, so they coalesce). */
-export const safetyNet = (task: string) => `* * * * * ${task} ?jobKey=${task}&max=3`;
 
-/** Kafka edge with the topic ensured; waits (and retries) while the broker cannot be reached. */
-export async function connectKafka(rt: Runtime, topic: string): Promise<KafkaEdge> {
+/**
+ * Kafka edge with the topic ensured (created with the gateway's settings, or its settings
+ * checked); waits (and retries) while the broker cannot be reached.
+ */
+export async function connectKafka(rt: Runtime, spec: TopicSpec): Promise<KafkaEdge> {
+  const topic = spec.topic;
   const kafka = createKafkaEdge(kafkaOptions(rt.config, rt.log));
   for (let wait = 1000; !rt.signal.aborted; wait = Math.min(wait * 2, 30_000)) {
     try {
-      await kafka.ensureTopics([topic]);
+      await kafka.ensureTopics([spec]);
       rt.log.info({ topic, brokers: rt.config.KAFKA_BROKERS }, 'kafka topic ready');
       return kafka;
     } catch (e) {

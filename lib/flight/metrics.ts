@@ -1,22 +1,14 @@
-// Flight-domain metrics on prom-client's default registry (get-or-create; the unknown-tags
-// counter is defined once in lib/runtime/metrics.ts and shared with the reference handlers).
-import client from 'prom-client';
-import { boundedLabel, decodeUnknownTagsCounter } from '../runtime/metrics.ts';
+// Flight-domain metrics, created outside any registry: the pump (which decodes) exports them
+// (lib/runtime/metrics.ts exportProcessMetrics). The unknown-tags counter is shared with the
+// reference-data decoder (lib/requests/metrics.ts re-exports it).
+import { boundedLabel, decodeUnknownTagsCounter, metrics } from '../runtime/metrics.ts';
 import type { DecodeNotes } from './decode.ts';
 import { COLLECTIONS, FLOP_STYPS, SCHD_ADFT, SCHD_SNAPSHOT_STYPS, TAG_RULES } from './rules.ts';
 
-const { Counter, register } = client;
-
-function getOrCreate<T>(name: string, make: () => T): T {
-  return (register.getSingleMetric(name) as T | undefined) ?? make();
-}
 
 export const decodeUnknownTags = decodeUnknownTagsCounter();
 
-export const routePointsDropped = getOrCreate(
-  'msgx_flight_route_points_dropped_total',
-  () => new Counter({ name: 'msgx_flight_route_points_dropped_total', help: 'ROUT/ERUT points beyond the 4 kept locally' }),
-) as client.Counter;
+export const routePointsDropped = metrics.routePointsDropped;
 
 /** Label values: the SIS flight tags the rule table knows anywhere (a tag unknown here may be known in another STYP), else 'other'. */
 const KNOWN_TAGS: ReadonlySet<string> = new Set([

@@ -20,7 +20,7 @@ import type mysql from 'mysql2/promise';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
-import { INBOX_TABLE, withTimeout, type Inbox } from '../db/mysql.ts';
+import { INBOX_TABLE, readBodies, withTimeout, type Inbox } from '../db/mysql.ts';
 import { flightKey } from '../flight/mirror.ts';
 import { isoLocal, toJson } from '../flight/state.ts';
 import { insertMsgEvents, loadStates, removePendingSchdRows, type MsgEvent } from '../flight/store.ts';
@@ -63,6 +63,30 @@ export interface JobOptions {
 
 export const TERMINAL = ['SUCCEEDED', 'SKIPPED', 'DEAD'] as const;
 const IN_PROCESS = ['PENDING', 'FAILED'] as const;
+
+/** Flight ids a raw SIS body names: FLID, MAID (a shared flight's master) and TAID, as element or attribute. */
+const FLIGHT_ID_TAGS = /<(FLID|MAID|TAID)>\s*([^<\s]+)\s*<\/\1>|\b(?:FLID|MAID|TAID)\s*=\s*"([^"]+)"/g;
+export function flightIdsIn(body: string): string[] {
+  return [...body.matchAll(FLIGHT_ID_TAGS)].map((m) => (m[2] ?? m[3]).trim()).filter(Boolean);
+}
+
+/**
+ * The flights open (PENDING/FAILED) messages address: every flight id their raw inbox bodies
+ * name, whether or not the message has changed anything yet (a held head changed nothing and
+ * no flight's last_msg_id points at it). Bodies are read once per purge run (`cache`, by
+ * MSG_ID: a body never changes). Conservative: a FLID merely mentioned is protected too.
+ */
+async function flightsOfOpenMessages(d: RetentionDeps, cache: Map<number, string[]>): Promise<Set<string>> {
+  const open = await sql<{ msg_id: string }>`select msg_id from proc_state where state = any(${IN_PROCESS}::text[])`.execute(d.db);
+  const ids = open.rows.map((r) => Number(r.msg_id));
+  const unread = ids.filter((id) => !cache.has(id));
+  for (let i = 0; i < unread.length; i += 500) {
+    const chunk = unread.slice(i, i + 500);
+    const bodies = await withTimeout(d.config['msgx.io.timeout'], 'inbox bodies of open messages', readBodies(d.inbox, chunk));
+    for (const id of chunk) cache.set(id, flightIdsIn(bodies.get(id) ?? ''));
+  }
+  return new Set(ids.flatMap((id) => cache.get(id) ?? []));
+}
 
 /** Tasks woken when the purge writes tombstones (same name as the dispatcher's task). */
 
@@ -209,7 +233,7 @@ export interface PurgeSession {
  * Archive and delete flights that became history. One purger at a time (HISTORY_PURGE_LEADER
  * try-lock: a second one returns 0 at once). Candidates are read without locks; each batch then
  * runs under PIPELINE_LOCK in one transaction that re-checks the rule, the STATE_VERSION read and
- * "not addressed by the message in process", writes FLIGHT_HISTORY, tombstones ACTIVE flights,
+ * "not addressed by an open message" (its last_msg_id open, or its id named in the raw body of any PENDING/FAILED message), writes FLIGHT_HISTORY, tombstones ACTIVE flights,
  * raises the version floor and deletes; the Redis keys are deleted after the commit, still under
  * the lock (so the pump cannot write a reappeared FLID's key in between).
  * Also sets msgx_flights_without_operation_day.
@@ -225,6 +249,8 @@ export async function purgeFlights(d: RetentionDeps, session: PurgeSession, o: P
     const owed = await sql<{ n: number }>`select count(*)::int as n from flight_purge_redis`.execute(d.db);
     if (owed.rows[0].n > 0) await underPipelineLock(d, session, o, () => retryRedisDeletes(d));
     let after = '';
+    const bodies = new Map<number, string[]>();
+    await flightsOfOpenMessages(d, bodies); // read the backlog's bodies before taking the pipeline lock
     const n = await batches(o, 200, async (batch) => {
       const rule = historyRule(d);
       const c = await sql<{ flid: string; state_version: number }>`
@@ -236,7 +262,7 @@ export async function purgeFlights(d: RetentionDeps, session: PurgeSession, o: P
       if (c.rows.length === 0) return [0, 0];
       after = c.rows[c.rows.length - 1].flid;
       await o.beforeLock?.(c.rows);
-      const purged = await underPipelineLock(d, session, o, () => purgeBatch(d, session, c.rows, rule));
+      const purged = await underPipelineLock(d, session, o, async () => purgeBatch(d, session, c.rows, rule, await flightsOfOpenMessages(d, bodies)));
       return [purged, c.rows.length];
     });
     if (n) d.log.info({ purged: n }, 'retention: flights archived to FLIGHT_HISTORY and deleted (US-14)');
@@ -280,7 +306,13 @@ interface LockedFlight {
  * MAFL or MAID is left pointing at a purged flight. Returns the number of flights purged; 0 when
  * in doubt (the transaction is rolled back).
  */
-async function purgeBatch(d: RetentionDeps, session: PurgeSession, candidates: { flid: string; state_version: number }[], rule: HistoryRule): Promise<number> {
+async function purgeBatch(
+  d: RetentionDeps,
+  session: PurgeSession,
+  candidates: { flid: string; state_version: number }[],
+  rule: HistoryRule,
+  addressed: Set<string>,
+): Promise<number> {
   const tz = d.config['msgx.airport.timezone'];
   const now = rule.now;
   const read = new Map(candidates.map((c) => [c.flid, Number(c.state_version)]));
@@ -298,7 +330,7 @@ async function purgeBatch(d: RetentionDeps, session: PurgeSession, candidates: {
         order by f.flid
         for update of f`.execute(tx);
       const ok = (f: LockedFlight) =>
-        historyReason(f, rule) !== null && !f.in_process && (!read.has(f.flid) || read.get(f.flid) === Number(f.state_version));
+        historyReason(f, rule) !== null && !f.in_process && !addressed.has(f.flid) && (!read.has(f.flid) || read.get(f.flid) === Number(f.state_version));
       const families = new Map<string, LockedFlight[]>();
       for (const f of rows.rows) {
         const root = f.maid ?? f.flid;
@@ -362,7 +394,7 @@ async function purgeBatch(d: RetentionDeps, session: PurgeSession, candidates: {
     if (candidates.length > 1) {
       // Isolate the flight in doubt: the others go one by one (still under the same lock).
       let n = 0;
-      for (const c of candidates) n += await purgeBatch(d, session, [c], rule);
+      for (const c of candidates) n += await purgeBatch(d, session, [c], rule, addressed);
       return n;
     }
     d.log.error({ flid: candidates[0].flid, err: (e as Error).message }, 'retention: flight in doubt; not purged (D1), needs an operator');

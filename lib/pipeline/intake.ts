@@ -3,15 +3,23 @@
 //
 // A round stays O(batch) on an inbox with no index on the processed column (C-2):
 //  - the watermark scan continues from the largest enqueued ID with a primary-key range scan;
-//  - a full IS NULL scan every `full-scan-every` catches rows below the watermark, walked in
-//    bounded primary-key chunks, one chunk per round. Correctness never depends on the watermark.
-// ID gaps (an ID that becomes visible after a higher one) are waited for up to `gap-settle`.
+//  - ID gaps (an ID that becomes visible after a higher one: an insert not yet committed) are
+//    each waited for `gap-settle` from their own first sighting; rows above the lowest gap that
+//    has not settled wait. A gap moved past is remembered (`passed_gaps`) and rechecked for a row
+//    that commits late: every round while it is younger than `full-scan-every`, at every full
+//    scan until the inbox retention horizon (only late rows live in a gap, so this is cheap);
+//  - a full IS NULL scan every `full-scan-every` catches anything else below the watermark. It
+//    starts at the lowest unterminated message (rows below it were all enqueued and finished, or
+//    lie in a remembered gap) and walks in chunks of a bounded number of existing rows, so empty
+//    ID spans cost nothing and its cost per period is bounded by the unfinished part of the
+//    inbox, not by its size or the watermark's magnitude.
+import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/postgres.ts';
-import { existingIds, readUnprocessedAfter, withTimeout, type Inbox, type InboxRowRef } from '../db/mysql.ts';
-import { metrics } from '../runtime/metrics.ts';
+import { existingRows, nthIdAfter, readUnprocessedAfter, readUnprocessedIn, withTimeout, type Inbox, type InboxRowRef } from '../db/mysql.ts';
+import { metrics, noteInboxRead } from '../runtime/metrics.ts';
 import { enqueue, wake } from './transitions.ts';
 
 export interface IntakeDeps {
@@ -26,82 +34,178 @@ export interface RoundResult {
   scanned: number;
   enqueued: number[];
   late: number[];
+  /** The lowest gap rows wait behind (null: none). */
   waitingOnGap: number | null;
+  /** The watermark scan returned a full batch (more may be waiting). */
+  full: boolean;
 }
 
-/** Full scan chunk width in IDs, as a multiple of the claim batch. */
+interface Gap {
+  lo: number;
+  hi: number;
+  seen: string;
+}
+interface PassedGap {
+  lo: number;
+  hi: number;
+  at: string;
+}
+
+/** Full scan chunk: existing rows per round, as a multiple of the claim batch. */
 const FULL_SCAN_CHUNK_FACTOR = 20;
+/** Remembered passed gaps at most (the oldest are forgotten first, logged). */
+const MAX_PASSED_GAPS = 500;
+/** Ranges per recheck query. */
+const RECHECK_RANGES = 100;
 
 export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
   const timeout = d.config['msgx.io.timeout'];
   const batch = d.config['msgx.pipeline.claim-batch'];
   const now = d.clock.now();
+  const fullEvery = d.config['msgx.intake.full-scan-every'];
   const cur = await d.db.selectFrom('intake_cursor').selectAll().where('id', '=', 1).executeTakeFirstOrThrow();
 
-  // 1. watermark scan
+  // 1. watermark scan, gaps settled one by one
   const fresh = await withTimeout(timeout, 'inbox scan', readUnprocessedAfter(d.inbox, cur.watermark, batch));
-  const { take, gap, gapSeenAt, passed } = await settleGaps(d, cur.watermark, fresh, cur.gap_id, cur.gap_seen_at, now);
+  noteInboxRead();
+  const settled = await settleGaps(d, cur.watermark, fresh, cur.gaps ?? [], now);
+  const horizon = now.getTime() - d.config['msgx.pipeline.inbox-retention'];
+  let passedGaps: PassedGap[] = [...(cur.passed_gaps ?? []), ...settled.passed.map((g) => ({ lo: g.lo, hi: g.hi, at: now.toISOString() }))].filter(
+    (g) => Date.parse(g.at) >= horizon,
+  );
+  if (passedGaps.length > MAX_PASSED_GAPS) {
+    const forgotten = passedGaps.slice(0, passedGaps.length - MAX_PASSED_GAPS);
+    passedGaps = passedGaps.slice(-MAX_PASSED_GAPS);
+    d.log.warn({ forgotten: forgotten.length, lowest: forgotten[0].lo }, 'too many passed inbox ID gaps to remember; the oldest are left to nothing but the full scan');
+  }
 
-  // 2. one chunk of the periodic full scan below the watermark
+  // 2. the periodic full scan: start, then one bounded chunk per round
   let fullFrom = cur.full_scan_from;
   let fullAt = cur.full_scan_at;
-  let below: InboxRowRef[] = [];
-  if (fullFrom === null && (!fullAt || now.getTime() - fullAt.getTime() >= d.config['msgx.intake.full-scan-every'])) {
-    fullFrom = 0;
+  let startedFull = false;
+  if (fullFrom === null && (!fullAt || now.getTime() - fullAt.getTime() >= fullEvery)) {
+    fullFrom = await fullScanStart(d, cur.watermark);
     fullAt = now;
+    startedFull = true;
   }
+  let below: InboxRowRef[] = [];
   if (fullFrom !== null) {
-    const upTo = Math.min(fullFrom + batch * FULL_SCAN_CHUNK_FACTOR, cur.watermark);
-    below = upTo > fullFrom ? await withTimeout(timeout, 'inbox full scan', readUnprocessedAfter(d.inbox, fullFrom, batch * FULL_SCAN_CHUNK_FACTOR, upTo)) : [];
+    const chunk = batch * FULL_SCAN_CHUNK_FACTOR;
+    const boundary = fullFrom < cur.watermark ? await withTimeout(timeout, 'inbox full scan', nthIdAfter(d.inbox, fullFrom, cur.watermark, chunk)) : null;
+    const upTo = boundary ?? cur.watermark;
+    below = upTo > fullFrom ? await withTimeout(timeout, 'inbox full scan', readUnprocessedAfter(d.inbox, fullFrom, chunk, upTo)) : [];
     fullFrom = upTo >= cur.watermark ? null : upTo;
   }
-  metrics.intakeScannedRows.inc(fresh.length + below.length);
 
+  // 3. passed gaps: the recent ones every round, all of them when a full scan starts
+  const recheck = startedFull ? passedGaps : passedGaps.filter((g) => now.getTime() - Date.parse(g.at) < fullEvery);
+  const lateInGaps: InboxRowRef[] = [];
+  for (let i = 0; i < recheck.length; i += RECHECK_RANGES) {
+    lateInGaps.push(...(await withTimeout(timeout, 'inbox gap recheck', readUnprocessedIn(d.inbox, recheck.slice(i, i + RECHECK_RANGES), batch))));
+  }
+  metrics.intakeScannedRows.inc(fresh.length + below.length + lateInGaps.length);
+
+  const take = settled.take;
   const newWatermark = take.length ? Math.max(cur.watermark, take[take.length - 1].id) : cur.watermark;
+  const lowestGap = settled.open[0] ?? null;
+  const belowAll = [...new Map([...below, ...lateInGaps].map((r) => [r.id, r])).values()].sort((a, b) => a.id - b.id);
   const { inserted, late } = await d.db.transaction().execute(async (tx) => {
-    const ins = await enqueue(tx, [...below, ...take], now);
+    const ins = await enqueue(tx, [...belowAll, ...take], now);
     await tx
       .updateTable('intake_cursor')
-      .set({ watermark: newWatermark, full_scan_from: fullFrom, full_scan_at: fullAt, gap_id: gap, gap_seen_at: gapSeenAt })
+      .set({
+        watermark: newWatermark,
+        full_scan_from: fullFrom,
+        full_scan_at: fullAt,
+        gap_id: lowestGap?.lo ?? null,
+        gap_seen_at: lowestGap ? new Date(lowestGap.seen) : null,
+        gaps: JSON.stringify(settled.open),
+        passed_gaps: JSON.stringify(passedGaps),
+      })
       .where('id', '=', 1)
       .execute();
     if (ins.length) await wake(tx, 'pump');
-    const belowIds = new Set(below.map((r) => r.id));
+    const belowIds = new Set(belowAll.map((r) => r.id));
     return { inserted: ins, late: ins.filter((id) => belowIds.has(id)) };
   });
-  if (passed) {
-    metrics.intakeGapsPassed.inc();
-    d.log.warn({ gapId: passed }, 'inbox ID gap not filled within gap-settle; moving past it');
+  if (settled.passed.length) {
+    metrics.intakeGapsPassed.inc(settled.passed.length);
+    d.log.warn({ gaps: settled.passed.map((g) => (g.lo === g.hi ? g.lo : `${g.lo}-${g.hi}`)) }, 'inbox ID gap not filled within gap-settle; moving past it');
   }
   if (late.length) {
     metrics.intakeLateRows.inc(late.length);
     d.log.warn({ msgIds: late }, 'inbox rows appeared below IDs already enqueued; processed late, out of order');
   }
-  return { scanned: fresh.length + below.length, enqueued: inserted, late, waitingOnGap: gap };
+  return { scanned: fresh.length + below.length + lateInGaps.length, enqueued: inserted, late, waitingOnGap: settled.blockedAt, full: fresh.length >= batch };
 }
 
 /**
- * Which of the fresh rows may be enqueued now. An ID missing between the watermark and the
- * highest fresh row that does not exist at all may be an insert not yet committed: rows above it
- * wait until it appears or `gap-settle` has passed since it was first seen.
+ * Where a full scan starts: just below the lowest unterminated (PENDING/FAILED) message, or at
+ * the watermark when everything enqueued has finished (nothing below can be missing except in a
+ * remembered gap, which the scan rechecks separately).
  */
-async function settleGaps(d: IntakeDeps, watermark: number, fresh: InboxRowRef[], gapId: number | null, gapSeenAt: Date | null, now: Date) {
-  const none = { take: fresh, gap: null, gapSeenAt: null, passed: null as number | null };
-  if (fresh.length === 0) return none;
+async function fullScanStart(d: IntakeDeps, watermark: number): Promise<number> {
+  const r = await sql<{ lo: number | null }>`select min(msg_id)::bigint as lo from proc_state where state in ('PENDING', 'FAILED')`.execute(d.db);
+  const lo = r.rows[0]?.lo;
+  return lo === null || lo === undefined ? watermark : Math.min(watermark, Number(lo) - 1);
+}
+
+/**
+ * Which fresh rows may be enqueued now. Every run of missing IDs between the watermark and the
+ * highest fresh row is a gap with its own first sighting (kept from earlier rounds); rows wait
+ * behind the lowest gap that has not been seen for `gap-settle`. A row that exists, unprocessed,
+ * but was not in the fresh read committed in between: rows above it wait one round for it.
+ */
+async function settleGaps(d: IntakeDeps, watermark: number, fresh: InboxRowRef[], known: Gap[], now: Date) {
+  const keepAbove = (hi: number) => known.filter((g) => g.hi > hi).map((g) => ({ ...g, lo: Math.max(g.lo, hi + 1) }));
+  if (fresh.length === 0) return { take: fresh, open: known.filter((g) => g.hi > watermark), passed: [] as Gap[], blockedAt: null as number | null };
   const hi = fresh[fresh.length - 1].id;
-  if (hi - watermark === fresh.length) return none; // contiguous
-  const present = new Set(await withTimeout(d.config['msgx.io.timeout'], 'inbox gap check', existingIds(d.inbox, watermark, hi)));
-  let lowestMissing: number | null = null;
-  for (let id = watermark + 1; id <= hi; id++) {
-    if (!present.has(id)) {
-      lowestMissing = id;
+  if (hi - watermark === fresh.length) return { take: fresh, open: keepAbove(hi), passed: [] as Gap[], blockedAt: null };
+  const present = await withTimeout(d.config['msgx.io.timeout'], 'inbox gap check', existingRows(d.inbox, watermark, hi));
+  const freshIds = new Set(fresh.map((r) => r.id));
+  const raced = present.find((p) => p.unprocessed && !freshIds.has(p.id))?.id ?? Infinity;
+  // missing runs in (watermark, hi], split by what is already known so that each part keeps its sighting
+  const missing: Gap[] = [];
+  let next = watermark + 1;
+  for (const id of [...present.map((p) => p.id), hi + 1]) {
+    if (id > next) missing.push(...split(next, id - 1, known, now));
+    next = id + 1;
+  }
+  const settle = d.config['msgx.intake.gap-settle'];
+  const passed: Gap[] = [];
+  let block = raced;
+  for (const g of missing) {
+    if (g.lo > block) break;
+    if (now.getTime() - Date.parse(g.seen) >= settle) passed.push(g);
+    else {
+      block = Math.min(block, g.lo);
       break;
     }
   }
-  if (lowestMissing === null) return none; // the holes are rows already processed
-  const seenAt = gapId === lowestMissing && gapSeenAt ? gapSeenAt : now;
-  if (now.getTime() - seenAt.getTime() >= d.config['msgx.intake.gap-settle']) return { ...none, passed: lowestMissing };
-  return { take: fresh.filter((r) => r.id < lowestMissing), gap: lowestMissing, gapSeenAt: seenAt, passed: null };
+  const passedSet = new Set(passed);
+  const open = [...missing.filter((g) => !passedSet.has(g) && g.lo > watermark), ...keepAbove(hi)];
+  return {
+    take: fresh.filter((r) => r.id < block),
+    open,
+    passed: passed.filter((g) => g.lo < block),
+    blockedAt: block === Infinity ? null : block,
+  };
+}
+
+/** [lo, hi] cut along the known gaps: known parts keep their sighting, the rest is seen now. */
+function split(lo: number, hi: number, known: Gap[], now: Date): Gap[] {
+  const out: Gap[] = [];
+  let at = lo;
+  for (const k of [...known].sort((a, b) => a.lo - b.lo)) {
+    if (k.hi < at || k.lo > hi) continue;
+    if (k.lo > at) out.push({ lo: at, hi: k.lo - 1, seen: now.toISOString() });
+    const end = Math.min(k.hi, hi);
+    out.push({ lo: Math.max(k.lo, at), hi: end, seen: k.seen });
+    at = end + 1;
+    if (at > hi) break;
+  }
+  if (at <= hi) out.push({ lo: at, hi, seen: now.toISOString() });
+  return out;
 }
 
 /** Run rounds every idle-poll until the budget is spent (the intake task re-schedules itself). */
@@ -111,7 +215,8 @@ export async function intakeLoop(d: IntakeDeps, budgetMs: number, shouldStop: ()
     try {
       const r = await intakeRound(d);
       if (r.enqueued.length) d.log.debug({ enqueued: r.enqueued.length }, 'enqueued');
-      if (r.scanned >= d.config['msgx.pipeline.claim-batch']) continue; // more waiting: no pause
+      // More waiting and nothing holding it back: no pause. Behind a gap, the next look is one idle-poll away.
+      if (r.full && r.waitingOnGap === null) continue;
     } catch (e) {
       // An unreadable inbox is never "no new messages": nothing is marked, the round is retried.
       metrics.intakeErrors.inc();
@@ -120,4 +225,3 @@ export async function intakeLoop(d: IntakeDeps, budgetMs: number, shouldStop: ()
     await sleep(d.config['msgx.pipeline.idle-poll']);
   }
 }
-

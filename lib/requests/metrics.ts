@@ -1,18 +1,16 @@
 // Request metrics on prom-client's default registry (get-or-create: safe to call twice).
 //   msgx_requests{state}             gauge   REQ_TRACK rows by state (collected from Postgres)
 //   msgx_requests_failed_total{kind} counter EROR replies that failed a request (alert on increase)
-import { Counter, Gauge, register } from 'prom-client';
+//   msgx_decode_unknown_tags_total{type,styp,tag} counter (shared name of reference.md)
+// The counters are created outside any registry: the pump (which applies the AODB's replies)
+// exports them (lib/runtime/metrics.ts exportProcessMetrics), requests_failed at 0 for each kind.
+import { Gauge, register } from 'prom-client';
 import type { Kysely } from 'kysely';
 import { countByState } from './track.ts';
+export { decodeUnknownTags } from '../flight/metrics.ts';
+import { metrics } from '../runtime/metrics.ts';
 
-function getOrCreate<T>(name: string, make: () => T): T {
-  return (register.getSingleMetric(name) as T | undefined) ?? make();
-}
-
-export const requestsFailed = getOrCreate(
-  'msgx_requests_failed_total',
-  () => new Counter({ name: 'msgx_requests_failed_total', help: 'Requests to the AODB answered by EROR (alert)', labelNames: ['kind'] }),
-);
+export const requestsFailed = metrics.requestsFailed;
 
 /** The msgx_requests{state} gauge, read from REQ_TRACK at scrape time. Call once in the process that serves it. */
 export function registerRequestsGauge(db: Kysely<any>): Gauge {

@@ -1,68 +1,163 @@
-// Prometheus metrics of the pipeline (names from reference.md). prom-client default registry:
-// every process serves it on /metrics; a metric a process never touches stays at zero.
+// Prometheus metrics of the pipeline (names from reference.md). Metrics are created outside any
+// registry; each process registers only the ones it owns (exportProcessMetrics, called by
+// runProcess) on prom-client's default registry, plus Node's default process_*/nodejs_* metrics
+// and msgx_build_info. A counter with known label sets starts at 0 for each of them, so that the
+// first event after a start is an increase Prometheus can see.
+import { readFileSync } from 'node:fs';
 import client from 'prom-client';
+import type { ProcessName } from './process.ts';
 
 const { Counter, Gauge, Histogram, register } = client;
+const registers: client.Registry[] = [];
+
+/** Last successful inbox read of this intake instance (ms since epoch); process start until the first. */
+let inboxReadAt = Date.now();
+export const noteInboxRead = (at = Date.now()) => void (inboxReadAt = at);
 
 export const metrics = {
   backlogOldestSeconds: new Gauge({
+    registers,
     name: 'msgx_pipeline_backlog_oldest_unprocessed_seconds',
     help: 'Age of the head message (by ENQUEUED_AT), 0 when none',
   }),
-  backlogMessages: new Gauge({ name: 'msgx_pipeline_backlog_messages', help: 'Non-terminal PROC_STATE rows' }),
+  backlogMessages: new Gauge({ registers, name: 'msgx_pipeline_backlog_messages', help: 'Non-terminal PROC_STATE rows' }),
   headBlocked: new Gauge({
+    registers,
     name: 'msgx_pipeline_head_blocked',
     help: '1 while the head has been held by INFRA failures longer than infra-alert-after',
   }),
   gaugesStale: new Gauge({
+    registers,
     name: 'msgx_pipeline_gauges_stale',
     help: '1 when the head gauges could not be read from Postgres at their last refresh (their values are old)',
   }),
-  identityDuplicates: new Counter({ name: 'msgx_identity_duplicates_total', help: 'Messages SKIPPED as duplicate-of' }),
-  intakeGapsPassed: new Counter({ name: 'msgx_intake_gaps_passed_total', help: 'Inbox ID gaps given up on' }),
-  intakeLateRows: new Counter({ name: 'msgx_intake_late_rows_total', help: 'Rows that appeared below IDs already enqueued' }),
-  intakeScannedRows: new Counter({ name: 'msgx_intake_scanned_rows_total', help: 'Inbox rows read by intake' }),
-  intakeErrors: new Counter({ name: 'msgx_intake_errors_total', help: 'Intake rounds that failed (inbox or Postgres unreachable)' }),
+  routePointsDropped: new Counter({ registers, name: 'msgx_flight_route_points_dropped_total', help: 'ROUT/ERUT points beyond the 4 kept locally' }),
+  requestsFailed: new Counter({ registers, name: 'msgx_requests_failed_total', help: 'Requests to the AODB answered by EROR (alert)', labelNames: ['kind'] as const }),
+  decodeUnknownTags: new Counter({ registers, name: 'msgx_decode_unknown_tags_total', help: 'Tags the rule tables do not know', labelNames: ['type', 'styp', 'tag'] as const }),
+  identityDuplicates: new Counter({ registers, name: 'msgx_identity_duplicates_total', help: 'Messages SKIPPED as duplicate-of' }),
+  intakeGapsPassed: new Counter({ registers, name: 'msgx_intake_gaps_passed_total', help: 'Inbox ID gaps given up on' }),
+  intakeLateRows: new Counter({ registers, name: 'msgx_intake_late_rows_total', help: 'Rows that appeared below IDs already enqueued' }),
+  intakeScannedRows: new Counter({ registers, name: 'msgx_intake_scanned_rows_total', help: 'Inbox rows read by intake' }),
+  intakeErrors: new Counter({ registers, name: 'msgx_intake_errors_total', help: 'Intake rounds that failed (inbox or Postgres unreachable)' }),
   messages: new Counter({
+    registers,
     name: 'msgx_messages_total',
     help: 'Terminal outcomes',
     labelNames: ['kind', 'state', 'reason'] as const,
   }),
   processingSeconds: new Histogram({
+    registers,
     name: 'msgx_message_processing_seconds',
     help: 'processOne duration',
     labelNames: ['kind'] as const,
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
   }),
   failures: new Counter({
+    registers,
     name: 'msgx_pipeline_failures_total',
     help: 'Processing failures by error class (each attempt)',
     labelNames: ['class'] as const,
   }),
-  backfillPending: new Gauge({ name: 'msgx_backfill_pending', help: 'Terminal rows not yet backfilled' }),
+  backfillPending: new Gauge({ registers, name: 'msgx_backfill_pending', help: 'Terminal rows not yet backfilled' }),
   backfillAbandoned: new Counter({
+    registers,
     name: 'msgx_backfill_abandoned_total',
     help: 'Backfills abandoned',
     labelNames: ['reason'] as const,
   }),
-  backfillOverLimit: new Gauge({ name: 'msgx_backfill_attempts_over_limit', help: 'Rows past backfill-max-attempts' }),
+  backfillOverLimit: new Gauge({ registers, name: 'msgx_backfill_attempts_over_limit', help: 'Rows past backfill-max-attempts' }),
   backfillWritten: new Counter({
+    registers,
     name: 'msgx_backfill_rows_total',
     help: 'Backfill outcomes',
     labelNames: ['outcome'] as const,
   }),
   retentionDeleted: new Counter({
+    registers,
     name: 'msgx_retention_deleted_total',
     help: 'Rows removed by lifecycle jobs',
     labelNames: ['object'] as const,
   }),
+  inboxReadAge: new Gauge({
+    registers,
+    name: 'msgx_intake_inbox_read_age_seconds',
+    help: 'Seconds since this intake instance last read the inbox successfully (since start when never); alert on the minimum over instances',
+    collect() {
+      this.set((Date.now() - inboxReadAt) / 1000);
+    },
+  }),
   flightsWithoutOperationDay: new Gauge({
+    registers,
     name: 'msgx_flights_without_operation_day',
     help: 'Flights with OPERATION_DAY NULL older than history.purge-after',
   }),
 };
 
 export const registry = register;
+
+const version = (() => {
+  try {
+    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+})();
+
+/** The pipeline metrics each process owns (it is the only one that changes them). */
+const OWNED: Record<ProcessName, client.Metric[]> = {
+  intake: [metrics.intakeGapsPassed, metrics.intakeLateRows, metrics.intakeScannedRows, metrics.intakeErrors, metrics.inboxReadAge],
+  pump: [
+    metrics.backlogOldestSeconds,
+    metrics.backlogMessages,
+    metrics.headBlocked,
+    metrics.gaugesStale,
+    metrics.identityDuplicates,
+    metrics.messages,
+    metrics.processingSeconds,
+    metrics.failures,
+    metrics.decodeUnknownTags,
+    metrics.routePointsDropped,
+    metrics.requestsFailed,
+  ],
+  backfill: [metrics.backfillAbandoned, metrics.backfillWritten],
+  'msg-dispatch': [metrics.retentionDeleted],
+  'schd-dispatch': [],
+  retention: [metrics.retentionDeleted, metrics.flightsWithoutOperationDay],
+  api: [],
+};
+
+/** Known label sets of counters, exported at 0 from the start (an alert on increase() sees the first event). */
+function initialiseLabelSets(name: ProcessName): void {
+  if (name === 'pump') {
+    for (const cls of ['MALFORMED', 'PROTOCOL', 'INFRA', 'CODEC_ERROR', 'INTERNAL']) metrics.failures.inc({ class: cls }, 0);
+    for (const kind of ['RQRD', 'RQFD']) metrics.requestsFailed.inc({ kind }, 0);
+  }
+  if (name === 'backfill') {
+    for (const reason of ['MISSING_ROW', 'TRANSIENT_DEADLINE']) metrics.backfillAbandoned.inc({ reason }, 0);
+    for (const outcome of ['written', 'already-marked', 'transient']) metrics.backfillWritten.inc({ outcome }, 0);
+  }
+}
+
+/**
+ * Register on the default registry what this process exports: its own metrics, `extra` (metrics
+ * of other modules it owns), Node's default metrics and msgx_build_info{version,node,process}.
+ */
+export function exportProcessMetrics(name: ProcessName, extra: client.Metric[] = [], opts: { readOnly?: boolean } = {}): void {
+  const own = [...OWNED[name], ...extra];
+  if (name === 'backfill' && !opts.readOnly) own.push(metrics.backfillPending, metrics.backfillOverLimit); // not ours to mark on a read-only instance
+  for (const m of own) {
+    const n = (m as unknown as { name: string }).name;
+    if (!register.getSingleMetric(n)) register.registerMetric(m);
+  }
+  initialiseLabelSets(name);
+  if (!register.getSingleMetric('process_cpu_seconds_total')) client.collectDefaultMetrics({ register });
+  if (!register.getSingleMetric('msgx_build_info')) {
+    new Gauge({ name: 'msgx_build_info', help: 'Always 1: the version of the running build', labelNames: ['version', 'node', 'process'] as const }).set(
+      { version, node: process.version, process: name },
+      1,
+    );
+  }
+}
 
 /** Terminal outcome reason label: the class or the skip reason without its detail (bounded cardinality). */
 export function reasonLabel(reason: string | null | undefined): string {
@@ -89,12 +184,9 @@ export function metricKind(type: string, styp: string, knownKinds: ReadonlySet<s
   return knownKinds.has(`${type}/`) ? `${type}/other` : 'other';
 }
 
-/** msgx_decode_unknown_tags_total{type,styp,tag}: get-or-create (the flight and request modules share it). */
+/** msgx_decode_unknown_tags_total{type,styp,tag} (one definition; the pump exports it). */
 export function decodeUnknownTagsCounter(): client.Counter<'type' | 'styp' | 'tag'> {
-  return ((register.getSingleMetric('msgx_decode_unknown_tags_total') as client.Counter<'type' | 'styp' | 'tag'> | undefined) ??
-    new Counter({ name: 'msgx_decode_unknown_tags_total', help: 'Tags the rule tables do not know', labelNames: ['type', 'styp', 'tag'] })) as client.Counter<
-    'type' | 'styp' | 'tag'
-  >;
+  return metrics.decodeUnknownTags;
 }
 
 /** Counts a handler leaves for after its business transaction committed (once per message, never per attempt). */

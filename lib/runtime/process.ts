@@ -8,7 +8,7 @@ import { systemClock, type Clock } from '../clock.ts';
 import { createDb, createPool, sql, type Db } from '../db/postgres.ts';
 import { createHttpServer } from './http.ts';
 import { createLogger, type Logger } from './log.ts';
-import { registry } from './metrics.ts';
+import { exportProcessMetrics, registry } from './metrics.ts';
 import { runAsLeader, type LeaderHandle } from './leader.ts';
 
 /** After SIGTERM/SIGINT a process exits by force if its clean shutdown takes longer (compose's stop grace must exceed it). */
@@ -35,6 +35,13 @@ export interface ProcessSpec {
   crontab?: (config: Config) => string;
   /** Jobs added when the runner starts (first wake-up). */
   kick?: string[];
+  /**
+   * Long-running duties (job key = task name) kept alive: every minute, a duty with no job that
+   * is running or waiting gets one. Unlike a crontab line with that job key, this never touches a
+   * running job (graphile-worker would retire it to attempts = max_attempts and queue a due
+   * duplicate behind it), so the queue shows one healthy job per duty (docs/operations.md).
+   */
+  keepAlive?: string[];
   /** Extra HTTP routes (the api process). */
   http?: (app: FastifyInstance, rt: Runtime) => Promise<void>;
   /** Health beyond "Postgres answers". */
@@ -67,6 +74,7 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
   const pool = createPool(config.DATABASE_URL, { max: 8, name: spec.name });
   const rt: Runtime = { name: spec.name, config, log, clock: systemClock, pool, db: createDb(pool), signal: abort.signal };
 
+  exportProcessMetrics(spec.name, [], { readOnly: config['msgx.inbox.read-only'] });
   const app = createHttpServer(config, log);
   app.get('/metrics', async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
   app.get('/healthz', async (_req, reply) => {
@@ -96,7 +104,9 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
     });
     runner.promise.catch((e) => log.error({ err: e }, 'graphile-worker runner ended with an error'));
     for (const task of spec.kick ?? []) await runner.addJob(task, {}, { jobKey: task });
+    const keepAlive = spec.keepAlive?.length ? setInterval(() => void keepDutiesAlive(rt, spec.keepAlive!), KEEP_ALIVE_EVERY_MS) : undefined;
     return async () => {
+      clearInterval(keepAlive);
       await runner.stop().catch((e) => log.error({ err: e }, 'runner stop failed'));
       await built.close?.();
     };
@@ -130,6 +140,31 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
     log.fatal({ err: e }, 'duty crashed');
     process.exit(1);
   });
+}
+
+const KEEP_ALIVE_EVERY_MS = 60_000;
+const STALE_LOCK_MS = 5 * 60_000;
+
+/**
+ * Add the job of each duty that has none running or waiting (attempts left). Running = locked
+ * less than STALE_LOCK_MS ago: a duty job drains for at most its budget (≤ 55 s) and then ends,
+ * so an older lock belongs to a worker that died holding it (another instance takes over at
+ * once instead of after graphile-worker's 4 h lock timeout). A job that used up its attempts,
+ * or holds a stale lock, is replaced by add_job (its key moves to the new job).
+ */
+export async function keepDutiesAlive(rt: Pick<Runtime, "db" | "log">, tasks: string[]): Promise<void> {
+  try {
+    const r = await sql<{ task: string }>`
+      select t as task, (graphile_worker.add_job(t, '{}'::json, job_key := t)).id as id
+      from unnest(${tasks}::text[]) as t
+      where not exists (
+        select 1 from graphile_worker.jobs j
+        where j.key = t
+          and (j.locked_at > now() - ${STALE_LOCK_MS} * interval '1 millisecond' or (j.locked_at is null and j.attempts < j.max_attempts)))`.execute(rt.db);
+    if (r.rows.length) rt.log.warn({ tasks: r.rows.map((x) => x.task) }, 'duty had no job (its loop died or the job was removed); added again');
+  } catch (e) {
+    rt.log.error({ err: e }, 'keep-alive check of the duties failed; retried in a minute');
+  }
 }
 
 /** Jobs of a single-writer duty locked by a dead worker would wait hours for graphile-worker's timeout. */

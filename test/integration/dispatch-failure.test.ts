@@ -8,7 +8,7 @@ import { ManualClock, systemClock } from '../../lib/clock.ts';
 import type { Db } from '../../lib/db/postgres.ts';
 import { TopicCreationError, type KafkaEdge } from '../../lib/dispatch/kafka.ts';
 import { msgRound, type RoundResult } from '../../lib/dispatch/msg.ts';
-import { consumeAll, deadAddress, deps, edge, kafkaService, NOW, openDb, payloadOf, putMsgEvents, resetOutbox, rows, silentServer, stateCounts, uniqueTopic } from './dispatch-support.ts';
+import { createdTopics, deleteTopics, describeTopic, topicWith, consumeAll, deadAddress, deps, edge, kafkaService, NOW, openDb, payloadOf, putMsgEvents, resetOutbox, rows, silentServer, stateCounts, uniqueTopic } from './dispatch-support.ts';
 
 const PRIVATE_PORT = 19192;
 const PRIVATE = `127.0.0.1:${PRIVATE_PORT}`;
@@ -23,12 +23,13 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const e of edges) await e.close();
+  await deleteTopics(createdTopics());
   await close();
 });
 beforeEach(async () => resetOutbox(db));
 
 describe('a broker that cannot be reached', () => {
-  it('refused: the round fails fast, rows stay PENDING with backoff, nothing SENT', async () => {
+  it('refused: the round fails fast, rows stay PENDING with backoff and no attempt counted, nothing SENT', async () => {
     const kafka = track(edge({ brokers: await deadAddress(), timeoutMs: 3000 }));
     await putMsgEvents(db, ['1', '2', '1']);
     const t0 = Date.now();
@@ -36,12 +37,13 @@ describe('a broker that cannot be reached', () => {
     expect(Date.now() - t0).toBeLessThan(3500);
     expect(r).toMatchObject({ picked: 3, sent: 0, failed: 3, dead: 0 });
     for (const row of await rows(db)) {
-      expect(row).toMatchObject({ state: 'PENDING', attempts: 1, sent_at: null, kafka_offset: null });
+      expect(row).toMatchObject({ state: 'PENDING', attempts: 0, sent_at: null, kafka_offset: null });
+      expect(row.last_error).toMatch(/^broker unreachable: /);
       expect(row.next_attempt_at).toEqual(new Date(NOW.getTime() + 2000));
     }
   });
 
-  it('never answers: the send is cut off by msgx.io.timeout and counts as a failure', async () => {
+  it('never answers: the send is cut off by msgx.io.timeout; no metadata answer either, so it is unreachable (no attempt counted)', async () => {
     const hung = await silentServer();
     try {
       const kafka = track(edge({ brokers: hung.address, timeoutMs: 800 }));
@@ -51,10 +53,10 @@ describe('a broker that cannot be reached', () => {
       for (let i = 1; i <= 2; i++) {
         const t0 = Date.now();
         const r = await msgRound(d);
-        expect(Date.now() - t0).toBeLessThan(2500);
-        expect(r).toMatchObject({ picked: 2, sent: 0, failed: 2 });
+        expect(Date.now() - t0).toBeLessThan(4000); // the send and the metadata probe, each bounded
+        expect(r).toMatchObject({ picked: 2, sent: 0, failed: 2, dead: 0 });
         const after = await rows(db);
-        expect(after.every((x) => x.state === 'PENDING' && x.attempts === i && /did not answer within 800 ms|timed? ?out/i.test(x.last_error ?? ''))).toBe(true);
+        expect(after.every((x) => x.state === 'PENDING' && x.attempts === 0 && /^broker unreachable: .*(did not answer within 800 ms|timed? ?out)/i.test(x.last_error ?? ''))).toBe(true);
         clock.advance(60_000);
       }
       // topic creation against a hung broker is bounded too
@@ -67,9 +69,47 @@ describe('a broker that cannot be reached', () => {
   });
 });
 
+describe('a reachable broker that answers the send with an error', () => {
+  // The "unavailable" decision is the broker's reachability (a metadata request), never the
+  // error's text: a topic the broker does not host fails with retriable errors and
+  // KafkaJSNumberOfRetriesExceeded ("… not available …"), yet the broker answers — the events
+  // count their attempts and go DEAD at max-attempts (INV-9), visibly.
+  it('unknown topic: attempts count, DEAD at max-attempts with the broker\'s error', async () => {
+    const kafka = track(edge({ timeoutMs: 5000 }));
+    await putMsgEvents(db, ['1', '2']);
+    const clock = new ManualClock(NOW);
+    const d = deps(db, kafka, { 'msgx.kafka.msg-topic': uniqueTopic('absent'), 'msgx.dispatch.max-attempts': '3', 'msgx.dispatch.backoff': '1s,2s' }, clock);
+    for (let i = 1; i <= 3; i++) {
+      const r = await msgRound(d);
+      expect(r).toMatchObject({ picked: i < 3 ? 2 : 2, sent: 0, failed: 2, dead: i < 3 ? 0 : 2 });
+      const after = await rows(db);
+      expect(after.map((x) => [x.state, x.attempts])).toEqual(after.map(() => [i < 3 ? 'PENDING' : 'DEAD', i]));
+      expect(after.every((x) => (x.last_error ?? '').length > 0 && !/^broker unreachable/.test(x.last_error ?? ''))).toBe(true);
+      clock.advance(60_000);
+    }
+  });
+
+  it('an unreachable broker (no metadata answer) never makes an event DEAD and counts no attempt', async () => {
+    const kafka = track(edge({ brokers: await deadAddress(), timeoutMs: 2000 }));
+    await putMsgEvents(db, ['1']);
+    const clock = new ManualClock(NOW);
+    const d = deps(db, kafka, { 'msgx.kafka.msg-topic': uniqueTopic('unreachable'), 'msgx.dispatch.max-attempts': '2', 'msgx.dispatch.backoff': '1s' }, clock);
+    for (let i = 1; i <= 4; i++) {
+      expect(await msgRound(d)).toMatchObject({ picked: 1, failed: 1, dead: 0 });
+      clock.advance(60_000);
+    }
+    const [row] = await rows(db);
+    expect(row).toMatchObject({ state: 'PENDING', attempts: 0 });
+    expect(row.last_error).toMatch(/^broker unreachable/);
+  });
+});
+
 describe('broker stopped in the middle of a run', () => {
   beforeAll(async () => kafkaService('kafka-start', PRIVATE_PORT), 180_000);
-  afterAll(async () => kafkaService('kafka-stop', PRIVATE_PORT), 120_000);
+  afterAll(async () => {
+    await deleteTopics(createdTopics(), PRIVATE).catch(() => {}); // its data directory outlives the run
+    await kafkaService('kafka-stop', PRIVATE_PORT);
+  }, 120_000);
 
   it('rows stay PENDING while it is down; after restart everything arrives, duplicates only of unacknowledged sends', async () => {
     const topic = uniqueTopic('outage');
@@ -105,7 +145,9 @@ describe('broker stopped in the middle of a run', () => {
       const during = await stateCounts(db);
       expect(during.SENT ?? 0).toBeLessThan(3000);
       const pendingRows = (await rows(db)).filter((r) => r.state === 'PENDING');
-      expect(pendingRows.some((r) => r.attempts > 0 && r.next_attempt_at !== null && r.last_error)).toBe(true);
+      // the stopped broker answers no metadata request: backoff, and no attempt counted towards DEAD
+      expect(pendingRows.some((r) => r.next_attempt_at !== null && /^broker unreachable: /.test(r.last_error ?? ''))).toBe(true);
+      expect(pendingRows.every((r) => r.state === 'PENDING')).toBe(true);
       expect(pendingRows.every((r) => r.sent_at === null && r.kafka_offset === null)).toBe(true);
       const sentWhileDown = during.SENT ?? 0;
       await new Promise((res) => setTimeout(res, 500));
@@ -145,6 +187,28 @@ describe('broker stopped in the middle of a run', () => {
 });
 
 describe('topic creation', () => {
+  it('provisions explicit, documented settings (not broker defaults) and checks those of existing topics at start', async () => {
+    const kafka = track(edge({ partitions: 3 }));
+    const msg = uniqueTopic('settings-msg');
+    const schd = uniqueTopic('settings-schd');
+    expect(await kafka.ensureTopics([msg, { topic: schd, partitions: 1 }])).toEqual({ created: [msg, schd], mismatched: [] });
+    for (const [topic, partitions] of [[msg, 3], [schd, 1]] as const) {
+      const t = await describeTopic(topic);
+      expect(t.partitions).toBe(partitions);
+      // set on the topic itself (configSource TOPIC_CONFIG), whatever the broker's defaults are
+      expect(t.explicit).toEqual({ 'cleanup.policy': 'delete', 'retention.ms': String(7 * 24 * 3600 * 1000), 'min.insync.replicas': '1' });
+    }
+    // a topic someone else created with other settings: reported (and logged), not changed
+    const foreign = await topicWith('settings-foreign', { 'cleanup.policy': 'compact', 'retention.ms': '60000' });
+    const r = await kafka.ensureTopics([msg, foreign]);
+    expect(r.created).toEqual([]);
+    expect(r.mismatched).toEqual([
+      { topic: foreign, setting: 'cleanup.policy', expected: 'delete', actual: 'compact' },
+      { topic: foreign, setting: 'retention.ms', expected: String(7 * 24 * 3600 * 1000), actual: '60000' },
+    ]);
+    expect((await describeTopic(foreign)).explicit['retention.ms']).toBe('60000');
+  });
+
   it('creates a missing topic with msgx.kafka.partitions, leaves an existing one alone, refuses clearly', async () => {
     const kafka = track(edge({ partitions: 3 }));
     const topic = uniqueTopic('create');

@@ -12,7 +12,7 @@ import { schdDrain, schdRound, SCHD_KEY } from '../../lib/dispatch/schd.ts';
 import { readFlights } from '../../lib/flight/read.ts';
 import { toJson } from '../../lib/flight/state.ts';
 import { TEST_REDIS_URL } from '../support/env.ts';
-import { consumeAll, deps, edge, NOW, openDb, refusingTopic, resetOutbox, rows, uniqueTopic } from './dispatch-support.ts';
+import { consumeAll, createdTopics, deleteTopics, deps, edge, NOW, openDb, refusingTopic, resetOutbox, rows, uniqueTopic } from './dispatch-support.ts';
 import { apply, flop, rec, resetFlights, schd, TZ } from './flight-support.ts';
 
 let db: Db;
@@ -29,6 +29,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const e of edges) await e.close();
+  await deleteTopics(createdTopics());
   redis.disconnect();
   await close();
 });
@@ -139,6 +140,7 @@ describe('races and dead rows', () => {
         return placed;
       },
       ensureTopics: (t) => kafka.ensureTopics(t),
+      reachable: () => kafka.reachable(),
       close: async () => {},
     };
     expect(await schdRound(deps(db, racing, { 'msgx.kafka.schd-topic': topic }))).toMatchObject({ picked: 2, sent: 1, overtaken: 1 });

@@ -30,7 +30,14 @@ export async function resetOutbox(db: Db): Promise<void> {
   await sql`delete from graphile_worker._private_jobs`.execute(db);
 }
 
-export const uniqueTopic = (what: string) => `test.dispatch.${what}.${randomUUID().slice(0, 8)}`;
+/** Topics named by uniqueTopic in this test file: delete them afterwards (deleteTopics(createdTopics())). */
+const created: string[] = [];
+export const createdTopics = () => [...created];
+export const uniqueTopic = (what: string) => {
+  const t = `test.dispatch.${what}.${randomUUID().slice(0, 8)}`;
+  created.push(t);
+  return t;
+};
 
 export function edge(o: { brokers?: string; timeoutMs?: number; partitions?: number } = {}): KafkaEdge {
   return createKafkaEdge({
@@ -188,4 +195,46 @@ export async function refusingTopic(what: string): Promise<string> {
     await admin.disconnect();
   }
   return topic;
+}
+
+/** A topic created by "someone else" with these settings (1 partition). */
+export async function topicWith(what: string, configs: Record<string, string>): Promise<string> {
+  const topic = uniqueTopic(what);
+  const admin = new Kafka({ clientId: 'msgx-dispatch-test-admin', brokers: [TEST_KAFKA], logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1, replicationFactor: 1, configEntries: Object.entries(configs).map(([name, value]) => ({ name, value })) }] });
+  } finally {
+    await admin.disconnect();
+  }
+  return topic;
+}
+
+/** A topic's partition count and the settings set on the topic itself (not inherited from the broker). */
+export async function describeTopic(topic: string): Promise<{ partitions: number; explicit: Record<string, string> }> {
+  const admin = new Kafka({ clientId: 'msgx-dispatch-test-admin', brokers: [TEST_KAFKA], logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    const meta = await admin.fetchTopicMetadata({ topics: [topic] });
+    const cfg = await admin.describeConfigs({ resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic }], includeSynonyms: false });
+    const explicit: Record<string, string> = {};
+    for (const e of cfg.resources[0].configEntries) if ((e as { configSource?: number }).configSource === 1) explicit[e.configName] = e.configValue;
+    return { partitions: meta.topics[0].partitions.length, explicit };
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** Delete the topics a test created (tests leave nothing on the developer's broker). Unknown topics are ignored. */
+export async function deleteTopics(topics: string[], brokers = TEST_KAFKA): Promise<void> {
+  if (topics.length === 0) return;
+  const admin = new Kafka({ clientId: 'msgx-test-cleanup', brokers: brokers.split(','), logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    const existing = new Set(await admin.listTopics());
+    const mine = topics.filter((t) => existing.has(t));
+    if (mine.length) await admin.deleteTopics({ topics: mine, timeout: 10_000 });
+  } finally {
+    await admin.disconnect();
+  }
 }

@@ -9,7 +9,7 @@ import { purgeSentEvents } from '../../lib/dispatch/retention.ts';
 import { upsertSchdRows } from '../../lib/flight/store.ts';
 import { wake } from '../../lib/pipeline/transitions.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
-import { consume, NOW, openDb, payloadOf, putMsgEvents, resetOutbox, rows, stateCounts, uniqueTopic } from './dispatch-support.ts';
+import { consume, createdTopics, deleteTopics, NOW, openDb, payloadOf, putMsgEvents, resetOutbox, rows, stateCounts, uniqueTopic } from './dispatch-support.ts';
 
 let db: Db;
 let close: () => Promise<void>;
@@ -20,6 +20,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await stopAll(procs);
+  await deleteTopics(createdTopics());
   await close();
 });
 beforeEach(async () => resetOutbox(db));

@@ -9,6 +9,7 @@ import { renumberSeqn } from '../../lib/inject/files.ts';
 import { corpusMessages, corpusPresent } from '../support/corpus.ts';
 import { contract } from '../support/contract.ts';
 import { TEST_KAFKA } from '../support/env.ts';
+import { deleteTopics } from './dispatch-support.ts';
 import { openServices, procRows, putInbox, resetDomain, resetPipeline, sisMessage, type TestServices } from '../support/services.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 
@@ -52,6 +53,7 @@ describe.runIf(corpusPresent)('end to end: inbox → six processes → Kafka con
   });
   afterAll(async () => {
     await stopAll(procs);
+    await deleteTopics([topics.MSGX_KAFKA_MSG_TOPIC, topics.MSGX_KAFKA_SCHD_TOPIC]).catch(() => {});
     await s?.close();
     // the two topics of this run (created by the dispatchers) go with it
     const admin = new kafkajs.Kafka({ clientId: `e2e-${run}-admin`, brokers: [TEST_KAFKA], logLevel: kafkajs.logLevel.NOTHING }).admin();

@@ -24,6 +24,7 @@ import { retentionCrontab, retentionSchedule, runRetention } from '../../lib/lif
 import { metrics } from '../../lib/runtime/metrics.ts';
 import { testConfig, TEST_PG_URL } from '../support/env.ts';
 import { runPipelineUntilSettled } from '../support/pipeline.ts';
+import { intakeRound } from '../../lib/pipeline/intake.ts';
 import { hasLog, startWorker, stopAll, waitFor } from '../support/processes.ts';
 import { deadRedis, openServices, putInbox, resetDomain, resetPipeline, silentLog, sisMessage, type TestServices } from '../support/services.ts';
 import { fltr, flop, rec, schd } from './flight-support.ts';
@@ -308,6 +309,26 @@ describe('flight history purge (US-14)', () => {
     expect(await purge(clock)).toBe(0);
     await sql`update proc_state set state = 'SUCCEEDED' where msg_id = ${last}`.execute(s.db);
     expect(await purge(clock)).toBe(1);
+  });
+
+  it('every flight addressed by an open message is kept, also when that message changed nothing yet (held head)', async () => {
+    const clock = new ManualClock('2026-12-01T00:00:00Z');
+    await feed(clock, schd('DNLD', [rec('1', 9), rec('2', 9), rec('3', 9)]));
+    // an open message that addresses flight 1 (FLOP) and one that names flight 3 only as a MAID:
+    // enqueued, never applied (the first is a held head), so no flight's last_msg_id points at them
+    await putInbox(s.inbox, flop('STND', '1', '<STND>S9</STND>'));
+    await putInbox(s.inbox, flop('STND', '777', '<MAID>3</MAID>'));
+    const open = (await intakeRound({ db: s.db, inbox: s.inbox, clock, config: testConfig(), log: silentLog })).enqueued;
+    expect(open).toHaveLength(2);
+    await sql`update proc_state set state = 'FAILED', attempts = 1 where msg_id = ${open[0]}`.execute(s.db);
+    clock.set(DAY9_PURGEABLE);
+    expect(await purge(clock)).toBe(1);
+    expect((await history()).map((r) => r.flid)).toEqual(['2']);
+    expect(await flight('1')).toMatchObject({ state: 'ACTIVE' });
+    expect(await flight('3')).toMatchObject({ state: 'ACTIVE' });
+    // once the messages are finished, the flights are history
+    await sql`update proc_state set state = 'SUCCEEDED' where msg_id = any(${open})`.execute(s.db);
+    expect(await purge(clock)).toBe(2);
   });
 
   it('waits for PIPELINE_LOCK; gives up (nothing deleted) when the pump holds it too long; one purger at a time', async () => {

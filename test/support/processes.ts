@@ -10,8 +10,8 @@ export interface Proc {
   exited: Promise<number | null>;
 }
 
-// TEST_PORT_BASE: a separate range when two people run tests on one machine.
-let nextPort = Number(process.env.TEST_PORT_BASE ?? 19500);
+// TEST_PORT_BASE, or a random base: several test runs may share the machine (a fixed base made them scrape each other).
+let nextPort = Number(process.env.TEST_PORT_BASE ?? 20000 + Math.floor(Math.random() * 400) * 10);
 
 export function startWorker(name: string, env: Record<string, string> = {}): Proc {
   const port = nextPort++;

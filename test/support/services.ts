@@ -50,7 +50,7 @@ export async function resetDomain(s: Pick<TestServices, 'db' | 'redis'>): Promis
 /** Empty the pipeline tables, the inbox/outbox (IDs restart at 1) and graphile-worker's jobs. */
 export async function resetPipeline(s: Pick<TestServices, 'db' | 'inbox'>): Promise<void> {
   await sql`truncate proc_state`.execute(s.db);
-  await sql`update intake_cursor set watermark = 0, full_scan_from = null, full_scan_at = null, gap_id = null, gap_seen_at = null`.execute(s.db);
+  await sql`update intake_cursor set watermark = 0, full_scan_from = null, full_scan_at = null, gap_id = null, gap_seen_at = null, gaps = '[]', passed_gaps = '[]'`.execute(s.db);
   await sql`delete from graphile_worker._private_jobs`.execute(s.db);
   await s.inbox.query('TRUNCATE TABLE cminmsgs');
   await s.inbox.query('TRUNCATE TABLE coutmsgs');

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../lib/clock.ts';
 import { intakeLoop, intakeRound, type IntakeDeps } from '../../../lib/pipeline/intake.ts';
 import { metrics } from '../../../lib/runtime/metrics.ts';
+import { enqueue } from '../../../lib/pipeline/transitions.ts';
 import { testConfig } from '../../support/env.ts';
 import { deadInbox, openServices, procRows, putInbox, resetPipeline, silentLog, sisMessage, type TestServices } from '../../support/services.ts';
 
@@ -51,18 +52,16 @@ describe('intake', () => {
   });
 
   it('finds a row below the watermark with the periodic full scan, late and counted', async () => {
-    for (const id of [1, 2, 5]) await putInbox(s.inbox, sisMessage(), { id });
-    await intakeRound(deps()); // the gap 3,4 is waited for …
-    clock.advance(3000);
-    await intakeRound(deps()); // … then passed
-    expect(await enqueued()).toEqual([1, 2, 5]);
+    for (const id of [1, 2, 3]) await putInbox(s.inbox, sisMessage(), { id });
+    await intakeRound(deps());
+    expect(await enqueued()).toEqual([1, 2, 3]);
+    await s.db.deleteFrom('proc_state').where('msg_id', '=', 2).execute(); // e.g. a restored Postgres: 2 is unknown again
     const late0 = await counter(metrics.intakeLateRows);
-    await putInbox(s.inbox, sisMessage(), { id: 3 }); // appears below the watermark
     expect((await intakeRound(deps())).enqueued).toEqual([]); // the watermark scan cannot see it
     clock.advance(10 * 60_000);
-    const r = await intakeRound(deps());
-    expect(r.enqueued).toEqual([3]);
-    expect(r.late).toEqual([3]);
+    const r = await intakeRound(deps()); // the full scan starts below the lowest unterminated message (1)
+    expect(r.enqueued).toEqual([2]);
+    expect(r.late).toEqual([2]);
     expect(await counter(metrics.intakeLateRows)).toBe(late0 + 1);
   });
 
@@ -111,5 +110,59 @@ describe('intake', () => {
     const cursor = await s.db.selectFrom('intake_cursor').selectAll().executeTakeFirstOrThrow();
     expect(cursor.watermark).toBe(0);
     expect((await intakeRound(deps())).enqueued).toEqual([1]);
+  });
+});
+
+describe('intake gaps and the full scan (issue 10 item 4)', () => {
+  it('each gap has its own settle time: passing an old gap never passes a new one', async () => {
+    await putInbox(s.inbox, sisMessage(), { id: 1 });
+    await putInbox(s.inbox, sisMessage(), { id: 3 }); // gap 2, first seen now
+    expect((await intakeRound(deps())).enqueued).toEqual([1]);
+    clock.advance(3000); // gap 2 has settled …
+    await putInbox(s.inbox, sisMessage(), { id: 5 }); // … gap 4 is new
+    const r = await intakeRound(deps());
+    expect(r.enqueued).toEqual([3]); // past 2, not past 4
+    expect(r.waitingOnGap).toBe(4);
+    clock.advance(1000);
+    await putInbox(s.inbox, sisMessage(), { id: 4 }); // the slow insert commits within its own settle time
+    expect((await intakeRound(deps())).enqueued).toEqual([4, 5]); // in inbox order
+  });
+
+  it('a row committed late into a passed gap is enqueued by the next round, not the next full scan', async () => {
+    await putInbox(s.inbox, sisMessage(), { id: 1 });
+    await putInbox(s.inbox, sisMessage(), { id: 3 });
+    await intakeRound(deps());
+    clock.advance(3000);
+    expect((await intakeRound(deps())).enqueued).toEqual([3]); // gap 2 passed
+    await putInbox(s.inbox, sisMessage(), { id: 2 });
+    clock.advance(1000); // far from full-scan-every
+    const r = await intakeRound(deps());
+    expect(r.enqueued).toEqual([2]);
+    expect(r.late).toEqual([2]);
+  });
+
+  it('the full scan starts at the lowest unterminated ID, not at 0, and skips empty ID spans: done in a few rounds at a 50 M watermark', async () => {
+    // the state of a long-running gateway: watermark 50,000,000, the head (PENDING) at 49,999,000
+    await s.db.transaction().execute((tx) => enqueue(tx, [{ id: 49_999_000, received: null }], clock.now()));
+    await putInbox(s.inbox, sisMessage(), { id: 49_999_000 });
+    await s.db.updateTable('intake_cursor').set({ watermark: 50_000_000, full_scan_at: clock.now() }).execute();
+    await putInbox(s.inbox, sisMessage(), { id: 49_999_500 }); // below the watermark, never enqueued
+    clock.advance(11 * 60_000);
+    let found: number[] = [];
+    for (let round = 0; round < 5 && found.length === 0; round++) found = (await intakeRound(deps())).enqueued;
+    expect(found).toEqual([49_999_500]);
+    const cursor = await s.db.selectFrom('intake_cursor').selectAll().executeTakeFirstOrThrow();
+    expect(cursor.full_scan_from).toBeNull(); // the scan is complete
+  });
+
+  it('does not spin without a pause while a gap blocks a full batch', async () => {
+    await putInbox(s.inbox, sisMessage(), { id: 1 });
+    for (const id of [3, 4, 5]) await putInbox(s.inbox, sisMessage(), { id }); // a full batch (3) behind gap 2
+    const slow = testConfig({ 'msgx.pipeline.claim-batch': '3', 'msgx.intake.gap-settle': '1h', 'msgx.pipeline.idle-poll': '100ms' });
+    const scanned0 = await counter(metrics.intakeScannedRows);
+    await intakeLoop(deps({ config: slow, clock: { now: () => new Date() } as never }), 1000, () => false, (ms) => new Promise((r) => setTimeout(r, ms)));
+    const rounds = (await counter(metrics.intakeScannedRows)) - scanned0;
+    expect(await enqueued()).toEqual([1]);
+    expect(rounds).toBeLessThanOrEqual(3 * 12 + 1); // about one round per idle-poll, not hundreds
   });
 });

@@ -1,0 +1,73 @@
+// graphile-worker's queue as an operator sees it (`select … from graphile_worker.jobs`): a
+// long-running duty (the intake loop, a real process) is one running job with attempts left,
+// never a job retired to attempts = max_attempts with a due, unlocked duplicate waiting behind
+// it after a minute boundary (what a crontab line re-adding the running job produced).
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openServices, resetPipeline, type TestServices } from '../support/services.ts';
+import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
+import { keepDutiesAlive } from '../../lib/runtime/process.ts';
+import { silentLog } from '../support/services.ts';
+
+let s: TestServices;
+const procs: Proc[] = [];
+beforeAll(async () => {
+  s = await openServices();
+  await resetPipeline(s);
+});
+afterAll(async () => {
+  await stopAll(procs);
+  await s.close();
+});
+
+interface JobRow {
+  id: string;
+  key: string | null;
+  attempts: number;
+  max_attempts: number;
+  locked_by: string | null;
+  run_at: Date;
+}
+const jobs = async (task: string) =>
+  (await sql<JobRow>`select id, key, attempts, max_attempts, locked_by, run_at from graphile_worker.jobs where task_identifier = ${task} order by id`.execute(s.db)).rows;
+
+describe('graphile_worker.jobs while the intake loop runs', () => {
+  it('one running intake job with attempts left, also after a minute boundary; nothing due waits behind it', async () => {
+    const p = startWorker('intake');
+    procs.push(p);
+    await waitFor('the intake loop runs', async () => (await jobs('intake')).some((j) => j.locked_by !== null), 30_000, 200);
+    // past the next minute boundary (graphile-worker's crontab fires on it), plus a margin
+    const now = Date.now();
+    await new Promise((r) => setTimeout(r, 60_000 - (now % 60_000) + 4000));
+    const rows = await jobs('intake');
+    expect(rows.map((j) => ({ key: j.key, locked: j.locked_by !== null, attemptsLeft: j.attempts < j.max_attempts }))).toEqual([
+      { key: 'intake', locked: true, attemptsLeft: true },
+    ]);
+  }, 90_000);
+
+  it('keep-alive: a duty without a job gets one; a running or waiting one is left alone; a used-up one is replaced', async () => {
+    const task = 'keepalive-probe';
+    const rt = { db: s.db, log: silentLog };
+    await sql`delete from graphile_worker._private_jobs where key = ${task}`.execute(s.db);
+    await keepDutiesAlive(rt, [task]);
+    const [first] = await jobs(task);
+    expect(first).toMatchObject({ key: task, attempts: 0, locked_by: null });
+    await keepDutiesAlive(rt, [task]); // waiting: untouched
+    expect(await jobs(task)).toEqual([first]);
+    await sql`update graphile_worker._private_jobs set locked_at = now(), locked_by = 'w1', attempts = 25 where key = ${task}`.execute(s.db);
+    await keepDutiesAlive(rt, [task]); // running (even at its last attempt): untouched
+    expect((await jobs(task)).map((j) => j.id)).toEqual([first.id]);
+    await sql`update graphile_worker._private_jobs set locked_at = null, locked_by = null where key = ${task}`.execute(s.db);
+    await keepDutiesAlive(rt, [task]); // used up and idle: a fresh job takes the key
+    const after = await jobs(task);
+    expect(after.find((j) => j.key === task)).toMatchObject({ attempts: 0 });
+    // locked for 10 minutes: its worker died holding it (a duty job runs ≤ 55 s); replaced at once
+    await sql`update graphile_worker._private_jobs set locked_at = now() - interval '10 minutes', locked_by = 'gone', attempts = 1 where key = ${task}`.execute(s.db);
+    const stale = (await jobs(task)).find((j) => j.key === task)!;
+    await keepDutiesAlive(rt, [task]);
+    const fresh = (await jobs(task)).find((j) => j.key === task)!;
+    expect(fresh.id).not.toBe(stale.id);
+    expect(fresh).toMatchObject({ locked_by: null, attempts: 0 });
+    await sql`delete from graphile_worker._private_jobs where task_id in (select id from graphile_worker._private_tasks where identifier = ${task})`.execute(s.db);
+  });
+});
