@@ -10,7 +10,6 @@
 // producer when the dispatcher sends it) and until the consumer received it. The processes are
 // stopped with SIGTERM at the end of each run (their exit codes are reported).
 //   npm run bench:latency -- [rate=100] [seconds=60] [runs=1] [flights=400]
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import kafkajs from 'kafkajs';
 import { sql } from 'kysely';
@@ -18,7 +17,8 @@ import { insertInboxRow } from '../../lib/db/mysql.ts';
 import '../../lib/dispatch/kafka.ts'; // its filter of kafkajs's harmless TimeoutNegativeWarning
 import { bigSnapshot } from '../../test/support/fixtures.ts';
 import { sisMessage } from '../../test/support/services.ts';
-import { BENCH_INBOX, BENCH_PG, BENCH_REDIS, emptyAll, machine, median, openBench, type Bench } from './setup.ts';
+import { emptyAll, machine, median, openBench, type Bench } from './setup.ts';
+import { KAFKA, startWorker, stopWorkers, waitFor } from './workers.ts';
 
 const { Kafka, logLevel } = kafkajs;
 
@@ -27,57 +27,6 @@ const SECONDS = Number(process.argv[3] ?? 60);
 const RUNS = Number(process.argv[4] ?? 1);
 const FLIGHTS = Number(process.argv[5] ?? 400);
 const PROCESSES = ['intake', 'pump', 'backfill', 'msg-dispatch'] as const;
-const KAFKA = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
-
-interface Worker {
-  name: string;
-  child: ChildProcess;
-  logs: string[];
-  exited: Promise<number | null>;
-}
-
-function startWorker(name: string, port: number, topics: { msg: string; schd: string }): Worker {
-  const env: Record<string, string> = {
-    ...(process.env as Record<string, string>),
-    DATABASE_URL: BENCH_PG,
-    INBOX_URL: BENCH_INBOX,
-    REDIS_URL: BENCH_REDIS,
-    KAFKA_BROKERS: KAFKA,
-    MSGX_KAFKA_MSG_TOPIC: topics.msg,
-    MSGX_KAFKA_SCHD_TOPIC: topics.schd,
-    MSGX_REQUESTS_DAILY_SCHEDULE_AT: '',
-    MSGX_LOG_LEVEL: process.env.BENCH_LOG ?? 'warn',
-    [`MSGX_HTTP_PORT_${name.replace(/-/g, '_').toUpperCase()}`]: String(port),
-  };
-  const child = spawn(process.execPath, [`workers/${name}.ts`], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const logs: string[] = [];
-  const collect = (buf: Buffer) => logs.push(...buf.toString().split('\n').filter(Boolean));
-  child.stdout!.on('data', collect);
-  child.stderr!.on('data', collect);
-  return { name, child, logs, exited: new Promise((r) => child.on('exit', (code, signal) => r(code ?? (signal ? -1 : null)))) };
-}
-
-async function stopWorkers(ws: Worker[]): Promise<Record<string, number | null | string>> {
-  for (const w of ws) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGTERM');
-  const out: Record<string, number | null | string> = {};
-  await Promise.all(
-    ws.map(async (w) => {
-      const code = await Promise.race([w.exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 20_000))]);
-      if (code === 'timeout') w.child.kill('SIGKILL');
-      out[w.name] = code === 'timeout' ? 'killed after 20 s' : code;
-    }),
-  );
-  return out;
-}
-
-async function waitFor(what: string, fn: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await fn()) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] : NaN);
 
