@@ -36,7 +36,8 @@ const listQuery = {
   additionalProperties: false,
   properties: {
     state: { enum: [...PROC_STATES] },
-    reason: str({ maxLength: 60, description: "reason class (the text before the first ':'); '' = messages without a reason" }),
+    // any text but NUL: a class is cut from stored reasons, which may hold a tab or newline
+    reason: str({ maxLength: 60, pattern: '^[^\\u0000]*$', description: "reason class (the text before the first ':'); '' = messages without a reason" }),
     before: { ...dbId, description: 'cursor: only messages with a smaller id (nextBefore of the previous page)' },
     limit: { type: 'integer', minimum: 1, maximum: LIST_MAX, default: 50 },
   },
