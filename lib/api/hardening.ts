@@ -1,7 +1,8 @@
 // What the api adds to the process's HTTP server (lib/runtime/http.ts) — issue 15 item 6 and
 // issue 11 item 3:
 //   - security headers on every answer (@fastify/helmet): a Content-Security-Policy without
-//     inline script (the console's inline scripts are allowed by hash), frame-ancestors 'none',
+//     inline script or style (an inline script of the console page would be allowed by its hash;
+//     today it has none: /ops/console.js and /ops/console.css), frame-ancestors 'none',
 //     X-Content-Type-Options: nosniff, no referrer; Cache-Control: no-store (operational data);
 //   - the OpenAPI 3 document of every route, from the route schemas (@fastify/swagger), at
 //     GET /openapi.json. Response schemas are documentation and contract (the OpenAPI test
@@ -22,7 +23,7 @@ export async function hardenApi(app: FastifyInstance, o: { scriptSources: string
       directives: {
         defaultSrc: ["'none'"],
         scriptSrc: o.scriptSources,
-        styleSrc: ["'self'", "'unsafe-inline'"],
+        styleSrc: ["'self'"], // the console's style sheet is served (/ops/console.css); no inline style
         imgSrc: ["'self'", 'data:'],
         connectSrc: ["'self'"],
         baseUri: ["'none'"],

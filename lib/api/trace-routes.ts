@@ -4,25 +4,31 @@
 //   GET /ops/states                → counts per state and reason class
 //   GET /ops/list?state=&reason=&before=&limit=  → one page of messages of a state (and reason class)
 //   GET /ops/last-hour             → the console's charts: per minute of the last hour
+// Registered under the api's rules (workers/api.ts): the guard in onRequest (before any
+// parameter is looked at), full parameter schemas, and response schemas (lib/api/trace-schemas.ts).
 import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
 import { flightTimeline } from '../flight/timeline.ts';
+import type { Guard } from './auth.ts';
 import { lastHour, listMessages, PROC_STATES, stateCounts, type ProcStateName } from './console-data.ts';
 import { messageTrace } from './message-trace.ts';
+import { bearer, clientErrors, dbId, errors, flid, responses, str } from './schema.ts';
+import { lastHourSchema, listSchema, messageTraceSchema, statesSchema, timelineSchema } from './trace-schemas.ts';
 
 export interface TraceRoutesOptions {
   db: Db;
   inbox: Inbox;
   clock: Clock;
   config: Config;
-  guard: (req: never, reply: never) => Promise<unknown>;
+  guard: Guard;
 }
 
-const idParam = { type: 'object', required: ['id'], additionalProperties: false, properties: { id: { type: 'string', pattern: '^[0-9]{1,15}$' } } } as const;
-const flidParam = { type: 'object', required: ['flid'], additionalProperties: false, properties: { flid: { type: 'string', pattern: '^[0-9]{1,30}$' } } } as const;
+export const LIST_MAX = 500;
+
+const params = (name: string, schema: object) => ({ type: 'object', required: [name], additionalProperties: false, properties: { [name]: schema } }) as const;
 const noQuery = { type: 'object', additionalProperties: false, properties: {} } as const;
 const listQuery = {
   type: 'object',
@@ -30,17 +36,16 @@ const listQuery = {
   additionalProperties: false,
   properties: {
     state: { enum: [...PROC_STATES] },
-    reason: { type: 'string', maxLength: 60 },
-    before: { type: 'string', pattern: '^[0-9]{1,15}$' },
-    limit: { type: 'string', pattern: '^[0-9]{1,4}$' },
+    // any text but NUL: a class is cut from stored reasons, which may hold a tab or newline
+    reason: str({ maxLength: 60, pattern: '^[^\\u0000]*$', description: "reason class (the text before the first ':'); '' = messages without a reason" }),
+    before: { ...dbId, description: 'cursor: only messages with a smaller id (nextBefore of the previous page)' },
+    limit: { type: 'integer', minimum: 1, maximum: LIST_MAX, default: 50 },
   },
 } as const;
 
-export const LIST_MAX = 500;
-
 export async function traceRoutes(app: FastifyInstance, o: TraceRoutesOptions): Promise<void> {
+  clientErrors(app);
   const tz = o.config['msgx.airport.timezone'];
-  const guard = o.guard as never;
   const deps = {
     db: o.db,
     inbox: o.inbox,
@@ -49,32 +54,78 @@ export async function traceRoutes(app: FastifyInstance, o: TraceRoutesOptions): 
     ioTimeoutMs: o.config['msgx.io.timeout'],
   };
 
-  app.get<{ Params: { id: string } }>('/ops/messages/:id', { preHandler: guard, schema: { params: idParam, querystring: noQuery } }, async (req, reply) => {
-    const id = Number(req.params.id);
-    const t = await messageTrace(deps, id);
-    if (!t.found) return reply.code(404).send({ error: 'not-found', reason: `no message ${id} in the inbox or in PROC_STATE` });
-    return t;
-  });
-
-  app.get<{ Params: { flid: string } }>('/flights/:flid/timeline', { preHandler: guard, schema: { params: flidParam, querystring: noQuery } }, async (req, reply) => {
-    const flid = req.params.flid.replace(/^0+(?=\d)/, '');
-    const t = await flightTimeline(o.db, flid, tz);
-    if (!t) return reply.code(404).send({ error: 'not-found', reason: `nothing is retained about flight ${flid}` });
-    return t;
-  });
-
-  app.get('/ops/states', { preHandler: guard, schema: { querystring: noQuery } }, async () => ({ timeZone: tz, ...(await stateCounts(o.db)) }));
-
-  app.get<{ Querystring: { state: ProcStateName; reason?: string; before?: string; limit?: string } }>(
-    '/ops/list',
-    { preHandler: guard, schema: { querystring: listQuery } },
+  app.get<{ Params: { id: number } }>(
+    '/ops/messages/:id',
+    {
+      onRequest: o.guard,
+      schema: {
+        summary: 'What happened to one inbox message: inbox row, state, attempts, flights changed, outbox events, backfill',
+        security: bearer,
+        params: params('id', { ...dbId, description: 'inbox message id (CMINMSGS_ID)' }),
+        querystring: noQuery,
+        response: responses({ 200: messageTraceSchema, ...errors(400, 401, 404, 429, 500) }),
+      },
+    },
     async (req, reply) => {
-      const q = req.query;
-      const limit = q.limit === undefined ? 50 : Number(q.limit);
-      if (limit < 1 || limit > LIST_MAX) return reply.code(400).send({ error: 'bad-request', reason: `limit must be an integer 1–${LIST_MAX}` });
-      return listMessages(o.db, { state: q.state, reason: q.reason, before: q.before === undefined ? undefined : Number(q.before), limit }, tz);
+      const id = req.params.id;
+      const t = await messageTrace(deps, id);
+      if (!t.found) return reply.code(404).send({ error: 'not-found', reason: `no message ${id} in the inbox or in PROC_STATE` });
+      return t;
     },
   );
 
-  app.get('/ops/last-hour', { preHandler: guard, schema: { querystring: noQuery } }, async () => lastHour(o.db, o.clock, tz));
+  app.get<{ Params: { flid: string } }>(
+    '/flights/:flid/timeline',
+    {
+      onRequest: o.guard,
+      schema: {
+        summary: 'Every retained version of a flight, with the message that made it and the fields it changed',
+        security: bearer,
+        params: params('flid', flid),
+        querystring: noQuery,
+        response: responses({ 200: timelineSchema, ...errors(400, 401, 404, 429, 500) }),
+      },
+    },
+    async (req, reply) => {
+      const id = req.params.flid.replace(/^0+(?=\d)/, '');
+      const t = await flightTimeline(o.db, id, tz);
+      if (!t) return reply.code(404).send({ error: 'not-found', reason: `nothing is retained about flight ${id}` });
+      return t;
+    },
+  );
+
+  app.get(
+    '/ops/states',
+    {
+      onRequest: o.guard,
+      schema: { summary: 'Messages per state and reason class', security: bearer, querystring: noQuery, response: responses({ 200: statesSchema, ...errors(400, 401, 429, 500) }) },
+    },
+    async () => ({ timeZone: tz, ...(await stateCounts(o.db)) }),
+  );
+
+  app.get<{ Querystring: { state: ProcStateName; reason?: string; before?: number; limit: number } }>(
+    '/ops/list',
+    {
+      onRequest: o.guard,
+      schema: {
+        summary: 'One page of the messages of a state (and reason class), newest first',
+        security: bearer,
+        querystring: listQuery,
+        response: responses({ 200: listSchema, ...errors(400, 401, 429, 500) }),
+      },
+    },
+    async (req) => {
+      const q = req.query;
+      return listMessages(o.db, { state: q.state, reason: q.reason, before: q.before, limit: q.limit }, tz);
+    },
+  );
+
+  app.get(
+    '/ops/last-hour',
+    {
+      onRequest: o.guard,
+      schema: { summary: "The console's charts: per minute of the last hour", security: bearer, querystring: noQuery, response: responses({ 200: lastHourSchema, ...errors(400, 401, 429, 500) }) },
+    },
+    async () => lastHour(o.db, o.clock, tz),
+  );
 }

@@ -176,6 +176,25 @@ describe('1. authentication before the body is read', () => {
     expect(r.json.reason).toMatch(/bearer token/);
   });
 
+  // The operator's view (issue 12): GET routes whose parameters are broken too. The guard runs in
+  // onRequest, before parameters are validated or a handler looks at them: 401, never 400/404.
+  // From an address of their own, so these failures do not use up 127.0.0.1's auth-failure budget.
+  it.each([
+    '/ops/messages/abc',
+    '/ops/messages/1e20',
+    '/ops/messages/42?x=%00',
+    '/flights/%00/timeline',
+    '/flights/CA1234/timeline',
+    '/ops/states?drop=table',
+    '/ops/list?state=BROKEN&limit=-1',
+    '/ops/list',
+    '/ops/last-hour?x=1',
+  ])('GET %s without a token: 401 before its parameters are looked at', async (path) => {
+    const r = await http({ path, localAddress: '127.0.0.5' });
+    expect(r.status).toBe(401);
+    expect(r.json.reason).toMatch(/bearer token/);
+  });
+
   it('a 15.8 MB nested JSON body without a token: 401 at once, /healthz stays under 100 ms', async () => {
     const nested = Buffer.from('['.repeat(7_900_000) + ']'.repeat(7_900_000));
     const post = json('/ops/replay', nested, {});
@@ -257,6 +276,31 @@ describe('3. hostile parameters: 400 with the reason, never a 500 with database 
     ['GET /flights/%00', () => http({ path: '/flights/%00' })],
     ['GET /all/flights?cursor=%00', () => http({ path: '/all/flights?cursor=%00' })],
     ['GET /ops/dispatch/dead?limit=1e20', () => http({ path: '/ops/dispatch/dead?limit=1e20', headers: AUTH })],
+    ['GET /ops/messages/0', () => http({ path: '/ops/messages/0', headers: AUTH })],
+    ['GET /ops/messages/-1', () => http({ path: '/ops/messages/-1', headers: AUTH })],
+    ['GET /ops/messages/1e20', () => http({ path: '/ops/messages/1e20', headers: AUTH })],
+    ['GET /ops/messages/99999999999999999999', () => http({ path: '/ops/messages/99999999999999999999', headers: AUTH })],
+    ['GET /ops/messages/1.5', () => http({ path: '/ops/messages/1.5', headers: AUTH })],
+    ['GET /ops/messages/%00', () => http({ path: '/ops/messages/%00', headers: AUTH })],
+    ['GET /ops/messages/1?limit=1', () => http({ path: '/ops/messages/1?limit=1', headers: AUTH })],
+    ['GET /flights/%00/timeline', () => http({ path: '/flights/%00/timeline', headers: AUTH })],
+    ['GET /flights/1%00/timeline', () => http({ path: '/flights/1%00/timeline', headers: AUTH })],
+    ['GET /flights/<31 digits>/timeline', () => http({ path: `/flights/${'9'.repeat(31)}/timeline`, headers: AUTH })],
+    ['GET /flights/-1/timeline', () => http({ path: '/flights/-1/timeline', headers: AUTH })],
+    ['GET /ops/states?state=DEAD', () => http({ path: '/ops/states?state=DEAD', headers: AUTH })],
+    ['GET /ops/list (no state)', () => http({ path: '/ops/list', headers: AUTH })],
+    ['GET /ops/list?state=%00', () => http({ path: '/ops/list?state=%00', headers: AUTH })],
+    ['GET /ops/list?state=DEAD&state=FAILED', () => http({ path: '/ops/list?state=DEAD&state=FAILED', headers: AUTH })],
+    ['GET /ops/list?state=DEAD&reason=%00', () => http({ path: '/ops/list?state=DEAD&reason=PROTO%00COL', headers: AUTH })],
+    ['GET /ops/list?state=DEAD&reason=<61 chars>', () => http({ path: `/ops/list?state=DEAD&reason=${'x'.repeat(61)}`, headers: AUTH })],
+    ['GET /ops/list?state=DEAD&before=1e20', () => http({ path: '/ops/list?state=DEAD&before=1e20', headers: AUTH })],
+    ['GET /ops/list?state=DEAD&before=-1', () => http({ path: '/ops/list?state=DEAD&before=-1', headers: AUTH })],
+    ['GET /ops/list?state=DEAD&before=abc', () => http({ path: '/ops/list?state=DEAD&before=abc', headers: AUTH })],
+    ['GET /ops/list?state=DEAD&limit=0', () => http({ path: '/ops/list?state=DEAD&limit=0', headers: AUTH })],
+    ['GET /ops/list?state=DEAD&limit=501', () => http({ path: '/ops/list?state=DEAD&limit=501', headers: AUTH })],
+    ['GET /ops/list?state=DEAD&limit=0.5', () => http({ path: '/ops/list?state=DEAD&limit=0.5', headers: AUTH })],
+    ['GET /ops/list?state=DEAD&order=msg_id;drop', () => http({ path: '/ops/list?state=DEAD&order=msg_id;drop', headers: AUTH })],
+    ['GET /ops/last-hour?minutes=600', () => http({ path: '/ops/last-hour?minutes=600', headers: AUTH })],
     ['POST /ops/replay {"ids":[1e20]}', () => json('/ops/replay', '{"ids":[1e20]}')],
     ['POST /ops/backfill-resume {"ids":[1e20]}', () => json('/ops/backfill-resume', '{"ids":[1e20]}')],
     ['POST /ops/dispatch-replay {"eventIds":[1e20]}', () => json('/ops/dispatch-replay', '{"eventIds":[1e20]}')],
@@ -373,7 +417,7 @@ describe('6. headers and hosts', () => {
     expect(r.text).not.toMatch(/location\.hash/);
   });
 
-  it.each(['/all/flights', '/ops/summary', '/reference/SLST'])('JSON answers of %s: CSP, nosniff, Cache-Control no-store', async (path) => {
+  it.each(['/all/flights', '/ops/summary', '/reference/SLST', '/ops/states', '/ops/list?state=DEAD'])('JSON answers of %s: CSP, nosniff, Cache-Control no-store', async (path) => {
     const r = await http({ path, headers: AUTH });
     expect(r.status).toBe(200);
     expect(String(r.headers['content-security-policy'])).toContain("default-src 'none'");

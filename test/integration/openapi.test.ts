@@ -28,6 +28,13 @@ const ROUTES = [
   'get /ops/messages',
   'get /ops',
   'get /ops/summary',
+  'get /ops/console.js',
+  'get /ops/console.css',
+  'get /ops/messages/{id}',
+  'get /flights/{flid}/timeline',
+  'get /ops/states',
+  'get /ops/list',
+  'get /ops/last-hour',
   'get /healthz',
   'get /metrics',
 ];
@@ -101,7 +108,9 @@ describe('GET /openapi.json', () => {
 
   it('real answers of every operation match the document', async () => {
     const schd = `<SCHD><RECS>1</RECS><FLTR><FLID>101</FLID><FLNO>XX101</FLNO><SODT>09DEC260800</SODT><ACFT>320</ACFT></FLTR></SCHD>`;
-    expect((await call('post', '/cminmsgs/send', '/cminmsgs/send', { xml: xmlMsg('SCHD', 'DNLD', schd, 1) })).status).toBe(201);
+    const sent = await call('post', '/cminmsgs/send', '/cminmsgs/send', { xml: xmlMsg('SCHD', 'DNLD', schd, 1) });
+    expect(sent.status).toBe(201);
+    const schdId = sent.json.id as number;
     expect((await call('post', '/cminmsgs/send', '/cminmsgs/send', { xml: xmlMsg('SLST', 'DNLD', '<RECS>1</RECS><SLST><SCOD>S1</SCOD><STNM>Stand 1</STNM></SLST>', 2) })).status).toBe(201);
     expect((await call('post', '/cminmsgs/send', '/cminmsgs/send', { xml: 'not xml' })).status).toBe(400);
     expect((await call('post', '/cminmsgs/send', '/cminmsgs/send', { xml: xmlMsg('X', 'Y', '<X/>', 3), auth: false })).status).toBe(401);
@@ -138,6 +147,35 @@ describe('GET /openapi.json', () => {
     expect((await call('get', '/healthz', '/healthz')).json).toMatchObject({ ok: true, process: 'api' });
     expect(String((await call('get', '/metrics', '/metrics')).json)).toContain('# HELP');
     expect(String((await call('get', '/ops', '/ops')).json)).toContain('<html');
+    expect(String((await call('get', '/ops/console.js', '/ops/console.js', { auth: false })).json)).toContain('sessionStorage');
+    expect(String((await call('get', '/ops/console.css', '/ops/console.css', { auth: false })).json)).toContain('{');
+
+    // the operator's view (issue 12): a message trace, a flight timeline, counts, a list page, the last hour
+    await waitFor('the SCHD message terminal', async () => (await (await fetch(`http://127.0.0.1:${api.port}/ops/messages/${schdId}`, { headers: AUTH })).json()).state?.state === 'SUCCEEDED', 60_000, 250);
+    const trace = await call('get', '/ops/messages/{id}', `/ops/messages/${schdId}`);
+    expect(trace.json).toMatchObject({ msgId: schdId, found: true, inbox: { present: true, type: 'SCHD', subtype: 'DNLD' }, state: { state: 'SUCCEEDED' } });
+    expect(trace.json.flights).toContainEqual(expect.objectContaining({ flid: '101', msgId: schdId, stateVersion: 1 }));
+    expect(trace.json.events.length).toBeGreaterThan(0);
+    expect((await call('get', '/ops/messages/{id}', '/ops/messages/999999')).status).toBe(404);
+    expect((await call('get', '/ops/messages/{id}', '/ops/messages/abc')).status).toBe(400);
+    expect((await call('get', '/ops/messages/{id}', `/ops/messages/${schdId}`, { auth: false })).status).toBe(401);
+    const timeline = await call('get', '/flights/{flid}/timeline', '/flights/101/timeline');
+    expect(timeline.json).toMatchObject({ flid: '101', status: 'ACTIVE', current: { stateVersion: 1 }, versions: [{ stateVersion: 1, source: 'change', message: { id: schdId } }] });
+    expect((await call('get', '/flights/{flid}/timeline', '/flights/4242/timeline')).status).toBe(404);
+    expect((await call('get', '/flights/{flid}/timeline', '/flights/CA1/timeline')).status).toBe(400);
+    const states = await call('get', '/ops/states', '/ops/states');
+    expect(states.json.states.find((x: { state: string }) => x.state === 'SUCCEEDED').count).toBeGreaterThanOrEqual(1);
+    expect((await call('get', '/ops/states', '/ops/states?x=1')).status).toBe(400);
+    const page = await call('get', '/ops/list', '/ops/list?state=SUCCEEDED&limit=1');
+    expect(page.json).toMatchObject({ state: 'SUCCEEDED', reason: null, messages: [{ state: 'SUCCEEDED' }] });
+    expect(page.json.nextBefore).toBe(page.json.messages[0].msgId);
+    expect((await call('get', '/ops/list', `/ops/list?state=SUCCEEDED&reason=&before=${page.json.nextBefore}`)).status).toBe(200);
+    expect((await call('get', '/ops/list', '/ops/list?state=BROKEN')).status).toBe(400);
+    expect((await call('get', '/ops/list', '/ops/list?state=DEAD&limit=0')).status).toBe(400);
+    const hour = await call('get', '/ops/last-hour', '/ops/last-hour');
+    expect(hour.json.backlog).toHaveLength(60);
+    expect(hour.json.applied.SUCCEEDED.reduce((a: number, b: number) => a + b, 0)).toBeGreaterThanOrEqual(1);
+    expect((await call('get', '/ops/last-hour', '/ops/last-hour', { auth: false })).status).toBe(401);
 
     expect([...checked].sort()).toEqual([...ROUTES].sort());
   });

@@ -1,8 +1,11 @@
 // Issue 12 over real HTTP (the api process): the message trace, the flight timeline (live,
 // deleted, archived), counts per state and reason, the paged list and the last-hour charts, from
 // hand-written records of the kind the pump writes (test/support/trace-fixtures.ts).
+import { Ajv, type ValidateFunction } from 'ajv';
+import formats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { messageTrace } from '../../lib/api/message-trace.ts';
+import { messageTraceSchema } from '../../lib/api/trace-schemas.ts';
 import { deadInbox, openServices, resetDomain, resetPipeline, type TestServices } from '../support/services.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 import { writeTraceFixture, type TraceFixture } from '../support/trace-fixtures.ts';
@@ -10,9 +13,31 @@ import { writeTraceFixture, type TraceFixture } from '../support/trace-fixtures.
 let s: TestServices;
 let api: Proc;
 let fx: TraceFixture;
+// Every answer of these routes is also checked against the api's own OpenAPI document (the
+// fixture's traces and timelines are richer than the one of test/integration/openapi.test.ts:
+// attempts, DEAD, tombstones, event-only versions, archived flights).
+const ajv = new Ajv({ strict: false, allErrors: true });
+formats.default(ajv);
+const TEMPLATES = ['/ops/messages/{id}', '/flights/{flid}/timeline', '/ops/states', '/ops/list', '/ops/last-hour'];
+let doc: { paths: Record<string, { get: { responses: Record<string, { content?: Record<string, { schema: object }> }> } }> };
+const validators = new Map<string, ValidateFunction>();
+let validated = 0;
+function checkAgainstDocument(path: string, status: number, body: unknown) {
+  const template = TEMPLATES.find((t) => new RegExp(`^${t.replace(/\{[^}]+\}/g, '[^/?]+')}(\\?|$)`).test(path));
+  if (!template) return;
+  const key = `${template} ${status}`;
+  const schema = doc.paths[template]?.get.responses[String(status)]?.content?.['application/json']?.schema;
+  expect(schema, `${key} is documented`).toBeDefined();
+  const v = validators.get(key) ?? ajv.compile(schema!);
+  validators.set(key, v);
+  expect(v(body), `${path} ${status}: ${ajv.errorsText(v.errors)}`).toBe(true);
+  validated++;
+}
 const get = async (path: string, token: string | null = 'test-token') => {
   const r = await fetch(`http://127.0.0.1:${api.port}${path}`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
-  return { status: r.status, body: (await r.json()) as any };
+  const body = (await r.json()) as any;
+  checkAgainstDocument(path, r.status, body);
+  return { status: r.status, body };
 };
 
 describe('message trace, flight timeline and console reads over HTTP', () => {
@@ -23,10 +48,12 @@ describe('message trace, flight timeline and console reads over HTTP', () => {
     fx = await writeTraceFixture(s);
     api = startWorker('api');
     await waitFor('api up', async () => (await fetch(`http://127.0.0.1:${api.port}/healthz`)).ok);
+    doc = await (await fetch(`http://127.0.0.1:${api.port}/openapi.json`)).json();
   });
   afterAll(async () => {
     await stopAll(api ? [api] : []);
     await s?.close();
+    expect(validated).toBeGreaterThan(0); // the document matched the paths (30 answers in a full run)
   });
 
   it('every new route wants the bearer token and validates its parameters', async () => {
@@ -77,6 +104,8 @@ describe('message trace, flight timeline and console reads over HTTP', () => {
       const t = await messageTrace({ db: s.db, inbox, timeZone: 'Asia/Shanghai', topics: { msg: 'm', schd: 's' }, ioTimeoutMs: 500 }, fx.stand);
       expect(t.found).toBe(true);
       expect(t.inbox).toMatchObject({ present: null, error: expect.stringMatching(/^inbox unavailable: /) });
+      const v = ajv.compile(messageTraceSchema);
+      expect(v(JSON.parse(JSON.stringify(t))), ajv.errorsText(v.errors)).toBe(true);
       expect(t.flights).toHaveLength(2);
     } finally {
       await inbox.end().catch(() => {});
@@ -161,5 +190,19 @@ describe('message trace, flight timeline and console reads over HTTP', () => {
     expect(h.latencySeconds.max.filter((x: number | null) => x !== null).length).toBeGreaterThan(0);
     expect(h.dispatchPending[59]).toBe(2); // flight 17's msg and schd rows
     await s.db.deleteFrom('proc_state').where('msg_id', '=', 900_001).execute();
+  });
+
+  it('a reason class with a newline (cut from a stored reason) is a filter that works; NUL is refused', async () => {
+    await s.db.insertInto('proc_state').values({ msg_id: 900_002, state: 'SKIPPED', reason: 'odd\nclass: detail', enqueued_at: new Date(), updated_at: new Date() } as never).execute();
+    try {
+      const skipped = (await get('/ops/states')).body.states.find((x: any) => x.state === 'SKIPPED');
+      expect(skipped.reasons).toContainEqual({ reason: 'odd\nclass', count: 1 });
+      const l = await get(`/ops/list?state=SKIPPED&reason=${encodeURIComponent('odd\nclass')}`);
+      expect(l.status, JSON.stringify(l.body)).toBe(200);
+      expect(l.body.messages.map((m: any) => m.msgId)).toEqual([900_002]);
+      expect((await get(`/ops/list?state=SKIPPED&reason=odd%00class`)).status).toBe(400);
+    } finally {
+      await s.db.deleteFrom('proc_state').where('msg_id', '=', 900_002).execute();
+    }
   });
 });
