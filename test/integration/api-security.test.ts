@@ -348,7 +348,7 @@ describe('4. audit trail and rate-limited auth failures', () => {
     const line = await waitFor('audit line', () => auditLines(api).find((l) => l.action === 'replay' && JSON.stringify(l.selection).includes('424242')));
     expect(line.who).toMatch(/^token:[0-9a-f]{8}$/);
     expect(line.who).not.toContain(TOKEN);
-    expect(line.result).toEqual({ status: 200, replayed: 0 });
+    expect(line.result).toMatchObject({ status: 200, replayed: 0, untouched: 1 }); // id 1 matched but not replayable: counted, not hidden
     expect(line.requestId).toBeTruthy();
   });
 

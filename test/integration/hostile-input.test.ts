@@ -6,7 +6,7 @@
 // The API part of R3 (POST /cminmsgs/send) is test/integration/hostile-api.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { register } from 'prom-client';
+import { metrics } from '../../lib/runtime/metrics.ts';
 import { ManualClock } from '../../lib/clock.ts';
 import { statusAt } from '../../lib/refdata/rsta.ts';
 import { createRequest } from '../../lib/requests/outbound.ts';
@@ -414,7 +414,7 @@ describe('R3 hostile input through the pipeline', () => {
   });
 
   it('issue 9 item 7: no metric label carries a string taken from the message (unknown tags, kinds)', async () => {
-    const values = (await register.getSingleMetric('msgx_decode_unknown_tags_total')!.get()).values;
+    const values = (await metrics.decodeUnknownTags.get()).values;
     const labels = values.flatMap((v) => Object.values(v.labels).map(String));
     expect(labels.filter((l) => /ZZQ1|Zz-Random|ZZZZ|WXYZ|XXXX/.test(l))).toEqual([]);
     expect(values.find((v) => v.labels.type === 'FLOP' && v.labels.styp === 'REMC' && v.labels.tag === 'other')?.value).toBeGreaterThanOrEqual(2);

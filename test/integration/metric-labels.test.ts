@@ -1,6 +1,6 @@
 // Issue 9 item 7: unknown tags are counted once per message, after the business commit, with
 // bounded labels — a rolled-back (retried) attempt counts nothing.
-import { register } from 'prom-client';
+import { metrics } from '../../lib/runtime/metrics.ts';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { countAfterCommit } from '../../lib/runtime/metrics.ts';
@@ -9,8 +9,8 @@ import { applyMessage, refXml, testDb } from '../support/refdata-ctx.ts';
 
 const db = testDb();
 const config = testConfig();
-const total = async () => ((await register.getSingleMetric('msgx_decode_unknown_tags_total')?.get())?.values ?? []).reduce((s, v) => s + v.value, 0);
-const labels = async () => ((await register.getSingleMetric('msgx_decode_unknown_tags_total')?.get())?.values ?? []).map((v) => v.labels);
+const total = async () => ((await metrics.decodeUnknownTags.get())?.values ?? []).reduce((s, v) => s + v.value, 0);
+const labels = async () => ((await metrics.decodeUnknownTags.get())?.values ?? []).map((v) => v.labels);
 
 beforeAll(async () => {
   await sql`TRUNCATE ref_master, req_track`.execute(db);
