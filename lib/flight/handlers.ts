@@ -9,7 +9,7 @@ import { decodeFlop, decodeSchedule } from './decode.ts';
 import { validateSnapshot } from './ledger.ts';
 import type { FlightCommand } from './plan.ts';
 import { FLOP_STYPS } from './rules.ts';
-import { FlightSession } from './session.ts';
+import { FlightSession, FlightStateCache } from './session.ts';
 
 /** Decode a flight message into the planner's command (pure). PROTOCOL/MALFORMED throw. */
 export function decodeFlightCommand(env: Envelope, config: Config): FlightCommand {
@@ -25,15 +25,26 @@ export function decodeFlightCommand(env: Envelope, config: Config): FlightComman
   return { kind: 'snapshot', styp: env.styp as 'DNLD' | 'RESP', day, recs: m.recs, records: m.records, notes: m.notes };
 }
 
-export const flightDomain: BatchDomain<FlightCommand> = {
-  decode: decodeFlightCommand,
-  alone: (cmd) => cmd.kind === 'snapshot',
-  open: (ctx) => new FlightSession(ctx),
-};
+/**
+ * The flight domain of one registry. It keeps the flights' committed states between batches
+ * (FlightStateCache): the pump is the only writer of flights while it holds PIPELINE_LOCK, so a
+ * state it committed is the current one until the lock is released (reset) — the next batch
+ * need not load it again.
+ */
+export function createFlightDomain(): BatchDomain<FlightCommand> {
+  const cache = new FlightStateCache();
+  return {
+    decode: decodeFlightCommand,
+    alone: (cmd) => cmd.kind === 'snapshot',
+    open: (ctx) => new FlightSession(ctx, cache),
+    reset: () => cache.clear(),
+  };
+}
 
 export function registerFlightHandlers(registry: HandlerRegistry): HandlerRegistry {
-  registry.registerDomain('SCHD', 'DNLD', flightDomain).registerDomain('SCHD', 'RESP', flightDomain).registerDomain('SCHD', 'ADFT', flightDomain);
+  const domain = createFlightDomain();
+  registry.registerDomain('SCHD', 'DNLD', domain).registerDomain('SCHD', 'RESP', domain).registerDomain('SCHD', 'ADFT', domain);
   // a FLOP STYP the rule table does not handle has no entry: SKIPPED(unsupported)
-  for (const styp of Object.keys(FLOP_STYPS)) registry.registerDomain('FLOP', styp, flightDomain);
+  for (const styp of Object.keys(FLOP_STYPS)) registry.registerDomain('FLOP', styp, domain);
   return registry;
 }

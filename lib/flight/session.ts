@@ -13,10 +13,35 @@ import { loadVersionFloors } from '../lifecycle/floor.ts';
 import { loadDays, writeLedgers } from './ledger.ts';
 import { routePointsDropped, unknownTagCounts } from './metrics.ts';
 import { FlightPlan, Loaded, NeedData, type FlightCommand } from './plan.ts';
+import type { FlightState } from './state.ts';
 import { changedBy, loadSharedOf, loadStates, writePlan, type Executor } from './store.ts';
 
 /** Rounds of "load what the planner asked for" per message before giving up (a bug, not data). */
 const MAX_LOAD_ROUNDS = 20;
+
+/** Flights kept between batches at most (a larger working set is simply loaded again). */
+const CACHE_MAX = 100_000;
+
+/**
+ * Committed flight states kept between batches of one pump while it holds PIPELINE_LOCK without
+ * a break (the domain's reset clears it whenever the lock is taken again, and after a failed
+ * business transaction). Only states this process committed or read under the lock go in.
+ */
+export class FlightStateCache {
+  private readonly states = new Map<string, FlightState>();
+  get(flid: string): FlightState | undefined {
+    return this.states.get(flid);
+  }
+  /** After a commit: the batch's states (null = no such flight: not kept, it is looked up again). */
+  put(states: ReadonlyMap<string, FlightState | null>): void {
+    if (this.states.size + states.size > CACHE_MAX) this.states.clear();
+    for (const [f, s] of states) if (s) this.states.set(f, s);
+    else this.states.delete(f);
+  }
+  clear(): void {
+    this.states.clear();
+  }
+}
 
 export class FlightSession implements DomainBatch<FlightCommand> {
   private readonly tx: Executor;
@@ -25,10 +50,13 @@ export class FlightSession implements DomainBatch<FlightCommand> {
   private readonly log: Logger;
   private readonly loaded = new Loaded();
   private readonly plan: FlightPlan;
+  private readonly cache: FlightStateCache;
   private events = 0;
   private ledgers = false;
+  private final: Map<string, FlightState | null> | null = null;
 
-  constructor(ctx: { tx: Executor; now: Date; config: Config; log: Logger }) {
+  constructor(ctx: { tx: Executor; now: Date; config: Config; log: Logger }, cache = new FlightStateCache()) {
+    this.cache = cache;
     this.tx = ctx.tx;
     this.now = ctx.now;
     this.log = ctx.log;
@@ -50,9 +78,16 @@ export class FlightSession implements DomainBatch<FlightCommand> {
     const L = this.loaded;
     if (need.days.length) for (const [d, data] of await loadDays(this.tx, need.days.filter((d) => !L.days.has(d)))) L.days.set(d, data);
     const flids = [...new Set(need.flids)].filter((f) => !L.knows(f));
-    if (flids.length) {
-      const states = await loadStates(this.tx, flids, this.timeZone);
-      const absent = flids.filter((f) => !states.has(f));
+    // committed by this pump in an earlier batch of this PIPELINE_LOCK hold: current
+    const toRead: string[] = [];
+    for (const f of flids) {
+      const c = this.cache.get(f);
+      if (c) L.states.set(f, c);
+      else toRead.push(f);
+    }
+    if (toRead.length) {
+      const states = await loadStates(this.tx, toRead, this.timeZone);
+      const absent = toRead.filter((f) => !states.has(f));
       for (const [f, s] of states) L.states.set(f, s);
       for (const f of absent) L.absent.add(f);
       for (const [f, v] of await loadVersionFloors(this.tx, absent)) L.floors.set(f, v);
@@ -123,6 +158,11 @@ export class FlightSession implements DomainBatch<FlightCommand> {
     await writePlan(this.tx, r, this.now);
     if (this.ledgers) await writeLedgers(this.tx, r.ledgers, r.snapLog);
     this.log.debug({ flights: r.flights.length, events: r.events.length }, 'flight batch written');
-    return { wake: this.events > 0 ? [DISPATCH_TASK.msg, DISPATCH_TASK.schd] : [], states: this.plan.states() };
+    this.final = this.plan.states();
+    return { wake: this.events > 0 ? [DISPATCH_TASK.msg, DISPATCH_TASK.schd] : [], states: this.final };
+  }
+
+  committed(): void {
+    if (this.final) this.cache.put(this.final);
   }
 }

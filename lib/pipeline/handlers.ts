@@ -63,6 +63,8 @@ export interface DomainBatch<C> {
    * of reading them back (they are what commits: the pump is the only writer under PIPELINE_LOCK).
    */
   finish(): Promise<{ wake: string[]; states?: ReadonlyMap<string, unknown> }>;
+  /** The business transaction committed (called by the pump after the commit, never on a rollback). */
+  committed?(): void;
 }
 
 export interface BatchDomain<C> {
@@ -71,6 +73,12 @@ export interface BatchDomain<C> {
   /** A command that is applied as a batch of its own (a snapshot). */
   alone(cmd: C): boolean;
   open(ctx: { tx: Transaction<Database>; now: Date; config: Config; log: Logger }): DomainBatch<C>;
+  /**
+   * Forget anything kept between batches. The pump calls it whenever it (re)takes PIPELINE_LOCK
+   * and after a failed business transaction: what a domain keeps is valid only while the pump
+   * holds the lock without a break (the history purge writes under the same lock).
+   */
+  reset?(): void;
 }
 
 export type RegistryEntry = { kind: 'tx'; handler: Handler } | { kind: 'batch'; domain: BatchDomain<unknown> };
@@ -123,6 +131,11 @@ export class HandlerRegistry {
       const all = [...new Set([...(out.wake ?? []), ...wake])];
       return all.length ? { ...out, wake: all } : out;
     };
+  }
+
+  /** Every batch domain's reset (see BatchDomain.reset). */
+  resetDomains(): void {
+    for (const e of new Set(this.map.values())) if (e.kind === 'batch') e.domain.reset?.();
   }
 
   kinds(): string[] {

@@ -1,7 +1,7 @@
 // The pump: applies the head of queue and the messages after it, strictly in inbox order
 // (INV-2), a batch of up to K consecutive messages at a time (msgx.pipeline.apply-batch).
 //
-//   drain: PIPELINE_LOCK held across batches (released at least every LOCK_SLICE_MS), batches
+//   drain: PIPELINE_LOCK held across batches (released within LOCK_SLICE_MS when the purge waits), batches
 //          until none is ready; after an unexpected database error the batch is tried again
 //          smaller, down to one message.
 //   applyBatch(K), entirely under PIPELINE_LOCK:
@@ -60,13 +60,23 @@ export type TickResult = { kind: 'idle' } | { kind: 'wait'; until: Date; msgId: 
 type Done = { msgId: number; state: string };
 type BatchResult = { kind: 'idle' } | { kind: 'wait'; until: Date; msgId: number } | { kind: 'done'; done: Done[]; retrySmaller?: number };
 
-/** PIPELINE_LOCK is held for at most this long by one drain before it is released and re-taken (lets the history purge in). */
+/** Every LOCK_SLICE_MS a drain releases and re-takes PIPELINE_LOCK when another session waits for it (lets the history purge in). */
 const LOCK_SLICE_MS = 1_000;
 /** While the head is held for INFRA, the failed service is probed this often; work resumes when it answers. */
 const PROBE_EVERY_MS = 1_000;
 
-const lock = (d: PumpDeps) => sql`select pg_advisory_lock(${LOCKS.PIPELINE})`.execute(d.session);
+/** Take PIPELINE_LOCK; whatever the domains kept from earlier batches is forgotten (the purge may have run meanwhile). */
+const lock = async (d: PumpDeps) => {
+  await sql`select pg_advisory_lock(${LOCKS.PIPELINE})`.execute(d.session);
+  d.registry.resetDomains();
+};
 const unlock = (d: PumpDeps) => sql`select pg_advisory_unlock(${LOCKS.PIPELINE})`.execute(d.session).catch(() => {});
+/** Is another session (the history purge) waiting for PIPELINE_LOCK? */
+const lockWanted = async (d: PumpDeps) =>
+  (
+    await sql<{ w: boolean }>`select exists (select 1 from pg_locks where locktype = 'advisory' and objid = ${LOCKS.PIPELINE} and objsubid = 1 and not granted
+                                                and database = (select oid from pg_database where datname = current_database())) as w`.execute(d.session)
+  ).rows[0].w;
 
 /** Apply batches until none is ready, the budget is spent or `shouldStop` says so. */
 export async function drain(d: PumpDeps, budgetMs: number, shouldStop: () => boolean = () => false): Promise<{ processed: number; next: 'now' | 'idle' | Date }> {
@@ -80,8 +90,11 @@ export async function drain(d: PumpDeps, budgetMs: number, shouldStop: () => boo
     while (!shouldStop()) {
       if (Date.now() >= deadline) return { processed, next: 'now' };
       if (Date.now() >= sliceEnd) {
-        await unlock(d);
-        await lock(d);
+        // let a waiting history purge in (what the domains kept is then forgotten)
+        if (await lockWanted(d)) {
+          await unlock(d);
+          await lock(d);
+        }
         sliceEnd = Date.now() + LOCK_SLICE_MS;
       }
       const r = await applyBatch(d, k);
@@ -273,6 +286,7 @@ interface Business {
   counts: AfterCommitCounts[];
   /** Committed states of flights the batch loaded (the Redis step need not read them back). */
   known: ReadonlyMap<string, unknown>;
+  batches: DomainBatch<unknown>[];
 }
 
 /** Thrown to roll the business transaction back when no member is left to commit. */
@@ -328,10 +342,14 @@ async function business(d: PumpDeps, members: Member[]): Promise<Business> {
         for (const [k, v] of f.states ?? []) known.set(k, v);
       }
       await T.recordApplied(tx, outcomes, now, wake);
-      return { count, cut: cutResult, mirror: [...mirror], counts, known };
+      return { count, cut: cutResult, mirror: [...mirror], counts, known, batches: [...batches.values()] };
+    }).then((r) => {
+      for (const b of r.batches) b.committed?.();
+      return r;
     });
   } catch (e) {
-    if (e instanceof NothingToCommit) return { count: 0, cut: cutResult, mirror: [], counts: [], known: new Map() };
+    d.registry.resetDomains();
+    if (e instanceof NothingToCommit) return { count: 0, cut: cutResult, mirror: [], counts: [], known: new Map(), batches: [] };
     throw e;
   }
 }
