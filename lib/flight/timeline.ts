@@ -16,8 +16,8 @@ export interface FieldChange {
   after: unknown;
 }
 
-export type ChangeOp = 'CREATE' | 'UPDATE' | 'DELETE' | 'REVIVE';
-export type ChangeCause = 'MESSAGE' | 'CASCADE' | 'MAFL' | 'SNAPSHOT_DELETE';
+export type { ChangeOp, ChangeCause } from './plan.ts';
+import type { ChangeOp, ChangeCause } from './plan.ts';
 
 export interface FlightChangeView {
   flid: string;
