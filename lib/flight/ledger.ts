@@ -41,6 +41,7 @@ export async function writeLedgers(tx: Executor, ledgers: readonly LedgerWrite[]
                           values (${l.day}::date, ${l.version}, ${l.lastMessageId}, ${l.at}) on conflict do nothing`.execute(tx);
       if (Number(r.numAffectedRows ?? 0) !== 1) throw new Error(`SCHD_GEN ${l.day}: created concurrently (CAS conflict)`);
     }
+    if (l.roster === l.previousRoster) continue; // the same roster (the same snapshot content again): nothing to rewrite
     await sql`delete from schd_gen_flid where operation_day = ${l.day}::date`.execute(tx);
     if (l.roster.length > 0) await sql`insert into schd_gen_flid (operation_day, flid) select ${l.day}::date, f from unnest(${l.roster}::text[]) as f`.execute(tx);
   }

@@ -149,6 +149,8 @@ export interface LedgerWrite {
   version: number;
   lastMessageId: number;
   roster: string[];
+  /** The roster persisted before the batch when it is the same list (the same object): not rewritten. */
+  previousRoster: string[] | null;
   at: Date;
 }
 
@@ -172,6 +174,8 @@ class Step {
   /** State before this message of every flight it touched (undefined: new). */
   readonly before = new Map<string, FlightState | undefined>();
   readonly working = new Map<string, FlightState>();
+  /** master FLID → FLIDs in `working` whose MAID is that master. */
+  readonly workingByMaster = new Map<string, Set<string>>();
   readonly keys = new Map<string, Set<string>>();
   readonly cause = new Map<string, ChangeCause>();
   readonly addressed = new Set<string>();
@@ -218,7 +222,7 @@ export class FlightPlan {
     const out = new Map<string, Shared>();
     const overlaid = (f: string) => this.current.has(f) || (step?.working.has(f) ?? false);
     for (const r of persisted) if (!overlaid(r.flid)) out.set(r.flid, { FLID: r.flid, STATE: 'ACTIVE', data: { MAID: r.maid, ...(r.flno ? { FLNO: r.flno } : {}) } });
-    const candidates = new Set([...(this.currentByMaster.get(master) ?? []), ...(step ? [...step.working.values()].filter((s) => String(s.data.MAID ?? '') === master).map((s) => s.FLID) : [])]);
+    const candidates = new Set([...(this.currentByMaster.get(master) ?? []), ...(step?.workingByMaster.get(master) ?? [])]);
     for (const f of candidates) {
       const s = this.stateOf(step, f)!;
       if (s.STATE === 'ACTIVE' && String(s.data.MAID ?? '') === master) out.set(f, s);
@@ -326,7 +330,13 @@ export class FlightPlan {
     step.keys.set(flid, keys);
     if (!step.cause.has(flid)) step.cause.set(flid, cause);
     const base = orig?.STATE_VERSION ?? this.loaded.floors.get(flid) ?? 0;
-    step.working.set(flid, { ...r.state, STATE_VERSION: base + 1 });
+    const next = { ...r.state, STATE_VERSION: base + 1 };
+    step.working.set(flid, next);
+    if (next.data.MAID !== undefined) {
+      const m = String(next.data.MAID);
+      if (!step.workingByMaster.has(m)) step.workingByMaster.set(m, new Set());
+      step.workingByMaster.get(m)!.add(flid);
+    }
   }
 
   /** Deleting a master deletes its ACTIVE shared flights, except those this message carries as live. */
@@ -458,7 +468,9 @@ export class FlightPlan {
     const schdRemovals = [...this.current.values()].filter((s) => s.STATE === 'DELETED').map((s) => s.FLID);
     const ledgers: LedgerWrite[] = [];
     for (const [day, data] of this.dayState) {
-      ledgers.push({ day, fromVersion: this.ledgerFirst.get(day) ?? null, version: data.ledger!.version, lastMessageId: data.ledger!.lastMessageId, roster: data.roster, at: this.snapLog.findLast((l) => l.day === day)!.at });
+      const before = this.loaded.days.get(day)?.roster ?? null;
+      const same = before !== null && before.length === data.roster.length && [...before].sort().join('\n') === [...data.roster].sort().join('\n');
+      ledgers.push({ day, fromVersion: this.ledgerFirst.get(day) ?? null, version: data.ledger!.version, lastMessageId: data.ledger!.lastMessageId, roster: same ? before : data.roster, previousRoster: same ? before : null, at: this.snapLog.findLast((l) => l.day === day)!.at });
     }
     return { flights, events, schdRemovals, changes: this.changes, ledgers, snapLog: this.snapLog };
   }

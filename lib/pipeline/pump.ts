@@ -271,8 +271,10 @@ function prepare(d: PumpDeps, h: T.HeadRow, body: string | undefined): Member {
     if (f.cls === 'MALFORMED' || f.cls === 'PROTOCOL') return { ...base, todo: { do: 'outcome', state: 'DEAD', reason: `${f.cls}: ${f.detail}` } };
     return { ...base, todo: { do: 'retry', failure: f } };
   }
-  if (h.applied_state) return { ...base, todo: { do: 'finish', domain: entry.domain, cmd } };
-  return { ...base, todo: { do: 'domain', domain: entry.domain, cmd }, alone: entry.domain.alone(cmd) };
+  // the command holds everything the domain needs: let the parsed tree go (a snapshot's is hundreds of MB)
+  const light: Member = { ...base, env: { ...env, root: { ...env.root, children: [] } } };
+  if (h.applied_state) return { ...light, todo: { do: 'finish', domain: entry.domain, cmd } };
+  return { ...light, todo: { do: 'domain', domain: entry.domain, cmd }, alone: entry.domain.alone(cmd) };
 }
 
 interface Business {

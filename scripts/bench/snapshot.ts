@@ -21,13 +21,14 @@ const again: number[] = [];
 const parse: number[] = [];
 let peakRss = 0;
 let secondEvents = -1;
+const timings: Record<string, number> = {};
 const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 20);
 const xml = bigSnapshot(flights);
 for (let r = 0; r < runs; r++) {
   await emptyAll(b);
   for (const seqn of [1, 2]) await insertInboxRow(b.inbox, { body: xml.replace(/<SEQN>\d+/, `<SEQN>${seqn}`), received: '2026-12-01 08:00:00' });
   await intakeRound({ db: b.db, inbox: b.inbox, clock: systemClock, config: b.config, log });
-  const deps = { session: b.session, inbox: b.inbox, registry: buildRegistry(), mirror: buildMirror({ db: b.db, redis: b.redis, config: b.config }), clock: systemClock, config: b.config, log };
+  const deps = { session: b.session, inbox: b.inbox, registry: buildRegistry(), mirror: buildMirror({ db: b.db, redis: b.redis, config: b.config }), clock: systemClock, config: b.config, log, timings };
   let t = performance.now();
   const r1 = await tick(deps);
   first.push(performance.now() - t);
@@ -58,6 +59,7 @@ console.log(
       parseMsMedian: Math.round(median(parse)),
       parseShareOfSecond: +(median(parse) / median(again)).toFixed(2),
       peakRssMb: Math.round(peakRss / 2 ** 20),
+      wallSecondsPerStepAllRuns: Object.fromEntries(Object.entries(timings).map(([n, ms]) => [n, +(ms / 1000).toFixed(2)])),
     },
     null,
     2,
