@@ -37,7 +37,8 @@ async function oneRun(b: Bench, run: number) {
   const admin = new Kafka({ clientId: 'msgx-bench-e2e', brokers: KAFKA.split(','), logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
   await b.inbox.query("INSERT INTO cminmsgs (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS) VALUES (?, '2026-12-01 08:00:00', 'VALID')", [bigSnapshot(F, 1, { seqn: 1 })]);
-  const workers = PROCESSES.map((name, i) => startWorker(name, 19800 + run * 10 + i, topics));
+  const base = 31000 + Math.floor(Math.random() * 500) * 10; // other runs on the machine may hold fixed ports
+  const workers = PROCESSES.map((name, i) => startWorker(name, base + i, topics));
   try {
     await waitFor('the snapshot applied and dispatched', async () => (await count(b, sql`select count(*)::int as n from msg_event where state <> 'SENT'`)) === 0 && (await count(b, sql`select count(*)::int as n from proc_state where state = 'SUCCEEDED'`)) === 1, 180_000);
     const eventsBefore = await count(b, sql`select count(*)::int as n from msg_event where target = 'msg'`);

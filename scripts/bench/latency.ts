@@ -1,7 +1,7 @@
 // B5: end-to-end latency, inbox insert → msg event on Kafka (target: p50 ≤ 300 ms, p99 ≤ 1 s at
 // a steady 100 msg/s, default configuration). The real processes run (workers/intake.ts,
 // pump.ts, backfill.ts, msg-dispatch.ts — the Procfile's entry files) against the benchmark
-// databases, with a fresh msg/schd topic per run and their own HTTP ports (19700+). FLIGHTS
+// databases, with a fresh msg/schd topic per run and their own HTTP ports (a random base from 32000). FLIGHTS
 // flights exist first (one SCHD DNLD through those processes, all its events on Kafka); then
 // FLOP messages for them are inserted into the inbox at RATE msg/s for SECONDS seconds, each
 // insert's wall-clock time recorded just before the INSERT is sent. A real consumer reads the msg
@@ -64,7 +64,8 @@ async function oneRun(b: Bench, run: number): Promise<RunResult> {
   const topics = { msg: `bench.${tag}.msg`, schd: `bench.${tag}.schd` };
   await emptyAll(b);
   await insertInboxRow(b.inbox, { body: bigSnapshot(FLIGHTS, 1, { seqn: 1 }), received: '2026-12-01 08:00:00' });
-  const workers = PROCESSES.map((name, i) => startWorker(name, 19700 + run * 10 + i, topics));
+  const base = 32000 + Math.floor(Math.random() * 500) * 10; // other runs on the machine may hold fixed ports
+  const workers = PROCESSES.map((name, i) => startWorker(name, base + i, topics));
   const k = new Kafka({ clientId: 'msgx-bench-latency', brokers: KAFKA.split(','), logLevel: logLevel.NOTHING });
   const consumer = k.consumer({ groupId: `bench-${tag}`, sessionTimeout: 30_000, heartbeatInterval: 3000, maxWaitTimeInMs: 100 });
   try {
