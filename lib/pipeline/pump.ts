@@ -7,7 +7,7 @@
 //   applyBatch(K), entirely under PIPELINE_LOCK:
 //     0. heads: the head and the open messages after it (up to K, cut before a FAILED one);
 //        a FAILED head whose attempts are used up → DEAD(EXHAUSTED); one not yet due → wait
-//        (for INFRA: probe the service every PROBE_EVERY_MS and retry as soon as it answers)
+//        (INFRA of a service that can be probed: probe it every PROBE_EVERY_MS, retry as soon as it answers)
 //     1. raw bodies: one inbox query                                   read error → FAILED(INFRA)
 //     2. decode, pure, in order: MALFORMED / PROTOCOL / unsupported are outcomes of their own
 //        message; a retryable decode failure (CODEC_ERROR) ends the batch before that message;
@@ -155,8 +155,9 @@ async function applyBatch(d: PumpDeps, limit: number): Promise<BatchResult> {
     }
     const now = d.clock.now();
     if (head.next_attempt_at && head.next_attempt_at > now) {
-      if (head.error_class !== 'INFRA') return { kind: 'wait', until: head.next_attempt_at, msgId: head.msg_id };
-      if (!(await serviceAnswers(d, head))) return { kind: 'wait', until: new Date(Math.min(head.next_attempt_at.getTime(), now.getTime() + PROBE_EVERY_MS)), msgId: head.msg_id };
+      const probe = head.error_class === 'INFRA' ? probeOf(d, head) : null;
+      if (!probe) return { kind: 'wait', until: head.next_attempt_at, msgId: head.msg_id };
+      if (!(await answers(probe, d))) return { kind: 'wait', until: new Date(Math.min(head.next_attempt_at.getTime(), now.getTime() + PROBE_EVERY_MS)), msgId: head.msg_id };
     }
   }
   const started = performance.now();
@@ -413,15 +414,22 @@ async function fail(d: PumpDeps, m: Member, f: Failure): Promise<Done> {
   return { msgId: m.h.msg_id, state: decision.next };
 }
 
-/** While the head is held for INFRA: does the service it failed on answer again? */
-async function serviceAnswers(d: PumpDeps, h: T.HeadRow): Promise<boolean> {
-  const timeout = Math.min(d.config['msgx.io.timeout'], PROBE_EVERY_MS);
+/**
+ * While the head is held for INFRA: how to ask the service it failed on whether it answers again
+ * (null: a failure that a probe cannot tell apart, e.g. a lock or statement timeout — it waits
+ * for its backoff).
+ */
+function probeOf(d: PumpDeps, h: T.HeadRow): (() => Promise<unknown>) | null {
+  const reason = h.reason ?? '';
+  if (/inbox/i.test(reason)) return () => d.inbox.query('select 1');
+  if (/redis/i.test(reason)) return d.mirror.probe ? () => d.mirror.probe!() : null;
+  if (/connect|terminat|ECONN|EPIPE|shut ?down|57P0|08\d{3}/i.test(reason)) return () => sql`select 1`.execute(d.session);
+  return null;
+}
+
+async function answers(probe: () => Promise<unknown>, d: PumpDeps): Promise<boolean> {
   try {
-    if (/inbox/i.test(h.reason ?? '')) await withTimeout(timeout, 'inbox probe', d.inbox.query('select 1'));
-    else if (/redis/i.test(h.reason ?? '')) {
-      if (!d.mirror.probe) return false;
-      await withTimeout(timeout, 'redis probe', d.mirror.probe());
-    } else await sql`select 1`.execute(d.session); // Postgres: the heads query just answered
+    await withTimeout(Math.min(d.config['msgx.io.timeout'], PROBE_EVERY_MS), 'probe', probe());
     return true;
   } catch {
     return false;

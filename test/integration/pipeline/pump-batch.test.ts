@@ -197,4 +197,30 @@ describe('pump: batches', () => {
     expect(await state(a)).toMatchObject({ state: 'SUCCEEDED' });
     expect(await state(b)).toMatchObject({ state: 'FAILED', attempts: 1, error_class: 'INTERNAL' });
   });
+
+  it('a lock wait past lock_timeout (as the pump process sets it) ends the batch before that message as FAILED(INFRA), not an invisible hang', async () => {
+    const [a, b] = await put(2);
+    await enqueueAll();
+    const blocker = await s.pool.connect();
+    try {
+      await blocker.query('begin');
+      await blocker.query('insert into test_effects (msg_id, applied) values ($1, 0)', [b]); // b's key, not committed: b's insert waits for it
+      await sql`set lock_timeout = '300ms'`.execute(s.session);
+      const t0 = Date.now();
+      await drain(deps(), 10_000);
+      expect(Date.now() - t0).toBeLessThan(5_000);
+    } finally {
+      await blocker.query('rollback');
+      blocker.release();
+      await sql`reset lock_timeout`.execute(s.session);
+    }
+    expect(await state(a)).toMatchObject({ state: 'SUCCEEDED' });
+    expect(await state(b)).toMatchObject({ state: 'FAILED', error_class: 'INFRA', attempts: 0 });
+    expect((await state(b)).reason).toMatch(/lock timeout/);
+    // a lock timeout is not probed (Postgres answers all along): the head waits for its backoff, then goes through
+    expect((await drain(deps(), 10_000)).next).toBeInstanceOf(Date);
+    clock.advance(2_000);
+    await drain(deps(), 10_000);
+    expect(await state(b)).toMatchObject({ state: 'SUCCEEDED' });
+  });
 });
