@@ -10,9 +10,9 @@ import { HandlerRegistry, type Mirror } from '../pipeline/handlers.ts';
 import { FLOP_STYPS } from '../flight/rules.ts';
 import { ERROR_STYPS, registerRefdataHandlers } from '../refdata/handlers.ts';
 
-export function buildRegistry(): HandlerRegistry {
+export function buildRegistry(opts: { changeRecords?: boolean } = {}): HandlerRegistry {
   const registry = new HandlerRegistry();
-  registerFlightHandlers(registry); // SCHD DNLD/RESP/ADFT, FLOP/* (FDEL = delete path)
+  registerFlightHandlers(registry, opts); // SCHD DNLD/RESP/ADFT, FLOP/* (FDEL = delete path)
   registerRefdataHandlers(registry); // 23 reference TYPEs, RSTA, SCHS, EROR
   // wildcard handlers: the STYPs they know, so metric labels stay bounded (metricKind)
   registry.declareStyps('FLOP', Object.keys(FLOP_STYPS));

@@ -9,7 +9,7 @@ import { decodeFlop, decodeSchedule } from './decode.ts';
 import { validateSnapshot } from './ledger.ts';
 import type { FlightCommand } from './plan.ts';
 import { FLOP_STYPS } from './rules.ts';
-import { FlightSession, FlightStateCache } from './session.ts';
+import { FlightSession, FlightStateCache, type FlightDomainOptions } from './session.ts';
 
 /** Decode a flight message into the planner's command (pure). PROTOCOL/MALFORMED throw. */
 export function decodeFlightCommand(env: Envelope, config: Config): FlightCommand {
@@ -31,18 +31,18 @@ export function decodeFlightCommand(env: Envelope, config: Config): FlightComman
  * state it committed is the current one until the lock is released (reset) — the next batch
  * need not load it again.
  */
-export function createFlightDomain(): BatchDomain<FlightCommand> {
+export function createFlightDomain(opts: FlightDomainOptions = {}): BatchDomain<FlightCommand> {
   const cache = new FlightStateCache();
   return {
     decode: decodeFlightCommand,
     alone: (cmd) => cmd.kind === 'snapshot',
-    open: (ctx) => new FlightSession(ctx, cache),
+    open: (ctx) => new FlightSession(ctx, cache, opts),
     reset: () => cache.clear(),
   };
 }
 
-export function registerFlightHandlers(registry: HandlerRegistry): HandlerRegistry {
-  const domain = createFlightDomain();
+export function registerFlightHandlers(registry: HandlerRegistry, opts: FlightDomainOptions = {}): HandlerRegistry {
+  const domain = createFlightDomain(opts);
   registry.registerDomain('SCHD', 'DNLD', domain).registerDomain('SCHD', 'RESP', domain).registerDomain('SCHD', 'ADFT', domain);
   // a FLOP STYP the rule table does not handle has no entry: SKIPPED(unsupported)
   for (const styp of Object.keys(FLOP_STYPS)) registry.registerDomain('FLOP', styp, domain);

@@ -43,6 +43,11 @@ export class FlightStateCache {
   }
 }
 
+export interface FlightDomainOptions {
+  /** Write the per-message change records (flight_change; default true). False only to measure their cost (bench:pump). */
+  changeRecords?: boolean;
+}
+
 export class FlightSession implements DomainBatch<FlightCommand> {
   private readonly tx: Executor;
   private readonly now: Date;
@@ -55,8 +60,11 @@ export class FlightSession implements DomainBatch<FlightCommand> {
   private ledgers = false;
   private final: Map<string, FlightState | null> | null = null;
 
-  constructor(ctx: { tx: Executor; now: Date; config: Config; log: Logger }, cache = new FlightStateCache()) {
+  private readonly changeRecords: boolean;
+
+  constructor(ctx: { tx: Executor; now: Date; config: Config; log: Logger }, cache = new FlightStateCache(), opts: FlightDomainOptions = {}) {
     this.cache = cache;
+    this.changeRecords = opts.changeRecords ?? true;
     this.tx = ctx.tx;
     this.now = ctx.now;
     this.log = ctx.log;
@@ -155,7 +163,7 @@ export class FlightSession implements DomainBatch<FlightCommand> {
 
   async finish(): Promise<{ wake: string[]; states: ReadonlyMap<string, unknown> }> {
     const r = this.plan.result();
-    await writePlan(this.tx, r, this.now);
+    await writePlan(this.tx, this.changeRecords ? r : { ...r, changes: [] }, this.now);
     if (this.ledgers) await writeLedgers(this.tx, r.ledgers, r.snapLog);
     this.log.debug({ flights: r.flights.length, events: r.events.length }, 'flight batch written');
     this.final = this.plan.states();
