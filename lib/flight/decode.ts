@@ -7,17 +7,7 @@ import { malformed, protocol } from '../pipeline/errors.ts';
 import { payload, type Envelope } from '../sis/envelope.ts';
 import { parseHhmm, parseSisTime } from '../sis/values.ts';
 import { child, childrenOf, serialize, type XmlNode } from '../sis/xml.ts';
-import {
-  COLLECTION_BY_TAG,
-  FLOP_STYPS,
-  keysOf,
-  MAX_RECS,
-  SCALAR_BY_KEY,
-  TAG_RULES,
-  type CollectionSpec,
-  type TagRule,
-  type ValueKind,
-} from './rules.ts';
+import { COLLECTION_BY_TAG, FLOP_STYPS, keysOf, MAX_RECS, SCALAR_BY_KEY, TAG_RULES, type CollectionSpec, type TagRule, type ValueKind } from './rules.ts';
 import { isoLocal, type Row, type Value } from './state.ts';
 
 /** state key → new value, or null = clear. */

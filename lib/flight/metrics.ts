@@ -5,7 +5,6 @@ import { boundedLabel, decodeUnknownTagsCounter, metrics } from '../runtime/metr
 import type { DecodeNotes } from './decode.ts';
 import { COLLECTIONS, FLOP_STYPS, SCHD_ADFT, SCHD_SNAPSHOT_STYPS, TAG_RULES } from './rules.ts';
 
-
 export const decodeUnknownTags = decodeUnknownTagsCounter();
 
 export const routePointsDropped = metrics.routePointsDropped;

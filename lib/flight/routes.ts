@@ -56,7 +56,12 @@ export async function flightRoutes(app: FastifyInstance, opts: FlightRoutesOptio
       },
     },
     response: {
-      200: { type: 'object', required: ['flights', 'nextCursor'], properties: { flights: { type: 'array', items: flightSchema }, nextCursor: { anyOf: [{ type: 'string' }, { type: 'null' }] } }, additionalProperties: false },
+      200: {
+        type: 'object',
+        required: ['flights', 'nextCursor'],
+        properties: { flights: { type: 'array', items: flightSchema }, nextCursor: { anyOf: [{ type: 'string' }, { type: 'null' }] } },
+        additionalProperties: false,
+      },
       ...errors(400, 500),
     },
   };

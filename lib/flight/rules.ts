@@ -48,9 +48,7 @@ export const SCALAR_KEYS: readonly ScalarKey[] = [
   scalar('CSFT'),
   scalar('MAID', 'flid'),
   // times (SIS and A-CDM)
-  ...['ESTT', 'ACTT', 'BOTM', 'LACL', 'FINT', 'APPT', 'EGSR', 'EGST', 'PADT', 'NAAT', 'NEAT', 'PEDT', 'COBT', 'CTOT', 'EOBT', 'TOBT', 'IEST', 'CNCL'].map(
-    (k) => scalar(k, 'time'),
-  ),
+  ...['ESTT', 'ACTT', 'BOTM', 'LACL', 'FINT', 'APPT', 'EGSR', 'EGST', 'PADT', 'NAAT', 'NEAT', 'PEDT', 'COBT', 'CTOT', 'EOBT', 'TOBT', 'IEST', 'CNCL'].map((k) => scalar(k, 'time')),
   scalar('FTSS'),
   scalar('RUNW'),
   // resources & status

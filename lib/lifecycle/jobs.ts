@@ -306,13 +306,7 @@ interface LockedFlight {
  * MAFL or MAID is left pointing at a purged flight. Returns the number of flights purged; 0 when
  * in doubt (the transaction is rolled back).
  */
-async function purgeBatch(
-  d: RetentionDeps,
-  session: PurgeSession,
-  candidates: { flid: string; state_version: number }[],
-  rule: HistoryRule,
-  addressed: Set<string>,
-): Promise<number> {
+async function purgeBatch(d: RetentionDeps, session: PurgeSession, candidates: { flid: string; state_version: number }[], rule: HistoryRule, addressed: Set<string>): Promise<number> {
   const tz = d.config['msgx.airport.timezone'];
   const now = rule.now;
   const read = new Map(candidates.map((c) => [c.flid, Number(c.state_version)]));
@@ -329,8 +323,7 @@ async function purgeBatch(
         where f.flid = any(${flids}::text[]) or f.flid in (select root from c) or f.maid in (select root from c)
         order by f.flid
         for update of f`.execute(tx);
-      const ok = (f: LockedFlight) =>
-        historyReason(f, rule) !== null && !f.in_process && !addressed.has(f.flid) && (!read.has(f.flid) || read.get(f.flid) === Number(f.state_version));
+      const ok = (f: LockedFlight) => historyReason(f, rule) !== null && !f.in_process && !addressed.has(f.flid) && (!read.has(f.flid) || read.get(f.flid) === Number(f.state_version));
       const families = new Map<string, LockedFlight[]>();
       for (const f of rows.rows) {
         const root = f.maid ?? f.flid;
@@ -345,7 +338,11 @@ async function purgeBatch(
       if (skipped.length) d.log.debug({ flids: skipped }, 'retention: flights changed, in process or linked to a live flight; kept this round');
       if (take.length === 0) return;
 
-      const states = await loadStates(tx, take.map((f) => f.flid), tz);
+      const states = await loadStates(
+        tx,
+        take.map((f) => f.flid),
+        tz,
+      );
       for (const f of take) {
         const s = states.get(f.flid);
         if (!s || s.STATE_VERSION !== Number(f.state_version)) throw new Doubt(`complete state of ${f.flid} not readable at version ${f.state_version}`);
@@ -366,7 +363,10 @@ async function purgeBatch(
         return { flid: f.flid, stateVersion: v, payload: { FLID: f.flid, DELETED: true, STATE_VERSION: v, UPDATED_AT: isoLocal(now, tz), PURGED: true } };
       });
       await insertMsgEvents(tx, tombstones, now);
-      await removePendingSchdRows(tx, active.map((f) => f.flid));
+      await removePendingSchdRows(
+        tx,
+        active.map((f) => f.flid),
+      );
       if (tombstones.length) await wake(tx, DISPATCH_TASK.msg);
 
       // 3. version floor: a reappearing FLID continues above what consumers saw
@@ -425,7 +425,10 @@ async function retryRedisDeletes(d: RetentionDeps): Promise<void> {
     from flight_purge_redis p order by p.flid limit 10000`.execute(d.db);
   const live = r.rows.filter((x) => x.live).map((x) => x.flid);
   if (live.length) await sql`delete from flight_purge_redis where flid = any(${live}::text[])`.execute(d.db);
-  await deleteRedisKeys(d, r.rows.filter((x) => !x.live).map((x) => x.flid));
+  await deleteRedisKeys(
+    d,
+    r.rows.filter((x) => !x.live).map((x) => x.flid),
+  );
 }
 
 /** msgx_flights_without_operation_day: ACTIVE flights with no day, untouched for longer than purge-after. */

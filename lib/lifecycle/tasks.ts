@@ -3,18 +3,7 @@
 // next run at once (job_key: a burst coalesces). msgx.retention.schedule is the crontab.
 import { parseCrontab, type Task, type TaskList } from 'graphile-worker';
 import { ConfigError, type Config } from '../config.ts';
-import {
-  Budget,
-  purgeFlights,
-  purgeHistory,
-  purgeInbox,
-  purgeLedger,
-  purgeProcState,
-  purgeRequests,
-  purgeSnapLog,
-  type PurgeSession,
-  type RetentionDeps,
-} from './jobs.ts';
+import { Budget, purgeFlights, purgeHistory, purgeInbox, purgeLedger, purgeProcState, purgeRequests, purgeSnapLog, type PurgeSession, type RetentionDeps } from './jobs.ts';
 import { purgeAttempts, purgeFlightChanges } from './trace-records.ts';
 
 export const RETENTION_TASK = 'retention';

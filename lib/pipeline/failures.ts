@@ -3,9 +3,7 @@
 import type { Config } from '../config.ts';
 import type { Failure } from './errors.ts';
 
-export type Decision =
-  | { next: 'DEAD'; reason: string; countAttempt: boolean }
-  | { next: 'FAILED'; reason: string; countAttempt: boolean; retryInMs: number };
+export type Decision = { next: 'DEAD'; reason: string; countAttempt: boolean } | { next: 'FAILED'; reason: string; countAttempt: boolean; retryInMs: number };
 
 export interface FailureHistory {
   /** Counted attempts so far (INFRA excluded). */

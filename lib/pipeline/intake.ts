@@ -70,9 +70,7 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
   noteInboxRead();
   const settled = await settleGaps(d, cur.watermark, fresh, cur.gaps ?? [], now);
   const horizon = now.getTime() - d.config['msgx.pipeline.inbox-retention'];
-  let passedGaps: PassedGap[] = [...(cur.passed_gaps ?? []), ...settled.passed.map((g) => ({ lo: g.lo, hi: g.hi, at: now.toISOString() }))].filter(
-    (g) => Date.parse(g.at) >= horizon,
-  );
+  let passedGaps: PassedGap[] = [...(cur.passed_gaps ?? []), ...settled.passed.map((g) => ({ lo: g.lo, hi: g.hi, at: now.toISOString() }))].filter((g) => Date.parse(g.at) >= horizon);
   if (passedGaps.length > MAX_PASSED_GAPS) {
     const forgotten = passedGaps.slice(0, passedGaps.length - MAX_PASSED_GAPS);
     passedGaps = passedGaps.slice(-MAX_PASSED_GAPS);

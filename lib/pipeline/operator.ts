@@ -59,9 +59,7 @@ export async function replayReport(db: Db, clock: Clock, req: ReplayRequest): Pr
     const done = await replay(tx, { ids, state: req.state, reasonPrefix: req.reason, force: req.force }, clock.now());
     if (done.length) await wake(tx, 'pump');
     const doneSet = new Set(done);
-    const refused = matched
-      .filter((m) => !doneSet.has(m.msg_id))
-      .map((m) => ({ id: m.msg_id, why: replayRefusal(m.state, m.reason, !!req.force) ?? `${m.state} changed meanwhile` }));
+    const refused = matched.filter((m) => !doneSet.has(m.msg_id)).map((m) => ({ id: m.msg_id, why: replayRefusal(m.state, m.reason, !!req.force) ?? `${m.state} changed meanwhile` }));
     const found = new Set(matched.map((m) => m.msg_id));
     const missing = ids ? ids.filter((id) => !found.has(id) && !doneSet.has(id)) : [];
     return { done, untouched: describe(!!ids, missing, refused, matched.length, 'replayed'), byIds: !!ids };

@@ -88,8 +88,7 @@ export function decodeRefMessage(env: Pick<Envelope, 'type' | 'styp' | 'root'>, 
   const byKey = new Map<string, RefRecord>();
   nodes.forEach((node, i) => {
     const keyNode = child(node, cat.key);
-    if (!keyNode || keyNode.text === '')
-      throw protocol(`${cat.rtype}/${styp} record ${i + 1}: key ${cat.key}="${keyNode?.text ?? ''}" missing or empty`);
+    if (!keyNode || keyNode.text === '') throw protocol(`${cat.rtype}/${styp} record ${i + 1}: key ${cat.key}="${keyNode?.text ?? ''}" missing or empty`);
     for (const c of node.children) if (!known.has(c.tag)) unknown.add(c.tag);
     byKey.delete(keyNode.text); // last occurrence wins, in its position
     byKey.set(keyNode.text, { rkey: keyNode.text, fields: childrenValues(node, repeated) });

@@ -33,7 +33,12 @@ export function refdataHandler(cat: RefCategory) {
     if (m.unknownTags.length) ctx.log.info({ unknownTags: m.unknownTags.slice(0, 20) }, 'tags the reference key table does not know (stored)');
     if (m.op === 'replace') await replaceCategory(ctx.tx, m.rtype, m.records, ctx.msgId, ctx.now);
     else if (m.op === 'upsert') await upsertRecords(ctx.tx, m.rtype, m.records, ctx.msgId, ctx.now);
-    else await deleteKeys(ctx.tx, m.rtype, m.records.map((r) => r.rkey));
+    else
+      await deleteKeys(
+        ctx.tx,
+        m.rtype,
+        m.records.map((r) => r.rkey),
+      );
     await answerRqrd(ctx, m.rtype);
     // counted by the caller after the commit (once per message); labels bounded
     const unknownTags = m.unknownTags.map((tag) => ({ type: m.rtype, styp: m.styp, tag: boundedLabel(tag, KNOWN_REF_TAGS) }));

@@ -19,13 +19,7 @@ export interface RefCategory {
   title: string;
 }
 
-const c = (
-  rtype: string,
-  title: string,
-  design: boolean,
-  fields: string,
-  repeated: readonly string[] = [],
-): RefCategory => {
+const c = (rtype: string, title: string, design: boolean, fields: string, repeated: readonly string[] = []): RefCategory => {
   const list = fields.split(/\s+/);
   return { rtype, key: list[0], fields: list, repeated, design, title };
 };

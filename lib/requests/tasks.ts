@@ -18,8 +18,7 @@ import { createRequest, sendPending, type OutboundDeps, type SendResult } from '
 /** Resolve 'tomorrow' to the operation day after the one of `at` (airport zone, cutover). */
 export function resolveRequestPayload(payload: unknown, config: Config, at: Date): unknown {
   const p = (payload ?? {}) as Record<string, unknown>;
-  if (p.type === 'RQFD' && p.operationDay === 'tomorrow')
-    return { ...p, operationDay: nextDay(operationDayOf(at, config['msgx.airport.timezone'], config['msgx.airport.day-cutover'])) };
+  if (p.type === 'RQFD' && p.operationDay === 'tomorrow') return { ...p, operationDay: nextDay(operationDayOf(at, config['msgx.airport.timezone'], config['msgx.airport.day-cutover'])) };
   return p;
 }
 

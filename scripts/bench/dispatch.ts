@@ -196,8 +196,7 @@ const schdBack = await readBack(
   (v) => (JSON.parse(v) as { SCHD: { RECS: number; FLTR: unknown[] } }).SCHD.FLTR.length,
 );
 
-const summary = (m: Map<number, number[]>) =>
-  [...m].map(([size, xs]) => ({ size, median: Math.round(median(xs)), runs: xs.map(Math.round) }));
+const summary = (m: Map<number, number[]>) => [...m].map(([size, xs]) => ({ size, median: Math.round(median(xs)), runs: xs.map(Math.round) }));
 console.log(
   JSON.stringify(
     {

@@ -81,10 +81,7 @@ async function build(n: number, waiting: number): Promise<number> {
 
 let nextId = 0;
 async function arrive(k: number): Promise<void> {
-  await inbox.query(
-    `INSERT INTO cminmsgs (${COLS}) SELECT ? + seq, ?, '2026-12-01 08:30:00', NULL, 'AODB', (? + seq) % 999999, 'FLOP', 'GTDT', 'VALID' FROM seq_1_to_${k}`,
-    [nextId, body, nextId],
-  );
+  await inbox.query(`INSERT INTO cminmsgs (${COLS}) SELECT ? + seq, ?, '2026-12-01 08:30:00', NULL, 'AODB', (? + seq) % 999999, 'FLOP', 'GTDT', 'VALID' FROM seq_1_to_${k}`, [nextId, body, nextId]);
   nextId += k;
 }
 
@@ -172,8 +169,6 @@ for (const n of SIZES) {
   results.push(res);
 }
 
-console.log(
-  JSON.stringify({ bench: 'B7 intake', machine: machine(), claimBatch: batch, fullScanChunkIds: CHUNK, roundsPerCase: ROUNDS, counterOverhead: overhead, results }, null, 2),
-);
+console.log(JSON.stringify({ bench: 'B7 intake', machine: machine(), claimBatch: batch, fullScanChunkIds: CHUNK, roundsPerCase: ROUNDS, counterOverhead: overhead, results }, null, 2));
 await inbox.end();
 await b.close();

@@ -37,7 +37,10 @@ describe.runIf(corpusPresent)('corpus through the pipeline', () => {
     expect(counts.rows).toEqual(EXPECTED_COUNTS);
     const malformed = rows.filter((r) => r.reason?.startsWith('MALFORMED'));
     expect(malformed.map((r) => r.reason)).toEqual([expect.stringMatching(/^MALFORMED: not well-formed XML/)]);
-    const protocol = rows.filter((r) => r.reason?.startsWith('PROTOCOL')).map((r) => r.kind).sort();
+    const protocol = rows
+      .filter((r) => r.reason?.startsWith('PROTOCOL'))
+      .map((r) => r.kind)
+      .sort();
     expect(protocol).toEqual(['AIRC/DNLD', 'FLOP/FDIV', 'FLTL/ADD']);
   });
 });

@@ -49,7 +49,15 @@ async function topicFor(what: string) {
   return topic;
 }
 
-const snapshot = (flids: string[], extra: (f: string) => string = () => '') => apply(db, redis, schd('DNLD', flids.map((f) => rec(f, 9, extra(f)))));
+const snapshot = (flids: string[], extra: (f: string) => string = () => '') =>
+  apply(
+    db,
+    redis,
+    schd(
+      'DNLD',
+      flids.map((f) => rec(f, 9, extra(f))),
+    ),
+  );
 
 describe('schd batches', () => {
   it('one record {"SCHD":{"RECS":n,"FLTR":[complete states]}}, fixed key, rows SENT with the record place', async () => {

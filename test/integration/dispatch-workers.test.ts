@@ -74,7 +74,10 @@ describe('worker processes', () => {
 
 describe('retention', () => {
   it('deletes SENT rows older than msgx.pipeline.event-retention in batches; PENDING, DEAD, SKIPPED and recent SENT stay', async () => {
-    const ids = await putMsgEvents(db, Array.from({ length: 25 }, (_, i) => String(i)));
+    const ids = await putMsgEvents(
+      db,
+      Array.from({ length: 25 }, (_, i) => String(i)),
+    );
     const day = 86_400_000;
     await sql`update msg_event set state = 'SENT', sent_at = ${new Date(NOW.getTime() - 8 * day)} where event_id <= ${ids[19]}`.execute(db);
     await sql`update msg_event set state = 'SENT', sent_at = ${new Date(NOW.getTime() - 6 * day)} where event_id = ${ids[20]}`.execute(db);

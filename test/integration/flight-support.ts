@@ -44,7 +44,9 @@ export async function resetFlights(db: Db, redis: Redis): Promise<void> {
 }
 
 export async function flightRow(db: Db, flid: string) {
-  const r = await sql<Record<string, unknown>>`select flid, state, state_version, operation_day::text as operation_day, last_msg_id, maid, mafl, stnd, deleted_at from flight_schd where flid = ${flid}`.execute(db);
+  const r = await sql<
+    Record<string, unknown>
+  >`select flid, state, state_version, operation_day::text as operation_day, last_msg_id, maid, mafl, stnd, deleted_at from flight_schd where flid = ${flid}`.execute(db);
   return r.rows[0];
 }
 

@@ -75,7 +75,10 @@ describe.runIf(present)('ops console v2 (headless Chromium)', () => {
     // Under a strict Content-Security-Policy (no inline script, style or handler): a violation is a console error.
     await page.route('**/ops', async (route) => {
       const res = await route.fetch();
-      await route.fulfill({ response: res, headers: { ...res.headers(), 'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'" } });
+      await route.fulfill({
+        response: res,
+        headers: { ...res.headers(), 'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'" },
+      });
     });
     await page.goto(`http://127.0.0.1:${api.port}/ops`);
     await page.fill('#token', 'test-token');
@@ -130,7 +133,9 @@ describe.runIf(present)('ops console v2 (headless Chromium)', () => {
     await page.fill('#q', '99');
     await page.click('#timeline-btn');
     await page.waitForFunction(() => document.querySelector('#timeline-summary')?.textContent?.startsWith('Flight 99 '));
-    expect(await page.textContent('#timeline-summary')).toContain('Flight 99 is ARCHIVED: purged, its last state is in the history store. Archived version 2 (DELETED, rule DELETED) at 2026-12-01 09:00:00 +08:00.');
+    expect(await page.textContent('#timeline-summary')).toContain(
+      'Flight 99 is ARCHIVED: purged, its last state is in the history store. Archived version 2 (DELETED, rule DELETED) at 2026-12-01 09:00:00 +08:00.',
+    );
     expect(await page.textContent('#timeline-versions')).toContain('DELETE (SNAPSHOT_DELETE)');
 
     // every DEAD message is listed, page by page, although 61 SKIPPED ones are more recent

@@ -27,10 +27,7 @@ class Rollback extends Error {
 }
 
 /** Decode and apply one raw SIS message through the refdata handlers; errors become data. */
-export async function applyMessage(
-  db: Db,
-  a: { xml: string; msgId: number; now: Date; config: Config; registry?: HandlerRegistry },
-): Promise<ApplyResult> {
+export async function applyMessage(db: Db, a: { xml: string; msgId: number; now: Date; config: Config; registry?: HandlerRegistry }): Promise<ApplyResult> {
   const registry = a.registry ?? registerRefdataHandlers(new HandlerRegistry());
   try {
     const env = decodeEnvelope(a.xml);

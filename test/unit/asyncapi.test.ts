@@ -38,8 +38,16 @@ describe('docs/asyncapi.yaml', () => {
   it('FlightState lists exactly the keys of the rule table, in JSON order, with collection fields', () => {
     const props = doc.components.schemas.FlightState.properties;
     expect(Object.keys(props)).toEqual([
-      'FLID', 'STATE', 'STATE_VERSION', 'OPERATION_DAY', 'UPDATED_AT', 'LAST_MSG_ID',
-      ...STATUS_KEYS, ...SCALAR_KEYS.map((s) => s.key), ...COLLECTIONS.map((col) => col.tag), 'MAFL',
+      'FLID',
+      'STATE',
+      'STATE_VERSION',
+      'OPERATION_DAY',
+      'UPDATED_AT',
+      'LAST_MSG_ID',
+      ...STATUS_KEYS,
+      ...SCALAR_KEYS.map((s) => s.key),
+      ...COLLECTIONS.map((col) => col.tag),
+      'MAFL',
     ]);
     for (const col of COLLECTIONS) {
       if (col.raw) continue;

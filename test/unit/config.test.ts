@@ -26,9 +26,7 @@ describe('config', () => {
   });
 
   it('parses durations', () => {
-    expect([parseDuration('200ms'), parseDuration('2s'), parseDuration('10m'), parseDuration('24h'), parseDuration('30d')]).toEqual([
-      200, 2000, 600_000, 86_400_000, 2_592_000_000,
-    ]);
+    expect([parseDuration('200ms'), parseDuration('2s'), parseDuration('10m'), parseDuration('24h'), parseDuration('30d')]).toEqual([200, 2000, 600_000, 86_400_000, 2_592_000_000]);
     expect(() => parseDuration('soon')).toThrow('is not a duration');
   });
 

@@ -100,7 +100,9 @@ describe('pump: batches', () => {
     expect(await effects()).toEqual(ids);
     // INV-10 per batch: the Redis step ran after the business commit (every outcome applied) and before any terminal state
     expect(mirrorCalls).toEqual([{ flids: ids.map((i) => `T${i}`), openApplied: 10, terminal: 0 }]);
-    const locks = await sql<{ n: number }>`select count(*)::int n from pg_locks where locktype = 'advisory' and objid = 7001 and granted and database = (select oid from pg_database where datname = current_database())`.execute(s.db);
+    const locks = await sql<{
+      n: number;
+    }>`select count(*)::int n from pg_locks where locktype = 'advisory' and objid = 7001 and granted and database = (select oid from pg_database where datname = current_database())`.execute(s.db);
     expect(locks.rows[0].n).toBe(0);
   });
 

@@ -66,7 +66,10 @@ describe.runIf(corpusPresent)(`corpus ${CORPUS_DIR}`, () => {
       TAID: '16',
       MAXP: 300,
       ROUT: [{ RTNO: 1, APCD: 'XIY', SCAT: t('2021-01-23 07:10') }],
-      ERUT: [{ RTNO: 1, APCD: 'CTU', SCDT: t('2021-01-23 05:35') }, { RTNO: 2, APCD: 'XIY', SCAT: t('2021-01-23 07:10') }],
+      ERUT: [
+        { RTNO: 1, APCD: 'CTU', SCDT: t('2021-01-23 05:35') },
+        { RTNO: 2, APCD: 'XIY', SCAT: t('2021-01-23 07:10') },
+      ],
       PSDT: [{ PSNO: 1, PSST: '504', STST: t('2021-01-23 02:37'), STET: t('2021-01-23 05:49') }],
     });
   });

@@ -81,7 +81,10 @@ describe('MAFL', () => {
       { FLID: '40', STATE: 'ACTIVE' as const, data: { MAID: '2' } },
     ];
     const mafl = deriveMafl('1', kids);
-    expect(mafl).toEqual([{ FLID: '20', FLNO: 'B20' }, { FLID: '100', FLNO: 'B100' }]);
+    expect(mafl).toEqual([
+      { FLID: '20', FLNO: 'B20' },
+      { FLID: '100', FLNO: 'B100' },
+    ]);
     const master = baseState('1');
     const r = applyMafl(master, mafl, CTX);
     expect(r.changed).toEqual(['MAFL']);
