@@ -247,7 +247,7 @@ export async function purgeFlights(d: RetentionDeps, session: PurgeSession, o: P
   try {
     await refreshFlightsWithoutOperationDay(d);
     const owed = await sql<{ n: number }>`select count(*)::int as n from flight_purge_redis`.execute(d.db);
-    if (owed.rows[0].n > 0) await underPipelineLock(d, session, o, () => retryRedisDeletes(d));
+    if (owed.rows[0].n > 0) await underPipelineLock(session, o, () => retryRedisDeletes(d));
     let after = '';
     const bodies = new Map<number, string[]>();
     await flightsOfOpenMessages(d, bodies); // read the backlog's bodies before taking the pipeline lock
@@ -262,7 +262,7 @@ export async function purgeFlights(d: RetentionDeps, session: PurgeSession, o: P
       if (c.rows.length === 0) return [0, 0];
       after = c.rows[c.rows.length - 1].flid;
       await o.beforeLock?.(c.rows);
-      const purged = await underPipelineLock(d, session, o, async () => purgeBatch(d, session, c.rows, rule, await flightsOfOpenMessages(d, bodies)));
+      const purged = await underPipelineLock(session, o, async () => purgeBatch(d, session, c.rows, rule, await flightsOfOpenMessages(d, bodies)));
       return [purged, c.rows.length];
     });
     if (n) d.log.info({ purged: n }, 'retention: flights archived to FLIGHT_HISTORY and deleted (US-14)');
@@ -273,7 +273,7 @@ export async function purgeFlights(d: RetentionDeps, session: PurgeSession, o: P
 }
 
 /** Run `fn` holding PIPELINE_LOCK on the session (waits at most lockWaitMs for the pump). */
-async function underPipelineLock<T>(d: RetentionDeps, session: PurgeSession, o: PurgeOptions, fn: () => Promise<T>): Promise<T> {
+async function underPipelineLock<T>(session: PurgeSession, o: PurgeOptions, fn: () => Promise<T>): Promise<T> {
   const wait = o.lockWaitMs ?? 60_000;
   await sql`select set_config('lock_timeout', ${`${wait}ms`}, false)`.execute(session.db);
   try {
@@ -454,7 +454,7 @@ export async function refreshFlightsWithoutOperationDay(d: RetentionDeps): Promi
 export async function purgeLedger(d: RetentionDeps, session: PurgeSession, o: PurgeOptions = {}): Promise<number> {
   const n = await batches(o, 100, async (batch) => {
     const rule = historyRule(d);
-    return underPipelineLock(d, session, o, () =>
+    return underPipelineLock(session, o, () =>
       session.db.transaction().execute(async (tx) => {
         const days = await sql<{ day: string }>`
           select g.operation_day::text as day from schd_gen g

@@ -149,7 +149,7 @@ for (const n of SIZES) {
   }
 
   // O(inbox) reference: the unindexed IS NULL predicate over the whole table
-  let t = performance.now();
+  const t = performance.now();
   const before = await handlerReads();
   await inbox.query('SELECT COUNT(*) AS n FROM cminmsgs WHERE CMINMSGS_DATE_PROCESSED IS NULL');
   const fullTableMs = performance.now() - t;

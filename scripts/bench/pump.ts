@@ -31,10 +31,10 @@ const log = createLogger('bench', 'silent');
 
 // Flights 1..F from one snapshot, then N FLOPs cycling through STYPs and flights.
 const FLOPS: ((flid: number, i: number) => [string, string])[] = [
-  (f, i) => ['STND', `<STND>S${i % 97}</STND>`],
-  (f, i) => ['GTDT', `<GTDT GTNO="1"><GATE>G${i % 53}</GATE><PGOT>01DEC260800</PGOT><PGCT>01DEC260830</PGCT><GTYP>D</GTYP></GTDT>`],
-  (f, i) => ['ESTT', `<ESTT>01DEC26${String(8 + (i % 12)).padStart(2, '0')}${String(i % 60).padStart(2, '0')}</ESTT>`],
-  (f, i) => ['REMC', `<REMC>R${i}</REMC>`],
+  (_flid, i) => ['STND', `<STND>S${i % 97}</STND>`],
+  (_flid, i) => ['GTDT', `<GTDT GTNO="1"><GATE>G${i % 53}</GATE><PGOT>01DEC260800</PGOT><PGCT>01DEC260830</PGCT><GTYP>D</GTYP></GTDT>`],
+  (_flid, i) => ['ESTT', `<ESTT>01DEC26${String(8 + (i % 12)).padStart(2, '0')}${String(i % 60).padStart(2, '0')}</ESTT>`],
+  (_flid, i) => ['REMC', `<REMC>R${i}</REMC>`],
 ];
 const snapshot = bigSnapshot(F, 1, { seqn: 1 });
 const flops: string[] = [];

@@ -1,6 +1,6 @@
 // Real services for integration tests: Postgres (msgx_test), MariaDB (aodbinterface_test), Redis db 15.
 import { sql } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import { createDb, createPool, createSessionDb, connectClient, type Db } from '../../lib/db/postgres.ts';
 import { createInbox, insertInboxRow, type Inbox } from '../../lib/db/mysql.ts';
 import { createRedis, type Redis } from '../../lib/db/redis.ts';

@@ -18,7 +18,7 @@ import { openServices, putInbox, resetDomain, resetPipeline, silentLog, sisMessa
 const TZ = 'Asia/Shanghai';
 const config = testConfig();
 let s: TestServices;
-let procs: Proc[] = [];
+const procs: Proc[] = [];
 
 /** A snapshot of 1,500 flights (Redis step: two pipelines of 1,000), then FLOPs, an FDEL, a shared flight moved to another master. */
 function workload(): string[] {
