@@ -27,7 +27,7 @@ module.exports = {
     })),
     {
       name: 'no-folder-cycle',
-      severity: 'warn', // TEMPORARY: the cycles of today are removed in the next commit, which makes this an error
+      severity: 'error',
       comment: 'two folders of lib/ import each other (directly or through others)',
       scope: 'folder',
       from: { path: '^lib/' },

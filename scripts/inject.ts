@@ -1,6 +1,6 @@
 // npm run inject -- [--renumber-seqn] <files…>
 // Loads .xml files (one message each) and corpus-shaped SQL files into CMINMSGS, in order.
-import { loadConfig } from '../lib/config.ts';
+import { loadConfig } from '../lib/core/config.ts';
 import { createInbox, insertInboxRow } from '../lib/db/mysql.ts';
 import { messagesFromFile, renumberSeqn, seqnCounter } from '../lib/inject/files.ts';
 import { formatLocalDatetime } from '../lib/sis/values.ts';

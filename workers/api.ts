@@ -12,11 +12,11 @@ import { traceRoutes } from '../lib/api/trace-routes.ts';
 import { createInbox } from '../lib/db/mysql.ts';
 import { replayReport, resumeReport, type ReplayRequest } from '../lib/pipeline/operator.ts';
 import { loadConfigOrExit, runProcess } from '../lib/runtime/process.ts';
-import { refdataRoutes } from '../lib/refdata/routes.ts';
-import { flightRoutes } from '../lib/flight/routes.ts';
+import { refdataRoutes } from '../lib/api/refdata-routes.ts';
+import { flightRoutes } from '../lib/api/flight-routes.ts';
 import { dispatchOperatorTasks } from '../lib/dispatch/actions.ts';
-import { dispatchRoutes } from '../lib/dispatch/routes.ts';
-import { requestRoutes } from '../lib/requests/routes.ts';
+import { dispatchRoutes } from '../lib/api/dispatch-routes.ts';
+import { requestRoutes } from '../lib/api/request-routes.ts';
 import { registerRequestsGauge } from '../lib/requests/metrics.ts';
 import { requestsCrontab, requestTasks } from '../lib/requests/tasks.ts';
 

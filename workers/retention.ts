@@ -1,7 +1,7 @@
 // retention: lifecycle and purge jobs (lib/lifecycle, lifecycle.md) on msgx.retention.schedule.
 // Any number of instances: graphile-worker runs the job once, and the history purge takes its own
 // try-lock (HISTORY_PURGE_LEADER) plus PIPELINE_LOCK per batch on a dedicated connection.
-import { ConfigError } from '../lib/config.ts';
+import { ConfigError } from '../lib/core/config.ts';
 import { createInbox } from '../lib/db/mysql.ts';
 import { connectClient, createSessionDb } from '../lib/db/postgres.ts';
 import { createRedis } from '../lib/db/redis.ts';

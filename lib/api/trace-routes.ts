@@ -5,8 +5,8 @@
 //   GET /ops/list?state=&reason=&before=&limit=  → one page of messages of a state (and reason class)
 //   GET /ops/last-hour             → the console's charts: per minute of the last hour
 import type { FastifyInstance } from 'fastify';
-import type { Clock } from '../clock.ts';
-import type { Config } from '../config.ts';
+import type { Clock } from '../core/clock.ts';
+import type { Config } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
 import { flightTimeline } from '../flight/timeline.ts';

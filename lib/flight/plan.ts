@@ -10,7 +10,7 @@
 // rules.ts (data). No I/O: whatever it needs and was not loaded, it asks for by throwing
 // NeedData — the caller (lib/flight/session.ts) loads it and calls apply again for the same
 // message; a message's changes reach the batch only when its apply returns (no partial effect).
-import { protocol } from '../pipeline/errors.ts';
+import { protocol } from '../core/errors.ts';
 import type { DecodeNotes, Patch, ScheduleRecord } from './decode.ts';
 import { applyAdft, applyFlop, applyMafl, applySnapshotRecord, compareFlid, deleteFlight, deriveMafl, touchesMaster, type MergeContext, type MergeResult } from './merge.ts';
 import { DATA_KEYS, type FlightState } from './state.ts';
@@ -47,7 +47,7 @@ export class Loaded {
   readonly states = new Map<string, FlightState>();
   /** Looked up and not found. */
   readonly absent = new Set<string>();
-  /** Version floor of absent FLIDs that were purged before (lib/lifecycle/floor.ts). */
+  /** Version floor of absent FLIDs that were purged before (lib/flight/floor.ts). */
   readonly floors = new Map<string, number>();
   /** master FLID → its ACTIVE shared flights (every master key looked up has an entry). */
   readonly sharedByMaster = new Map<string, SharedRow[]>();

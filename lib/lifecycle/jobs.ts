@@ -17,19 +17,19 @@ import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Redis } from 'ioredis';
 import type mysql from 'mysql2/promise';
-import type { Clock } from '../clock.ts';
-import type { Config } from '../config.ts';
+import type { Clock } from '../core/clock.ts';
+import type { Config } from '../core/config.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
 import { INBOX_TABLE, readBodies, withTimeout, type Inbox } from '../db/mysql.ts';
 import { flightKey } from '../flight/mirror.ts';
 import { isoLocal, toJson } from '../flight/state.ts';
 import { insertMsgEvents, loadStates, removePendingSchdRows, type MsgEvent } from '../flight/store.ts';
 import { wake } from '../pipeline/transitions.ts';
-import { DISPATCH_TASK } from '../dispatch/tasks.ts';
+import { DISPATCH_TASK } from '../core/tasks.ts';
 import { deleteClosedBefore } from '../requests/track.ts';
 import { metrics } from '../runtime/metrics.ts';
 import { operationDayOf } from '../sis/values.ts';
-import { raiseVersionFloors } from './floor.ts';
+import { raiseVersionFloors } from '../flight/floor.ts';
 
 export interface RetentionDeps {
   /** Pooled Postgres. */

@@ -3,8 +3,8 @@
 // that replay takes too) is held from reading candidates until their BACKFILL_AT is written.
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.ts';
-import type { Config } from '../config.ts';
+import type { Clock } from '../core/clock.ts';
+import type { Config } from '../core/config.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
 import { markProcessed, withTimeout, type Inbox } from '../db/mysql.ts';
 import { formatLocalDatetime } from '../sis/values.ts';

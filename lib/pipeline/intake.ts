@@ -15,8 +15,8 @@
 //    inbox, not by its size or the watermark's magnitude.
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.ts';
-import type { Config } from '../config.ts';
+import type { Clock } from '../core/clock.ts';
+import type { Config } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
 import { existingRows, nthIdAfter, readUnprocessedAfter, readUnprocessedIn, withTimeout, type Inbox, type InboxRowRef } from '../db/mysql.ts';
 import { metrics, noteInboxRead } from '../runtime/metrics.ts';

@@ -3,7 +3,7 @@
 // Each action reports what its selection matched but left untouched, and why, so that an
 // operator is never answered "0" without a reason.
 import { sql } from 'kysely';
-import type { Clock } from '../clock.ts';
+import type { Clock } from '../core/clock.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
 import { reasonLabel } from '../runtime/metrics.ts';
 import { replay, resumeBackfill, wake } from './transitions.ts';

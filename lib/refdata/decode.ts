@@ -1,5 +1,5 @@
 // Pure decoding of reference-data messages: <RECS>n</RECS> followed by n record elements
-// named after TYPE (direct children of <MSG> only). Driven by the key table (keys.ts).
+// named after TYPE (direct children of <MSG> only). Driven by the key table (lib/sis/refdata-keys.ts).
 //
 // Stored record encoding (JSON), the same for every category:
 //   - a plain element               → its trimmed text, or null when empty ("not available")
@@ -7,10 +7,10 @@
 //   - an element with children      → { CHILD: …, … } (same rules, recursively; "@ATTR" too)
 //   - a repeated child (key table)  → always an array of the above, [] when absent
 //   - any other child occurring more than once → an array as well (never lose data)
-import { protocol } from '../pipeline/errors.ts';
+import { protocol } from '../core/errors.ts';
 import type { Envelope } from '../sis/envelope.ts';
 import { child, type XmlNode } from '../sis/xml.ts';
-import { REF_STYPS, type RefCategory, type RefOperation, type RefStyp } from './keys.ts';
+import { REF_STYPS, type RefCategory, type RefOperation, type RefStyp } from '../sis/refdata-keys.ts';
 
 export type Json = string | null | Json[] | { [k: string]: Json };
 export type RecordFields = Record<string, Json>;

@@ -1,13 +1,13 @@
 // Pipeline handlers for reference data (23 TYPEs × DNLD/RESP/ADD/UPD/DEL), RSTA, SCHS and EROR.
 // Each runs inside the pump's business transaction; no outbox events, no flight changes.
-import type { HandlerContext, HandlerOutcome, HandlerRegistry } from '../pipeline/handlers.ts';
+import type { HandlerContext, HandlerOutcome, HandlerRegistry } from '../domain/handlers.ts';
 import { serialize } from '../sis/xml.ts';
 import { payload } from '../sis/envelope.ts';
 import { boundedLabel } from '../runtime/metrics.ts';
 import { requestsFailed } from '../requests/metrics.ts';
 import { completeRqrd, failByEror } from '../requests/responses.ts';
 import { decodeRefMessage } from './decode.ts';
-import { REF_CATEGORIES, REF_STYPS, REQUESTABLE_TYPES, RSTA_FIELDS, type RefCategory } from './keys.ts';
+import { REF_CATEGORIES, REF_STYPS, REQUESTABLE_TYPES, RSTA_FIELDS, type RefCategory } from '../sis/refdata-keys.ts';
 import { decodeRsta, deleteStatuses, upsertStatuses } from './rsta.ts';
 import { decodeSchs } from './schs.ts';
 import { deleteKeys, replaceCategory, replaceSeason, upsertRecords } from './store.ts';

@@ -8,8 +8,8 @@
 import { sql, type Kysely } from 'kysely';
 import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.ts';
-import type { Config } from '../config.ts';
+import type { Clock } from '../core/clock.ts';
+import type { Config } from '../core/config.ts';
 import { formatLocalDatetime } from '../sis/values.ts';
 import { buildRequestXml, type RequestSpec } from './message.ts';
 import { expireOpen, findByJobKey, insertPending, listPending, markAttempted, markSent, nextSeqn, type ReqTrackRow } from './track.ts';

@@ -4,7 +4,7 @@
 // handler that logs every 500 with its request id and never answers internal text.
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { Config } from '../config.ts';
+import type { Config } from '../core/config.ts';
 import type { Logger } from './log.ts';
 
 /** Default body limit; a route that takes more sets its own `bodyLimit`. */

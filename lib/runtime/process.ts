@@ -3,8 +3,8 @@
 import type { FastifyInstance } from 'fastify';
 import { Logger as GraphileLogger, run, type Runner, type TaskList } from 'graphile-worker';
 import type pg from 'pg';
-import { ConfigError, loadConfig, redactUrl, type Config } from '../config.ts';
-import { systemClock, type Clock } from '../clock.ts';
+import { ConfigError, loadConfig, redactUrl, type Config } from '../core/config.ts';
+import { systemClock, type Clock } from '../core/clock.ts';
 import { createDb, createPool, sql, type Db } from '../db/postgres.ts';
 import { createHttpServer } from './http.ts';
 import { createLogger, type Logger } from './log.ts';

@@ -11,8 +11,8 @@
 import { randomUUID } from 'node:crypto';
 import kafkajs from 'kafkajs';
 import { sql } from 'kysely';
-import { systemClock } from '../../lib/clock.ts';
-import type { Config } from '../../lib/config.ts';
+import { systemClock } from '../../lib/core/clock.ts';
+import type { Config } from '../../lib/core/config.ts';
 import { buildMirror, buildRegistry } from '../../lib/app/composition.ts';
 import { insertInboxRow } from '../../lib/db/mysql.ts';
 import { createKafkaEdge, kafkaOptions } from '../../lib/dispatch/kafka.ts';

@@ -16,7 +16,7 @@
 //   npm run bench:intake -- [rounds=7] [sizes=10000,100000,1000000]
 import { sql } from 'kysely';
 import type mysql from 'mysql2/promise';
-import { systemClock } from '../../lib/clock.ts';
+import { systemClock } from '../../lib/core/clock.ts';
 import { createInbox } from '../../lib/db/mysql.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
 import { createLogger } from '../../lib/runtime/log.ts';

@@ -4,7 +4,7 @@ import { execSync } from 'node:child_process';
 import os from 'node:os';
 import pg from 'pg';
 import { sql } from 'kysely';
-import { loadConfig, type Config } from '../../lib/config.ts';
+import { loadConfig, type Config } from '../../lib/core/config.ts';
 import { connectClient, createDb, createPool, createSessionDb, type Db } from '../../lib/db/postgres.ts';
 import { createInbox, type Inbox } from '../../lib/db/mysql.ts';
 import { createRedis, type Redis } from '../../lib/db/redis.ts';

@@ -9,7 +9,7 @@
 // and reference data (transaction handlers) between flight messages.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/core/clock.ts';
 import { renumberSeqn } from '../../lib/inject/files.ts';
 import { listFlights } from '../../lib/flight/read.ts';
 import { toJson, type FlightState } from '../../lib/flight/state.ts';

@@ -1,7 +1,7 @@
 // All 172 corpus messages, injected with renumbered SEQNs, end terminal and backfilled.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/core/clock.ts';
 import { renumberSeqn } from '../../lib/inject/files.ts';
 import { corpusMessages, corpusPresent } from '../support/corpus.ts';
 import { testConfig } from '../support/env.ts';

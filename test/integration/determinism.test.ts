@@ -8,7 +8,7 @@
 // snapshot of another day, reference data (DNLD/ADD/UPD/DEL), RSTA, SCHS, and a few bad messages.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/core/clock.ts';
 import { connectClient } from '../../lib/db/postgres.ts';
 import { listFlights } from '../../lib/flight/read.ts';
 import { TEST_PG_URL, testConfig } from '../support/env.ts';

@@ -4,7 +4,7 @@
 // produce on demand). Nothing is marked SENT that Kafka did not acknowledge; after recovery
 // everything is delivered, duplicates only of sends that were not acknowledged.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock, systemClock } from '../../lib/clock.ts';
+import { ManualClock, systemClock } from '../../lib/core/clock.ts';
 import type { Db } from '../../lib/db/postgres.ts';
 import { TopicCreationError, type KafkaEdge } from '../../lib/dispatch/kafka.ts';
 import { msgRound, type RoundResult } from '../../lib/dispatch/msg.ts';

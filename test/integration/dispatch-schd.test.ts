@@ -4,7 +4,7 @@
 // PENDING and goes out again, DEAD rows reset by a newer version, oversize states DEAD.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/core/clock.ts';
 import { createRedis, type Redis } from '../../lib/db/redis.ts';
 import type { Db } from '../../lib/db/postgres.ts';
 import type { KafkaEdge } from '../../lib/dispatch/kafka.ts';

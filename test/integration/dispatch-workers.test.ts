@@ -3,7 +3,7 @@
 // cleanly. Plus the retention of SENT rows.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/core/clock.ts';
 import type { Db } from '../../lib/db/postgres.ts';
 import { purgeSentEvents } from '../../lib/dispatch/retention.ts';
 import { upsertSchdRows } from '../../lib/flight/store.ts';

@@ -4,7 +4,7 @@
 import Fastify from 'fastify';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { flightRoutes } from '../../lib/flight/routes.ts';
+import { flightRoutes } from '../../lib/api/flight-routes.ts';
 import { createPool } from '../../lib/db/postgres.ts';
 import type { Database } from '../../lib/db/schema.ts';
 import { TEST_PG_URL } from '../support/env.ts';

@@ -2,7 +2,7 @@
 // Kysely transaction as the pump would (skipped → rollback), mirror, reset, inspect.
 import { sql } from 'kysely';
 import { applyMessage, type ApplyResult } from '../support/refdata-ctx.ts';
-import { HandlerRegistry } from '../../lib/pipeline/handlers.ts';
+import { HandlerRegistry } from '../../lib/domain/handlers.ts';
 import { registerFlightHandlers } from '../../lib/flight/handlers.ts';
 import { createFlightMirror } from '../../lib/flight/mirror.ts';
 import type { Db } from '../../lib/db/postgres.ts';

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { register } from 'prom-client';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/core/clock.ts';
 import { statusAt } from '../../lib/refdata/rsta.ts';
 import { createRequest } from '../../lib/requests/outbound.ts';
 import { getRequest } from '../../lib/requests/track.ts';

@@ -3,7 +3,7 @@
 // others apply, and the tables end with the expected contents. Skipped visibly without the corpus.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { refCategory, REF_CATEGORIES } from '../../lib/refdata/keys.ts';
+import { refCategory, REF_CATEGORIES } from '../../lib/sis/refdata-keys.ts';
 import { listCategory } from '../../lib/refdata/store.ts';
 import { testConfig } from '../support/env.ts';
 import { applyMessage, testDb, type ApplyResult } from '../support/refdata-ctx.ts';

@@ -2,11 +2,11 @@
 import Fastify from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { REF_CATEGORIES } from '../../lib/refdata/keys.ts';
-import { refdataRoutes } from '../../lib/refdata/routes.ts';
+import { REF_CATEGORIES } from '../../lib/sis/refdata-keys.ts';
+import { refdataRoutes } from '../../lib/api/refdata-routes.ts';
 import { statusAt } from '../../lib/refdata/rsta.ts';
 import { listCategory } from '../../lib/refdata/store.ts';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/core/clock.ts';
 import { testConfig } from '../support/env.ts';
 import { applyMessage, refXml, testDb } from '../support/refdata-ctx.ts';
 

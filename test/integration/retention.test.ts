@@ -4,10 +4,10 @@
 import { sql } from 'kysely';
 import type pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/core/clock.ts';
 import { connectClient, createSessionDb, LOCKS, type Db } from '../../lib/db/postgres.ts';
 import type { Redis } from '../../lib/db/redis.ts';
-import { loadVersionFloors } from '../../lib/lifecycle/floor.ts';
+import { loadVersionFloors } from '../../lib/flight/floor.ts';
 import {
   purgeFlights,
   purgeHistory,

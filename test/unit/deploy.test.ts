@@ -9,7 +9,7 @@ import path from 'node:path';
 import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { describeConfig } from '../../lib/config.ts';
+import { describeConfig } from '../../lib/core/config.ts';
 import { FORCED_EXIT_MS } from '../../lib/runtime/process.ts';
 import { parseProcfile } from '../../scripts/start.ts';
 import { PROMTOOL, shippedConfig } from '../support/prometheus.ts';

@@ -1,7 +1,7 @@
 // Backfill against real MariaDB and Postgres: the four outcomes, R, abandonment, fairness, read-only, replay race.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { ManualClock } from '../../../lib/clock.ts';
+import { ManualClock } from '../../../lib/core/clock.ts';
 import { backfillRound, type BackfillDeps } from '../../../lib/pipeline/backfill.ts';
 import { intakeRound } from '../../../lib/pipeline/intake.ts';
 import { replayMessages, resumeBackfills } from '../../../lib/pipeline/operator.ts';

@@ -5,7 +5,7 @@
 // the event sequence, change records, terminal states — and Redis equal to Postgres.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { ManualClock } from '../../../lib/clock.ts';
+import { ManualClock } from '../../../lib/core/clock.ts';
 import { listFlights } from '../../../lib/flight/read.ts';
 import { toJson, type FlightState } from '../../../lib/flight/state.ts';
 import { intakeRound } from '../../../lib/pipeline/intake.ts';

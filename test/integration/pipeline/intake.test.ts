@@ -1,6 +1,6 @@
 // Intake against real MariaDB and Postgres: predicate, idempotence, watermark + full scan, ID gaps, outages.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../../lib/clock.ts';
+import { ManualClock } from '../../../lib/core/clock.ts';
 import { intakeLoop, intakeRound, type IntakeDeps } from '../../../lib/pipeline/intake.ts';
 import { metrics } from '../../../lib/runtime/metrics.ts';
 import { enqueue } from '../../../lib/pipeline/transitions.ts';

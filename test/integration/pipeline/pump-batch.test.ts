@@ -4,9 +4,9 @@
 // and it is tried again smaller; a crash after the business commit is finished, not re-applied.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { ManualClock } from '../../../lib/clock.ts';
-import { protocol } from '../../../lib/pipeline/errors.ts';
-import { HandlerRegistry, type BatchDomain, type Mirror } from '../../../lib/pipeline/handlers.ts';
+import { ManualClock } from '../../../lib/core/clock.ts';
+import { protocol } from '../../../lib/core/errors.ts';
+import { HandlerRegistry, type BatchDomain, type Mirror } from '../../../lib/domain/handlers.ts';
 import { intakeRound } from '../../../lib/pipeline/intake.ts';
 import { drain, type PumpDeps } from '../../../lib/pipeline/pump.ts';
 import { payload } from '../../../lib/sis/envelope.ts';

@@ -4,7 +4,7 @@
 // client talks to a port where nothing listens (connection refused), as when Redis is down.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { ManualClock } from '../../../lib/clock.ts';
+import { ManualClock } from '../../../lib/core/clock.ts';
 import { buildMirror, buildRegistry } from '../../../lib/app/composition.ts';
 import { readFlights } from '../../../lib/flight/read.ts';
 import { toJson } from '../../../lib/flight/state.ts';

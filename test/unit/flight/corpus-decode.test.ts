@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeFlop, decodeSchedule, isHandledFlopStyp } from '../../../lib/flight/decode.ts';
 import { snapshotOperationDay } from '../../../lib/flight/merge.ts';
-import { PipelineError } from '../../../lib/pipeline/errors.ts';
+import { PipelineError } from '../../../lib/core/errors.ts';
 import { decodeEnvelope } from '../../../lib/sis/envelope.ts';
 import { CORPUS_DIR, corpusMessages, corpusPresent, CTX, t, TZ } from './helpers.ts';
 

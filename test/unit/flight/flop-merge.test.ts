@@ -5,7 +5,7 @@ import { decodeFlop } from '../../../lib/flight/decode.ts';
 import { applyFlop } from '../../../lib/flight/merge.ts';
 import { FLOP_STYPS } from '../../../lib/flight/rules.ts';
 import type { FlightState } from '../../../lib/flight/state.ts';
-import { PipelineError } from '../../../lib/pipeline/errors.ts';
+import { PipelineError } from '../../../lib/core/errors.ts';
 import { baseState, CTX, flopEnv, t, TZ } from './helpers.ts';
 
 type Step = [body: string, expect: Record<string, unknown>];

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeSchedule } from '../../../lib/flight/decode.ts';
 import { applyAdft, applyFlop, applyMafl, applySnapshotRecord, deleteFlight, deriveMafl, snapshotOperationDay } from '../../../lib/flight/merge.ts';
 import { toJson, type FlightState } from '../../../lib/flight/state.ts';
-import { PipelineError } from '../../../lib/pipeline/errors.ts';
+import { PipelineError } from '../../../lib/core/errors.ts';
 import { baseState, CTX, fltr, schdEnv, t, TZ } from './helpers.ts';
 
 const rec = (flid: string, inner: string) => decodeSchedule(schdEnv('DNLD', [fltr(flid, inner)]), { timeZone: TZ }).records[0];

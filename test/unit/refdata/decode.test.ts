@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decodeRefMessage } from '../../../lib/refdata/decode.ts';
-import { REF_CATEGORIES, refCategory, type RefCategory } from '../../../lib/refdata/keys.ts';
+import { REF_CATEGORIES, refCategory, type RefCategory } from '../../../lib/sis/refdata-keys.ts';
 import { decodeEnvelope } from '../../../lib/sis/envelope.ts';
 import { refXml } from '../../support/refdata-ctx.ts';
 

@@ -4,11 +4,11 @@
 //   GET /resources/status?type=GATE&at=<ISO instant> (at defaults to now) → status at that time
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
-import { anyObject, clientErrors, errors, str } from '../api/schema.ts';
-import { systemClock, type Clock } from '../clock.ts';
-import { refCategory, RSTA_RESOURCE_TYPES } from './keys.ts';
-import { isResourceType, statusAt } from './rsta.ts';
-import { getRecord, listCategory } from './store.ts';
+import { anyObject, clientErrors, errors, str } from './schema.ts';
+import { systemClock, type Clock } from '../core/clock.ts';
+import { refCategory, RSTA_RESOURCE_TYPES } from '../sis/refdata-keys.ts';
+import { isResourceType, statusAt } from '../refdata/rsta.ts';
+import { getRecord, listCategory } from '../refdata/store.ts';
 
 export interface RefdataRoutesOptions {
   db: Kysely<any>;
