@@ -4,7 +4,8 @@ import mysql from 'mysql2/promise';
 
 export type Inbox = mysql.Pool;
 
-export function createInbox(url: string, opts: { timeoutMs: number; connectionLimit?: number }): Inbox {
+/** A pool on the AODB interface database, which holds both the inbox (CMINMSGS) and the outbox (COUTMSGS). */
+export function createAodbPool(url: string, opts: { timeoutMs: number; connectionLimit?: number }): Inbox {
   const u = new URL(url);
   return mysql.createPool({
     host: u.hostname,
@@ -44,7 +45,6 @@ export interface InboxRowRef {
 }
 
 export const INBOX_TABLE = 'cminmsgs';
-export const OUTBOX_TABLE = 'coutmsgs';
 
 /** Unprocessed rows with id > after (primary-key range scan), ascending, at most `limit`. */
 export async function readUnprocessedAfter(inbox: Inbox, after: number, limit: number, upTo?: number): Promise<InboxRowRef[]> {
@@ -55,12 +55,6 @@ export async function readUnprocessedAfter(inbox: Inbox, after: number, limit: n
     upTo !== undefined ? [after, upTo, limit] : [after, limit],
   );
   return rows.map((r) => ({ id: Number(r.id), received: r.received ?? null }));
-}
-
-/** IDs present in (from, to] regardless of processed state: tells a real gap from a processed row. */
-export async function existingIds(inbox: Inbox, from: number, to: number): Promise<number[]> {
-  const [rows] = await inbox.query<mysql.RowDataPacket[]>(`SELECT CMINMSGS_ID AS id FROM ${INBOX_TABLE} WHERE CMINMSGS_ID > ? AND CMINMSGS_ID <= ? ORDER BY CMINMSGS_ID`, [from, to]);
-  return rows.map((r) => Number(r.id));
 }
 
 /** Rows present in (from, to] with whether they are unprocessed (a gap check that also sees a row committed meanwhile). */
@@ -102,20 +96,6 @@ export async function readBodies(inbox: Inbox, ids: number[]): Promise<Map<numbe
   if (ids.length === 0) return new Map();
   const [rows] = await inbox.query<mysql.RowDataPacket[]>(`SELECT CMINMSGS_ID AS id, CMINMSGS_CLOB_MSG AS body FROM ${INBOX_TABLE} WHERE CMINMSGS_ID IN (?)`, [ids]);
   return new Map(rows.map((r) => [Number(r.id), String(r.body)]));
-}
-
-/**
- * Read-ahead of raw bodies (the pump): the rows with ID ≥ `from`, ascending, at most `limit`,
- * in one query. A body longer than `maxChars` is left out (null) so the read-ahead stays small;
- * the caller reads it on its own when it is the head. A missing ID is simply absent.
- */
-export async function readBodiesFrom(inbox: Inbox, from: number, limit: number, maxChars: number): Promise<Map<number, string | null>> {
-  const [rows] = await inbox.query<mysql.RowDataPacket[]>(
-    `SELECT CMINMSGS_ID AS id, CASE WHEN CHAR_LENGTH(CMINMSGS_CLOB_MSG) <= ? THEN CMINMSGS_CLOB_MSG END AS body
-       FROM ${INBOX_TABLE} WHERE CMINMSGS_ID >= ? ORDER BY CMINMSGS_ID LIMIT ?`,
-    [maxChars, from, limit],
-  );
-  return new Map(rows.map((r) => [Number(r.id), r.body === null ? null : String(r.body)]));
 }
 
 /**

@@ -194,7 +194,7 @@ const TAG_RULE_LIST: TagRule[] = [
   ...COLLECTIONS.map((c): TagRule => ({ rule: 'collection', tag: c.tag })),
 ];
 
-/** Tag rules keyed by (family, parent, tag): FLOP bodies and FLTR records share the SIS flight tags. */
+/** Tag rules keyed by tag: FLOP bodies and FLTR records share the SIS flight tags. */
 export const TAG_RULES: ReadonlyMap<string, TagRule> = new Map(TAG_RULE_LIST.map((r) => [r.tag, r]));
 
 /** The state keys a tag rule writes (what "clear" empties). */

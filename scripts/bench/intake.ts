@@ -17,7 +17,7 @@
 import { sql } from 'kysely';
 import type mysql from 'mysql2/promise';
 import { systemClock } from '../../lib/core/clock.ts';
-import { createInbox } from '../../lib/db/mysql.ts';
+import { createAodbPool } from '../../lib/db/mysql.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { sisMessage } from '../../test/support/services.ts';
@@ -29,7 +29,7 @@ const SIZES = (process.argv[3] ?? '10000,100000,1000000').split(',').map(Number)
 const b = await openBench();
 const log = createLogger('bench', process.env.BENCH_LOG ?? 'silent');
 // one connection: the handler counters of the session are exactly the round's reads
-const inbox = createInbox(BENCH_INBOX, { timeoutMs: 120_000, connectionLimit: 1 });
+const inbox = createAodbPool(BENCH_INBOX, { timeoutMs: 120_000, connectionLimit: 1 });
 const deps = { db: b.db, inbox, clock: systemClock, config: b.config, log };
 const batch = b.config['msgx.pipeline.claim-batch'];
 const CHUNK = batch * 20; // FULL_SCAN_CHUNK_FACTOR in lib/pipeline/intake.ts

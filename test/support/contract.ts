@@ -7,7 +7,6 @@ import { parse } from 'yaml';
 
 export const ASYNCAPI_FILE = path.resolve(import.meta.dirname, '../../docs/asyncapi.yaml');
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AsyncApiDoc = Record<string, any>;
 
 export function loadAsyncApi(): AsyncApiDoc {
