@@ -8,7 +8,7 @@ const LAYERS = [
   ['sis'], // the SIS format: envelope, XML safety, value formats, the reference-data key table
   ['db'], // connections (Postgres, MariaDB, Redis) and the Kysely schema types
   ['runtime'], // logger, metrics, crash handling, process runner, leader lock, HTTP server
-  ['domain', 'flight', 'refdata', 'requests'], // the pump↔domain contract and the domains
+  ['contract', 'domain', 'flight', 'refdata', 'requests'], // the Kafka contract, the pump↔domain contract and the domains
   ['pipeline', 'dispatch', 'lifecycle'], // the pump, intake, backfill; the dispatchers; retention and purge
   ['api'], // HTTP routes
   ['app'], // composition of the processes

@@ -26,6 +26,7 @@ import { isoLocal, toJson } from '../flight/state.ts';
 import { insertMsgEvents, loadStates, removePendingSchdRows, type MsgEvent } from '../flight/store.ts';
 import { wake } from '../pipeline/transitions.ts';
 import { DISPATCH_TASK } from '../core/tasks.ts';
+import { msgTombstone } from '../contract/kafka.ts';
 import { deleteClosedBefore } from '../requests/track.ts';
 import { metrics } from '../runtime/metrics.ts';
 import { operationDayOf } from '../sis/values.ts';
@@ -360,7 +361,7 @@ async function purgeBatch(d: RetentionDeps, session: PurgeSession, candidates: {
       const active = take.filter((f) => f.state === 'ACTIVE');
       const tombstones: MsgEvent[] = active.map((f) => {
         const v = Number(f.state_version) + 1;
-        return { flid: f.flid, stateVersion: v, payload: { FLID: f.flid, DELETED: true, STATE_VERSION: v, UPDATED_AT: isoLocal(now, tz), PURGED: true } };
+        return { flid: f.flid, stateVersion: v, payload: msgTombstone({ flid: f.flid, stateVersion: v, updatedAt: isoLocal(now, tz) }) };
       });
       await insertMsgEvents(tx, tombstones, now);
       await removePendingSchdRows(

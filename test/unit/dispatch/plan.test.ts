@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { afterFailure, chunkBySize, msgValue, offsetsOf, releasable, schdRecord, splitSchd, type OutboxEvent } from '../../../lib/dispatch/plan.ts';
+import { msgValue, schdRecord } from '../../../lib/contract/kafka.ts';
+import { afterFailure, chunkBySize, offsetsOf, releasable, splitSchd, type OutboxEvent } from '../../../lib/dispatch/plan.ts';
 
 const now = new Date('2026-12-01T00:00:00Z');
 const later = new Date('2026-12-01T00:00:05Z');
