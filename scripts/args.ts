@@ -27,7 +27,7 @@ export interface CliOutcome {
  * (bad arguments included).
  */
 export async function runOperatorCli(name: string, action: (db: import('../lib/db/postgres.ts').Db) => Promise<string | CliOutcome>): Promise<void> {
-  const { loadConfig } = await import('../lib/config.ts');
+  const { loadConfig } = await import('../lib/core/config.ts');
   const { createDb, createPool } = await import('../lib/db/postgres.ts');
   const config = loadConfig();
   const pool = createPool(config.DATABASE_URL, { max: 1 });

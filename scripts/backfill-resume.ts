@@ -1,6 +1,6 @@
 // npm run backfill-resume -- <msgId…> | --reason MISSING_ROW|TRANSIENT_DEADLINE
 // Says on stderr why matched messages were left; exit 1 when nothing was resumed or a named id was left.
-import { systemClock } from '../lib/clock.ts';
+import { systemClock } from '../lib/core/clock.ts';
 import { reportOk, resumeReport } from '../lib/pipeline/operator.ts';
 import { listed, parseOperatorArgs, runOperatorCli } from './args.ts';
 

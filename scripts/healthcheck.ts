@@ -1,7 +1,7 @@
 // Container healthcheck (docker-compose.yml): exit 0 when the named process answers /healthz
 // with 200 on its configured port, 1 otherwise (or 2 on a bad name or configuration).
 //   node scripts/healthcheck.ts <intake|pump|backfill|msg-dispatch|schd-dispatch|retention|api>
-import { loadConfig, type Config } from '../lib/config.ts';
+import { loadConfig, type Config } from '../lib/core/config.ts';
 import type { ProcessName } from '../lib/runtime/process.ts';
 
 const NAMES: readonly ProcessName[] = ['intake', 'pump', 'backfill', 'msg-dispatch', 'schd-dispatch', 'retention', 'api'];

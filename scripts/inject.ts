@@ -1,7 +1,7 @@
 // npm run inject -- [--renumber-seqn] <files…>
 // Loads .xml files (one message each) and corpus-shaped SQL files into CMINMSGS, in order.
-import { loadConfig } from '../lib/config.ts';
-import { createInbox, insertInboxRow } from '../lib/db/mysql.ts';
+import { loadConfig } from '../lib/core/config.ts';
+import { createAodbPool, insertInboxRow } from '../lib/db/mysql.ts';
 import { messagesFromFile, renumberSeqn, seqnCounter } from '../lib/inject/files.ts';
 import { formatLocalDatetime } from '../lib/sis/values.ts';
 
@@ -13,7 +13,7 @@ if (files.length === 0) {
   process.exit(2);
 }
 const config = loadConfig();
-const inbox = createInbox(config.INBOX_URL, { timeoutMs: config['msgx.io.timeout'] });
+const inbox = createAodbPool(config.INBOX_URL, { timeoutMs: config['msgx.io.timeout'] });
 const next = seqnCounter();
 let inserted = 0;
 try {

@@ -1,5 +1,5 @@
 // npm run migrate: Postgres migrations (sql/migrations) and graphile-worker's schema.
-import { loadConfig, redactUrl } from '../lib/config.ts';
+import { loadConfig, redactUrl } from '../lib/core/config.ts';
 import { migrate } from '../lib/db/migrate.ts';
 
 const config = loadConfig();

@@ -2,7 +2,7 @@
 // Moves whitelisted FAILED / DEAD(EXHAUSTED) messages back to PENDING (DEAD(MALFORMED|PROTOCOL) only with --force).
 // Says on stderr why matched messages were left (e.g. "needs --force"); exit 1 when nothing was
 // replayed or a named id was left, 2 on bad arguments.
-import { systemClock } from '../lib/clock.ts';
+import { systemClock } from '../lib/core/clock.ts';
 import { replayReport, reportOk } from '../lib/pipeline/operator.ts';
 import { listed, parseOperatorArgs, runOperatorCli } from './args.ts';
 

@@ -5,8 +5,8 @@
 // the outcome as JSON. Exit code 1 when the insert could not be confirmed (it stays PENDING and is
 // reconciled by the next run or the `request` task).
 import mysql from 'mysql2/promise';
-import { loadConfig } from '../lib/config.ts';
-import { systemClock } from '../lib/clock.ts';
+import { loadConfig } from '../lib/core/config.ts';
+import { systemClock } from '../lib/core/clock.ts';
 import { createDb, createPool } from '../lib/db/postgres.ts';
 import { getRequest } from '../lib/requests/track.ts';
 import { runRequestTask } from '../lib/requests/tasks.ts';

@@ -9,14 +9,14 @@ import { inboxRoutes } from '../lib/api/inbox-routes.ts';
 import { opsRoutes } from '../lib/api/ops-routes.ts';
 import { CONSOLE_SCRIPT_SOURCES, consoleRoutes } from '../lib/api/console.ts';
 import { traceRoutes } from '../lib/api/trace-routes.ts';
-import { createInbox } from '../lib/db/mysql.ts';
+import { createAodbPool } from '../lib/db/mysql.ts';
 import { replayReport, resumeReport, type ReplayRequest } from '../lib/pipeline/operator.ts';
 import { loadConfigOrExit, runProcess } from '../lib/runtime/process.ts';
-import { refdataRoutes } from '../lib/refdata/routes.ts';
-import { flightRoutes } from '../lib/flight/routes.ts';
+import { refdataRoutes } from '../lib/api/refdata-routes.ts';
+import { flightRoutes } from '../lib/api/flight-routes.ts';
 import { dispatchOperatorTasks } from '../lib/dispatch/actions.ts';
-import { dispatchRoutes } from '../lib/dispatch/routes.ts';
-import { requestRoutes } from '../lib/requests/routes.ts';
+import { dispatchRoutes } from '../lib/api/dispatch-routes.ts';
+import { requestRoutes } from '../lib/api/request-routes.ts';
 import { registerRequestsGauge } from '../lib/requests/metrics.ts';
 import { requestsCrontab, requestTasks } from '../lib/requests/tasks.ts';
 
@@ -37,7 +37,7 @@ await runProcess({
     await hardenApi(app, { scriptSources: CONSOLE_SCRIPT_SOURCES, log: rt.log });
     auditRoutes(app, audit);
     const guard = bearerGuard(app, { token, who, audit });
-    const inbox = createInbox(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
+    const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
     app.addHook('onClose', () => inbox.end());
 
     // Registering a route (also for new route files): every route is a plugin or lives in one
@@ -75,7 +75,7 @@ await runProcess({
       rt.log.info({ msgIds: r.done }, 'backfill-resume task: abandoned backfills resumed');
       if (r.untouched.length) rt.log.warn({ untouched: r.untouched }, 'backfill-resume task: matched messages left as they are');
     };
-    const outbox = createInbox(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
+    const outbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
     return {
       tasks: { replay, 'backfill-resume': resume, ...dispatchOperatorTasks(rt.db, rt.log), ...requestTasks({ db: rt.db, outbox, config: rt.config, clock: rt.clock, log: rt.log }) },
       close: () => outbox.end(),

@@ -1,5 +1,5 @@
 // backfill: writes the processing time back into CMINMSGS (idempotent; any number of instances).
-import { createInbox } from '../lib/db/mysql.ts';
+import { createAodbPool } from '../lib/db/mysql.ts';
 import { backfillDrain } from '../lib/pipeline/backfill.ts';
 import { runProcess } from '../lib/runtime/process.ts';
 
@@ -10,7 +10,7 @@ await runProcess({
   kick: ['backfill'],
   keepAlive: ['backfill'],
   tasks: async (rt) => {
-    const inbox = createInbox(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
+    const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
     const deps = { db: rt.db, inbox, clock: rt.clock, config: rt.config, log: rt.log };
     return {
       tasks: {

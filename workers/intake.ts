@@ -1,6 +1,6 @@
 // intake: inbox → PENDING PROC_STATE rows; wakes the pump. Single active instance.
 import { intakeLoop } from '../lib/pipeline/intake.ts';
-import { createInbox } from '../lib/db/mysql.ts';
+import { createAodbPool } from '../lib/db/mysql.ts';
 import { LOCKS } from '../lib/db/postgres.ts';
 import { runProcess } from '../lib/runtime/process.ts';
 import { sleep } from '../lib/runtime/leader.ts';
@@ -13,7 +13,7 @@ await runProcess({
   kick: ['intake'],
   keepAlive: ['intake'],
   tasks: async (rt, leader) => {
-    const inbox = createInbox(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
+    const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
     const deps = { db: rt.db, inbox, clock: rt.clock, config: rt.config, log: rt.log };
     const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
     return {

@@ -4,7 +4,7 @@
 import { msgDrain } from '../lib/dispatch/msg.ts';
 import { purgeSentEvents, RETENTION_CRONTAB, RETENTION_TASK } from '../lib/dispatch/retention.ts';
 import { connectKafka, dispatcherTask } from '../lib/dispatch/worker.ts';
-import { DISPATCH_TASK } from '../lib/dispatch/tasks.ts';
+import { DISPATCH_TASK } from '../lib/core/tasks.ts';
 import { runProcess } from '../lib/runtime/process.ts';
 
 const TASK = DISPATCH_TASK.msg;

@@ -3,7 +3,7 @@
 // The head gauges are refreshed by a timer on the pool, apart from the pump's loop.
 import { sql } from 'kysely';
 import { buildMirror, buildRegistry } from '../lib/app/composition.ts';
-import { createInbox } from '../lib/db/mysql.ts';
+import { createAodbPool } from '../lib/db/mysql.ts';
 import { createSessionDb, LOCKS } from '../lib/db/postgres.ts';
 import { createRedis } from '../lib/db/redis.ts';
 import { refreshHeadGauges } from '../lib/pipeline/gauges.ts';
@@ -23,7 +23,7 @@ await runProcess({
   kick: ['pump'],
   keepAlive: ['pump'],
   tasks: async (rt, leader) => {
-    const inbox = createInbox(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
+    const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
     const redis = createRedis(rt.config.REDIS_URL, rt.config['msgx.io.timeout']);
     const session = createSessionDb(leader!.client);
     await sql`select set_config('statement_timeout', ${STATEMENT_TIMEOUT}, false), set_config('lock_timeout', ${LOCK_TIMEOUT}, false)`.execute(session);

@@ -1,8 +1,8 @@
 // retention: lifecycle and purge jobs (lib/lifecycle, lifecycle.md) on msgx.retention.schedule.
 // Any number of instances: graphile-worker runs the job once, and the history purge takes its own
 // try-lock (HISTORY_PURGE_LEADER) plus PIPELINE_LOCK per batch on a dedicated connection.
-import { ConfigError } from '../lib/config.ts';
-import { createInbox } from '../lib/db/mysql.ts';
+import { ConfigError } from '../lib/core/config.ts';
+import { createAodbPool } from '../lib/db/mysql.ts';
 import { connectClient, createSessionDb } from '../lib/db/postgres.ts';
 import { createRedis } from '../lib/db/redis.ts';
 import { retentionCrontab, retentionTasks, RETENTION_TASK } from '../lib/lifecycle/tasks.ts';
@@ -22,7 +22,7 @@ await runProcess({
   kick: [RETENTION_TASK],
   crontab: (config) => retentionCrontab(config),
   tasks: async (rt) => {
-    const inbox = createInbox(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
+    const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
     const redis = createRedis(rt.config.REDIS_URL, rt.config['msgx.io.timeout']);
     const deps = { db: rt.db, inbox, redis, clock: rt.clock, config: rt.config, log: rt.log };
     // The purge's session-level locks live on a connection of its own, opened per run.

@@ -2,7 +2,7 @@
 // {"SCHD":{"RECS":n,"FLTR":[…]}} records under msgx.schd.max-record-bytes (lib/dispatch/schd.ts).
 import { schdDrain } from '../lib/dispatch/schd.ts';
 import { connectKafka, dispatcherTask } from '../lib/dispatch/worker.ts';
-import { DISPATCH_TASK } from '../lib/dispatch/tasks.ts';
+import { DISPATCH_TASK } from '../lib/core/tasks.ts';
 import { runProcess } from '../lib/runtime/process.ts';
 
 const TASK = DISPATCH_TASK.schd;

@@ -13,7 +13,7 @@
 //   every guarded route, a right token included, until the window ends.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Config } from '../config.ts';
+import type { Config } from '../core/config.ts';
 import type { AuditLog } from './audit.ts';
 
 export const MIN_TOKEN_LENGTH = 32;

@@ -5,7 +5,7 @@
 //   - the last hour per minute: backlog, messages terminal per minute by outcome, inbox ->
 //     terminal latency, dispatch pending.
 import { sql } from 'kysely';
-import type { Clock } from '../clock.ts';
+import type { Clock } from '../core/clock.ts';
 import type { Db } from '../db/postgres.ts';
 import { iso } from '../flight/timeline.ts';
 

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
-import type { Clock } from '../clock.ts';
+import type { Clock } from '../core/clock.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Guard } from './auth.ts';
 import { anyObject, bearer, clientErrors, errors } from './schema.ts';

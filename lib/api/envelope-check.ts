@@ -9,7 +9,7 @@
 // sender's fault: 400 with the reason, never a 500.
 import { Worker } from 'node:worker_threads';
 import { decodeEnvelope } from '../sis/envelope.ts';
-import { PipelineError } from '../pipeline/errors.ts';
+import { PipelineError } from '../core/errors.ts';
 
 export const INLINE_BYTES = 32 * 1024;
 export const MAX_ELEMENTS = 1_000_000;

@@ -4,8 +4,8 @@
 // inbox column's (msgx.inbox.max-message-bytes); the envelope is checked off the event loop for
 // big messages (envelope-check.ts).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Clock } from '../clock.ts';
-import type { Config } from '../config.ts';
+import type { Clock } from '../core/clock.ts';
+import type { Config } from '../core/config.ts';
 import { insertInboxRow, withTimeout, type Inbox } from '../db/mysql.ts';
 import { formatLocalDatetime } from '../sis/values.ts';
 import { auditResult } from './audit.ts';

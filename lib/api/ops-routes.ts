@@ -1,7 +1,7 @@
 // Operator actions over HTTP (bearer token): replay, backfill-resume. The same functions back
 // the CLI scripts and the graphile-worker tasks (lib/pipeline/operator.ts).
 import type { FastifyInstance } from 'fastify';
-import type { Clock } from '../clock.ts';
+import type { Clock } from '../core/clock.ts';
 import type { Db } from '../db/postgres.ts';
 import { replayReport, resumeReport } from '../pipeline/operator.ts';
 import { auditResult } from './audit.ts';

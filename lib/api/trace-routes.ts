@@ -7,8 +7,8 @@
 // Registered under the api's rules (workers/api.ts): the guard in onRequest (before any
 // parameter is looked at), full parameter schemas, and response schemas (lib/api/trace-schemas.ts).
 import type { FastifyInstance } from 'fastify';
-import type { Clock } from '../clock.ts';
-import type { Config } from '../config.ts';
+import type { Clock } from '../core/clock.ts';
+import type { Config } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
 import { flightTimeline } from '../flight/timeline.ts';

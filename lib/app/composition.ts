@@ -1,12 +1,12 @@
 // Composition root: which handlers the pump knows, and how Redis is brought in line.
 // Domains plug in here and nowhere else.
-import type { Config } from '../config.ts';
+import type { Config } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Redis } from '../db/redis.ts';
 import type { Crash } from '../runtime/crash.ts';
 import { registerFlightHandlers } from '../flight/handlers.ts';
 import { createFlightMirror } from '../flight/mirror.ts';
-import { HandlerRegistry, type Mirror } from '../pipeline/handlers.ts';
+import { HandlerRegistry, type Mirror } from '../domain/handlers.ts';
 import { FLOP_STYPS } from '../flight/rules.ts';
 import { ERROR_STYPS, registerRefdataHandlers } from '../refdata/handlers.ts';
 

@@ -4,7 +4,8 @@ import mysql from 'mysql2/promise';
 
 export type Inbox = mysql.Pool;
 
-export function createInbox(url: string, opts: { timeoutMs: number; connectionLimit?: number }): Inbox {
+/** A pool on the AODB interface database, which holds both the inbox (CMINMSGS) and the outbox (COUTMSGS). */
+export function createAodbPool(url: string, opts: { timeoutMs: number; connectionLimit?: number }): Inbox {
   const u = new URL(url);
   return mysql.createPool({
     host: u.hostname,
@@ -44,7 +45,6 @@ export interface InboxRowRef {
 }
 
 export const INBOX_TABLE = 'cminmsgs';
-export const OUTBOX_TABLE = 'coutmsgs';
 
 /** Unprocessed rows with id > after (primary-key range scan), ascending, at most `limit`. */
 export async function readUnprocessedAfter(inbox: Inbox, after: number, limit: number, upTo?: number): Promise<InboxRowRef[]> {
@@ -55,15 +55,6 @@ export async function readUnprocessedAfter(inbox: Inbox, after: number, limit: n
     upTo !== undefined ? [after, upTo, limit] : [after, limit],
   );
   return rows.map((r) => ({ id: Number(r.id), received: r.received ?? null }));
-}
-
-/** IDs present in (from, to] regardless of processed state: tells a real gap from a processed row. */
-export async function existingIds(inbox: Inbox, from: number, to: number): Promise<number[]> {
-  const [rows] = await inbox.query<mysql.RowDataPacket[]>(
-    `SELECT CMINMSGS_ID AS id FROM ${INBOX_TABLE} WHERE CMINMSGS_ID > ? AND CMINMSGS_ID <= ? ORDER BY CMINMSGS_ID`,
-    [from, to],
-  );
-  return rows.map((r) => Number(r.id));
 }
 
 /** Rows present in (from, to] with whether they are unprocessed (a gap check that also sees a row committed meanwhile). */
@@ -80,10 +71,11 @@ export async function existingRows(inbox: Inbox, from: number, to: number): Prom
  * boundary by row count, so a walk skips empty ID spans at no cost (O(n) primary-key reads).
  */
 export async function nthIdAfter(inbox: Inbox, from: number, to: number, n: number): Promise<number | null> {
-  const [rows] = await inbox.query<mysql.RowDataPacket[]>(
-    `SELECT CMINMSGS_ID AS id FROM ${INBOX_TABLE} WHERE CMINMSGS_ID > ? AND CMINMSGS_ID <= ? ORDER BY CMINMSGS_ID LIMIT 1 OFFSET ?`,
-    [from, to, Math.max(0, n - 1)],
-  );
+  const [rows] = await inbox.query<mysql.RowDataPacket[]>(`SELECT CMINMSGS_ID AS id FROM ${INBOX_TABLE} WHERE CMINMSGS_ID > ? AND CMINMSGS_ID <= ? ORDER BY CMINMSGS_ID LIMIT 1 OFFSET ?`, [
+    from,
+    to,
+    Math.max(0, n - 1),
+  ]);
   return rows.length ? Number(rows[0].id) : null;
 }
 
@@ -102,25 +94,8 @@ export async function readUnprocessedIn(inbox: Inbox, ranges: readonly { lo: num
 /** Raw bodies of these IDs (missing IDs are absent from the map). */
 export async function readBodies(inbox: Inbox, ids: number[]): Promise<Map<number, string>> {
   if (ids.length === 0) return new Map();
-  const [rows] = await inbox.query<mysql.RowDataPacket[]>(
-    `SELECT CMINMSGS_ID AS id, CMINMSGS_CLOB_MSG AS body FROM ${INBOX_TABLE} WHERE CMINMSGS_ID IN (?)`,
-    [ids],
-  );
+  const [rows] = await inbox.query<mysql.RowDataPacket[]>(`SELECT CMINMSGS_ID AS id, CMINMSGS_CLOB_MSG AS body FROM ${INBOX_TABLE} WHERE CMINMSGS_ID IN (?)`, [ids]);
   return new Map(rows.map((r) => [Number(r.id), String(r.body)]));
-}
-
-/**
- * Read-ahead of raw bodies (the pump): the rows with ID ≥ `from`, ascending, at most `limit`,
- * in one query. A body longer than `maxChars` is left out (null) so the read-ahead stays small;
- * the caller reads it on its own when it is the head. A missing ID is simply absent.
- */
-export async function readBodiesFrom(inbox: Inbox, from: number, limit: number, maxChars: number): Promise<Map<number, string | null>> {
-  const [rows] = await inbox.query<mysql.RowDataPacket[]>(
-    `SELECT CMINMSGS_ID AS id, CASE WHEN CHAR_LENGTH(CMINMSGS_CLOB_MSG) <= ? THEN CMINMSGS_CLOB_MSG END AS body
-       FROM ${INBOX_TABLE} WHERE CMINMSGS_ID >= ? ORDER BY CMINMSGS_ID LIMIT ?`,
-    [maxChars, from, limit],
-  );
-  return new Map(rows.map((r) => [Number(r.id), r.body === null ? null : String(r.body)]));
 }
 
 /**
@@ -142,22 +117,11 @@ export async function markProcessed(inbox: Inbox, marks: { id: number; at: strin
   return { written: res.affectedRows, existing: new Set(rows.map((r) => Number(r.id))) };
 }
 
-export async function insertInboxRow(
-  inbox: Inbox,
-  row: { body: string; received: string; type?: string; styp?: string; sndr?: string; seqn?: number | null; status?: string },
-): Promise<number> {
+export async function insertInboxRow(inbox: Inbox, row: { body: string; received: string; type?: string; styp?: string; sndr?: string; seqn?: number | null; status?: string }): Promise<number> {
   const [res] = await inbox.query<mysql.ResultSetHeader>(
     `INSERT INTO ${INBOX_TABLE} (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_SUBSYSTEM_NAME, CMINMSGS_SUBSYSTEM_SEQUENCE,
        CMINMSGS_SUBSYSTEM_TYPE, CMINMSGS_SUBSYSTEM_SUBTYPE, CMINMSGS_STATUS) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-    [
-      row.body,
-      row.received,
-      row.sndr?.slice(0, 4) ?? null,
-      row.seqn ?? null,
-      row.type?.slice(0, 4) ?? null,
-      row.styp?.slice(0, 4) ?? null,
-      row.status ?? 'VALID',
-    ],
+    [row.body, row.received, row.sndr?.slice(0, 4) ?? null, row.seqn ?? null, row.type?.slice(0, 4) ?? null, row.styp?.slice(0, 4) ?? null, row.status ?? 'VALID'],
   );
   return Number(res.insertId);
 }

@@ -11,7 +11,7 @@ import type { Logger } from '../runtime/log.ts';
 import type { Target } from './metrics.ts';
 import { replayDead, skipDead, type DeadSelector } from './outbox.ts';
 
-import { DISPATCH_TASK } from './tasks.ts';
+import { DISPATCH_TASK } from '../core/tasks.ts';
 
 export { DISPATCH_TASK };
 

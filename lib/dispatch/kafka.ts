@@ -5,7 +5,7 @@
 // of a hung request can never be mistaken for the next send's.
 import kafkajs from 'kafkajs';
 import type { Admin, LogEntry, Message, PartitionerArgs, Producer, RecordMetadata } from 'kafkajs';
-import type { Config } from '../config.ts';
+import type { Config } from '../core/config.ts';
 import type { Logger } from '../runtime/log.ts';
 import { offsetsOf } from './plan.ts';
 

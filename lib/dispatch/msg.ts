@@ -6,8 +6,8 @@
 // (backoff; DEAD after max attempts); with the cluster unreachable it counts none (backoff
 // only). Nothing of a failed send is marked SENT. The round runs under a transaction-scoped advisory lock, so two instances
 // never send the same FLID concurrently.
-import type { Clock } from '../clock.ts';
-import type { Config } from '../config.ts';
+import type { Clock } from '../core/clock.ts';
+import type { Config } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Logger } from '../runtime/log.ts';
 import type { KafkaEdge } from './kafka.ts';

@@ -14,7 +14,8 @@ import { LOCKS } from '../db/postgres.ts';
 import { sql } from 'kysely';
 import type { Executor } from '../flight/store.ts';
 import type { Target } from './metrics.ts';
-import { msgValue, type AfterFailure } from './plan.ts';
+import { msgValue } from '../contract/kafka.ts';
+import type { AfterFailure } from './plan.ts';
 
 /** Transaction-scoped advisory locks: one active round per target across all instances. */
 export const DISPATCH_LOCKS: Record<Target, number> = { msg: LOCKS.MSG_DISPATCH_ROUND, schd: LOCKS.SCHD_DISPATCH_ROUND };
@@ -29,7 +30,7 @@ export interface MsgRow {
   flid: string;
   stateVersion: number;
   attempts: number;
-  /** The payload as stored (EVENT_ID inside), serialised once as the record value (plan.ts msgValue). */
+  /** The payload as stored (EVENT_ID inside), serialised once as the record value (lib/contract/kafka.ts msgValue). */
   value: string;
 }
 

@@ -6,6 +6,8 @@
 // The hold rule runs in SQL at runtime (lib/dispatch/msg.ts: it must not load held events to
 // find the free ones); `releasable` below is its executable definition, and the integration
 // tests compare the SQL against it.
+// The values themselves (msg payloads, schd records) are built in lib/contract/kafka.ts.
+import { schdRecord } from '../contract/kafka.ts';
 
 export type EventState = 'PENDING' | 'SENT' | 'DEAD' | 'SKIPPED';
 
@@ -107,24 +109,6 @@ export function chunkBySize(sizes: readonly number[], max: number): number[][] {
   });
   if (cur.length > 0) out.push(cur);
   return out;
-}
-
-/** Keys of a msg value in the order they are written (docs/asyncapi.yaml); any other key follows, sorted. */
-export const MSG_KEY_ORDER = ['EVENT_ID', 'FLID', 'STATE_VERSION', 'UPDATED_AT', 'OP', 'DELETED', 'PURGED', 'MSG_ID', 'TYPE', 'STYP', 'CHANGED'] as const;
-
-/**
- * The msg record value: the stored payload as compact JSON (JSON.stringify, the schd values'
- * style) with a fixed key order, whatever order Postgres' jsonb keeps the keys in.
- */
-export function msgValue(payload: Record<string, unknown>): string {
-  const known = new Set<string>(MSG_KEY_ORDER);
-  const keys = [...MSG_KEY_ORDER.filter((k) => k in payload), ...Object.keys(payload).filter((k) => !known.has(k)).sort()];
-  return JSON.stringify(Object.fromEntries(keys.map((k) => [k, payload[k]])));
-}
-
-/** The schd record value (C-9): `{"SCHD":{"RECS":n,"FLTR":[…]}}` from already serialised states. */
-export function schdRecord(states: readonly string[]): string {
-  return `{"SCHD":{"RECS":${states.length},"FLTR":[${states.join(',')}]}}`;
 }
 
 export interface SchdSplit {

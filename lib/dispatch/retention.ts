@@ -3,7 +3,7 @@
 // until an operator acts; SKIPPED rows stay as the record of that action; PENDING never goes.
 // Runs as a graphile-worker crontab task of the msg-dispatch process (the retention process
 // can take it over later: the function is all there is).
-import type { Clock } from '../clock.ts';
+import type { Clock } from '../core/clock.ts';
 import type { Executor } from '../flight/store.ts';
 import { metrics } from '../runtime/metrics.ts';
 import { deleteSentBefore } from './outbox.ts';

@@ -3,21 +3,11 @@
 // (FLOP, ADFT) or cleared by the merge (snapshot, C-6). Errors: MALFORMED for structure,
 // PROTOCOL for a value that violates its format or domain (the detail names tag and value).
 // Pure: the time zone is passed in.
-import { malformed, protocol } from '../pipeline/errors.ts';
+import { malformed, protocol } from '../core/errors.ts';
 import { payload, type Envelope } from '../sis/envelope.ts';
 import { parseHhmm, parseSisTime } from '../sis/values.ts';
 import { child, childrenOf, serialize, type XmlNode } from '../sis/xml.ts';
-import {
-  COLLECTION_BY_TAG,
-  FLOP_STYPS,
-  keysOf,
-  MAX_RECS,
-  SCALAR_BY_KEY,
-  TAG_RULES,
-  type CollectionSpec,
-  type TagRule,
-  type ValueKind,
-} from './rules.ts';
+import { COLLECTION_BY_TAG, FLOP_STYPS, keysOf, MAX_RECS, SCALAR_BY_KEY, TAG_RULES, type CollectionSpec, type TagRule, type ValueKind } from './rules.ts';
 import { isoLocal, type Row, type Value } from './state.ts';
 
 /** state key → new value, or null = clear. */

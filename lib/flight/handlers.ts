@@ -2,8 +2,8 @@
 // as a batch of its own), SCHD ADFT (set-only upsert), FLOP (merge; FDEL = delete path). Each
 // message is decoded to a command here (pure); a batch of them is applied by the planner
 // (plan.ts) through the session (session.ts) inside the pump's business transaction.
-import type { Config } from '../config.ts';
-import type { BatchDomain, HandlerRegistry } from '../pipeline/handlers.ts';
+import type { Config } from '../core/config.ts';
+import type { BatchDomain, HandlerRegistry } from '../domain/handlers.ts';
 import type { Envelope } from '../sis/envelope.ts';
 import { decodeFlop, decodeSchedule } from './decode.ts';
 import { validateSnapshot } from './ledger.ts';

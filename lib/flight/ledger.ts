@@ -3,7 +3,7 @@
 // snapshot) and SCHD_SNAP_LOG. The decisions (deletion set per INV-7, version, replay = no-op)
 // are the planner's (plan.ts); validation happens before any write (INV-4, validateSnapshot).
 import { sql } from 'kysely';
-import { protocol } from '../pipeline/errors.ts';
+import { protocol } from '../core/errors.ts';
 import type { ScheduleMessage } from './decode.ts';
 import { snapshotOperationDay, type MergeContext } from './merge.ts';
 import type { DayData, LedgerWrite, SnapLogRow } from './plan.ts';

@@ -1,7 +1,7 @@
 // Pure merge functions (flight-domain.md): state × patch → next state + the keys that changed.
 // No I/O; time, message id and zone are passed in. A result with `changed` empty is "nothing
 // changed": same version, no event (G-FLOP-IDEMPOTENT).
-import { protocol } from '../pipeline/errors.ts';
+import { protocol } from '../core/errors.ts';
 import { operationDayOf } from '../sis/values.ts';
 import type { Patch, ScheduleMessage } from './decode.ts';
 import { diffKeys, emptyData, isoLocal, sameValue, type FlightData, type FlightState, type MaflEntry } from './state.ts';

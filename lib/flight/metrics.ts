@@ -1,10 +1,9 @@
 // Flight-domain metrics, created outside any registry: the pump (which decodes) exports them
 // (lib/runtime/metrics.ts exportProcessMetrics). The unknown-tags counter is shared with the
-// reference-data decoder (lib/requests/metrics.ts re-exports it).
+// reference-data handlers (their counts go through lib/runtime/metrics.ts countAfterCommit).
 import { boundedLabel, decodeUnknownTagsCounter, metrics } from '../runtime/metrics.ts';
 import type { DecodeNotes } from './decode.ts';
 import { COLLECTIONS, FLOP_STYPS, SCHD_ADFT, SCHD_SNAPSHOT_STYPS, TAG_RULES } from './rules.ts';
-
 
 export const decodeUnknownTags = decodeUnknownTagsCounter();
 

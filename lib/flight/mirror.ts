@@ -6,7 +6,7 @@
 // read in one statement. One pipeline per 1,000 flights; any command error throws (the pump
 // holds the head).
 import type { Redis } from 'ioredis';
-import type { Mirror } from '../pipeline/handlers.ts';
+import type { Mirror } from '../domain/handlers.ts';
 import type { Crash } from '../runtime/crash.ts';
 import { readFlights } from './read.ts';
 import { toJson, type FlightState } from './state.ts';

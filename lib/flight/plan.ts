@@ -6,11 +6,12 @@
 //
 // Covers FLOP (merge), FDEL (delete path, master → shared cascade, MAFL), ADFT (set-only
 // upsert), snapshots (diff against the day's roster, INV-7 deletions, ledger version), version
-// floors of purged FLIDs and the event payloads. Every rule it uses is in merge.ts (pure) and
+// floors of purged FLIDs and the events (payloads built by lib/contract/kafka.ts). Every rule it uses is in merge.ts (pure) and
 // rules.ts (data). No I/O: whatever it needs and was not loaded, it asks for by throwing
 // NeedData — the caller (lib/flight/session.ts) loads it and calls apply again for the same
 // message; a message's changes reach the batch only when its apply returns (no partial effect).
-import { protocol } from '../pipeline/errors.ts';
+import { msgDeleted, msgUpsert } from '../contract/kafka.ts';
+import { protocol } from '../core/errors.ts';
 import type { DecodeNotes, Patch, ScheduleRecord } from './decode.ts';
 import { applyAdft, applyFlop, applyMafl, applySnapshotRecord, compareFlid, deleteFlight, deriveMafl, touchesMaster, type MergeContext, type MergeResult } from './merge.ts';
 import { DATA_KEYS, type FlightState } from './state.ts';
@@ -47,7 +48,7 @@ export class Loaded {
   readonly states = new Map<string, FlightState>();
   /** Looked up and not found. */
   readonly absent = new Set<string>();
-  /** Version floor of absent FLIDs that were purged before (lib/lifecycle/floor.ts). */
+  /** Version floor of absent FLIDs that were purged before (lib/flight/floor.ts). */
   readonly floors = new Map<string, number>();
   /** master FLID → its ACTIVE shared flights (every master key looked up has an entry). */
   readonly sharedByMaster = new Map<string, SharedRow[]>();
@@ -415,13 +416,13 @@ export class FlightPlan {
       // events: one msg event per changed flight; schd: the latest complete state (live) or none (deleted)
       const changed = [...keys];
       if (s.STATE === 'DELETED') {
-        this.events.push({ target: 'msg', flid, stateVersion: s.STATE_VERSION, payload: { FLID: flid, DELETED: true, STATE_VERSION: s.STATE_VERSION, UPDATED_AT: s.UPDATED_AT, MSG_ID: m.msgId } });
+        this.events.push({ target: 'msg', flid, stateVersion: s.STATE_VERSION, payload: msgDeleted({ flid, stateVersion: s.STATE_VERSION, updatedAt: s.UPDATED_AT, msgId: m.msgId }) });
       } else {
         this.events.push({
           target: 'msg',
           flid,
           stateVersion: s.STATE_VERSION,
-          payload: { FLID: flid, STATE_VERSION: s.STATE_VERSION, UPDATED_AT: s.UPDATED_AT, OP: 'UPSERT', MSG_ID: m.msgId, TYPE: m.type, STYP: m.styp, CHANGED: changed },
+          payload: msgUpsert({ flid, stateVersion: s.STATE_VERSION, updatedAt: s.UPDATED_AT, msgId: m.msgId, type: m.type, styp: m.styp, changed }),
         });
         schd.push({ target: 'schd', flid, stateVersion: s.STATE_VERSION });
       }

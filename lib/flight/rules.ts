@@ -48,9 +48,7 @@ export const SCALAR_KEYS: readonly ScalarKey[] = [
   scalar('CSFT'),
   scalar('MAID', 'flid'),
   // times (SIS and A-CDM)
-  ...['ESTT', 'ACTT', 'BOTM', 'LACL', 'FINT', 'APPT', 'EGSR', 'EGST', 'PADT', 'NAAT', 'NEAT', 'PEDT', 'COBT', 'CTOT', 'EOBT', 'TOBT', 'IEST', 'CNCL'].map(
-    (k) => scalar(k, 'time'),
-  ),
+  ...['ESTT', 'ACTT', 'BOTM', 'LACL', 'FINT', 'APPT', 'EGSR', 'EGST', 'PADT', 'NAAT', 'NEAT', 'PEDT', 'COBT', 'CTOT', 'EOBT', 'TOBT', 'IEST', 'CNCL'].map((k) => scalar(k, 'time')),
   scalar('FTSS'),
   scalar('RUNW'),
   // resources & status
@@ -196,7 +194,7 @@ const TAG_RULE_LIST: TagRule[] = [
   ...COLLECTIONS.map((c): TagRule => ({ rule: 'collection', tag: c.tag })),
 ];
 
-/** Tag rules keyed by (family, parent, tag): FLOP bodies and FLTR records share the SIS flight tags. */
+/** Tag rules keyed by tag: FLOP bodies and FLTR records share the SIS flight tags. */
 export const TAG_RULES: ReadonlyMap<string, TagRule> = new Map(TAG_RULE_LIST.map((r) => [r.tag, r]));
 
 /** The state keys a tag rule writes (what "clear" empties). */

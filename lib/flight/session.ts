@@ -5,11 +5,11 @@
 // ledger for a snapshot. Also the snapshot request guard (G-RESP-GUARD), which is the requests
 // domain's and reads/writes REQ_TRACK.
 import type { Logger } from 'pino';
-import type { Config } from '../config.ts';
-import { DISPATCH_TASK } from '../dispatch/tasks.ts';
-import type { DomainBatch, DomainMessage, HandlerOutcome } from '../pipeline/handlers.ts';
+import type { Config } from '../core/config.ts';
+import { DISPATCH_TASK } from '../core/tasks.ts';
+import type { DomainBatch, DomainMessage, HandlerOutcome } from '../domain/handlers.ts';
 import { scheduleResponseGuard } from '../requests/schedule-guard.ts';
-import { loadVersionFloors } from '../lifecycle/floor.ts';
+import { loadVersionFloors } from './floor.ts';
 import { loadDays, writeLedgers } from './ledger.ts';
 import { routePointsDropped, unknownTagCounts } from './metrics.ts';
 import { FlightPlan, Loaded, NeedData, type FlightCommand } from './plan.ts';

@@ -17,19 +17,20 @@ import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Redis } from 'ioredis';
 import type mysql from 'mysql2/promise';
-import type { Clock } from '../clock.ts';
-import type { Config } from '../config.ts';
+import type { Clock } from '../core/clock.ts';
+import type { Config } from '../core/config.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
 import { INBOX_TABLE, readBodies, withTimeout, type Inbox } from '../db/mysql.ts';
 import { flightKey } from '../flight/mirror.ts';
 import { isoLocal, toJson } from '../flight/state.ts';
 import { insertMsgEvents, loadStates, removePendingSchdRows, type MsgEvent } from '../flight/store.ts';
 import { wake } from '../pipeline/transitions.ts';
-import { DISPATCH_TASK } from '../dispatch/tasks.ts';
+import { DISPATCH_TASK } from '../core/tasks.ts';
+import { msgTombstone } from '../contract/kafka.ts';
 import { deleteClosedBefore } from '../requests/track.ts';
 import { metrics } from '../runtime/metrics.ts';
 import { operationDayOf } from '../sis/values.ts';
-import { raiseVersionFloors } from './floor.ts';
+import { raiseVersionFloors } from '../flight/floor.ts';
 
 export interface RetentionDeps {
   /** Pooled Postgres. */
@@ -247,7 +248,7 @@ export async function purgeFlights(d: RetentionDeps, session: PurgeSession, o: P
   try {
     await refreshFlightsWithoutOperationDay(d);
     const owed = await sql<{ n: number }>`select count(*)::int as n from flight_purge_redis`.execute(d.db);
-    if (owed.rows[0].n > 0) await underPipelineLock(d, session, o, () => retryRedisDeletes(d));
+    if (owed.rows[0].n > 0) await underPipelineLock(session, o, () => retryRedisDeletes(d));
     let after = '';
     const bodies = new Map<number, string[]>();
     await flightsOfOpenMessages(d, bodies); // read the backlog's bodies before taking the pipeline lock
@@ -262,7 +263,7 @@ export async function purgeFlights(d: RetentionDeps, session: PurgeSession, o: P
       if (c.rows.length === 0) return [0, 0];
       after = c.rows[c.rows.length - 1].flid;
       await o.beforeLock?.(c.rows);
-      const purged = await underPipelineLock(d, session, o, async () => purgeBatch(d, session, c.rows, rule, await flightsOfOpenMessages(d, bodies)));
+      const purged = await underPipelineLock(session, o, async () => purgeBatch(d, session, c.rows, rule, await flightsOfOpenMessages(d, bodies)));
       return [purged, c.rows.length];
     });
     if (n) d.log.info({ purged: n }, 'retention: flights archived to FLIGHT_HISTORY and deleted (US-14)');
@@ -273,7 +274,7 @@ export async function purgeFlights(d: RetentionDeps, session: PurgeSession, o: P
 }
 
 /** Run `fn` holding PIPELINE_LOCK on the session (waits at most lockWaitMs for the pump). */
-async function underPipelineLock<T>(d: RetentionDeps, session: PurgeSession, o: PurgeOptions, fn: () => Promise<T>): Promise<T> {
+async function underPipelineLock<T>(session: PurgeSession, o: PurgeOptions, fn: () => Promise<T>): Promise<T> {
   const wait = o.lockWaitMs ?? 60_000;
   await sql`select set_config('lock_timeout', ${`${wait}ms`}, false)`.execute(session.db);
   try {
@@ -306,13 +307,7 @@ interface LockedFlight {
  * MAFL or MAID is left pointing at a purged flight. Returns the number of flights purged; 0 when
  * in doubt (the transaction is rolled back).
  */
-async function purgeBatch(
-  d: RetentionDeps,
-  session: PurgeSession,
-  candidates: { flid: string; state_version: number }[],
-  rule: HistoryRule,
-  addressed: Set<string>,
-): Promise<number> {
+async function purgeBatch(d: RetentionDeps, session: PurgeSession, candidates: { flid: string; state_version: number }[], rule: HistoryRule, addressed: Set<string>): Promise<number> {
   const tz = d.config['msgx.airport.timezone'];
   const now = rule.now;
   const read = new Map(candidates.map((c) => [c.flid, Number(c.state_version)]));
@@ -329,8 +324,7 @@ async function purgeBatch(
         where f.flid = any(${flids}::text[]) or f.flid in (select root from c) or f.maid in (select root from c)
         order by f.flid
         for update of f`.execute(tx);
-      const ok = (f: LockedFlight) =>
-        historyReason(f, rule) !== null && !f.in_process && !addressed.has(f.flid) && (!read.has(f.flid) || read.get(f.flid) === Number(f.state_version));
+      const ok = (f: LockedFlight) => historyReason(f, rule) !== null && !f.in_process && !addressed.has(f.flid) && (!read.has(f.flid) || read.get(f.flid) === Number(f.state_version));
       const families = new Map<string, LockedFlight[]>();
       for (const f of rows.rows) {
         const root = f.maid ?? f.flid;
@@ -345,7 +339,11 @@ async function purgeBatch(
       if (skipped.length) d.log.debug({ flids: skipped }, 'retention: flights changed, in process or linked to a live flight; kept this round');
       if (take.length === 0) return;
 
-      const states = await loadStates(tx, take.map((f) => f.flid), tz);
+      const states = await loadStates(
+        tx,
+        take.map((f) => f.flid),
+        tz,
+      );
       for (const f of take) {
         const s = states.get(f.flid);
         if (!s || s.STATE_VERSION !== Number(f.state_version)) throw new Doubt(`complete state of ${f.flid} not readable at version ${f.state_version}`);
@@ -363,10 +361,13 @@ async function purgeBatch(
       const active = take.filter((f) => f.state === 'ACTIVE');
       const tombstones: MsgEvent[] = active.map((f) => {
         const v = Number(f.state_version) + 1;
-        return { flid: f.flid, stateVersion: v, payload: { FLID: f.flid, DELETED: true, STATE_VERSION: v, UPDATED_AT: isoLocal(now, tz), PURGED: true } };
+        return { flid: f.flid, stateVersion: v, payload: msgTombstone({ flid: f.flid, stateVersion: v, updatedAt: isoLocal(now, tz) }) };
       });
       await insertMsgEvents(tx, tombstones, now);
-      await removePendingSchdRows(tx, active.map((f) => f.flid));
+      await removePendingSchdRows(
+        tx,
+        active.map((f) => f.flid),
+      );
       if (tombstones.length) await wake(tx, DISPATCH_TASK.msg);
 
       // 3. version floor: a reappearing FLID continues above what consumers saw
@@ -425,7 +426,10 @@ async function retryRedisDeletes(d: RetentionDeps): Promise<void> {
     from flight_purge_redis p order by p.flid limit 10000`.execute(d.db);
   const live = r.rows.filter((x) => x.live).map((x) => x.flid);
   if (live.length) await sql`delete from flight_purge_redis where flid = any(${live}::text[])`.execute(d.db);
-  await deleteRedisKeys(d, r.rows.filter((x) => !x.live).map((x) => x.flid));
+  await deleteRedisKeys(
+    d,
+    r.rows.filter((x) => !x.live).map((x) => x.flid),
+  );
 }
 
 /** msgx_flights_without_operation_day: ACTIVE flights with no day, untouched for longer than purge-after. */
@@ -451,7 +455,7 @@ export async function refreshFlightsWithoutOperationDay(d: RetentionDeps): Promi
 export async function purgeLedger(d: RetentionDeps, session: PurgeSession, o: PurgeOptions = {}): Promise<number> {
   const n = await batches(o, 100, async (batch) => {
     const rule = historyRule(d);
-    return underPipelineLock(d, session, o, () =>
+    return underPipelineLock(session, o, () =>
       session.db.transaction().execute(async (tx) => {
         const days = await sql<{ day: string }>`
           select g.operation_day::text as day from schd_gen g

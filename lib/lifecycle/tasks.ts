@@ -2,19 +2,8 @@
 // job in order; each job has its own time budget, and a run cut short by a budget schedules the
 // next run at once (job_key: a burst coalesces). msgx.retention.schedule is the crontab.
 import { parseCrontab, type Task, type TaskList } from 'graphile-worker';
-import { ConfigError, type Config } from '../config.ts';
-import {
-  Budget,
-  purgeFlights,
-  purgeHistory,
-  purgeInbox,
-  purgeLedger,
-  purgeProcState,
-  purgeRequests,
-  purgeSnapLog,
-  type PurgeSession,
-  type RetentionDeps,
-} from './jobs.ts';
+import { ConfigError, type Config } from '../core/config.ts';
+import { Budget, purgeFlights, purgeHistory, purgeInbox, purgeLedger, purgeProcState, purgeRequests, purgeSnapLog, type PurgeSession, type RetentionDeps } from './jobs.ts';
 import { purgeAttempts, purgeFlightChanges } from './trace-records.ts';
 
 export const RETENTION_TASK = 'retention';

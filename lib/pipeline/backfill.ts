@@ -3,8 +3,8 @@
 // that replay takes too) is held from reading candidates until their BACKFILL_AT is written.
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.ts';
-import type { Config } from '../config.ts';
+import type { Clock } from '../core/clock.ts';
+import type { Config } from '../core/config.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
 import { markProcessed, withTimeout, type Inbox } from '../db/mysql.ts';
 import { formatLocalDatetime } from '../sis/values.ts';
@@ -68,7 +68,11 @@ export async function backfillRound(d: BackfillDeps): Promise<BackfillRound> {
       return;
     }
     const missing = ids.filter((id) => !res.existing.has(id));
-    await recordBackfill(tx, ids.filter((id) => res.existing.has(id)), now);
+    await recordBackfill(
+      tx,
+      ids.filter((id) => res.existing.has(id)),
+      now,
+    );
     await abandonBackfill(tx, missing, 'MISSING_ROW', now);
     out.written = res.written;
     out.alreadyMarked = res.existing.size - res.written;
@@ -98,10 +102,7 @@ export async function refreshBackfillGauges(d: BackfillDeps): Promise<void> {
   if (d.config['msgx.inbox.read-only']) return;
   const r = await d.db
     .selectFrom('proc_state')
-    .select((eb) => [
-      eb.fn.countAll<number>().as('pending'),
-      eb.fn.count<number>('msg_id').filterWhere('backfill_attempts', '>=', d.config['msgx.pipeline.backfill-max-attempts']).as('over'),
-    ])
+    .select((eb) => [eb.fn.countAll<number>().as('pending'), eb.fn.count<number>('msg_id').filterWhere('backfill_attempts', '>=', d.config['msgx.pipeline.backfill-max-attempts']).as('over')])
     .where('state', 'in', ['SUCCEEDED', 'SKIPPED', 'DEAD'])
     .where('backfill_at', 'is', null)
     .where('backfill_abandoned_at', 'is', null)

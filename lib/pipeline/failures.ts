@@ -1,11 +1,9 @@
 // The one failure component: given a failure of the head message, decide its next state.
 // Implements the error-class table of reference.md; the pump only executes the decision.
-import type { Config } from '../config.ts';
-import type { Failure } from './errors.ts';
+import type { Config } from '../core/config.ts';
+import type { Failure } from '../core/errors.ts';
 
-export type Decision =
-  | { next: 'DEAD'; reason: string; countAttempt: boolean }
-  | { next: 'FAILED'; reason: string; countAttempt: boolean; retryInMs: number };
+export type Decision = { next: 'DEAD'; reason: string; countAttempt: boolean } | { next: 'FAILED'; reason: string; countAttempt: boolean; retryInMs: number };
 
 export interface FailureHistory {
   /** Counted attempts so far (INFRA excluded). */

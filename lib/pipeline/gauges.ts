@@ -3,8 +3,8 @@
 // or holding an INFRA-failed head. One statement. When Postgres does not answer, the gauges are
 // not left at their last value: msgx_pipeline_gauges_stale is set to 1 (the alert rules read it).
 import { sql } from 'kysely';
-import type { Clock } from '../clock.ts';
-import type { Config } from '../config.ts';
+import type { Clock } from '../core/clock.ts';
+import type { Config } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
 import { metrics } from '../runtime/metrics.ts';
 

@@ -15,8 +15,8 @@
 //    inbox, not by its size or the watermark's magnitude.
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.ts';
-import type { Config } from '../config.ts';
+import type { Clock } from '../core/clock.ts';
+import type { Config } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
 import { existingRows, nthIdAfter, readUnprocessedAfter, readUnprocessedIn, withTimeout, type Inbox, type InboxRowRef } from '../db/mysql.ts';
 import { metrics, noteInboxRead } from '../runtime/metrics.ts';
@@ -70,9 +70,7 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
   noteInboxRead();
   const settled = await settleGaps(d, cur.watermark, fresh, cur.gaps ?? [], now);
   const horizon = now.getTime() - d.config['msgx.pipeline.inbox-retention'];
-  let passedGaps: PassedGap[] = [...(cur.passed_gaps ?? []), ...settled.passed.map((g) => ({ lo: g.lo, hi: g.hi, at: now.toISOString() }))].filter(
-    (g) => Date.parse(g.at) >= horizon,
-  );
+  let passedGaps: PassedGap[] = [...(cur.passed_gaps ?? []), ...settled.passed.map((g) => ({ lo: g.lo, hi: g.hi, at: now.toISOString() }))].filter((g) => Date.parse(g.at) >= horizon);
   if (passedGaps.length > MAX_PASSED_GAPS) {
     const forgotten = passedGaps.slice(0, passedGaps.length - MAX_PASSED_GAPS);
     passedGaps = passedGaps.slice(-MAX_PASSED_GAPS);

@@ -3,7 +3,7 @@
 // Each action reports what its selection matched but left untouched, and why, so that an
 // operator is never answered "0" without a reason.
 import { sql } from 'kysely';
-import type { Clock } from '../clock.ts';
+import type { Clock } from '../core/clock.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
 import { reasonLabel } from '../runtime/metrics.ts';
 import { replay, resumeBackfill, wake } from './transitions.ts';
@@ -59,9 +59,7 @@ export async function replayReport(db: Db, clock: Clock, req: ReplayRequest): Pr
     const done = await replay(tx, { ids, state: req.state, reasonPrefix: req.reason, force: req.force }, clock.now());
     if (done.length) await wake(tx, 'pump');
     const doneSet = new Set(done);
-    const refused = matched
-      .filter((m) => !doneSet.has(m.msg_id))
-      .map((m) => ({ id: m.msg_id, why: replayRefusal(m.state, m.reason, !!req.force) ?? `${m.state} changed meanwhile` }));
+    const refused = matched.filter((m) => !doneSet.has(m.msg_id)).map((m) => ({ id: m.msg_id, why: replayRefusal(m.state, m.reason, !!req.force) ?? `${m.state} changed meanwhile` }));
     const found = new Set(matched.map((m) => m.msg_id));
     const missing = ids ? ids.filter((id) => !found.has(id) && !doneSet.has(id)) : [];
     return { done, untouched: describe(!!ids, missing, refused, matched.length, 'replayed'), byIds: !!ids };

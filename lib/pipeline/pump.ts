@@ -28,16 +28,16 @@
 // inbox (backfill does), never reorders, never moves a message to DEAD for its age.
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.ts';
-import type { Config } from '../config.ts';
+import type { Clock } from '../core/clock.ts';
+import type { Config } from '../core/config.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
 import { readBodies, withTimeout, type Inbox } from '../db/mysql.ts';
 import type { Crash } from '../runtime/crash.ts';
 import { countAfterCommit, metrics, type AfterCommitCounts } from '../runtime/metrics.ts';
 import { decodeEnvelope, identityKey, kindOf, payload, type Envelope } from '../sis/envelope.ts';
-import { classify, describe, PipelineError, type Failure } from './errors.ts';
+import { classify, describe, PipelineError, type Failure } from '../core/errors.ts';
 import { decide, isExhausted } from './failures.ts';
-import type { BatchDomain, DomainBatch, Handler, HandlerOutcome, HandlerRegistry, Mirror } from './handlers.ts';
+import type { BatchDomain, DomainBatch, Handler, HandlerOutcome, HandlerRegistry, Mirror } from '../domain/handlers.ts';
 import * as T from './transitions.ts';
 
 export interface PumpDeps {

@@ -1,5 +1,5 @@
 // Pure decoding of reference-data messages: <RECS>n</RECS> followed by n record elements
-// named after TYPE (direct children of <MSG> only). Driven by the key table (keys.ts).
+// named after TYPE (direct children of <MSG> only). Driven by the key table (lib/sis/refdata-keys.ts).
 //
 // Stored record encoding (JSON), the same for every category:
 //   - a plain element               → its trimmed text, or null when empty ("not available")
@@ -7,10 +7,10 @@
 //   - an element with children      → { CHILD: …, … } (same rules, recursively; "@ATTR" too)
 //   - a repeated child (key table)  → always an array of the above, [] when absent
 //   - any other child occurring more than once → an array as well (never lose data)
-import { protocol } from '../pipeline/errors.ts';
+import { protocol } from '../core/errors.ts';
 import type { Envelope } from '../sis/envelope.ts';
 import { child, type XmlNode } from '../sis/xml.ts';
-import { REF_STYPS, type RefCategory, type RefOperation, type RefStyp } from './keys.ts';
+import { REF_STYPS, type RefCategory, type RefOperation, type RefStyp } from '../sis/refdata-keys.ts';
 
 export type Json = string | null | Json[] | { [k: string]: Json };
 export type RecordFields = Record<string, Json>;
@@ -88,8 +88,7 @@ export function decodeRefMessage(env: Pick<Envelope, 'type' | 'styp' | 'root'>, 
   const byKey = new Map<string, RefRecord>();
   nodes.forEach((node, i) => {
     const keyNode = child(node, cat.key);
-    if (!keyNode || keyNode.text === '')
-      throw protocol(`${cat.rtype}/${styp} record ${i + 1}: key ${cat.key}="${keyNode?.text ?? ''}" missing or empty`);
+    if (!keyNode || keyNode.text === '') throw protocol(`${cat.rtype}/${styp} record ${i + 1}: key ${cat.key}="${keyNode?.text ?? ''}" missing or empty`);
     for (const c of node.children) if (!known.has(c.tag)) unknown.add(c.tag);
     byKey.delete(keyNode.text); // last occurrence wins, in its position
     byKey.set(keyNode.text, { rkey: keyNode.text, fields: childrenValues(node, repeated) });

@@ -1,13 +1,13 @@
 // Pipeline handlers for reference data (23 TYPEs × DNLD/RESP/ADD/UPD/DEL), RSTA, SCHS and EROR.
 // Each runs inside the pump's business transaction; no outbox events, no flight changes.
-import type { HandlerContext, HandlerOutcome, HandlerRegistry } from '../pipeline/handlers.ts';
+import type { HandlerContext, HandlerOutcome, HandlerRegistry } from '../domain/handlers.ts';
 import { serialize } from '../sis/xml.ts';
 import { payload } from '../sis/envelope.ts';
 import { boundedLabel } from '../runtime/metrics.ts';
 import { requestsFailed } from '../requests/metrics.ts';
 import { completeRqrd, failByEror } from '../requests/responses.ts';
 import { decodeRefMessage } from './decode.ts';
-import { REF_CATEGORIES, REF_STYPS, REQUESTABLE_TYPES, RSTA_FIELDS, type RefCategory } from './keys.ts';
+import { REF_CATEGORIES, REF_STYPS, REQUESTABLE_TYPES, RSTA_FIELDS, type RefCategory } from '../sis/refdata-keys.ts';
 import { decodeRsta, deleteStatuses, upsertStatuses } from './rsta.ts';
 import { decodeSchs } from './schs.ts';
 import { deleteKeys, replaceCategory, replaceSeason, upsertRecords } from './store.ts';
@@ -33,7 +33,12 @@ export function refdataHandler(cat: RefCategory) {
     if (m.unknownTags.length) ctx.log.info({ unknownTags: m.unknownTags.slice(0, 20) }, 'tags the reference key table does not know (stored)');
     if (m.op === 'replace') await replaceCategory(ctx.tx, m.rtype, m.records, ctx.msgId, ctx.now);
     else if (m.op === 'upsert') await upsertRecords(ctx.tx, m.rtype, m.records, ctx.msgId, ctx.now);
-    else await deleteKeys(ctx.tx, m.rtype, m.records.map((r) => r.rkey));
+    else
+      await deleteKeys(
+        ctx.tx,
+        m.rtype,
+        m.records.map((r) => r.rkey),
+      );
     await answerRqrd(ctx, m.rtype);
     // counted by the caller after the commit (once per message); labels bounded
     const unknownTags = m.unknownTags.map((tag) => ({ type: m.rtype, styp: m.styp, tag: boundedLabel(tag, KNOWN_REF_TAGS) }));

@@ -6,12 +6,12 @@
 // The answer at time t is computed at query time (no job re-enables anything). A status
 // missing from a message deletes nothing.
 import { sql, type Kysely } from 'kysely';
-import { protocol } from '../pipeline/errors.ts';
+import { protocol } from '../core/errors.ts';
 import type { Envelope } from '../sis/envelope.ts';
 import { child, type XmlNode } from '../sis/xml.ts';
 import { fromWallClock, parseSisTime } from '../sis/values.ts';
 import { checkRecs } from './decode.ts';
-import { RSTA_RESOURCE_CATEGORY, RSTA_RESOURCE_TYPES, type ResourceType } from './keys.ts';
+import { RSTA_RESOURCE_CATEGORY, RSTA_RESOURCE_TYPES, type ResourceType } from '../sis/refdata-keys.ts';
 
 type Q = Kysely<any>;
 

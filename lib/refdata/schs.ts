@@ -1,7 +1,7 @@
 // SCHS (seasonal schedule): <SCHS>SNAM APCD SDAT EDAT RECS FLTR*</SCHS>. Decided: stored as
 // received per season (SNAM, APCD), each DNLD/RESP replacing its season; the FLTR records are
 // kept with the reference-data JSON encoding, values not interpreted (no flight is created).
-import { protocol } from '../pipeline/errors.ts';
+import { protocol } from '../core/errors.ts';
 import type { Envelope } from '../sis/envelope.ts';
 import { child } from '../sis/xml.ts';
 import { parseSisDate } from '../sis/values.ts';

@@ -27,13 +27,7 @@ export async function upsertRecords(db: Q, rtype: string, records: RefRecord[], 
 }
 
 /** DNLD/RESP: the category becomes exactly the records carried (in the caller's transaction). */
-export async function replaceCategory(
-  db: Q,
-  rtype: string,
-  records: RefRecord[],
-  msgId: number,
-  now: Date,
-): Promise<{ removed: number; written: number }> {
+export async function replaceCategory(db: Q, rtype: string, records: RefRecord[], msgId: number, now: Date): Promise<{ removed: number; written: number }> {
   const keys = records.map((r) => r.rkey);
   const del = await sql`DELETE FROM ref_master WHERE rtype = ${rtype} AND NOT (rkey = ANY(${keys}::text[]))`.execute(db);
   const written = await upsertRecords(db, rtype, records, msgId, now);

@@ -2,7 +2,7 @@
 //   RQRD: TYPE RQRD, STYP = requested TYPE, <RQRD><RTYP>SLST</RTYP></RQRD>
 //   RQFD: TYPE RQFD, STYP NONE,  <RQFD><STDB>t</STDB><STDE>t</STDE></RQFD> (operation day bounds, DDMONYYHHMM local)
 import { formatDttm, formatSisTime, operationDayBounds } from '../sis/values.ts';
-import { REQUESTABLE_TYPES } from '../refdata/keys.ts';
+import { REQUESTABLE_TYPES } from '../sis/refdata-keys.ts';
 
 export type RequestSpec = { kind: 'RQRD'; rtype: string } | { kind: 'RQFD'; operationDay: string };
 

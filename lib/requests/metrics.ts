@@ -1,13 +1,11 @@
 // Request metrics on prom-client's default registry (get-or-create: safe to call twice).
 //   msgx_requests{state}             gauge   REQ_TRACK rows by state (collected from Postgres)
 //   msgx_requests_failed_total{kind} counter EROR replies that failed a request (alert on increase)
-//   msgx_decode_unknown_tags_total{type,styp,tag} counter (shared name of reference.md)
 // The counters are created outside any registry: the pump (which applies the AODB's replies)
 // exports them (lib/runtime/metrics.ts exportProcessMetrics), requests_failed at 0 for each kind.
 import { Gauge, register } from 'prom-client';
 import type { Kysely } from 'kysely';
 import { countByState } from './track.ts';
-export { decodeUnknownTags } from '../flight/metrics.ts';
 import { metrics } from '../runtime/metrics.ts';
 
 export const requestsFailed = metrics.requestsFailed;

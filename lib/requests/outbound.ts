@@ -8,8 +8,8 @@
 import { sql, type Kysely } from 'kysely';
 import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.ts';
-import type { Config } from '../config.ts';
+import type { Clock } from '../core/clock.ts';
+import type { Config } from '../core/config.ts';
 import { formatLocalDatetime } from '../sis/values.ts';
 import { buildRequestXml, type RequestSpec } from './message.ts';
 import { expireOpen, findByJobKey, insertPending, listPending, markAttempted, markSent, nextSeqn, type ReqTrackRow } from './track.ts';
@@ -19,8 +19,7 @@ type Q = Kysely<any>;
 /** Advisory lock keys (class 7100): 1 = creating RQRD, 2 = creating RQFD, 3 = the sender. */
 export const REQUEST_LOCKS = { class: 7_100, RQRD: 1, RQFD: 2, SENDER: 3 } as const;
 
-export const routingIdOf = (config: Config, kind: RequestSpec['kind']) =>
-  kind === 'RQRD' ? config['msgx.requests.routing-id-rqrd'] : config['msgx.requests.routing-id-rqfd'];
+export const routingIdOf = (config: Config, kind: RequestSpec['kind']) => (kind === 'RQRD' ? config['msgx.requests.routing-id-rqrd'] : config['msgx.requests.routing-id-rqfd']);
 
 /**
  * Create a request (PENDING); the open request of the same kind is EXPIRED first. With a

@@ -3,7 +3,6 @@
 import type { Kysely } from 'kysely';
 import { findOpen, markDone, markFailed, type ReqTrackRow } from './track.ts';
 
-
 type Q = Kysely<any>;
 
 /** A reference-data RESP (always applied) completes the open RQRD when it asked for this TYPE. */
@@ -40,4 +39,3 @@ export async function failByEror(db: Q, a: { styp: string; errorText: string; ms
   await markFailed(db, req.id, a.msgId, a.errorText, a.now);
   return req;
 }
-

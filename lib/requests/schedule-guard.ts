@@ -10,14 +10,9 @@
 import type { Kysely, Transaction } from 'kysely';
 import { closedRqfdExists, findOpen, markDone } from './track.ts';
 
-export type ScheduleGuardResult =
-  | { apply: true; operationDay: string | null }
-  | { apply: false; reason: 'late-response' | 'no-open-request' };
+export type ScheduleGuardResult = { apply: true; operationDay: string | null } | { apply: false; reason: 'late-response' | 'no-open-request' };
 
-export async function scheduleResponseGuard(
-  tx: Transaction<any> | Kysely<any>,
-  a: { styp: 'DNLD' | 'RESP'; operationDay: string | null; msgId: number; now: Date },
-): Promise<ScheduleGuardResult> {
+export async function scheduleResponseGuard(tx: Transaction<any> | Kysely<any>, a: { styp: 'DNLD' | 'RESP'; operationDay: string | null; msgId: number; now: Date }): Promise<ScheduleGuardResult> {
   const open = await findOpen(tx, 'RQFD', { lock: true });
   if (a.styp === 'DNLD') {
     if (open && a.operationDay !== null && open.operationDay === a.operationDay) await markDone(tx, open.id, a.msgId, a.now);

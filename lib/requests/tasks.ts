@@ -10,7 +10,7 @@
 //   requestsCrontab(config): the evening line requesting tomorrow's schedule (UTC, as
 //     graphile-worker's cron runs in UTC), '' when msgx.requests.daily-schedule-at is empty.
 import type { Task } from 'graphile-worker';
-import type { Config } from '../config.ts';
+import type { Config } from '../core/config.ts';
 import { fromWallClock, operationDayOf, wallClock } from '../sis/values.ts';
 import { nextDay, parseRequestSpec } from './message.ts';
 import { createRequest, sendPending, type OutboundDeps, type SendResult } from './outbound.ts';
@@ -18,8 +18,7 @@ import { createRequest, sendPending, type OutboundDeps, type SendResult } from '
 /** Resolve 'tomorrow' to the operation day after the one of `at` (airport zone, cutover). */
 export function resolveRequestPayload(payload: unknown, config: Config, at: Date): unknown {
   const p = (payload ?? {}) as Record<string, unknown>;
-  if (p.type === 'RQFD' && p.operationDay === 'tomorrow')
-    return { ...p, operationDay: nextDay(operationDayOf(at, config['msgx.airport.timezone'], config['msgx.airport.day-cutover'])) };
+  if (p.type === 'RQFD' && p.operationDay === 'tomorrow') return { ...p, operationDay: nextDay(operationDayOf(at, config['msgx.airport.timezone'], config['msgx.airport.day-cutover'])) };
   return p;
 }
 

@@ -7,7 +7,6 @@ import { sql, type Kysely } from 'kysely';
 
 export type RequestKind = 'RQRD' | 'RQFD';
 export type RequestState = 'PENDING' | 'SENT' | 'DONE' | 'EXPIRED' | 'FAILED';
-export const OPEN_STATES: readonly RequestState[] = ['PENDING', 'SENT'];
 
 export interface ReqTrackRow {
   id: number;

@@ -4,7 +4,7 @@
 // handler that logs every 500 with its request id and never answers internal text.
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { Config } from '../config.ts';
+import type { Config } from '../core/config.ts';
 import type { Logger } from './log.ts';
 
 /** Default body limit; a route that takes more sets its own `bodyLimit`. */
@@ -34,7 +34,10 @@ export function createHttpServer(config: Config, log: Logger): FastifyInstance {
       if (host === undefined) return;
       const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0];
       if (!LOOPBACK.has(name.toLowerCase()))
-        return reply.code(400).header('connection', 'close').send({ error: 'bad-host', reason: `unexpected Host header: this server is bound to ${config['msgx.http.host']} and answers only 127.0.0.1, localhost or [::1]` });
+        return reply
+          .code(400)
+          .header('connection', 'close')
+          .send({ error: 'bad-host', reason: `unexpected Host header: this server is bound to ${config['msgx.http.host']} and answers only 127.0.0.1, localhost or [::1]` });
     });
   }
 

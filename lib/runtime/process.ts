@@ -3,8 +3,8 @@
 import type { FastifyInstance } from 'fastify';
 import { Logger as GraphileLogger, run, type Runner, type TaskList } from 'graphile-worker';
 import type pg from 'pg';
-import { ConfigError, loadConfig, redactUrl, type Config } from '../config.ts';
-import { systemClock, type Clock } from '../clock.ts';
+import { ConfigError, loadConfig, redactUrl, type Config } from '../core/config.ts';
+import { systemClock, type Clock } from '../core/clock.ts';
 import { createDb, createPool, sql, type Db } from '../db/postgres.ts';
 import { createHttpServer } from './http.ts';
 import { createLogger, type Logger } from './log.ts';
@@ -152,7 +152,7 @@ const STALE_LOCK_MS = 5 * 60_000;
  * once instead of after graphile-worker's 4 h lock timeout). A job that used up its attempts,
  * or holds a stale lock, is replaced by add_job (its key moves to the new job).
  */
-export async function keepDutiesAlive(rt: Pick<Runtime, "db" | "log">, tasks: string[]): Promise<void> {
+export async function keepDutiesAlive(rt: Pick<Runtime, 'db' | 'log'>, tasks: string[]): Promise<void> {
   try {
     const r = await sql<{ task: string }>`
       select t as task, (graphile_worker.add_job(t, '{}'::json, job_key := t)).id as id

@@ -1,6 +1,6 @@
 // The SIS envelope: <MSG><META>SNDR SEQN DTTM TYPE STYP</META> body </MSG>.
 // Decoding the envelope is the same for every family; the body is decoded by the family's handler.
-import { malformed, protocol } from '../pipeline/errors.ts';
+import { malformed, protocol } from '../core/errors.ts';
 import { child, childText, parseXml, XmlError, type XmlNode } from './xml.ts';
 
 export interface Envelope {

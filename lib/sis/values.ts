@@ -1,6 +1,6 @@
 // SIS value formats (sis-format.md "Values"). Local airport times carry no zone: they are
 // interpreted in msgx.airport.timezone. Pure functions; the zone is always passed in.
-import { protocol } from '../pipeline/errors.ts';
+import { protocol } from '../core/errors.ts';
 
 const MONTHS = ['JAN', 'FEB', 'MAR', 'APR', 'MAY', 'JUN', 'JUL', 'AUG', 'SEP', 'OCT', 'NOV', 'DEC'];
 

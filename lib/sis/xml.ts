@@ -172,7 +172,9 @@ export function parseXml(xml: string): XmlNode {
   const v = XMLValidator.validate(xml);
   if (v !== true) throw new XmlError(`not well-formed XML: ${v.err.msg} (line ${v.err.line}${v.err.col === undefined ? '' : `, col ${v.err.col}`})`);
   scanStructure(xml);
-  const top = parseTree(xml).map(toNode).filter((n): n is XmlNode => n !== null);
+  const top = parseTree(xml)
+    .map(toNode)
+    .filter((n): n is XmlNode => n !== null);
   if (top.length !== 1) throw new XmlError(`expected one root element, found ${top.length}`);
   // Text after the root element (junk after </MSG>) is not well-formed either.
   const afterRoot = xml.slice(xml.lastIndexOf('>') + 1);

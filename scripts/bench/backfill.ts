@@ -6,7 +6,7 @@
 // measurements both sides are set back to "owed". Medians over RUNS runs.
 //   npm run bench:backfill -- [runs=3] [batches=500,2000] [rows=100000]
 import { sql } from 'kysely';
-import { systemClock } from '../../lib/clock.ts';
+import { systemClock } from '../../lib/core/clock.ts';
 import { backfillRound } from '../../lib/pipeline/backfill.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { sisMessage } from '../../test/support/services.ts';

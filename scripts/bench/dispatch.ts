@@ -11,8 +11,8 @@
 import { randomUUID } from 'node:crypto';
 import kafkajs from 'kafkajs';
 import { sql } from 'kysely';
-import { systemClock } from '../../lib/clock.ts';
-import type { Config } from '../../lib/config.ts';
+import { systemClock } from '../../lib/core/clock.ts';
+import type { Config } from '../../lib/core/config.ts';
 import { buildMirror, buildRegistry } from '../../lib/app/composition.ts';
 import { insertInboxRow } from '../../lib/db/mysql.ts';
 import { createKafkaEdge, kafkaOptions } from '../../lib/dispatch/kafka.ts';
@@ -196,8 +196,7 @@ const schdBack = await readBack(
   (v) => (JSON.parse(v) as { SCHD: { RECS: number; FLTR: unknown[] } }).SCHD.FLTR.length,
 );
 
-const summary = (m: Map<number, number[]>) =>
-  [...m].map(([size, xs]) => ({ size, median: Math.round(median(xs)), runs: xs.map(Math.round) }));
+const summary = (m: Map<number, number[]>) => [...m].map(([size, xs]) => ({ size, median: Math.round(median(xs)), runs: xs.map(Math.round) }));
 console.log(
   JSON.stringify(
     {

@@ -16,8 +16,8 @@
 //   npm run bench:intake -- [rounds=7] [sizes=10000,100000,1000000]
 import { sql } from 'kysely';
 import type mysql from 'mysql2/promise';
-import { systemClock } from '../../lib/clock.ts';
-import { createInbox } from '../../lib/db/mysql.ts';
+import { systemClock } from '../../lib/core/clock.ts';
+import { createAodbPool } from '../../lib/db/mysql.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { sisMessage } from '../../test/support/services.ts';
@@ -29,7 +29,7 @@ const SIZES = (process.argv[3] ?? '10000,100000,1000000').split(',').map(Number)
 const b = await openBench();
 const log = createLogger('bench', process.env.BENCH_LOG ?? 'silent');
 // one connection: the handler counters of the session are exactly the round's reads
-const inbox = createInbox(BENCH_INBOX, { timeoutMs: 120_000, connectionLimit: 1 });
+const inbox = createAodbPool(BENCH_INBOX, { timeoutMs: 120_000, connectionLimit: 1 });
 const deps = { db: b.db, inbox, clock: systemClock, config: b.config, log };
 const batch = b.config['msgx.pipeline.claim-batch'];
 const CHUNK = batch * 20; // FULL_SCAN_CHUNK_FACTOR in lib/pipeline/intake.ts
@@ -81,10 +81,7 @@ async function build(n: number, waiting: number): Promise<number> {
 
 let nextId = 0;
 async function arrive(k: number): Promise<void> {
-  await inbox.query(
-    `INSERT INTO cminmsgs (${COLS}) SELECT ? + seq, ?, '2026-12-01 08:30:00', NULL, 'AODB', (? + seq) % 999999, 'FLOP', 'GTDT', 'VALID' FROM seq_1_to_${k}`,
-    [nextId, body, nextId],
-  );
+  await inbox.query(`INSERT INTO cminmsgs (${COLS}) SELECT ? + seq, ?, '2026-12-01 08:30:00', NULL, 'AODB', (? + seq) % 999999, 'FLOP', 'GTDT', 'VALID' FROM seq_1_to_${k}`, [nextId, body, nextId]);
   nextId += k;
 }
 
@@ -152,7 +149,7 @@ for (const n of SIZES) {
   }
 
   // O(inbox) reference: the unindexed IS NULL predicate over the whole table
-  let t = performance.now();
+  const t = performance.now();
   const before = await handlerReads();
   await inbox.query('SELECT COUNT(*) AS n FROM cminmsgs WHERE CMINMSGS_DATE_PROCESSED IS NULL');
   const fullTableMs = performance.now() - t;
@@ -172,8 +169,6 @@ for (const n of SIZES) {
   results.push(res);
 }
 
-console.log(
-  JSON.stringify({ bench: 'B7 intake', machine: machine(), claimBatch: batch, fullScanChunkIds: CHUNK, roundsPerCase: ROUNDS, counterOverhead: overhead, results }, null, 2),
-);
+console.log(JSON.stringify({ bench: 'B7 intake', machine: machine(), claimBatch: batch, fullScanChunkIds: CHUNK, roundsPerCase: ROUNDS, counterOverhead: overhead, results }, null, 2));
 await inbox.end();
 await b.close();

@@ -35,10 +35,7 @@ const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(so
 function flop(i: number): string {
   const flid = 1 + (i % FLIGHTS);
   const visit = Math.floor(i / FLIGHTS);
-  const body =
-    i % 2 === 0
-      ? ['REMC', `<REMC>R${i}</REMC>`]
-      : ['ESTT', `<ESTT>01DEC26${String(8 + (Math.floor(visit / 60) % 12)).padStart(2, '0')}${String(visit % 60).padStart(2, '0')}</ESTT>`];
+  const body = i % 2 === 0 ? ['REMC', `<REMC>R${i}</REMC>`] : ['ESTT', `<ESTT>01DEC26${String(8 + (Math.floor(visit / 60) % 12)).padStart(2, '0')}${String(visit % 60).padStart(2, '0')}</ESTT>`];
   return sisMessage({ type: 'FLOP', styp: body[0], seqn: 2 + i, dttm: '20261201083000', body: `<FLOP><FLID>${flid}</FLID><FFID>x</FFID>${body[1]}</FLOP>` });
 }
 
@@ -124,20 +121,22 @@ async function oneRun(b: Bench, run: number): Promise<RunResult> {
     }
     await Promise.all(pending);
     const injectRate = total / ((Date.now() - start) / 1000);
-    await waitFor('every injected message to be terminal and its event consumed (or none written)', async () => {
-      const r = await sql<{ open: number }>`select count(*)::int as open from proc_state where state in ('PENDING', 'FAILED')`.execute(b.db);
-      if (r.rows[0].open > 0) return false;
-      const unsent = await sql<{ n: number }>`select count(*)::int n from msg_event where target = 'msg' and state <> 'SENT'`.execute(b.db);
-      if (unsent.rows[0].n > 0) return false;
-      const expected = await sql<{ id: string }>`select distinct (payload->>'MSG_ID') as id from msg_event where target = 'msg'`.execute(b.db);
-      return expected.rows.every((r) => !sentAt.has(Number(r.id)) || seenAt.has(Number(r.id)));
-    }, 300_000);
+    await waitFor(
+      'every injected message to be terminal and its event consumed (or none written)',
+      async () => {
+        const r = await sql<{ open: number }>`select count(*)::int as open from proc_state where state in ('PENDING', 'FAILED')`.execute(b.db);
+        if (r.rows[0].open > 0) return false;
+        const unsent = await sql<{ n: number }>`select count(*)::int n from msg_event where target = 'msg' and state <> 'SENT'`.execute(b.db);
+        if (unsent.rows[0].n > 0) return false;
+        const expected = await sql<{ id: string }>`select distinct (payload->>'MSG_ID') as id from msg_event where target = 'msg'`.execute(b.db);
+        return expected.rows.every((r) => !sentAt.has(Number(r.id)) || seenAt.has(Number(r.id)));
+      },
+      300_000,
+    );
     await new Promise((r) => setTimeout(r, 2000)); // last fetches
     const exitCodes = await stopWorkers(workers);
 
-    const withEvent = new Set(
-      (await sql<{ id: string }>`select distinct (payload->>'MSG_ID') as id from msg_event where target = 'msg'`.execute(b.db)).rows.map((r) => Number(r.id)),
-    );
+    const withEvent = new Set((await sql<{ id: string }>`select distinct (payload->>'MSG_ID') as id from msg_event where target = 'msg'`.execute(b.db)).rows.map((r) => Number(r.id)));
     const toTs: number[] = [];
     const toConsumer: number[] = [];
     let withoutEvent = 0;
@@ -160,13 +159,25 @@ async function oneRun(b: Bench, run: number): Promise<RunResult> {
       if (!kafkaTs.has(id)) continue;
       (windows[Math.floor((t0 - start) / 10_000)] ??= []).push(kafkaTs.get(id)! - t0);
     }
-    const p50By10s = [...windows].map((w) => (w ? pct(w.sort((a, c) => a - c), 0.5) : NaN));
+    const p50By10s = [...windows].map((w) =>
+      w
+        ? pct(
+            w.sort((a, c) => a - c),
+            0.5,
+          )
+        : NaN,
+    );
     // pipeline throughput: injected messages / (first insert → last event on Kafka)
     const lastTs = Math.max(...[...sentAt.keys()].map((id) => kafkaTs.get(id) ?? 0));
     const deliveredRate = +(total / ((lastTs - start) / 1000)).toFixed(1);
     toTs.sort((a, c) => a - c);
     toConsumer.sort((a, c) => a - c);
-    const warnings = workers.flatMap((w) => w.logs.filter((l) => /"level":(40|50|60)/.test(l)).slice(0, 3).map((l) => `${w.name}: ${l.slice(0, 300)}`));
+    const warnings = workers.flatMap((w) =>
+      w.logs
+        .filter((l) => /"level":(40|50|60)/.test(l))
+        .slice(0, 3)
+        .map((l) => `${w.name}: ${l.slice(0, 300)}`),
+    );
     const res: RunResult = {
       injected: total,
       injectRate: +injectRate.toFixed(1),

@@ -8,9 +8,9 @@
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { sql } from 'kysely';
-import { systemClock } from '../../lib/clock.ts';
+import { systemClock } from '../../lib/core/clock.ts';
 import { buildMirror, buildRegistry } from '../../lib/app/composition.ts';
-import { loadConfig } from '../../lib/config.ts';
+import { loadConfig } from '../../lib/core/config.ts';
 import { decodeFlightCommand } from '../../lib/flight/handlers.ts';
 import { FlightPlan, Loaded } from '../../lib/flight/plan.ts';
 import { loadStates } from '../../lib/flight/store.ts';
@@ -31,17 +31,25 @@ const log = createLogger('bench', 'silent');
 
 // Flights 1..F from one snapshot, then N FLOPs cycling through STYPs and flights.
 const FLOPS: ((flid: number, i: number) => [string, string])[] = [
-  (f, i) => ['STND', `<STND>S${i % 97}</STND>`],
-  (f, i) => ['GTDT', `<GTDT GTNO="1"><GATE>G${i % 53}</GATE><PGOT>01DEC260800</PGOT><PGCT>01DEC260830</PGCT><GTYP>D</GTYP></GTDT>`],
-  (f, i) => ['ESTT', `<ESTT>01DEC26${String(8 + (i % 12)).padStart(2, '0')}${String(i % 60).padStart(2, '0')}</ESTT>`],
-  (f, i) => ['REMC', `<REMC>R${i}</REMC>`],
+  (_flid, i) => ['STND', `<STND>S${i % 97}</STND>`],
+  (_flid, i) => ['GTDT', `<GTDT GTNO="1"><GATE>G${i % 53}</GATE><PGOT>01DEC260800</PGOT><PGCT>01DEC260830</PGCT><GTYP>D</GTYP></GTDT>`],
+  (_flid, i) => ['ESTT', `<ESTT>01DEC26${String(8 + (i % 12)).padStart(2, '0')}${String(i % 60).padStart(2, '0')}</ESTT>`],
+  (_flid, i) => ['REMC', `<REMC>R${i}</REMC>`],
 ];
 const snapshot = bigSnapshot(F, 1, { seqn: 1 });
 const flops: string[] = [];
 for (let i = 0; i < N; i++) {
   const flid = 1 + (i % F);
   const [styp, body] = FLOPS[i % FLOPS.length](flid, i);
-  flops.push(sisMessage({ type: 'FLOP', styp, seqn: 2 + (i % 999_000), dttm: `202612${String(1 + Math.floor(i / 999_000)).padStart(2, '0')}083000`, body: `<FLOP><FLID>${flid}</FLID><FFID>x</FFID>${body}</FLOP>` }));
+  flops.push(
+    sisMessage({
+      type: 'FLOP',
+      styp,
+      seqn: 2 + (i % 999_000),
+      dttm: `202612${String(1 + Math.floor(i / 999_000)).padStart(2, '0')}083000`,
+      body: `<FLOP><FLID>${flid}</FLID><FFID>x</FFID>${body}</FLOP>`,
+    }),
+  );
 }
 
 /** Fresh stores, the inbox filled, everything enqueued and the snapshot applied: the FLOPs wait. */
@@ -52,7 +60,14 @@ async function prepare(k: number) {
     const chunk = rows.slice(i, i + 500);
     await b.inbox.query(`INSERT INTO cminmsgs (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS) VALUES ${chunk.map(() => "(?, '2026-12-01 08:00:00', 'VALID')").join(',')}`, chunk);
   }
-  const config = loadConfig({ DATABASE_URL: BENCH_PG, INBOX_URL: BENCH_INBOX, REDIS_URL: BENCH_REDIS, MSGX_LOG_LEVEL: 'silent', MSGX_PIPELINE_CLAIM_BATCH: '5000', MSGX_PIPELINE_APPLY_BATCH: String(k) });
+  const config = loadConfig({
+    DATABASE_URL: BENCH_PG,
+    INBOX_URL: BENCH_INBOX,
+    REDIS_URL: BENCH_REDIS,
+    MSGX_LOG_LEVEL: 'silent',
+    MSGX_PIPELINE_CLAIM_BATCH: '5000',
+    MSGX_PIPELINE_APPLY_BATCH: String(k),
+  });
   const base = { clock: systemClock, config, log };
   while ((await intakeRound({ ...base, db: b.db, inbox: b.inbox })).enqueued.length > 0);
   const deps = { ...base, session: b.session, inbox: b.inbox, registry: buildRegistry(), mirror: buildMirror({ db: b.db, redis: b.redis, config }) };
@@ -103,7 +118,12 @@ const cmds = flops.map((x) => {
 });
 const parseSec = (performance.now() - t) / 1000;
 const loaded = new Loaded();
-for (const [f, s] of await loadStates(b.db, Array.from({ length: F }, (_, i) => String(i + 1)), config['msgx.airport.timezone'])) loaded.states.set(f, s);
+for (const [f, s] of await loadStates(
+  b.db,
+  Array.from({ length: F }, (_, i) => String(i + 1)),
+  config['msgx.airport.timezone'],
+))
+  loaded.states.set(f, s);
 for (let i = 1; i <= F; i++) loaded.sharedByMaster.set(String(i), []);
 t = performance.now();
 const K = runs.at(-1)!.k;
@@ -124,7 +144,12 @@ for (;;) {
 }
 const backfillSec = (performance.now() - t) / 1000;
 
-const states = await b.db.selectFrom('proc_state').select(['state']).select((eb) => eb.fn.countAll<number>().as('n')).groupBy('state').execute();
+const states = await b.db
+  .selectFrom('proc_state')
+  .select(['state'])
+  .select((eb) => eb.fn.countAll<number>().as('n'))
+  .groupBy('state')
+  .execute();
 const last = runs.at(-1)!;
 console.log(
   JSON.stringify(
@@ -134,7 +159,14 @@ console.log(
       messages: N,
       flights: F,
       pgbenchSingleClientCommitsPerSec: Math.round(tps),
-      byBatchSize: runs.map((r) => ({ K: r.k, processed: r.processed, seconds: +r.wall.toFixed(2), msgPerSec: Math.round(r.processed / r.wall), ratioToCommitRate: +(r.processed / r.wall / tps).toFixed(2), wallSecondsPerStep: r.steps })),
+      byBatchSize: runs.map((r) => ({
+        K: r.k,
+        processed: r.processed,
+        seconds: +r.wall.toFixed(2),
+        msgPerSec: Math.round(r.processed / r.wall),
+        ratioToCommitRate: +(r.processed / r.wall / tps).toFixed(2),
+        wallSecondsPerStep: r.steps,
+      })),
       lastRunStates: Object.fromEntries(states.map((s) => [s.state, Number(s.n)])),
       cpuSplitAtK: {
         K: last.k,

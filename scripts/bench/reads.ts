@@ -4,10 +4,10 @@
 //   npm run bench:reads -- [runs=5]
 import Fastify from 'fastify';
 import pg from 'pg';
-import { systemClock } from '../../lib/clock.ts';
+import { systemClock } from '../../lib/core/clock.ts';
 import { buildMirror, buildRegistry } from '../../lib/app/composition.ts';
 import { insertInboxRow } from '../../lib/db/mysql.ts';
-import { flightRoutes, MAX_PAGE } from '../../lib/flight/routes.ts';
+import { flightRoutes, MAX_PAGE } from '../../lib/api/flight-routes.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
 import { drain } from '../../lib/pipeline/pump.ts';
 import { createLogger } from '../../lib/runtime/log.ts';

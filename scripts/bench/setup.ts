@@ -4,9 +4,9 @@ import { execSync } from 'node:child_process';
 import os from 'node:os';
 import pg from 'pg';
 import { sql } from 'kysely';
-import { loadConfig, type Config } from '../../lib/config.ts';
+import { loadConfig, type Config } from '../../lib/core/config.ts';
 import { connectClient, createDb, createPool, createSessionDb, type Db } from '../../lib/db/postgres.ts';
-import { createInbox, type Inbox } from '../../lib/db/mysql.ts';
+import { createAodbPool, type Inbox } from '../../lib/db/mysql.ts';
 import { createRedis, type Redis } from '../../lib/db/redis.ts';
 import { migrate } from '../../lib/db/migrate.ts';
 
@@ -36,7 +36,7 @@ export async function openBench(overrides: Record<string, string> = {}): Promise
   const config = loadConfig({ DATABASE_URL: BENCH_PG, INBOX_URL: BENCH_INBOX, REDIS_URL: BENCH_REDIS, MSGX_LOG_LEVEL: 'silent', ...overrides });
   const pool = createPool(BENCH_PG, { max: 8, name: 'bench' });
   const client = await connectClient(BENCH_PG, 'bench-session');
-  const inbox = createInbox(BENCH_INBOX, { timeoutMs: 30_000 });
+  const inbox = createAodbPool(BENCH_INBOX, { timeoutMs: 30_000 });
   const redis = createRedis(BENCH_REDIS, 30_000);
   const b: Bench = {
     config,

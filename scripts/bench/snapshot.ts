@@ -2,7 +2,7 @@
 // content again as a new message (0 events); parse share; peak RSS. Median of RUNS runs.
 //   npm run bench:snapshot -- [flights=4000] [runs=3]
 import { sql } from 'kysely';
-import { systemClock } from '../../lib/clock.ts';
+import { systemClock } from '../../lib/core/clock.ts';
 import { buildMirror, buildRegistry } from '../../lib/app/composition.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
 import { tick } from '../../lib/pipeline/pump.ts';

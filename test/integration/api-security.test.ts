@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openServices, resetPipeline, sisMessage, type TestServices } from '../support/services.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 import { testEnv } from '../support/env.ts';
-import { redactUrl } from '../../lib/config.ts';
+import { redactUrl } from '../../lib/core/config.ts';
 
 const TOKEN = 'prod-like-token-0123456789abcdef0123456789abcdef';
 const PROD = { MSGX_DEV_MODE: 'false', MSGX_API_TOKEN: TOKEN };

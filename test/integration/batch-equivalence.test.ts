@@ -9,7 +9,7 @@
 // and reference data (transaction handlers) between flight messages.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/core/clock.ts';
 import { renumberSeqn } from '../../lib/inject/files.ts';
 import { listFlights } from '../../lib/flight/read.ts';
 import { toJson, type FlightState } from '../../lib/flight/state.ts';
@@ -41,7 +41,7 @@ function workload(): string[] {
   // the corpus first (it has its own SNDR/DTTM; SEQNs renumbered so nothing collides by accident)
   for (const m of corpusMessages()) out.push(renumberSeqn(m.xml, ++seqn));
   const r = rng(20261201);
-  const pick = <T,>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)];
+  const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)];
   const MASTERS = [501, 502, 503, 504];
   const flids = Array.from({ length: 60 }, (_, i) => 501 + i);
   const rec = (f: number, extra = '') =>
@@ -60,16 +60,26 @@ function workload(): string[] {
     else if (x < 0.45) m = flop('ESTT', f, `<ESTT>${t(`${String(7 + Math.floor(r() * 12)).padStart(2, '0')}${String(Math.floor(r() * 60)).padStart(2, '0')}`)}</ESTT>`);
     else if (x < 0.55) m = flop('GTDT', f, `<GTDT GTNO="1"><GATE>G${Math.floor(r() * 30)}</GATE><GTYP>D</GTYP></GTDT>`);
     else if (x < 0.6) m = flop('REMC', f, r() < 0.5 ? '<REMC>gate change</REMC>' : '<REMC></REMC>');
-    else if (x < 0.64) m = flop('FDEL', r() < 0.3 ? pick(MASTERS) : f, '<FDEL></FDEL>'); // masters cascade
-    else if (x < 0.7) m = msg('SCHD', 'ADFT', `<SCHD><RECS>1</RECS><FLTR><FLID>${f}</FLID><FLNO>CA${3000 + f}</FLNO><SODT>${t('0930')}</SODT><MAID>${pick(MASTERS)}</MAID></FLTR></SCHD>`); // revive / move to another master
-    else if (x < 0.72) m = msg('SCHD', 'ADFT', `<SCHD><RECS>1</RECS><FLTR><FLID>${pick(MASTERS)}</FLID><FLNO>CA${3000 + f}</FLNO><SODT>${t('0800')}</SODT></FLTR></SCHD>`); // revive a master
-    else if (x < 0.76 && sent.length) m = pick(sent); // the exact same message again: SKIPPED(duplicate-of)
-    else if (x < 0.78) m = flop('STND', 9000 + Math.floor(r() * 5), '<STND>1</STND>'); // SKIPPED(no-flight)
-    else if (x < 0.8) m = flop('ACFT', f, '<ACFT></ACFT>'); // DEAD(PROTOCOL)
-    else if (x < 0.81) m = '<MSG><META><SNDR>X</SNDR>'; // DEAD(MALFORMED)
-    else if (x < 0.83) m = msg('ZZZZ', 'UPD', '<ZZZZ/>'); // SKIPPED(unsupported)
-    else if (x < 0.86) m = msg('GLST', 'UPD', `<RECS>1</RECS><GLST><GCOD>G${Math.floor(r() * 5)}</GCOD><GTNM>Gate ${i}</GTNM></GLST>`); // a transaction handler
-    else if (x < 0.87) m = snapshot(flids.filter(() => r() < 0.9)); // a second snapshot: deletions by absence, revivals
+    else if (x < 0.64)
+      m = flop('FDEL', r() < 0.3 ? pick(MASTERS) : f, '<FDEL></FDEL>'); // masters cascade
+    else if (x < 0.7)
+      m = msg('SCHD', 'ADFT', `<SCHD><RECS>1</RECS><FLTR><FLID>${f}</FLID><FLNO>CA${3000 + f}</FLNO><SODT>${t('0930')}</SODT><MAID>${pick(MASTERS)}</MAID></FLTR></SCHD>`); // revive / move to another master
+    else if (x < 0.72)
+      m = msg('SCHD', 'ADFT', `<SCHD><RECS>1</RECS><FLTR><FLID>${pick(MASTERS)}</FLID><FLNO>CA${3000 + f}</FLNO><SODT>${t('0800')}</SODT></FLTR></SCHD>`); // revive a master
+    else if (x < 0.76 && sent.length)
+      m = pick(sent); // the exact same message again: SKIPPED(duplicate-of)
+    else if (x < 0.78)
+      m = flop('STND', 9000 + Math.floor(r() * 5), '<STND>1</STND>'); // SKIPPED(no-flight)
+    else if (x < 0.8)
+      m = flop('ACFT', f, '<ACFT></ACFT>'); // DEAD(PROTOCOL)
+    else if (x < 0.81)
+      m = '<MSG><META><SNDR>X</SNDR>'; // DEAD(MALFORMED)
+    else if (x < 0.83)
+      m = msg('ZZZZ', 'UPD', '<ZZZZ/>'); // SKIPPED(unsupported)
+    else if (x < 0.86)
+      m = msg('GLST', 'UPD', `<RECS>1</RECS><GLST><GCOD>G${Math.floor(r() * 5)}</GCOD><GTNM>Gate ${i}</GTNM></GLST>`); // a transaction handler
+    else if (x < 0.87)
+      m = snapshot(flids.filter(() => r() < 0.9)); // a second snapshot: deletions by absence, revivals
     else m = flop('MAXP', f, `<MAXP>${100 + Math.floor(r() * 200)}</MAXP>`);
     sent.push(m);
     out.push(m);

@@ -1,7 +1,7 @@
 // All 172 corpus messages, injected with renumbered SEQNs, end terminal and backfilled.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/core/clock.ts';
 import { renumberSeqn } from '../../lib/inject/files.ts';
 import { corpusMessages, corpusPresent } from '../support/corpus.ts';
 import { testConfig } from '../support/env.ts';
@@ -37,7 +37,10 @@ describe.runIf(corpusPresent)('corpus through the pipeline', () => {
     expect(counts.rows).toEqual(EXPECTED_COUNTS);
     const malformed = rows.filter((r) => r.reason?.startsWith('MALFORMED'));
     expect(malformed.map((r) => r.reason)).toEqual([expect.stringMatching(/^MALFORMED: not well-formed XML/)]);
-    const protocol = rows.filter((r) => r.reason?.startsWith('PROTOCOL')).map((r) => r.kind).sort();
+    const protocol = rows
+      .filter((r) => r.reason?.startsWith('PROTOCOL'))
+      .map((r) => r.kind)
+      .sort();
     expect(protocol).toEqual(['AIRC/DNLD', 'FLOP/FDIV', 'FLTL/ADD']);
   });
 });

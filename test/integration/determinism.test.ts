@@ -8,7 +8,7 @@
 // snapshot of another day, reference data (DNLD/ADD/UPD/DEL), RSTA, SCHS, and a few bad messages.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/core/clock.ts';
 import { connectClient } from '../../lib/db/postgres.ts';
 import { listFlights } from '../../lib/flight/read.ts';
 import { TEST_PG_URL, testConfig } from '../support/env.ts';
@@ -33,8 +33,14 @@ function workload(): string[][] {
   const rec = (flid: number, day = 1, extra = '') => {
     const hh = String(6 + (flid % 14)).padStart(2, '0');
     const sod = t(day, `${hh}${String((flid * 7) % 60).padStart(2, '0')}`);
-    const gates = Array.from({ length: 1 + (flid % 3) }, (_, i) => `<GTDT GTNO="${i + 1}"><GATE>G${(flid + i) % 30}</GATE><PGOT>${t(day, `${hh}00`)}</PGOT><PGCT>${t(day, `${hh}30`)}</PGCT><GTYP>D</GTYP></GTDT>`).join('');
-    const routes = Array.from({ length: 1 + (flid % 4) }, (_, i) => `<ROUT RTNO="${i + 1}"><APCD>${['PEK', 'SHA', 'CAN', 'HKG', 'NRT'][(flid + i) % 5]}</APCD><SCAT>${t(day, `${hh}45`)}</SCAT></ROUT>`).join('');
+    const gates = Array.from(
+      { length: 1 + (flid % 3) },
+      (_, i) => `<GTDT GTNO="${i + 1}"><GATE>G${(flid + i) % 30}</GATE><PGOT>${t(day, `${hh}00`)}</PGOT><PGCT>${t(day, `${hh}30`)}</PGCT><GTYP>D</GTYP></GTDT>`,
+    ).join('');
+    const routes = Array.from(
+      { length: 1 + (flid % 4) },
+      (_, i) => `<ROUT RTNO="${i + 1}"><APCD>${['PEK', 'SHA', 'CAN', 'HKG', 'NRT'][(flid + i) % 5]}</APCD><SCAT>${t(day, `${hh}45`)}</SCAT></ROUT>`,
+    ).join('');
     return `<FLTR><FLID>${flid}</FLID><ALCD>CA</ALCD><FLNO>CA${1000 + flid}</FLNO><MVIN>D</MVIN><SODT>${sod}</SODT><FLTY>W</FLTY><FLIN>D</FLIN>
 ${routes}<ACFT>${flid % 2 ? '333' : '320'}</ACFT><RENO>B${5000 + flid}</RENO><TRML>T${1 + (flid % 2)}</TRML><MAXP>${150 + flid}</MAXP><STND>${500 + (flid % 10)}</STND>
 ${gates}<CKDT CKNO="1"><CHKC>C${flid % 90}</CHKC><CCLS>Y</CCLS><PCOT>${t(day, `${hh}00`)}</PCOT><PCCT>${t(day, `${hh}30`)}</PCCT><CTYP>D</CTYP></CKDT>
@@ -45,14 +51,30 @@ ${gates}<CKDT CKNO="1"><CHKC>C${flid % 90}</CHKC><CCLS>Y</CCLS><PCOT>${t(day, `$
     rec(
       flid,
       day,
-      flid === 216 || flid === 217 ? '<MAID>215</MAID>' : flid === 218 ? '<TAOP>A</TAOP><TAFL>CA1219</TAFL><TAID>219</TAID>' : flid === 205 ? '<DELY CODE="93" STRT="01DEC260800" DURA="0030">late inbound</DELY>' : '',
+      flid === 216 || flid === 217
+        ? '<MAID>215</MAID>'
+        : flid === 218
+          ? '<TAOP>A</TAOP><TAFL>CA1219</TAFL><TAID>219</TAID>'
+          : flid === 205
+            ? '<DELY CODE="93" STRT="01DEC260800" DURA="0030">late inbound</DELY>'
+            : '',
     );
 
   const phase1 = [
-    ref('GLST', 'DNLD', ['<GLST><GCOD>G1</GCOD><GTNM>Gate 1</GTNM><GTML>T1</GTML></GLST>', '<GLST><GCOD>G2</GCOD><GTNM>Gate 2</GTNM><GTML>T1</GTML></GLST>', '<GLST><GCOD>G3</GCOD><GTNM>Gate 3</GTNM><GTML>T2</GTML></GLST>']),
-    ref('AIRL', 'DNLD', ['<AIRL><ITOP>CA</ITOP><ICOP>CCA</ICOP><ONAM>Air China</ONAM><ONMC>中国国际航空</ONMC><TRML>T2</TRML><TRML>T3</TRML></AIRL>', '<AIRL><ITOP>MU</ITOP><ICOP>CES</ICOP><ONAM>China Eastern</ONAM><TRML>T1</TRML></AIRL>']),
+    ref('GLST', 'DNLD', [
+      '<GLST><GCOD>G1</GCOD><GTNM>Gate 1</GTNM><GTML>T1</GTML></GLST>',
+      '<GLST><GCOD>G2</GCOD><GTNM>Gate 2</GTNM><GTML>T1</GTML></GLST>',
+      '<GLST><GCOD>G3</GCOD><GTNM>Gate 3</GTNM><GTML>T2</GTML></GLST>',
+    ]),
+    ref('AIRL', 'DNLD', [
+      '<AIRL><ITOP>CA</ITOP><ICOP>CCA</ICOP><ONAM>Air China</ONAM><ONMC>中国国际航空</ONMC><TRML>T2</TRML><TRML>T3</TRML></AIRL>',
+      '<AIRL><ITOP>MU</ITOP><ICOP>CES</ICOP><ONAM>China Eastern</ONAM><TRML>T1</TRML></AIRL>',
+    ]),
     ref('SLST', 'ADD', ['<SLST><SCOD>501</SCOD><STNM>Stand 501</STNM></SLST>', '<SLST><SCOD>502</SCOD><STNM>Stand 502</STNM></SLST>']),
-    schd('DNLD', FIRST.map((f) => withRoles(f))),
+    schd(
+      'DNLD',
+      FIRST.map((f) => withRoles(f)),
+    ),
     msg('RSTA', 'DNLD', `<RSTA><RTYP>GATE</RTYP><RSID>G2</RSID><STAT>D</STAT><STDT>${t(1, '0600')}</STDT><EDDT>${t(1, '1800')}</EDDT><REMK>works</REMK></RSTA>`),
     schd('DNLD', [rec(999, 3), rec(1000, 3), rec(1001, 3)]), // roster of day 3 in message order 999, 1000, 1001
     msg('SCHS', 'DNLD', '<SCHS><SNAM>W26</SNAM><APCD>PEK</APCD><SDAT>25OCT26</SDAT><EDAT>27MAR27</EDAT><RECS>1</RECS><FLTR><FLNO>CA1201</FLNO><ROUT><APCD>SHA</APCD></ROUT></FLTR></SCHS>'),
@@ -94,8 +116,14 @@ ${gates}<CKDT CKNO="1"><CHKC>C${flid % 90}</CHKC><CCLS>Y</CCLS><PCOT>${t(day, `$
   ];
   const phase3 = [
     // second snapshot of day 1: 217 and 219 absent (deleted), 216 revived, 220 stays deleted
-    schd('DNLD', FIRST.filter((f) => f !== 217 && f !== 219 && f !== 220).map((f) => withRoles(f))),
-    schd('DNLD', [301, 302, 303].map((f) => rec(f, 2))),
+    schd(
+      'DNLD',
+      FIRST.filter((f) => f !== 217 && f !== 219 && f !== 220).map((f) => withRoles(f)),
+    ),
+    schd(
+      'DNLD',
+      [301, 302, 303].map((f) => rec(f, 2)),
+    ),
     flop('ESTT', 302, `<ESTT>${t(2, '1200')}</ESTT>`),
     schd('DNLD', [rec(1001, 3)]), // 999 and 1000 deleted by absence (INV-7)
     flop('FDEL', 215, '<FDEL></FDEL>'), // master: cascade to its live shared flights
@@ -208,15 +236,15 @@ describe('R5 determinism', () => {
     const r = first.result;
     const proc = r.proc as { state: string; reason: string | null }[];
     expect(proc.every((p) => ['SUCCEEDED', 'SKIPPED', 'DEAD'].includes(p.state))).toBe(true);
-    expect(proc.filter((p) => p.state !== 'SUCCEEDED').map((p) => `${p.state} ${p.reason?.split(':')[0]}`)).toEqual([
-      'SKIPPED no-flight',
-      'DEAD PROTOCOL',
-      'DEAD MALFORMED',
-      'SKIPPED no-flight',
-    ]);
+    expect(proc.filter((p) => p.state !== 'SUCCEEDED').map((p) => `${p.state} ${p.reason?.split(':')[0]}`)).toEqual(['SKIPPED no-flight', 'DEAD PROTOCOL', 'DEAD MALFORMED', 'SKIPPED no-flight']);
     const flights = r.flights as { FLID: string; STATE: string; MAFL?: unknown }[];
     expect(flights.length).toBe(27); // 201–221, 301–303, 999–1001
-    expect(flights.filter((f) => f.STATE === 'DELETED').map((f) => f.FLID).sort()).toEqual(['1000', '215', '216', '217', '219', '220', '221', '999']);
+    expect(
+      flights
+        .filter((f) => f.STATE === 'DELETED')
+        .map((f) => f.FLID)
+        .sort(),
+    ).toEqual(['1000', '215', '216', '217', '219', '220', '221', '999']);
     expect((r.events as unknown[]).length).toBeGreaterThan(60);
     expect((r.refMaster as unknown[]).length).toBeGreaterThan(6);
     // the clocks really differed between the runs

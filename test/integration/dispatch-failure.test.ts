@@ -4,11 +4,30 @@
 // produce on demand). Nothing is marked SENT that Kafka did not acknowledge; after recovery
 // everything is delivered, duplicates only of sends that were not acknowledged.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock, systemClock } from '../../lib/clock.ts';
+import { ManualClock, systemClock } from '../../lib/core/clock.ts';
 import type { Db } from '../../lib/db/postgres.ts';
 import { TopicCreationError, type KafkaEdge } from '../../lib/dispatch/kafka.ts';
 import { msgRound, type RoundResult } from '../../lib/dispatch/msg.ts';
-import { createdTopics, deleteTopics, describeTopic, topicWith, consumeAll, deadAddress, deps, edge, kafkaService, NOW, openDb, payloadOf, putMsgEvents, resetOutbox, rows, silentServer, stateCounts, uniqueTopic } from './dispatch-support.ts';
+import {
+  createdTopics,
+  deleteTopics,
+  describeTopic,
+  topicWith,
+  consumeAll,
+  deadAddress,
+  deps,
+  edge,
+  kafkaService,
+  NOW,
+  openDb,
+  payloadOf,
+  putMsgEvents,
+  resetOutbox,
+  rows,
+  silentServer,
+  stateCounts,
+  uniqueTopic,
+} from './dispatch-support.ts';
 
 const PRIVATE_PORT = 19192;
 const PRIVATE = `127.0.0.1:${PRIVATE_PORT}`;
@@ -74,7 +93,7 @@ describe('a reachable broker that answers the send with an error', () => {
   // error's text: a topic the broker does not host fails with retriable errors and
   // KafkaJSNumberOfRetriesExceeded ("… not available …"), yet the broker answers — the events
   // count their attempts and go DEAD at max-attempts (INV-9), visibly.
-  it('unknown topic: attempts count, DEAD at max-attempts with the broker\'s error', async () => {
+  it("unknown topic: attempts count, DEAD at max-attempts with the broker's error", async () => {
     const kafka = track(edge({ timeoutMs: 5000 }));
     await putMsgEvents(db, ['1', '2']);
     const clock = new ManualClock(NOW);
@@ -117,7 +136,12 @@ describe('broker stopped in the middle of a run', () => {
     await kafka.ensureTopics([topic]);
     const flids = Array.from({ length: 3000 }, (_, i) => String((i % 150) + 1));
     await putMsgEvents(db, flids);
-    const d = deps(db, kafka, { 'msgx.kafka.msg-topic': topic, 'msgx.msg.batch': '50', 'msgx.dispatch.backoff': '100ms,300ms', 'msgx.dispatch.max-attempts': '1000', 'msgx.io.timeout': '2s' }, systemClock);
+    const d = deps(
+      db,
+      kafka,
+      { 'msgx.kafka.msg-topic': topic, 'msgx.msg.batch': '50', 'msgx.dispatch.backoff': '100ms,300ms', 'msgx.dispatch.max-attempts': '1000', 'msgx.io.timeout': '2s' },
+      systemClock,
+    );
 
     const results: RoundResult[] = [];
     let stop = false;
@@ -192,7 +216,10 @@ describe('topic creation', () => {
     const msg = uniqueTopic('settings-msg');
     const schd = uniqueTopic('settings-schd');
     expect(await kafka.ensureTopics([msg, { topic: schd, partitions: 1 }])).toEqual({ created: [msg, schd], mismatched: [] });
-    for (const [topic, partitions] of [[msg, 3], [schd, 1]] as const) {
+    for (const [topic, partitions] of [
+      [msg, 3],
+      [schd, 1],
+    ] as const) {
       const t = await describeTopic(topic);
       expect(t.partitions).toBe(partitions);
       // set on the topic itself (configSource TOPIC_CONFIG), whatever the broker's defaults are
@@ -214,7 +241,10 @@ describe('topic creation', () => {
     const topic = uniqueTopic('create');
     await kafka.ensureTopics([topic]);
     await kafka.ensureTopics([topic]); // exists: no error
-    const placed = await kafka.send(topic, Array.from({ length: 30 }, (_, i) => ({ key: String(i), value: 'x' })));
+    const placed = await kafka.send(
+      topic,
+      Array.from({ length: 30 }, (_, i) => ({ key: String(i), value: 'x' })),
+    );
     expect(new Set(placed.map((p) => p.partition))).toEqual(new Set([0, 1, 2]));
     // an invalid name is refused by the broker for good: a TopicCreationError naming the topic
     const bad = 'bad/topic name';

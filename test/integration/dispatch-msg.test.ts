@@ -4,14 +4,14 @@
 import Fastify from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/core/clock.ts';
 import type { Db } from '../../lib/db/postgres.ts';
 import { dispatchReplay, dispatchSkip } from '../../lib/dispatch/actions.ts';
 import type { KafkaEdge } from '../../lib/dispatch/kafka.ts';
 import { msgDrain, msgRound } from '../../lib/dispatch/msg.ts';
 import { freezeMsgBatch } from '../../lib/dispatch/outbox.ts';
 import { releasable, type OutboxEvent } from '../../lib/dispatch/plan.ts';
-import { dispatchRoutes } from '../../lib/dispatch/routes.ts';
+import { dispatchRoutes } from '../../lib/api/dispatch-routes.ts';
 import { consume, createdTopics, deadAddress, deleteTopics, deps, edge, NOW, openDb, payloadOf, putMsgEvents, refusingTopic, resetOutbox, rows, uniqueTopic } from './dispatch-support.ts';
 
 let db: Db;
@@ -93,7 +93,7 @@ describe('ordering', () => {
 describe('the hold rule in SQL is the plan.ts model', () => {
   it('random outbox states: freezeMsgBatch = releasable', async () => {
     let seed = 12345;
-    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rnd = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     for (let round = 0; round < 8; round++) {
       await resetOutbox(db);
       const flids = Array.from({ length: 400 }, () => String(Math.floor(rnd() * 40)));
@@ -146,7 +146,10 @@ describe('dead letters', () => {
       expect(await msgRound(d)).toMatchObject({ picked: 2, sent: 0, failed: 2, dead: 0 });
       clock.advance(1000);
     }
-    expect((await rows(db)).map((r) => [r.state, r.attempts])).toEqual([['PENDING', 0], ['PENDING', 0]]); // no attempt counted: nobody answered
+    expect((await rows(db)).map((r) => [r.state, r.attempts])).toEqual([
+      ['PENDING', 0],
+      ['PENDING', 0],
+    ]); // no attempt counted: nobody answered
     expect((await rows(db)).every((r) => /^broker unreachable: /.test(r.last_error ?? ''))).toBe(true);
     expect(await msgRound(deps(db, kafka, { 'msgx.kafka.msg-topic': topic }, clock))).toMatchObject({ sent: 2 });
     const got = await consume(topic, (g) => g.length >= 2);
@@ -162,7 +165,13 @@ describe('dead letters', () => {
 
     expect(await msgDrain(d, 10_000)).toBeNull();
     const held = await rows(db);
-    expect(held.map((r) => [r.flid, r.state])).toEqual([['A', 'DEAD'], ['A', 'PENDING'], ['B', 'SENT'], ['A', 'PENDING'], ['C', 'SENT']]);
+    expect(held.map((r) => [r.flid, r.state])).toEqual([
+      ['A', 'DEAD'],
+      ['A', 'PENDING'],
+      ['B', 'SENT'],
+      ['A', 'PENDING'],
+      ['C', 'SENT'],
+    ]);
 
     // the HTTP view shows the dead letter and what it holds
     const app = Fastify();
@@ -202,7 +211,12 @@ describe('dead letters', () => {
     expect(await dispatchReplay(db, { flid: 'B' })).toEqual([deadB]);
     expect(await msgDrain(d, 10_000)).toBeNull();
     expect((await rows(db)).map((r) => [r.event_id, r.state])).toEqual([
-      [deadA, 'SKIPPED'], [deadB, 'SENT'], [deadC, 'DEAD'], [later[0], 'SENT'], [later[1], 'SENT'], [later[2], 'PENDING'],
+      [deadA, 'SKIPPED'],
+      [deadB, 'SENT'],
+      [deadC, 'DEAD'],
+      [later[0], 'SENT'],
+      [later[1], 'SENT'],
+      [later[2], 'PENDING'],
     ]);
     expect(await dispatchReplay(db, { all: true, target: 'msg' })).toEqual([deadC]);
     expect(await msgDrain(d, 10_000)).toBeNull();

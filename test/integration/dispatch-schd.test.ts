@@ -4,7 +4,7 @@
 // PENDING and goes out again, DEAD rows reset by a newer version, oversize states DEAD.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/core/clock.ts';
 import { createRedis, type Redis } from '../../lib/db/redis.ts';
 import type { Db } from '../../lib/db/postgres.ts';
 import type { KafkaEdge } from '../../lib/dispatch/kafka.ts';
@@ -49,7 +49,15 @@ async function topicFor(what: string) {
   return topic;
 }
 
-const snapshot = (flids: string[], extra: (f: string) => string = () => '') => apply(db, redis, schd('DNLD', flids.map((f) => rec(f, 9, extra(f)))));
+const snapshot = (flids: string[], extra: (f: string) => string = () => '') =>
+  apply(
+    db,
+    redis,
+    schd(
+      'DNLD',
+      flids.map((f) => rec(f, 9, extra(f))),
+    ),
+  );
 
 describe('schd batches', () => {
   it('one record {"SCHD":{"RECS":n,"FLTR":[complete states]}}, fixed key, rows SENT with the record place', async () => {

@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import kafkajs from 'kafkajs';
 import { sql } from 'kysely';
-import { ManualClock, type Clock } from '../../lib/clock.ts';
+import { ManualClock, type Clock } from '../../lib/core/clock.ts';
 import { createDb, createPool, type Db } from '../../lib/db/postgres.ts';
 import { createKafkaEdge, type KafkaEdge } from '../../lib/dispatch/kafka.ts';
 import type { DispatchDeps } from '../../lib/dispatch/msg.ts';

@@ -3,7 +3,7 @@
 // cleanly. Plus the retention of SENT rows.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/core/clock.ts';
 import type { Db } from '../../lib/db/postgres.ts';
 import { purgeSentEvents } from '../../lib/dispatch/retention.ts';
 import { upsertSchdRows } from '../../lib/flight/store.ts';
@@ -74,7 +74,10 @@ describe('worker processes', () => {
 
 describe('retention', () => {
   it('deletes SENT rows older than msgx.pipeline.event-retention in batches; PENDING, DEAD, SKIPPED and recent SENT stay', async () => {
-    const ids = await putMsgEvents(db, Array.from({ length: 25 }, (_, i) => String(i)));
+    const ids = await putMsgEvents(
+      db,
+      Array.from({ length: 25 }, (_, i) => String(i)),
+    );
     const day = 86_400_000;
     await sql`update msg_event set state = 'SENT', sent_at = ${new Date(NOW.getTime() - 8 * day)} where event_id <= ${ids[19]}`.execute(db);
     await sql`update msg_event set state = 'SENT', sent_at = ${new Date(NOW.getTime() - 6 * day)} where event_id = ${ids[20]}`.execute(db);

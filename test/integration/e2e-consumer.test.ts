@@ -86,14 +86,24 @@ describe.runIf(corpusPresent)('end to end: inbox → six processes → Kafka con
     for (const name of ['intake', 'pump', 'backfill', 'msg-dispatch', 'schd-dispatch']) procs.push(startWorker(name, topics));
     const api = startWorker('api', topics);
     procs.push(api);
-    await waitFor('every message terminal', async () => {
-      const rows = await procRows(s.db);
-      return rows.length === total && rows.every((r) => !['PENDING', 'FAILED'].includes(r.state));
-    }, 90_000, 250);
-    await waitFor('the outbox drained', async () => {
-      const r = await s.pool.query(`select count(*)::int n from msg_event where state <> 'SENT'`);
-      return r.rows[0].n === 0;
-    }, 90_000, 250);
+    await waitFor(
+      'every message terminal',
+      async () => {
+        const rows = await procRows(s.db);
+        return rows.length === total && rows.every((r) => !['PENDING', 'FAILED'].includes(r.state));
+      },
+      90_000,
+      250,
+    );
+    await waitFor(
+      'the outbox drained',
+      async () => {
+        const r = await s.pool.query(`select count(*)::int n from msg_event where state <> 'SENT'`);
+        return r.rows[0].n === 0;
+      },
+      90_000,
+      250,
+    );
 
     const kafka = new kafkajs.Kafka({ clientId: `e2e-${run}`, brokers: [TEST_KAFKA], logLevel: kafkajs.logLevel.NOTHING });
     const consumer = kafka.consumer({ groupId: `e2e-${run}` });

@@ -3,7 +3,7 @@
 // in file order (each applied once for real), the FDEL sample last, then a FLOP for the deleted 15.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/core/clock.ts';
 import { renumberSeqn } from '../../lib/inject/files.ts';
 import { readFlights } from '../../lib/flight/read.ts';
 import { toJson } from '../../lib/flight/state.ts';

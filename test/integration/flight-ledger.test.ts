@@ -39,7 +39,14 @@ describe('snapshot (SCHD DNLD)', () => {
       ['2', 'UPSERT', true],
     ]);
     expect(ev.filter((e) => e.target === 'schd').map((e) => e.flid)).toEqual(['1', '2']);
-    expect(await redisState(s.redis, '1')).toMatchObject({ FLID: '1', STATE_VERSION: 1, OPERATION_DAY: '2026-12-09', GTDT: [{ GTNO: 1, GATE: 'G1' }], ERUT: [{ RTNO: 1, APCD: 'PEK' }], CANCELLED: false });
+    expect(await redisState(s.redis, '1')).toMatchObject({
+      FLID: '1',
+      STATE_VERSION: 1,
+      OPERATION_DAY: '2026-12-09',
+      GTDT: [{ GTNO: 1, GATE: 'G1' }],
+      ERUT: [{ RTNO: 1, APCD: 'PEK' }],
+      CANCELLED: false,
+    });
     expect(await count(s.db, 'schd_snap_log')).toBe(1);
   });
 
@@ -71,7 +78,14 @@ describe('snapshot (SCHD DNLD)', () => {
   });
 
   it('§5.1: a flight taken over by the next day is not deleted; an absent flight of the same day is (tombstone, Redis key removed)', async () => {
-    await apply(s.db, s.redis, schd('DNLD', [rec('A', 9), rec('B', 9), rec('C', 9, '', '2330')].map((x) => x.replace(/<FLID>(\w)<\/FLID>/, (_, f) => `<FLID>${f.charCodeAt(0)}</FLID>`))));
+    await apply(
+      s.db,
+      s.redis,
+      schd(
+        'DNLD',
+        [rec('A', 9), rec('B', 9), rec('C', 9, '', '2330')].map((x) => x.replace(/<FLID>(\w)<\/FLID>/, (_, f) => `<FLID>${f.charCodeAt(0)}</FLID>`)),
+      ),
+    );
     const [A, B, C] = ['65', '66', '67'];
     expect(await redisState(s.redis, B)).not.toBeNull();
     // C moves to day 10 (SODT changed), by the day-10 snapshot
@@ -206,13 +220,19 @@ describe('master / shared flights', () => {
   it('link, FLNO change, relink, child deleted, master deleted (cascade), master revived derives MAFL at once', async () => {
     await apply(s.db, s.redis, schd('DNLD', [rec('100', 9), rec('200', 9)]));
     await apply(s.db, s.redis, schd('ADFT', [shared('101', '100'), shared('102', '100')]));
-    expect((await redisState(s.redis, '100'))!.MAFL).toEqual([{ FLID: '101', FLNO: 'CS101' }, { FLID: '102', FLNO: 'CS102' }]);
+    expect((await redisState(s.redis, '100'))!.MAFL).toEqual([
+      { FLID: '101', FLNO: 'CS101' },
+      { FLID: '102', FLNO: 'CS102' },
+    ]);
     expect((await flightRow(s.db, '100')).state_version).toBe(2); // one version step for two new shared flights
     const masterEv = (await events(s.db, 'msg')).filter((e) => e.flid === '100').at(-1)!;
     expect(masterEv.payload.CHANGED).toEqual(['MAFL']);
     // FLNO change of a shared flight
     await apply(s.db, s.redis, schd('ADFT', [shared('101', '100', 'CS9')]));
-    expect((await redisState(s.redis, '100'))!.MAFL).toEqual([{ FLID: '101', FLNO: 'CS9' }, { FLID: '102', FLNO: 'CS102' }]);
+    expect((await redisState(s.redis, '100'))!.MAFL).toEqual([
+      { FLID: '101', FLNO: 'CS9' },
+      { FLID: '102', FLNO: 'CS102' },
+    ]);
     // relink 102 to master 200: both masters re-derived
     await apply(s.db, s.redis, schd('ADFT', [shared('102', '200')]));
     expect((await redisState(s.redis, '100'))!.MAFL).toEqual([{ FLID: '101', FLNO: 'CS9' }]);

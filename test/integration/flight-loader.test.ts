@@ -102,7 +102,11 @@ afterAll(async () => {
 describe('one-trip flight loader', () => {
   it('returns exactly what the per-table loader returned, in one statement', async () => {
     const scalars = `<ESTT>${t('0930')}</ESTT><MAXP>199</MAXP><CNCL>${t('0700')}</CNCL><FDIV DDES="HKG" DDIR="TO">weather</FDIV><TAOP>CA</TAOP><TAFL>CA1</TAFL><TAID>7</TAID>`;
-    const r = await apply(s.db, s.redis, schd('DNLD', [rec('1', 9, scalars + EVERY), rec('2', 9, EVERY), rec('3', 9), rec('4', 9, '<MAID>1</MAID><GTDT GTNO="1"><GATE>G9</GATE></GTDT>'), rec('5', 9)]));
+    const r = await apply(
+      s.db,
+      s.redis,
+      schd('DNLD', [rec('1', 9, scalars + EVERY), rec('2', 9, EVERY), rec('3', 9), rec('4', 9, '<MAID>1</MAID><GTDT GTNO="1"><GATE>G9</GATE></GTDT>'), rec('5', 9)]),
+    );
     expect(r.outcome).toBe('applied');
     expect((await apply(s.db, s.redis, flop('FDEL', '5', '<FDEL></FDEL>'))).outcome).toBe('applied');
     expect((await apply(s.db, s.redis, flop('PORT', '2', `<PORT><POTM>${t('1015')}</POTM><POID>O</POID></PORT>`))).outcome).toBe('applied');

@@ -32,15 +32,31 @@ describe('9,999-flight snapshot under the pump process', () => {
     start('intake');
     let pump = start('pump');
     // PIPELINE_LOCK (advisory 7001) is held from the raw read to the terminal commit
-    await waitFor('the pump is processing the snapshot', async () => {
-      const r = await sql<{ n: number }>`select count(*)::int n from pg_locks where locktype = 'advisory' and objid = ${LOCKS.PIPELINE} and granted and database = (select oid from pg_database where datname = current_database())`.execute(s.db);
-      return r.rows[0].n > 0;
-    }, 30_000, 20);
+    await waitFor(
+      'the pump is processing the snapshot',
+      async () => {
+        const r = await sql<{
+          n: number;
+        }>`select count(*)::int n from pg_locks where locktype = 'advisory' and objid = ${LOCKS.PIPELINE} and granted and database = (select oid from pg_database where datname = current_database())`.execute(
+          s.db,
+        );
+        return r.rows[0].n > 0;
+      },
+      30_000,
+      20,
+    );
     // … and inside the business transaction once it has written (an xid is assigned at the first write)
-    await waitFor('the business transaction has written', async () => {
-      const r = await sql<{ n: number }>`select count(*)::int n from pg_stat_activity where application_name = 'msgx-pump' and backend_xid is not null and datname = current_database()`.execute(s.db);
-      return r.rows[0].n > 0;
-    }, 30_000, 10);
+    await waitFor(
+      'the business transaction has written',
+      async () => {
+        const r = await sql<{ n: number }>`select count(*)::int n from pg_stat_activity where application_name = 'msgx-pump' and backend_xid is not null and datname = current_database()`.execute(
+          s.db,
+        );
+        return r.rows[0].n > 0;
+      },
+      30_000,
+      10,
+    );
     pump.child.kill('SIGKILL');
     await pump.exited;
     expect(await flights()).toBe(0); // the transaction died with the process: nothing visible

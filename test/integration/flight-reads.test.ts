@@ -4,7 +4,7 @@
 import Fastify from 'fastify';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { flightRoutes } from '../../lib/flight/routes.ts';
+import { flightRoutes } from '../../lib/api/flight-routes.ts';
 import { createPool } from '../../lib/db/postgres.ts';
 import type { Database } from '../../lib/db/schema.ts';
 import { TEST_PG_URL } from '../support/env.ts';
@@ -35,7 +35,14 @@ describe('GET /flights/:flid', () => {
     await apply(s.db, s.redis, schd('DNLD', [rec('1', 9, '<GTDT GTNO="1"><GATE>G1</GATE></GTDT><SRVT><SRTC>A</SRTC></SRVT>')]));
     const ok = await app.inject('/flights/1');
     expect(ok.statusCode).toBe(200);
-    expect(ok.json()).toMatchObject({ FLID: '1', STATE: 'ACTIVE', OPERATION_DAY: '2026-12-09', SODT: '2026-12-09T08:00:00+08:00', GTDT: [{ GTNO: 1, GATE: 'G1' }], SRVT: ['<SRVT><SRTC>A</SRTC></SRVT>'] });
+    expect(ok.json()).toMatchObject({
+      FLID: '1',
+      STATE: 'ACTIVE',
+      OPERATION_DAY: '2026-12-09',
+      SODT: '2026-12-09T08:00:00+08:00',
+      GTDT: [{ GTNO: 1, GATE: 'G1' }],
+      SRVT: ['<SRVT><SRTC>A</SRTC></SRVT>'],
+    });
     expect((await app.inject('/flights/2')).json()).toMatchObject({ error: 'not-found', reason: 'no flight with FLID 2' });
     expect((await app.inject('/flights/abc')).statusCode).toBe(400);
     await apply(s.db, s.redis, schd('DNLD', [rec('3', 9)]));
@@ -48,7 +55,14 @@ describe('GET /flights/:flid', () => {
 
 describe('GET /all/flights', () => {
   it('pages by FLID cursor, filters by operation day, 400 on bad parameters', async () => {
-    await apply(s.db, s.redis, schd('DNLD', ['10', '11', '12', '13', '14'].map((f) => rec(f, 9))));
+    await apply(
+      s.db,
+      s.redis,
+      schd(
+        'DNLD',
+        ['10', '11', '12', '13', '14'].map((f) => rec(f, 9)),
+      ),
+    );
     await apply(s.db, s.redis, schd('DNLD', [rec('20', 10)]));
     const p1 = (await app.inject('/all/flights?operationDay=2026-12-09&limit=2')).json();
     expect(p1.flights.map((f: { FLID: string }) => f.FLID)).toEqual(['10', '11']);
@@ -64,7 +78,14 @@ describe('GET /all/flights', () => {
   });
 
   it('query count does not depend on the page size', async () => {
-    await apply(s.db, s.redis, schd('DNLD', Array.from({ length: 60 }, (_, i) => rec(String(100 + i), 9, '<GTDT GTNO="1"><GATE>G</GATE></GTDT><CKDT CKNO="1"><CHKC>1</CHKC></CKDT>'))));
+    await apply(
+      s.db,
+      s.redis,
+      schd(
+        'DNLD',
+        Array.from({ length: 60 }, (_, i) => rec(String(100 + i), 9, '<GTDT GTNO="1"><GATE>G</GATE></GTDT><CKDT CKNO="1"><CHKC>1</CHKC></CKDT>')),
+      ),
+    );
     queries = 0;
     await app.inject('/all/flights?limit=1');
     const one = queries;
@@ -77,7 +98,8 @@ describe('GET /all/flights', () => {
 
   it('a concurrent writer never yields a torn flight (main row and details from one moment)', async () => {
     const flids = Array.from({ length: 20 }, (_, i) => String(500 + i));
-    const recordsAt = (n: number) => flids.map((f) => fltr(f, `<FLNO>XX${f}</FLNO><SODT>09DEC260800</SODT><STND>S${n}</STND><GTDT GTNO="1"><GATE>G${n}</GATE></GTDT><GTDT GTNO="2"><GATE>G${n}</GATE></GTDT>`));
+    const recordsAt = (n: number) =>
+      flids.map((f) => fltr(f, `<FLNO>XX${f}</FLNO><SODT>09DEC260800</SODT><STND>S${n}</STND><GTDT GTNO="1"><GATE>G${n}</GATE></GTDT><GTDT GTNO="2"><GATE>G${n}</GATE></GTDT>`));
     await apply(s.db, s.redis, schd('DNLD', recordsAt(0)));
     let stop = false;
     const writer = (async () => {
@@ -127,11 +149,13 @@ describe('a 9,999-flight snapshot', () => {
     /** The snapshot handler, plus a look from another connection just before the commit. */
     function wrap() {
       const h = registry.resolve('SCHD', 'DNLD')!;
-      const reg = { resolve: () => async (ctx: Parameters<typeof h>[0]) => {
-        const out = await h(ctx);
-        visibleBeforeCommit = await count(s.db, 'flight_schd');
-        return out;
-      } };
+      const reg = {
+        resolve: () => async (ctx: Parameters<typeof h>[0]) => {
+          const out = await h(ctx);
+          visibleBeforeCommit = await count(s.db, 'flight_schd');
+          return out;
+        },
+      };
       return reg as unknown as typeof registry;
     }
   });

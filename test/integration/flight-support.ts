@@ -2,7 +2,7 @@
 // Kysely transaction as the pump would (skipped → rollback), mirror, reset, inspect.
 import { sql } from 'kysely';
 import { applyMessage, type ApplyResult } from '../support/refdata-ctx.ts';
-import { HandlerRegistry } from '../../lib/pipeline/handlers.ts';
+import { HandlerRegistry } from '../../lib/domain/handlers.ts';
 import { registerFlightHandlers } from '../../lib/flight/handlers.ts';
 import { createFlightMirror } from '../../lib/flight/mirror.ts';
 import type { Db } from '../../lib/db/postgres.ts';
@@ -44,7 +44,9 @@ export async function resetFlights(db: Db, redis: Redis): Promise<void> {
 }
 
 export async function flightRow(db: Db, flid: string) {
-  const r = await sql<Record<string, unknown>>`select flid, state, state_version, operation_day::text as operation_day, last_msg_id, maid, mafl, stnd, deleted_at from flight_schd where flid = ${flid}`.execute(db);
+  const r = await sql<
+    Record<string, unknown>
+  >`select flid, state, state_version, operation_day::text as operation_day, last_msg_id, maid, mafl, stnd, deleted_at from flight_schd where flid = ${flid}`.execute(db);
   return r.rows[0];
 }
 

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { metrics } from '../../lib/runtime/metrics.ts';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/core/clock.ts';
 import { statusAt } from '../../lib/refdata/rsta.ts';
 import { createRequest } from '../../lib/requests/outbound.ts';
 import { getRequest } from '../../lib/requests/track.ts';
@@ -19,25 +19,25 @@ import { inboxProcessed, openServices, procRows, putInbox, resetPipeline, sisMes
 // message builders (hand-written fixtures; SEQNs are fresh unless a case says otherwise)
 
 let seqn = 700_000;
-const msg = (type: string, styp: string, body: string, o: { seqn?: number; dttm?: string } = {}) =>
-  sisMessage({ type, styp, body, seqn: o.seqn ?? ++seqn, ...(o.dttm ? { dttm: o.dttm } : {}) });
+const msg = (type: string, styp: string, body: string, o: { seqn?: number; dttm?: string } = {}) => sisMessage({ type, styp, body, seqn: o.seqn ?? ++seqn, ...(o.dttm ? { dttm: o.dttm } : {}) });
 
 /** A message whose META is written by hand (fields given in order; missing = absent). */
 const withMeta = (meta: string, body: string) => `<?xml version="1.0" encoding="UTF-8"?>\n<MSG><META>${meta}</META>${body}</MSG>`;
 const metaOf = (f: Partial<Record<'SNDR' | 'SEQN' | 'DTTM' | 'TYPE' | 'STYP', string>>) => {
   const all = { SNDR: 'AODB', SEQN: String(++seqn), DTTM: '20261201083000', TYPE: 'FLOP', STYP: 'REMC', ...f };
-  return (Object.entries(all) as [string, string][]).filter(([, v]) => v !== '<absent>').map(([k, v]) => `<${k}>${v}</${k}>`).join('');
+  return (Object.entries(all) as [string, string][])
+    .filter(([, v]) => v !== '<absent>')
+    .map(([k, v]) => `<${k}>${v}</${k}>`)
+    .join('');
 };
 const REMC_BODY = '<FLOP><FLID>101</FLID><FFID>XX</FFID><REMC>X</REMC></FLOP>';
 
 const flop = (styp: string, flid: string, inner: string, o: { seqn?: number } = {}) => msg('FLOP', styp, `<FLOP><FLID>${flid}</FLID><FFID>XX-${flid}</FFID>${inner}</FLOP>`, o);
-const schd = (styp: string, records: string[], recs: number | string | null = records.length) =>
-  msg('SCHD', styp, `<SCHD>${recs === null ? '' : `<RECS>${recs}</RECS>`}${records.join('')}</SCHD>`);
+const schd = (styp: string, records: string[], recs: number | string | null = records.length) => msg('SCHD', styp, `<SCHD>${recs === null ? '' : `<RECS>${recs}</RECS>`}${records.join('')}</SCHD>`);
 /** An FLTR record of 2026-12-DD 08:00 local. */
 const rec = (flid: string, day = 1, extra = '', sodt = `${String(day).padStart(2, '0')}DEC260800`) =>
   `<FLTR><FLID>${flid}</FLID><ALCD>XX</ALCD><FLNO>XX${flid}</FLNO><MVIN>D</MVIN><SODT>${sodt}</SODT><FLTY>P</FLTY><FLIN>D</FLIN><ACFT>320</ACFT>${extra}</FLTR>`;
-const ref = (type: string, styp: string, records: string[], recs: number | string | null = records.length) =>
-  msg(type, styp, `${recs === null ? '' : `<RECS>${recs}</RECS>`}${records.join('')}`);
+const ref = (type: string, styp: string, records: string[], recs: number | string | null = records.length) => msg(type, styp, `${recs === null ? '' : `<RECS>${recs}</RECS>`}${records.join('')}`);
 const repeat = (n: number, f: (i: number) => string) => Array.from({ length: n }, (_, i) => f(i + 1)).join('');
 const gtdt = (n: number, gate = 'G1') => repeat(n, (i) => `<GTDT GTNO="${i}"><GATE>${gate}</GATE><PGOT>01DEC260700</PGOT><PGCT>01DEC260740</PGCT><GTYP>D</GTYP></GTDT>`);
 const psdt = (n: number) => repeat(n, (i) => `<PSDT PSNO="${i}"><PSST>S${i}</PSST><STST>01DEC260600</STST><STET>01DEC260900</STET></PSDT>`);
@@ -69,7 +69,11 @@ function setup(): Entry[] {
     good(
       'setup: SCHD DNLD of 2026-12-01 (6 flights, collections)',
       schd('DNLD', [
-        rec('101', 1, `${gtdt(2)}<CKDT CKNO="1"><CHKC>C01</CHKC><CCLS>Y</CCLS><PCOT>01DEC260500</PCOT><PCCT>01DEC260715</PCCT><CTYP>D</CTYP></CKDT>${route('ROUT', 2)}<DELY CODE="93" STRT="01DEC260800" DURA="0030">late inbound</DELY>`),
+        rec(
+          '101',
+          1,
+          `${gtdt(2)}<CKDT CKNO="1"><CHKC>C01</CHKC><CCLS>Y</CCLS><PCOT>01DEC260500</PCOT><PCCT>01DEC260715</PCCT><CTYP>D</CTYP></CKDT>${route('ROUT', 2)}<DELY CODE="93" STRT="01DEC260800" DURA="0030">late inbound</DELY>`,
+        ),
         rec('102', 1, `${psdt(2)}<CHOT CSNO="1"><CHTM>01DEC260805</CHTM><CHID>ON</CHID><CHST>1</CHST></CHOT>`),
         rec('103', 1, gtdt(1, 'G7')),
         rec('104', 1, '<REMC>BRD</REMC><MAXP>180</MAXP>'),
@@ -78,7 +82,11 @@ function setup(): Entry[] {
       ]),
       'msg-event',
     ),
-    good('setup: GLST DNLD', ref('GLST', 'DNLD', ['<GLST><GCOD>G1</GCOD><GTNM>Gate 1</GTNM></GLST>', '<GLST><GCOD>G2</GCOD><GTNM>Gate 2</GTNM></GLST>', '<GLST><GCOD>G3</GCOD><GTNM>Gate 3</GTNM></GLST>']), 'ref-record'),
+    good(
+      'setup: GLST DNLD',
+      ref('GLST', 'DNLD', ['<GLST><GCOD>G1</GCOD><GTNM>Gate 1</GTNM></GLST>', '<GLST><GCOD>G2</GCOD><GTNM>Gate 2</GTNM></GLST>', '<GLST><GCOD>G3</GCOD><GTNM>Gate 3</GTNM></GLST>']),
+      'ref-record',
+    ),
     good('setup: BLST DNLD', ref('BLST', 'DNLD', ['<BLST><BCOD>B1</BCOD><BTNM>Belt 1</BTNM></BLST>', '<BLST><BCOD>B2</BCOD><BTNM>Belt 2</BTNM></BLST>']), 'ref-record'),
     good('setup: FDEL of 106', flop('FDEL', '106', '<FDEL></FDEL>'), 'msg-event'),
     good('setup: REMC on 101 with SEQN 424242 (duplicated later)', flop('REMC', '101', '<REMC>FIRST</REMC>', { seqn: 424242 }), 'msg-event'),
@@ -110,7 +118,11 @@ function hostile(): Omit<Entry, 'bad'>[] {
       `<?xml version="1.0"?><!DOCTYPE MSG [<!ENTITY xxe SYSTEM "file:///etc/passwd">]><MSG><META>${metaOf({})}</META><FLOP><FLID>101</FLID><REMC>&xxe;</REMC></FLOP></MSG>`,
       /^MALFORMED: DOCTYPE\/ENTITY declarations are not accepted$/,
     ),
-    dead('external DTD', `<?xml version="1.0"?><!DOCTYPE MSG SYSTEM "http://127.0.0.1:1/evil.dtd">${wellFormed.replace(/^<\?xml[^>]*>\s*/, '')}`, /^MALFORMED: DOCTYPE\/ENTITY declarations are not accepted$/),
+    dead(
+      'external DTD',
+      `<?xml version="1.0"?><!DOCTYPE MSG SYSTEM "http://127.0.0.1:1/evil.dtd">${wellFormed.replace(/^<\?xml[^>]*>\s*/, '')}`,
+      /^MALFORMED: DOCTYPE\/ENTITY declarations are not accepted$/,
+    ),
     dead(
       'parameter entity (lower-case doctype)',
       `<?xml version="1.0"?><!doctype MSG [<!ENTITY % p SYSTEM "http://127.0.0.1:1/p.dtd"> %p;]>${wellFormed.replace(/^<\?xml[^>]*>\s*/, '')}`,
@@ -120,10 +132,22 @@ function hostile(): Omit<Entry, 'bad'>[] {
     dead('a second root element after </MSG>', `${wellFormed}<MSG/>`, /^MALFORMED: expected one root element, found 2$/),
     dead('root element is not MSG', wellFormed.replace('<MSG>', '<FOO>').replace('</MSG>', '</FOO>'), /^MALFORMED: root element is <FOO>, expected <MSG>$/),
     dead('bare & in a value', msg('FLOP', 'REMC', '<FLOP><FLID>101</FLID><REMC>A & B</REMC></FLOP>'), /^MALFORMED: not well-formed XML: char '&'/),
-    dead('undeclared entity reference', msg('FLOP', 'REMC', '<FLOP><FLID>101</FLID><REMC>A &foo; B</REMC></FLOP>'), /^MALFORMED: not well-formed XML: undeclared entity reference &foo; \(line 3, col \d+\)$/),
-    dead('character reference to NUL', msg('FLOP', 'REMC', '<FLOP><FLID>101</FLID><REMC>A &#0; B</REMC></FLOP>'), /^MALFORMED: not well-formed XML: character reference &#0; names a character not allowed in XML \(line 3, col \d+\)$/),
+    dead(
+      'undeclared entity reference',
+      msg('FLOP', 'REMC', '<FLOP><FLID>101</FLID><REMC>A &foo; B</REMC></FLOP>'),
+      /^MALFORMED: not well-formed XML: undeclared entity reference &foo; \(line 3, col \d+\)$/,
+    ),
+    dead(
+      'character reference to NUL',
+      msg('FLOP', 'REMC', '<FLOP><FLID>101</FLID><REMC>A &#0; B</REMC></FLOP>'),
+      /^MALFORMED: not well-formed XML: character reference &#0; names a character not allowed in XML \(line 3, col \d+\)$/,
+    ),
     dead('repeated attribute', msg('FLOP', 'GTDT', '<FLOP><FLID>103</FLID><GTDT GTNO="1" GTNO="2"><GATE>G1</GATE></GTDT></FLOP>'), /^MALFORMED: not well-formed XML: Attribute 'GTNO' is repeated/),
-    dead('NUL character in a value', msg('FLOP', 'REMC', '<FLOP><FLID>101</FLID><REMC>A\u0000B</REMC></FLOP>'), /^MALFORMED: not well-formed XML: character U\+0000 is not allowed in XML \(line 3, col \d+\)$/),
+    dead(
+      'NUL character in a value',
+      msg('FLOP', 'REMC', '<FLOP><FLID>101</FLID><REMC>A\u0000B</REMC></FLOP>'),
+      /^MALFORMED: not well-formed XML: character U\+0000 is not allowed in XML \(line 3, col \d+\)$/,
+    ),
     dead('control character in a value', msg('FLOP', 'REMC', '<FLOP><FLID>101</FLID><REMC>A\u0007B</REMC></FLOP>'), /^MALFORMED: not well-formed XML: character U\+0007 is not allowed in XML/),
     // --- META (MALFORMED for structure, PROTOCOL for a value) ---
     dead('no META', '<MSG><FLOP><FLID>101</FLID></FLOP></MSG>', /^MALFORMED: no META element$/),
@@ -150,17 +174,33 @@ function hostile(): Omit<Entry, 'bad'>[] {
     dead('SCHD RECS -1', schd('DNLD', [rec('9003')], -1), /^PROTOCOL: SCHD\/DNLD: RECS="-1" is not an integer 0–9999$/),
     dead('SCHD RECS not a number', schd('DNLD', [rec('9003')], 'one'), /^PROTOCOL: SCHD\/DNLD: RECS="one" is not an integer 0–9999$/),
     dead('SCHD RECS missing', schd('DNLD', [rec('9003')], null), /^PROTOCOL: SCHD\/DNLD: RECS missing$/),
-    dead('snapshot spanning two operation days', schd('DNLD', [rec('9004', 20), rec('9005', 21)]), /^PROTOCOL: SCHD\/DNLD: records span two operation days \(2026-12-20 and 2026-12-21 at FLID=9005\)$/),
-    dead('snapshot spanning the day cutover by two minutes', schd('DNLD', [rec('9006', 20, '', '20DEC262359'), rec('9007', 20, '', '21DEC260001')]), /records span two operation days \(2026-12-20 and 2026-12-21 at FLID=9007\)/),
+    dead(
+      'snapshot spanning two operation days',
+      schd('DNLD', [rec('9004', 20), rec('9005', 21)]),
+      /^PROTOCOL: SCHD\/DNLD: records span two operation days \(2026-12-20 and 2026-12-21 at FLID=9005\)$/,
+    ),
+    dead(
+      'snapshot spanning the day cutover by two minutes',
+      schd('DNLD', [rec('9006', 20, '', '20DEC262359'), rec('9007', 20, '', '21DEC260001')]),
+      /records span two operation days \(2026-12-20 and 2026-12-21 at FLID=9007\)/,
+    ),
     dead('snapshot record without FLID', schd('DNLD', [rec('9008'), '<FLTR><FLNO>XX1</FLNO><SODT>01DEC260800</SODT></FLTR>']), /^PROTOCOL: SCHD FLTR\[2\]: FLID is mandatory and missing$/),
     dead('snapshot record with empty FLID', schd('DNLD', [rec('9008'), rec('')]), /^PROTOCOL: SCHD FLTR\[2\]: FLID is mandatory and empty$/),
     dead('snapshot record with a non-numeric FLID', schd('DNLD', [rec('AB12')]), /^PROTOCOL: SCHD FLTR\[1\] FLID="AB12" is not a flight id$/),
     dead('snapshot with the same FLID twice', schd('DNLD', [rec('9010'), rec('9010')]), /^PROTOCOL: SCHD\/DNLD: FLID=9010 occurs in more than one FLTR record$/),
-    dead('snapshot record without SODT', schd('DNLD', [rec('9011'), '<FLTR><FLID>9012</FLID><FLNO>XX9012</FLNO><ACFT>320</ACFT></FLTR>']), /^PROTOCOL: SCHD\/DNLD FLID=9012: no SODT, the operation day cannot be derived$/),
+    dead(
+      'snapshot record without SODT',
+      schd('DNLD', [rec('9011'), '<FLTR><FLID>9012</FLID><FLNO>XX9012</FLNO><ACFT>320</ACFT></FLTR>']),
+      /^PROTOCOL: SCHD\/DNLD FLID=9012: no SODT, the operation day cannot be derived$/,
+    ),
     dead('empty DNLD (cannot tell its day)', schd('DNLD', []), /^PROTOCOL: SCHD\/DNLD: RECS=0, an empty DNLD cannot tell its operation day$/),
     dead('snapshot record with 10 PSDT (max 9)', schd('DNLD', [rec('101'), rec('9013', 1, psdt(10))]), /^PROTOCOL: SCHD FLTR\[2\] FLID=9013 PSDT: 10 elements exceed the capacity 9$/),
     dead('snapshot record with 7 ROUT (max 6)', schd('DNLD', [rec('9014', 1, route('ROUT', 7))]), /^PROTOCOL: SCHD FLTR\[1\] FLID=9014 ROUT: 7 elements exceed the capacity 6$/),
-    dead('snapshot record with GTNO=0 mixed with a gate', schd('DNLD', [rec('9015', 1, `<GTDT GTNO="0"/>${gtdt(1)}`)]), /^PROTOCOL: SCHD FLTR\[1\] FLID=9015 GTDT: an empty or number-0 element mixed with 1 other element\(s\)$/),
+    dead(
+      'snapshot record with GTNO=0 mixed with a gate',
+      schd('DNLD', [rec('9015', 1, `<GTDT GTNO="0"/>${gtdt(1)}`)]),
+      /^PROTOCOL: SCHD FLTR\[1\] FLID=9015 GTDT: an empty or number-0 element mixed with 1 other element\(s\)$/,
+    ),
     dead('snapshot SODT 31FEB', schd('DNLD', [rec('9016', 1, '', '31FEB260800')]), /^PROTOCOL: SCHD FLTR\[1\] FLID=9016 SODT="31FEB260800" is not a valid date\/time$/),
     dead('snapshot record with empty ACFT', schd('DNLD', [rec('9017').replace('<ACFT>320</ACFT>', '<ACFT></ACFT>')]), /^PROTOCOL: SCHD FLTR\[1\] FLID=9017 ACFT is mandatory and empty$/),
     dead('SCHD without a <SCHD> element', msg('SCHD', 'DNLD', `<RECS>1</RECS>${rec('9018')}`), /^MALFORMED: SCHD\/DNLD: no <SCHD> element$/),
@@ -180,7 +220,11 @@ function hostile(): Omit<Entry, 'bad'>[] {
     dead('ESTT 25:00', flop('ESTT', '102', '<ESTT>01DEC262500</ESTT>'), /^PROTOCOL: FLOP\/ESTT ESTT="01DEC262500" is not a valid date\/time$/),
     dead('ESTT with an unknown month', flop('ESTT', '102', '<ESTT>01FOO261200</ESTT>'), /^PROTOCOL: FLOP\/ESTT ESTT="01FOO261200" is not DDMONYYHHMM$/),
     dead('ESTT in ISO format', flop('ESTT', '102', '<ESTT>2026-12-01T12:00</ESTT>'), /^PROTOCOL: FLOP\/ESTT ESTT="2026-12-01T12:00" is not DDMONYYHHMM$/),
-    dead('gate open time 24:60 inside a collection', flop('GTDT', '103', '<GTDT GTNO="1"><GATE>G1</GATE><PGOT>30NOV262460</PGOT></GTDT>'), /^PROTOCOL: FLOP\/GTDT GTDT\[1\] PGOT="30NOV262460" is not a valid date\/time$/),
+    dead(
+      'gate open time 24:60 inside a collection',
+      flop('GTDT', '103', '<GTDT GTNO="1"><GATE>G1</GATE><PGOT>30NOV262460</PGOT></GTDT>'),
+      /^PROTOCOL: FLOP\/GTDT GTDT\[1\] PGOT="30NOV262460" is not a valid date\/time$/,
+    ),
     dead('ACFT empty (mandatory)', flop('ACFT', '101', '<ACFT></ACFT>'), /^PROTOCOL: FLOP\/ACFT ACFT is mandatory and empty$/),
     dead('FLTY empty (mandatory)', flop('FLTY', '101', '<FLTY>  </FLTY>'), /^PROTOCOL: FLOP\/FLTY FLTY is mandatory and empty$/),
     dead('FLIN self-closing (mandatory)', flop('FLIN', '101', '<FLIN/>'), /^PROTOCOL: FLOP\/FLIN FLIN is mandatory and empty$/),
@@ -202,44 +246,122 @@ function hostile(): Omit<Entry, 'bad'>[] {
     dead('HNAG without any of its tags', flop('HNAG', '101', '<REMC>X</REMC>'), /^PROTOCOL: FLOP\/HNAG: none of <FHAG> <PHAG> <MHAG> present$/),
     skipped('duplicate SEQN', flop('REMC', '101', '<REMC>SECOND</REMC>', { seqn: 424242 }), (ids) => new RegExp(`^duplicate-of:${ids.get('setup: REMC on 101 with SEQN 424242 (duplicated later)')}$`)),
     // --- reference data ---
-    dead('reference DNLD with RECS 1 but 2 records', ref('BLST', 'DNLD', ['<BLST><BCOD>B8</BCOD></BLST>', '<BLST><BCOD>B9</BCOD></BLST>'], 1), /^PROTOCOL: BLST\/DNLD: RECS=1 but the message carries 2 record\(s\)$/),
+    dead(
+      'reference DNLD with RECS 1 but 2 records',
+      ref('BLST', 'DNLD', ['<BLST><BCOD>B8</BCOD></BLST>', '<BLST><BCOD>B9</BCOD></BLST>'], 1),
+      /^PROTOCOL: BLST\/DNLD: RECS=1 but the message carries 2 record\(s\)$/,
+    ),
     dead('reference DNLD without RECS', ref('BLST', 'DNLD', ['<BLST><BCOD>B9</BCOD></BLST>'], null), /^PROTOCOL: BLST\/DNLD: RECS missing$/),
     dead('reference DNLD with RECS 10000', ref('BLST', 'DNLD', ['<BLST><BCOD>B9</BCOD></BLST>'], 10000), /^PROTOCOL: BLST\/DNLD: RECS="10000" is not an integer 0..9999$/),
-    dead('reference DNLD whose 2nd record has no key', ref('BLST', 'DNLD', ['<BLST><BCOD>B9</BCOD></BLST>', '<BLST><BTNM>nameless</BTNM></BLST>']), /^PROTOCOL: BLST\/DNLD record 2: key BCOD="" missing or empty$/),
+    dead(
+      'reference DNLD whose 2nd record has no key',
+      ref('BLST', 'DNLD', ['<BLST><BCOD>B9</BCOD></BLST>', '<BLST><BTNM>nameless</BTNM></BLST>']),
+      /^PROTOCOL: BLST\/DNLD record 2: key BCOD="" missing or empty$/,
+    ),
     dead('reference ADD record without its key', ref('GLST', 'ADD', ['<GLST><GTNM>Gate ?</GTNM></GLST>']), /^PROTOCOL: GLST\/ADD record 1: key GCOD="" missing or empty$/),
     dead('reference UPD record with a blank key', ref('GLST', 'UPD', ['<GLST><GCOD>  </GCOD><GTNM>blank</GTNM></GLST>']), /^PROTOCOL: GLST\/UPD record 1: key GCOD="" missing or empty$/),
     good('reference DEL with only a key (valid)', ref('GLST', 'DEL', ['<GLST><GCOD>G3</GCOD></GLST>'])),
-    dead('RSTA with an unknown resource type', msg('RSTA', 'DNLD', '<RSTA><RTYP>DOOR</RTYP><RSID>D1</RSID><STAT>D</STAT></RSTA>'), /^PROTOCOL: RSTA record 1: RTYP="DOOR" is not one of BELT\/CNTR\/GATE\/STND$/),
+    dead(
+      'RSTA with an unknown resource type',
+      msg('RSTA', 'DNLD', '<RSTA><RTYP>DOOR</RTYP><RSID>D1</RSID><STAT>D</STAT></RSTA>'),
+      /^PROTOCOL: RSTA record 1: RTYP="DOOR" is not one of BELT\/CNTR\/GATE\/STND$/,
+    ),
     dead('RSTA with STAT="X"', msg('RSTA', 'DNLD', '<RSTA><RTYP>GATE</RTYP><RSID>G1</RSID><STAT>X</STAT></RSTA>'), /^PROTOCOL: RSTA record 1: STAT="X" is not E or D$/),
-    dead('RSTA window ending before it starts', msg('RSTA', 'DNLD', '<RSTA><RTYP>GATE</RTYP><RSID>G1</RSID><STAT>D</STAT><STDT>02DEC261000</STDT><EDDT>02DEC260900</EDDT></RSTA>'), /^PROTOCOL: RSTA record 1: EDDT="02DEC260900" is not after STDT="02DEC261000"$/),
-    dead('SCHS with SDAT 30FEB', msg('SCHS', 'DNLD', '<SCHS><SNAM>W26</SNAM><APCD>PEK</APCD><SDAT>30FEB26</SDAT><EDAT>28MAR27</EDAT><RECS>0</RECS></SCHS>'), /^PROTOCOL: SDAT="30FEB26" is not DDMONYY$/),
+    dead(
+      'RSTA window ending before it starts',
+      msg('RSTA', 'DNLD', '<RSTA><RTYP>GATE</RTYP><RSID>G1</RSID><STAT>D</STAT><STDT>02DEC261000</STDT><EDDT>02DEC260900</EDDT></RSTA>'),
+      /^PROTOCOL: RSTA record 1: EDDT="02DEC260900" is not after STDT="02DEC261000"$/,
+    ),
+    dead(
+      'SCHS with SDAT 30FEB',
+      msg('SCHS', 'DNLD', '<SCHS><SNAM>W26</SNAM><APCD>PEK</APCD><SDAT>30FEB26</SDAT><EDAT>28MAR27</EDAT><RECS>0</RECS></SCHS>'),
+      /^PROTOCOL: SDAT="30FEB26" is not DDMONYY$/,
+    ),
     skipped('EROR with no open request', msg('EROR', 'SCHD', '<EROR>unknown request</EROR>'), /^no-open-request$/),
     // --- issue 9 item 1: parser traps are the message's fault (MALFORMED at once, never CODEC_ERROR retried) ---
-    dead('element named __proto__', flop('REMC', '101', '<REMC>X</REMC><__proto__>x</__proto__>'), /^MALFORMED: element name "__proto__" is not accepted \(reserved JavaScript property name\) \(line 3, col \d+\)$/),
+    dead(
+      'element named __proto__',
+      flop('REMC', '101', '<REMC>X</REMC><__proto__>x</__proto__>'),
+      /^MALFORMED: element name "__proto__" is not accepted \(reserved JavaScript property name\) \(line 3, col \d+\)$/,
+    ),
     dead('element named constructor', flop('REMC', '101', '<constructor><REMC>X</REMC></constructor>'), /^MALFORMED: element name "constructor" is not accepted \(reserved JavaScript property name\)/),
     dead('element named prototype inside META', withMeta(`${metaOf({})}<prototype/>`, REMC_BODY), /^MALFORMED: element name "prototype" is not accepted/),
-    dead('attribute named constructor', flop('GTDT', '103', '<GTDT GTNO="1" constructor="x"><GATE>G1</GATE></GTDT>'), /^MALFORMED: attribute name "constructor" is not accepted \(reserved JavaScript property name\)/),
+    dead(
+      'attribute named constructor',
+      flop('GTDT', '103', '<GTDT GTNO="1" constructor="x"><GATE>G1</GATE></GTDT>'),
+      /^MALFORMED: attribute name "constructor" is not accepted \(reserved JavaScript property name\)/,
+    ),
     dead('attribute named __proto__ on MSG', wellFormed.replace('<MSG>', '<MSG __proto__="x">'), /^MALFORMED: attribute name "__proto__" is not accepted/),
     dead('element named hasOwnProperty (never renamed)', flop('REMC', '101', '<REMC>X</REMC><hasOwnProperty>1</hasOwnProperty>'), /^MALFORMED: element name "hasOwnProperty" is not accepted/),
     dead('attribute named toString (never renamed)', flop('REMC', '101', '<REMC toString="1">X</REMC>'), /^MALFORMED: attribute name "toString" is not accepted/),
     dead('nesting 40 levels deep', flop('REMC', '101', `<REMC>X</REMC>${'<N>'.repeat(40)}${'</N>'.repeat(40)}`), /^MALFORMED: elements nested deeper than 32 levels \(<N> at line 3, col \d+\)$/),
-    dead('nesting 150 levels deep (beyond the parser library\'s own limit)', flop('REMC', '101', `${'<N>'.repeat(150)}${'</N>'.repeat(150)}<REMC>X</REMC>`), /^MALFORMED: elements nested deeper than 32 levels/),
-    dead("'<' inside an attribute value", flop('GTDT', '103', '<GTDT GTNO="1<2"><GATE>G1</GATE></GTDT>'), /^MALFORMED: not well-formed XML: '<' is not allowed in the value of attribute GTNO of <GTDT> \(line 3, col \d+\)$/),
-    dead("'<' inside an attribute value of a reference record", ref('GLST', 'ADD', ['<GLST><GCOD A="a<b">G8</GCOD></GLST>']), /^MALFORMED: not well-formed XML: '<' is not allowed in the value of attribute A of <GCOD>/),
+    dead(
+      "nesting 150 levels deep (beyond the parser library's own limit)",
+      flop('REMC', '101', `${'<N>'.repeat(150)}${'</N>'.repeat(150)}<REMC>X</REMC>`),
+      /^MALFORMED: elements nested deeper than 32 levels/,
+    ),
+    dead(
+      "'<' inside an attribute value",
+      flop('GTDT', '103', '<GTDT GTNO="1<2"><GATE>G1</GATE></GTDT>'),
+      /^MALFORMED: not well-formed XML: '<' is not allowed in the value of attribute GTNO of <GTDT> \(line 3, col \d+\)$/,
+    ),
+    dead(
+      "'<' inside an attribute value of a reference record",
+      ref('GLST', 'ADD', ['<GLST><GCOD A="a<b">G8</GCOD></GLST>']),
+      /^MALFORMED: not well-formed XML: '<' is not allowed in the value of attribute A of <GCOD>/,
+    ),
     dead("']]>' in text", flop('REMC', '101', '<REMC>a ]]> b</REMC>'), /^MALFORMED: not well-formed XML: "\]\]>" is not allowed in text \(line 3, col \d+\)$/),
     // --- issue 9 item 2: character references (decoded; to a character XML forbids: MALFORMED) ---
-    dead('character reference to a lone surrogate', flop('REMC', '101', '<REMC>&#xD800;</REMC>'), /^MALFORMED: not well-formed XML: character reference &#xD800; names a character not allowed in XML \(line 3, col \d+\)$/),
+    dead(
+      'character reference to a lone surrogate',
+      flop('REMC', '101', '<REMC>&#xD800;</REMC>'),
+      /^MALFORMED: not well-formed XML: character reference &#xD800; names a character not allowed in XML \(line 3, col \d+\)$/,
+    ),
     dead('character reference beyond Unicode', flop('REMC', '101', '<REMC>&#x110000;</REMC>'), /^MALFORMED: not well-formed XML: character reference &#x110000; names a character not allowed in XML/),
-    dead('decimal character reference with 11 digits', flop('REMC', '101', '<REMC>&#12345678901;</REMC>'), /^MALFORMED: not well-formed XML: character reference &#12345678901; names a character not allowed in XML/),
-    dead('character reference to U+FFFE in an attribute', flop('GTDT', '103', '<GTDT GTNO="&#xFFFE;"><GATE>G1</GATE></GTDT>'), /^MALFORMED: not well-formed XML: character reference &#xFFFE; names a character not allowed in XML/),
+    dead(
+      'decimal character reference with 11 digits',
+      flop('REMC', '101', '<REMC>&#12345678901;</REMC>'),
+      /^MALFORMED: not well-formed XML: character reference &#12345678901; names a character not allowed in XML/,
+    ),
+    dead(
+      'character reference to U+FFFE in an attribute',
+      flop('GTDT', '103', '<GTDT GTNO="&#xFFFE;"><GATE>G1</GATE></GTDT>'),
+      /^MALFORMED: not well-formed XML: character reference &#xFFFE; names a character not allowed in XML/,
+    ),
     // --- issue 9 item 5: an EROR fails only the request it names by kind and TYPE (an RQRD for SLST is open) ---
     skipped('EROR naming RQFD while only an RQRD is open', msg('EROR', 'RQFD', '<EROR>no schedule</EROR>'), /^no-open-request$/),
     skipped('EROR naming a TYPE no open RQRD asked for', msg('EROR', 'GLST', '<EROR>no such list</EROR>'), /^no-open-request$/),
     skipped('EROR naming something we never request', msg('EROR', 'ZZZZ', '<EROR>?</EROR>'), /^no-open-request$/),
     // --- issue 9 item 6: every collection has a capacity; MAXP is not negative ---
-    dead('100 DELY elements (capacity 99)', flop('DELY', '101', repeat(100, (i) => `<DELY CODE="${i}" STRT="01DEC260800" DURA="0010">d${i}</DELY>`)), /^PROTOCOL: FLOP\/DELY DELY: 100 elements exceed the capacity 99$/),
-    dead('100 SRVT elements (capacity 99)', flop('SRVT', '105', repeat(100, (i) => `<SRVT><SRTC>S${i}</SRTC></SRVT>`)), /^PROTOCOL: FLOP\/SRVT SRVT: 100 elements exceed the capacity 99$/),
-    dead('100 VIPF elements in a snapshot record (capacity 99)', schd('DNLD', [rec('9020', 1, repeat(100, (i) => `<VIPF><VPCD>V${i}</VPCD></VIPF>`))]), /^PROTOCOL: SCHD FLTR\[1\] FLID=9020 VIPF: 100 elements exceed the capacity 99$/),
+    dead(
+      '100 DELY elements (capacity 99)',
+      flop(
+        'DELY',
+        '101',
+        repeat(100, (i) => `<DELY CODE="${i}" STRT="01DEC260800" DURA="0010">d${i}</DELY>`),
+      ),
+      /^PROTOCOL: FLOP\/DELY DELY: 100 elements exceed the capacity 99$/,
+    ),
+    dead(
+      '100 SRVT elements (capacity 99)',
+      flop(
+        'SRVT',
+        '105',
+        repeat(100, (i) => `<SRVT><SRTC>S${i}</SRTC></SRVT>`),
+      ),
+      /^PROTOCOL: FLOP\/SRVT SRVT: 100 elements exceed the capacity 99$/,
+    ),
+    dead(
+      '100 VIPF elements in a snapshot record (capacity 99)',
+      schd('DNLD', [
+        rec(
+          '9020',
+          1,
+          repeat(100, (i) => `<VIPF><VPCD>V${i}</VPCD></VIPF>`),
+        ),
+      ]),
+      /^PROTOCOL: SCHD FLTR\[1\] FLID=9020 VIPF: 100 elements exceed the capacity 99$/,
+    ),
     dead('MAXP negative', flop('MAXP', '104', '<MAXP>-1</MAXP>'), /^PROTOCOL: FLOP\/MAXP MAXP="-1" is below 0$/),
     dead('MAXP negative in a snapshot record', schd('DNLD', [rec('9021', 1, '<MAXP>-180</MAXP>')]), /^PROTOCOL: SCHD FLTR\[1\] FLID=9021 MAXP="-180" is below 0$/),
     // --- hostile-looking but valid ---
@@ -249,8 +371,14 @@ function hostile(): Omit<Entry, 'bad'>[] {
     good('6 ROUT points (SIS max; 4 kept)', flop('ROUT', '104', route('ROUT', 6))),
     good('issue 9 item 2: character references decoded (REMC on 105)', flop('REMC', '105', '<REMC>&#x4E2D;&#25991;&#65;</REMC>')),
     good('issue 9 item 2: character reference in a raw SRVT fragment, &amp;#65; stays text (105)', flop('SRVT', '105', '<SRVT><SRTC>&#x57;CHR</SRTC><SRQT>&amp;#65;</SRQT></SRVT>')),
-    good('issue 9 item 4: RSTA without STDT whose EDDT passed before the pump got to it (stored, expired)', msg('RSTA', 'DNLD', '<RSTA><RTYP>GATE</RTYP><RSID>G1</RSID><STAT>D</STAT><EDDT>01DEC260730</EDDT></RSTA>', { dttm: '20261201070000' })),
-    good('issue 9 item 4: RSTA without STDT whose EDDT passed before it was sent (stored, expired)', msg('RSTA', 'DNLD', '<RSTA><RTYP>GATE</RTYP><RSID>G2</RSID><STAT>D</STAT><EDDT>01DEC260600</EDDT></RSTA>', { dttm: '20261201070000' })),
+    good(
+      'issue 9 item 4: RSTA without STDT whose EDDT passed before the pump got to it (stored, expired)',
+      msg('RSTA', 'DNLD', '<RSTA><RTYP>GATE</RTYP><RSID>G1</RSID><STAT>D</STAT><EDDT>01DEC260730</EDDT></RSTA>', { dttm: '20261201070000' }),
+    ),
+    good(
+      'issue 9 item 4: RSTA without STDT whose EDDT passed before it was sent (stored, expired)',
+      msg('RSTA', 'DNLD', '<RSTA><RTYP>GATE</RTYP><RSID>G2</RSID><STAT>D</STAT><EDDT>01DEC260600</EDDT></RSTA>', { dttm: '20261201070000' }),
+    ),
     good('issue 9 item 7: unknown tags in a FLOP and a reference record', flop('REMC', '104', '<REMC>T</REMC><ZZQ1>1</ZZQ1><Zz-Random-7>2</Zz-Random-7>')),
     good('Chinese text and a comment after </MSG>', `${flop('REMC', '104', '<REMC>航班延误 — 天气原因</REMC>')}<!-- trailing comment -->`),
   ];
@@ -338,7 +466,8 @@ describe('R3 hostile input through the pipeline', () => {
   it('every good message after a bad one SUCCEEDED and wrote what it carries', async () => {
     for (const e of entries.filter((x) => !x.bad && x.wrote && x.wrote !== 'none')) {
       const id = idOf(e);
-      if (e.wrote === 'msg-event') expect(await count(sql<{ n: number }>`select count(*)::int n from msg_event where target = 'msg' and (payload->>'MSG_ID')::bigint = ${id}`), e.name).toBeGreaterThan(0);
+      if (e.wrote === 'msg-event')
+        expect(await count(sql<{ n: number }>`select count(*)::int n from msg_event where target = 'msg' and (payload->>'MSG_ID')::bigint = ${id}`), e.name).toBeGreaterThan(0);
       else expect(await count(sql<{ n: number }>`select count(*)::int n from ref_master where last_msg_id = ${id}`), e.name).toBeGreaterThan(0);
     }
     // the last good FLOPs are the current values
@@ -367,10 +496,7 @@ describe('R3 hostile input through the pipeline', () => {
     const roster = await sql<{ flid: string }>`select flid from schd_gen_flid where operation_day = ${SNAPSHOT_DAY}::date order by flid`.execute(s.db);
     expect(roster.rows.map((r) => r.flid)).toEqual(ROSTER);
     const states = await sql<{ flid: string; state: string }>`select flid, state from flight_schd order by flid`.execute(s.db);
-    expect(states.rows).toEqual([
-      ...ROSTER.map((flid) => ({ flid, state: flid === '106' ? 'DELETED' : 'ACTIVE' })),
-      { flid: '107', state: 'ACTIVE' },
-    ]);
+    expect(states.rows).toEqual([...ROSTER.map((flid) => ({ flid, state: flid === '106' ? 'DELETED' : 'ACTIVE' })), { flid: '107', state: 'ACTIVE' }]);
     // the rejected reference DNLDs left BLST as it was; GLST lost only G3 (the valid DEL)
     const blst = await sql<{ rkey: string; record: unknown; last_msg_id: string }>`select rkey, record, last_msg_id from ref_master where rtype = 'BLST' order by rkey`.execute(s.db);
     const blstSetup = ids.get('setup: BLST DNLD')!;

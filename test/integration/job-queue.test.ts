@@ -40,9 +40,7 @@ describe('graphile_worker.jobs while the intake loop runs', () => {
     const now = Date.now();
     await new Promise((r) => setTimeout(r, 60_000 - (now % 60_000) + 4000));
     const rows = await jobs('intake');
-    expect(rows.map((j) => ({ key: j.key, locked: j.locked_by !== null, attemptsLeft: j.attempts < j.max_attempts }))).toEqual([
-      { key: 'intake', locked: true, attemptsLeft: true },
-    ]);
+    expect(rows.map((j) => ({ key: j.key, locked: j.locked_by !== null, attemptsLeft: j.attempts < j.max_attempts }))).toEqual([{ key: 'intake', locked: true, attemptsLeft: true }]);
   }, 90_000);
 
   it('keep-alive: a duty without a job gets one; a running or waiting one is left alone; a used-up one is replaced', async () => {

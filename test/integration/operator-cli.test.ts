@@ -2,7 +2,7 @@
 // selections by --state/--reason/--force, why untouched messages were left, exit codes.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/core/clock.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
 import { testConfig, testEnv } from '../support/env.ts';
 import { openServices, procRows, putInbox, resetPipeline, silentLog, sisMessage, type TestServices } from '../support/services.ts';

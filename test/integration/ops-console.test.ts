@@ -137,7 +137,9 @@ describe.runIf(present)('ops console v2 (headless Chromium)', () => {
     await page.fill('#q', '99');
     await page.click('#timeline-btn');
     await page.waitForFunction(() => document.querySelector('#timeline-summary')?.textContent?.startsWith('Flight 99 '));
-    expect(await page.textContent('#timeline-summary')).toContain('Flight 99 is ARCHIVED: purged, its last state is in the history store. Archived version 2 (DELETED, rule DELETED) at 2026-12-01 09:00:00 +08:00.');
+    expect(await page.textContent('#timeline-summary')).toContain(
+      'Flight 99 is ARCHIVED: purged, its last state is in the history store. Archived version 2 (DELETED, rule DELETED) at 2026-12-01 09:00:00 +08:00.',
+    );
     expect(await page.textContent('#timeline-versions')).toContain('DELETE (SNAPSHOT_DELETE)');
 
     // every DEAD message is listed, page by page, although 61 SKIPPED ones are more recent

@@ -6,7 +6,6 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sql } from 'kysely';
 import { openServices, putInbox, resetDomain, resetPipeline, sisMessage, type TestServices } from '../support/services.ts';
 import { metricValue, startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 import { bigSnapshot } from '../support/fixtures.ts';

@@ -16,8 +16,16 @@ const topics = { msg: uniqueTopic('metrics-msg'), schd: uniqueTopic('metrics-sch
 const procs: Proc[] = [];
 const texts = new Map<string, string>();
 
-const has = (name: string, metric: string) => texts.get(name)!.split('\n').some((l) => l.startsWith(metric + ' ') || l.startsWith(metric + '{'));
-const line = (name: string, prefix: string) => texts.get(name)!.split('\n').find((l) => l.startsWith(prefix));
+const has = (name: string, metric: string) =>
+  texts
+    .get(name)!
+    .split('\n')
+    .some((l) => l.startsWith(metric + ' ') || l.startsWith(metric + '{'));
+const line = (name: string, prefix: string) =>
+  texts
+    .get(name)!
+    .split('\n')
+    .find((l) => l.startsWith(prefix));
 
 beforeAll(async () => {
   for (const n of NAMES) procs.push(startWorker(n, { MSGX_KAFKA_MSG_TOPIC: topics.msg, MSGX_KAFKA_SCHD_TOPIC: topics.schd, MSGX_KAFKA_PARTITIONS: '1' }));
@@ -56,7 +64,11 @@ describe('each process exports what it owns', () => {
     };
     for (const [metric, owners] of Object.entries(owner)) {
       const exporters = NAMES.filter((n) => has(n, metric));
-      if (metric === 'msgx_messages_total') expect(exporters.every((n) => owners.includes(n)), metric).toBe(true); // born with the first outcome
+      if (metric === 'msgx_messages_total')
+        expect(
+          exporters.every((n) => owners.includes(n)),
+          metric,
+        ).toBe(true); // born with the first outcome
       else expect(exporters, metric).toEqual(owners);
     }
   });

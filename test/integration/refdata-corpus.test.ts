@@ -3,7 +3,7 @@
 // others apply, and the tables end with the expected contents. Skipped visibly without the corpus.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { refCategory, REF_CATEGORIES } from '../../lib/refdata/keys.ts';
+import { refCategory, REF_CATEGORIES } from '../../lib/sis/refdata-keys.ts';
 import { listCategory } from '../../lib/refdata/store.ts';
 import { testConfig } from '../support/env.ts';
 import { applyMessage, testDb, type ApplyResult } from '../support/refdata-ctx.ts';
@@ -33,9 +33,7 @@ describe.skipIf(!available)('corpus reference messages through the refdata handl
   });
 
   it('the known-bad samples fail with the right class; every other one applies', () => {
-    const failed = outcomes
-      .filter((o) => o.result.outcome !== 'applied')
-      .map((o) => [o.where, o.result.outcome === 'failed' ? o.result.failure.cls : o.result.outcome]);
+    const failed = outcomes.filter((o) => o.result.outcome !== 'applied').map((o) => [o.where, o.result.outcome === 'failed' ? o.result.failure.cls : o.result.outcome]);
     expect(failed).toEqual([
       ['INSERT_CMINMSGS_ABNR.sql#2', 'MALFORMED'], // junk after </MSG>
       ['INSERT_CMINMSGS_AIRC.sql#0', 'PROTOCOL'], // RECS 1, 2 records
@@ -52,13 +50,19 @@ describe.skipIf(!available)('corpus reference messages through the refdata handl
   it('keeps repeated children and attributes of the samples', async () => {
     const airl = Object.fromEntries((await listCategory(db, 'AIRL')).map((r) => [r.rkey, r.record]));
     expect(airl.CX).toMatchObject({
-      TRML: [{ '@MVIN': 'A', '@FLIN': 'I', value: 'T3A' }, { '@MVIN': 'D', '@FLIN': 'I', value: 'T3B' }],
+      TRML: [
+        { '@MVIN': 'A', '@FLIN': 'I', value: 'T3A' },
+        { '@MVIN': 'D', '@FLIN': 'I', value: 'T3B' },
+      ],
       OGRP: ['ONE WORLD', 'CHINA WORLD'],
       SUBC: [],
     });
     expect(airl.UA).toMatchObject({
       TRML: [{ '@MVIN': null, '@FLIN': null, value: null }],
-      SUBC: [{ CODE: '001', NAME: 'First Subcompany', NAMC: '第一子公司' }, { CODE: '002', NAME: 'Second Subcompany', NAMC: '第二子公司' }],
+      SUBC: [
+        { CODE: '001', NAME: 'First Subcompany', NAMC: '第一子公司' },
+        { CODE: '002', NAME: 'Second Subcompany', NAMC: '第二子公司' },
+      ],
     });
     const abdg = Object.fromEntries((await listCategory(db, 'ABDG')).map((r) => [r.rkey, r.record]));
     expect(abdg['112']).toMatchObject({ STND: ['112', '111'], GATE: ['11A', '11B'], AHGT: null });
@@ -73,8 +77,27 @@ describe.skipIf(!available)('corpus reference messages through the refdata handl
 // From reading the samples, per file in statement order (ABDG also in INSERT_CMINMSGS_SCHD.sql).
 // Empty categories end with a DEL of what the earlier messages wrote.
 const EXPECTED: Record<string, string[]> = {
-  COUL: [], ARPT: ['MEL', 'PEK'], AIRL: ['AA', 'AB', 'CX', 'UA'], AIRC: ['310'], REGN: ['A40LF', 'A6AIN', 'B2290'],
-  ORGN: [], FLTL: [], TLST: [], GLST: [], SLST: [], CLST: ['C12'], BLST: ['b14'], CHLT: ['C11'],
-  ABDG: ['112', '212', '214'], ABNR: ['MACHINE', 'WEATHER'], CITY: ['CTU', 'HET', 'TEST'], DLYL: [],
-  HLTR: ['DIT', 'MNTT', 'WCH'], PLST: ['C', 'D'], REGL: [], STTS: ['BOR', 'CANCEL', 'DELAY'], VIPL: ['Tom'], VIPS: ['LIM2'],
+  COUL: [],
+  ARPT: ['MEL', 'PEK'],
+  AIRL: ['AA', 'AB', 'CX', 'UA'],
+  AIRC: ['310'],
+  REGN: ['A40LF', 'A6AIN', 'B2290'],
+  ORGN: [],
+  FLTL: [],
+  TLST: [],
+  GLST: [],
+  SLST: [],
+  CLST: ['C12'],
+  BLST: ['b14'],
+  CHLT: ['C11'],
+  ABDG: ['112', '212', '214'],
+  ABNR: ['MACHINE', 'WEATHER'],
+  CITY: ['CTU', 'HET', 'TEST'],
+  DLYL: [],
+  HLTR: ['DIT', 'MNTT', 'WCH'],
+  PLST: ['C', 'D'],
+  REGL: [],
+  STTS: ['BOR', 'CANCEL', 'DELAY'],
+  VIPL: ['Tom'],
+  VIPS: ['LIM2'],
 };

@@ -2,11 +2,11 @@
 import Fastify from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { REF_CATEGORIES } from '../../lib/refdata/keys.ts';
-import { refdataRoutes } from '../../lib/refdata/routes.ts';
+import { REF_CATEGORIES } from '../../lib/sis/refdata-keys.ts';
+import { refdataRoutes } from '../../lib/api/refdata-routes.ts';
 import { statusAt } from '../../lib/refdata/rsta.ts';
 import { listCategory } from '../../lib/refdata/store.ts';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/core/clock.ts';
 import { testConfig } from '../support/env.ts';
 import { applyMessage, refXml, testDb } from '../support/refdata-ctx.ts';
 
@@ -32,7 +32,11 @@ describe('every STYP for every category', () => {
       await apply(refXml(cat.rtype, 'ADD', [rec('C', 'c1')]));
       await apply(refXml(cat.rtype, 'UPD', [rec('A', 'a2')]));
       const rows = await listCategory(db, cat.rtype);
-      expect(rows.map((r) => [r.rkey, cat.repeated.includes(f1) ? (r.record[f1] as string[])[0] : r.record[f1]])).toEqual([['A', 'a2'], ['B', 'b1'], ['C', 'c1']]);
+      expect(rows.map((r) => [r.rkey, cat.repeated.includes(f1) ? (r.record[f1] as string[])[0] : r.record[f1]])).toEqual([
+        ['A', 'a2'],
+        ['B', 'b1'],
+        ['C', 'c1'],
+      ]);
       expect(rows[0].lastMsgId).toBe(msgId);
       await apply(refXml(cat.rtype, 'DEL', [`<${cat.rtype}><${cat.key}>B</${cat.key}></${cat.rtype}>`]));
       expect(await keys(cat.rtype)).toEqual(['A', 'C']);
@@ -78,11 +82,16 @@ describe('semantics', () => {
   });
 
   it('repeated children survive the round trip through jsonb', async () => {
-    await apply(refXml('AIRL', 'ADD', ['<AIRL><ITOP>CX</ITOP><TRML MVIN="A" FLIN="I">T3A</TRML><TRML MVIN="D" FLIN="I">T3B</TRML><OGRP>ONE WORLD</OGRP><SUBC><CODE>1</CODE><NAME>n</NAME></SUBC></AIRL>']));
+    await apply(
+      refXml('AIRL', 'ADD', ['<AIRL><ITOP>CX</ITOP><TRML MVIN="A" FLIN="I">T3A</TRML><TRML MVIN="D" FLIN="I">T3B</TRML><OGRP>ONE WORLD</OGRP><SUBC><CODE>1</CODE><NAME>n</NAME></SUBC></AIRL>']),
+    );
     const [row] = await listCategory(db, 'AIRL');
     expect(row.record).toEqual({
       ITOP: 'CX',
-      TRML: [{ '@MVIN': 'A', '@FLIN': 'I', value: 'T3A' }, { '@MVIN': 'D', '@FLIN': 'I', value: 'T3B' }],
+      TRML: [
+        { '@MVIN': 'A', '@FLIN': 'I', value: 'T3A' },
+        { '@MVIN': 'D', '@FLIN': 'I', value: 'T3B' },
+      ],
       OGRP: ['ONE WORLD'],
       SUBC: [{ CODE: '1', NAME: 'n' }],
     });
@@ -98,12 +107,7 @@ describe('RSTA', () => {
 
   it('windows answered at query time; the last message wins; a missing status deletes nothing', async () => {
     await apply(refXml('GLST', 'DNLD', ['<GLST><GCOD>20</GCOD></GLST>', '<GLST><GCOD>21</GCOD></GLST>']));
-    await apply(
-      rsta('RESP', [
-        '<RTYP>GATE</RTYP><RSID>21</RSID><STAT>D</STAT><STDT>01DEC261000</STDT><EDDT>01DEC261200</EDDT>',
-        '<RTYP>GATE</RTYP><RSID>22</RSID><STAT>D</STAT>',
-      ]),
-    );
+    await apply(rsta('RESP', ['<RTYP>GATE</RTYP><RSID>21</RSID><STAT>D</STAT><STDT>01DEC261000</STDT><EDDT>01DEC261200</EDDT>', '<RTYP>GATE</RTYP><RSID>22</RSID><STAT>D</STAT>']));
     expect(await gates('2026-12-01T01:00:00Z')).toEqual({ 20: 'E', 21: 'E', 22: 'D' }); // 09:00 local
     expect(await gates('2026-12-01T02:00:00Z')).toEqual({ 20: 'E', 21: 'D', 22: 'D' }); // window start
     expect(await gates('2026-12-01T03:59:00Z')).toEqual({ 20: 'E', 21: 'D', 22: 'D' });

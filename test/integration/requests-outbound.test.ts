@@ -5,9 +5,9 @@ import { sql } from 'kysely';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { requestsFailed } from '../../lib/requests/metrics.ts';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/core/clock.ts';
 import { createRequest, insertOutboxRow, sendPending } from '../../lib/requests/outbound.ts';
-import { requestRoutes } from '../../lib/requests/routes.ts';
+import { requestRoutes } from '../../lib/api/request-routes.ts';
 import { scheduleResponseGuard } from '../../lib/requests/schedule-guard.ts';
 import { requestTasks, runRequestTask } from '../../lib/requests/tasks.ts';
 import { getRequest, markAttempted, nextSeqn } from '../../lib/requests/track.ts';
@@ -55,9 +55,7 @@ describe('REQ_TRACK lifecycle', () => {
 
   it('the partial unique index refuses a second open request of a kind', async () => {
     const a = await rqrd('SLST');
-    await expect(
-      sql`INSERT INTO req_track (kind, rtype, seqn, body, routing_id, created_at) VALUES ('RQRD','GLST',1,'x','y',now())`.execute(db),
-    ).rejects.toThrow(/req_track_one_open_per_kind/);
+    await expect(sql`INSERT INTO req_track (kind, rtype, seqn, body, routing_id, created_at) VALUES ('RQRD','GLST',1,'x','y',now())`.execute(db)).rejects.toThrow(/req_track_one_open_per_kind/);
     expect(await state(a.request.id)).toBe('PENDING');
   });
 
@@ -76,8 +74,13 @@ describe('COUTMSGS', () => {
     const [row] = await outboxRows();
     expect(row).toMatchObject({
       ROUTINGID: 'MSGXRQRD',
-      COUTMSGS_TRUEFALS_GROUP: 0, COUTMSGS_FINAL_GROUP_IND: 0, COUTMSGS_ACK_REQD: 0,
-      COUTMSGS_ACK_RESEND_TIMES: 0, COUTMSGS_ENCRYPT: 0, COUTMSGS_ERROR: 0, COUTMSGS_DATE_SENT: null,
+      COUTMSGS_TRUEFALS_GROUP: 0,
+      COUTMSGS_FINAL_GROUP_IND: 0,
+      COUTMSGS_ACK_REQD: 0,
+      COUTMSGS_ACK_RESEND_TIMES: 0,
+      COUTMSGS_ENCRYPT: 0,
+      COUTMSGS_ERROR: 0,
+      COUTMSGS_DATE_SENT: null,
     });
     const [inserted] = (await outbox.query<RowDataPacket[]>("SELECT DATE_FORMAT(COUTMSGS_DATE_INSERTED, '%Y-%m-%d %H:%i:%s') AS t FROM coutmsgs"))[0];
     expect(inserted.t).toBe('2026-11-30 20:00:01'); // local (Asia/Shanghai) wall clock
@@ -228,8 +231,7 @@ describe('answers', () => {
   it('SCHD RESP guard: requested day applies and closes; other day no-open-request; after close late-response', async () => {
     const { request } = await rqfd('2026-12-01');
     await sendPending(deps());
-    const guard = (styp: 'DNLD' | 'RESP', operationDay: string | null) =>
-      db.transaction().execute((tx) => scheduleResponseGuard(tx, { styp, operationDay, msgId: ++msgId, now: clock.now() }));
+    const guard = (styp: 'DNLD' | 'RESP', operationDay: string | null) => db.transaction().execute((tx) => scheduleResponseGuard(tx, { styp, operationDay, msgId: ++msgId, now: clock.now() }));
     expect(await guard('RESP', '2026-12-02')).toEqual({ apply: false, reason: 'no-open-request' });
     expect(await state(request.id)).toBe('SENT');
     expect(await guard('RESP', '2026-12-01')).toEqual({ apply: true, operationDay: '2026-12-01' });
@@ -242,8 +244,7 @@ describe('answers', () => {
   it('an empty SCHD RESP (no day) answers the open RQFD and takes its day; a DNLD completes only its own day', async () => {
     const { request } = await rqfd('2026-12-05');
     await sendPending(deps());
-    const guard = (styp: 'DNLD' | 'RESP', operationDay: string | null) =>
-      db.transaction().execute((tx) => scheduleResponseGuard(tx, { styp, operationDay, msgId: ++msgId, now: clock.now() }));
+    const guard = (styp: 'DNLD' | 'RESP', operationDay: string | null) => db.transaction().execute((tx) => scheduleResponseGuard(tx, { styp, operationDay, msgId: ++msgId, now: clock.now() }));
     expect(await guard('DNLD', '2026-12-04')).toEqual({ apply: true, operationDay: '2026-12-04' });
     expect(await state(request.id)).toBe('SENT');
     expect(await guard('RESP', null)).toEqual({ apply: true, operationDay: '2026-12-05' });

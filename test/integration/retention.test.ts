@@ -4,10 +4,10 @@
 import { sql } from 'kysely';
 import type pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/core/clock.ts';
 import { connectClient, createSessionDb, LOCKS, type Db } from '../../lib/db/postgres.ts';
 import type { Redis } from '../../lib/db/redis.ts';
-import { loadVersionFloors } from '../../lib/lifecycle/floor.ts';
+import { loadVersionFloors } from '../../lib/flight/floor.ts';
 import {
   purgeFlights,
   purgeHistory,
@@ -199,8 +199,7 @@ describe('flight history purge (US-14)', () => {
     await runPipelineUntilSettled(s, testConfig(), clock);
   }
   const purge = (clock: ManualClock, o: PurgeOptions = {}, redis?: Redis) => purgeFlights(deps(clock, {}, redis), purgeSession, o);
-  const flight = async (flid: string) =>
-    (await sql<{ state: string; state_version: number }>`select state, state_version from flight_schd where flid = ${flid}`.execute(s.db)).rows[0];
+  const flight = async (flid: string) => (await sql<{ state: string; state_version: number }>`select state, state_version from flight_schd where flid = ${flid}`.execute(s.db)).rows[0];
   const history = async () =>
     (
       await sql<{ flid: string; state_version: number; operation_day: string | null; flight_state: string; purge_rule: string; state: Record<string, unknown> }>`

@@ -59,9 +59,7 @@ async function npmStart(): Promise<Started> {
   // detached: its own process group, so SIGINT to -pid is what Ctrl-C in a terminal sends.
   const child = spawn('npm', ['start'], { env: { ...process.env, ...env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   const out = collectLines(child);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((r) =>
-    child.once('exit', (code, signal) => r({ code, signal, at: Date.now() })),
-  );
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((r) => child.once('exit', (code, signal) => r({ code, signal, at: Date.now() })));
   const s: Started = { child, out, ports, pids: {}, exited };
   started.push(s);
   // Each process logs `<name> starting` with its pid; all seven answer /healthz.
@@ -165,7 +163,10 @@ describe('npm start (scripts/start.ts on the Procfile)', () => {
     const s = await npmStart();
     const killedAt = Date.now();
     process.kill(s.pids.pump, 'SIGKILL');
-    const { code, at } = await Promise.race([s.exited, new Promise<never>((_, j) => setTimeout(() => j(new Error(`npm start still running 10 s after the kill:\n${s.out.slice(-20).join('\n')}`)), 10_000))]);
+    const { code, at } = await Promise.race([
+      s.exited,
+      new Promise<never>((_, j) => setTimeout(() => j(new Error(`npm start still running 10 s after the kill:\n${s.out.slice(-20).join('\n')}`)), 10_000)),
+    ]);
     expect(at - killedAt).toBeLessThan(5000);
     expect(code).not.toBe(0);
     expect(s.out).toContainEqual(expect.stringMatching(/^start: pump exited \(signal SIGKILL\) without being asked to/));
@@ -212,7 +213,10 @@ describe('npm start (scripts/start.ts on the Procfile)', () => {
     }
     // the compose healthcheck command, against the running set
     const hc = (name: string) =>
-      spawnSync(process.execPath, ['scripts/healthcheck.ts', name], { env: { ...process.env, [`MSGX_HTTP_PORT_${name.replace(/-/g, '_').toUpperCase()}`]: String(s.ports[name] ?? 1) }, encoding: 'utf8' });
+      spawnSync(process.execPath, ['scripts/healthcheck.ts', name], {
+        env: { ...process.env, [`MSGX_HTTP_PORT_${name.replace(/-/g, '_').toUpperCase()}`]: String(s.ports[name] ?? 1) },
+        encoding: 'utf8',
+      });
     for (const name of PROCS) expect({ name, status: hc(name).status }).toEqual({ name, status: 0 });
     expect(hc('pump').stdout).toMatch(/^pump: 200 \{"ok":true/);
     expect(hc('nobody').status).toBe(2);

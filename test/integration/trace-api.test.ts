@@ -126,7 +126,10 @@ describe('message trace, flight timeline and console reads over HTTP', () => {
     await s.db.deleteFrom('proc_state').where('msg_id', '=', fx.skipped).execute();
     const only = (await get(`/ops/messages/${fx.skipped}`)).body;
     expect(only).toMatchObject({ found: true, state: null, inbox: { present: true, type: 'ZZZZ' } });
-    await s.db.insertInto('proc_state').values({ msg_id: fx.skipped, state: 'SKIPPED', reason: 'unsupported', kind: 'ZZZZ/UPD', enqueued_at: new Date(), updated_at: new Date() } as never).execute();
+    await s.db
+      .insertInto('proc_state')
+      .values({ msg_id: fx.skipped, state: 'SKIPPED', reason: 'unsupported', kind: 'ZZZZ/UPD', enqueued_at: new Date(), updated_at: new Date() } as never)
+      .execute();
   });
 
   it('the timeline of a deleted flight: every version in order with its message and fields', async () => {
@@ -137,7 +140,11 @@ describe('message trace, flight timeline and console reads over HTTP', () => {
       [2, 'UPDATE', fx.stand, 'FLOP/STND', 'change'],
       [3, 'DELETE', fx.fdel, 'FLOP/FDEL', 'change'],
     ]);
-    expect(t.versions[1]).toMatchObject({ at: '2026-12-01T08:35:00+08:00', changes: [{ key: 'STND', before: '504', after: '21' }], message: { received: '2026-12-01T08:30:00+08:00', state: 'SUCCEEDED' } });
+    expect(t.versions[1]).toMatchObject({
+      at: '2026-12-01T08:35:00+08:00',
+      changes: [{ key: 'STND', before: '504', after: '21' }],
+      message: { received: '2026-12-01T08:30:00+08:00', state: 'SUCCEEDED' },
+    });
     // leading zeros name the same flight
     expect((await get('/flights/0016/timeline')).body.flid).toBe('16');
   });
@@ -161,7 +168,14 @@ describe('message trace, flight timeline and console reads over HTTP', () => {
     const c = (await get('/ops/states')).body;
     expect(c.timeZone).toBe('Asia/Shanghai');
     const dead = c.states.find((x: any) => x.state === 'DEAD');
-    expect(dead).toEqual({ state: 'DEAD', count: 2, reasons: [{ reason: 'EXHAUSTED(INTERNAL)', count: 1 }, { reason: 'PROTOCOL', count: 1 }] });
+    expect(dead).toEqual({
+      state: 'DEAD',
+      count: 2,
+      reasons: [
+        { reason: 'EXHAUSTED(INTERNAL)', count: 1 },
+        { reason: 'PROTOCOL', count: 1 },
+      ],
+    });
     expect(c.states.find((x: any) => x.state === 'SKIPPED')).toEqual({ state: 'SKIPPED', count: 1, reasons: [{ reason: 'unsupported', count: 1 }] });
 
     const l = (await get('/ops/list?state=DEAD&reason=PROTOCOL')).body;
@@ -178,8 +192,15 @@ describe('message trace, flight timeline and console reads over HTTP', () => {
   it('the last hour per minute comes from Postgres: 60 minutes, backlog, outcomes, latency, dispatch pending', async () => {
     // two messages terminal within the last hour, one still open, one outbox event pending
     const now = Date.now();
-    await s.db.updateTable('proc_state').set({ terminal_at: new Date(now - 90_000), updated_at: new Date(now - 90_000), enqueued_at: new Date(now - 120_000) }).where('msg_id', 'in', [fx.protocol, fx.exhausted]).execute();
-    await s.db.insertInto('proc_state').values({ msg_id: 900_001, state: 'PENDING', enqueued_at: new Date(now - 30 * 60_000), updated_at: new Date(now - 30 * 60_000) } as never).execute();
+    await s.db
+      .updateTable('proc_state')
+      .set({ terminal_at: new Date(now - 90_000), updated_at: new Date(now - 90_000), enqueued_at: new Date(now - 120_000) })
+      .where('msg_id', 'in', [fx.protocol, fx.exhausted])
+      .execute();
+    await s.db
+      .insertInto('proc_state')
+      .values({ msg_id: 900_001, state: 'PENDING', enqueued_at: new Date(now - 30 * 60_000), updated_at: new Date(now - 30 * 60_000) } as never)
+      .execute();
     const h = (await get('/ops/last-hour')).body;
     expect(h.minutes).toHaveLength(60);
     expect(h.minutes[59]).toMatch(/\+08:00$/);

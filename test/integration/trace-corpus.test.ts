@@ -7,7 +7,7 @@
 // when ../shared/corpus is absent.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/core/clock.ts';
 import { renumberSeqn } from '../../lib/inject/files.ts';
 import { decodeEnvelope } from '../../lib/sis/envelope.ts';
 import { corpusMessages, corpusPresent } from '../support/corpus.ts';

@@ -3,7 +3,7 @@
 import { sql } from 'kysely';
 import type pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/core/clock.ts';
 import { connectClient, createSessionDb, type Db } from '../../lib/db/postgres.ts';
 import type { RetentionDeps } from '../../lib/lifecycle/jobs.ts';
 import { runRetention } from '../../lib/lifecycle/tasks.ts';

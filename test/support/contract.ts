@@ -7,7 +7,6 @@ import { parse } from 'yaml';
 
 export const ASYNCAPI_FILE = path.resolve(import.meta.dirname, '../../docs/asyncapi.yaml');
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AsyncApiDoc = Record<string, any>;
 
 export function loadAsyncApi(): AsyncApiDoc {
@@ -27,8 +26,7 @@ export function contract(doc: AsyncApiDoc = loadAsyncApi()): Contract {
   const ajv = new Ajv({ allErrors: true, strict: false });
   ajv.addSchema({ $id: 'asyncapi', components: doc.components }, 'asyncapi');
   const schema = (name: string) => ajv.getSchema(`asyncapi#/components/schemas/${name}`)!;
-  const messageNames = (channel: string) =>
-    Object.values(doc.channels[channel].messages as Record<string, { $ref: string }>).map((m) => m.$ref.split('/').pop()!);
+  const messageNames = (channel: string) => Object.values(doc.channels[channel].messages as Record<string, { $ref: string }>).map((m) => m.$ref.split('/').pop()!);
   const validators = new Map<string, { value: ValidateFunction; key: ValidateFunction }>();
   for (const ch of ['msg', 'schd'])
     for (const m of messageNames(ch)) {

@@ -1,5 +1,5 @@
 // Test settings: the same local services as scripts/services, test databases.
-import { envName, loadConfig, type Config } from '../../lib/config.ts';
+import { envName, loadConfig, type Config } from '../../lib/core/config.ts';
 
 export const TEST_PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/msgx_test';
 export const TEST_INBOX_URL = process.env.TEST_INBOX_URL ?? 'mysql://root@127.0.0.1:3306/aodbinterface_test';

@@ -1,6 +1,6 @@
 // Run the whole pipeline in-process (intake → pump → backfill) until the inbox is settled.
-import type { Clock } from '../../lib/clock.ts';
-import type { Config } from '../../lib/config.ts';
+import type { Clock } from '../../lib/core/clock.ts';
+import type { Config } from '../../lib/core/config.ts';
 import { buildMirror, buildRegistry } from '../../lib/app/composition.ts';
 import { backfillRound } from '../../lib/pipeline/backfill.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';

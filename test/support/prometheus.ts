@@ -69,11 +69,9 @@ export async function startPrometheus(config: PromConfig): Promise<RunningPromet
   const file = path.join(dir, 'prometheus.yml');
   writeFileSync(file, stringify(config));
   const port = await freePort();
-  const child: ChildProcess = spawn(
-    PROMETHEUS,
-    [`--config.file=${file}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const child: ChildProcess = spawn(PROMETHEUS, [`--config.file=${file}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const logs: string[] = [];
   child.stdout!.on('data', (b: Buffer) => logs.push(b.toString()));
   child.stderr!.on('data', (b: Buffer) => logs.push(b.toString()));

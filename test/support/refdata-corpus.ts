@@ -21,7 +21,9 @@ export interface CorpusMessage {
 /** All messages of all files, in file-name then statement order. */
 export function corpusMessages(): CorpusMessage[] {
   const out: CorpusMessage[] = [];
-  for (const file of readdirSync(CORPUS_DIR).filter((f) => f.startsWith('INSERT_CMINMSGS_') && f.endsWith('.sql')).sort()) {
+  for (const file of readdirSync(CORPUS_DIR)
+    .filter((f) => f.startsWith('INSERT_CMINMSGS_') && f.endsWith('.sql'))
+    .sort()) {
     const text = readFileSync(path.join(CORPUS_DIR, file), 'utf8');
     const re = /(?:--\s*([^\n]*)\n\s*)?INSERT INTO\s+aodbinterface\.cminmsgs\s*\([^)]*\)\s*VALUES\s*\('((?:[^']|'')*)'/gi;
     let m: RegExpExecArray | null;

@@ -3,11 +3,11 @@
 import mysql from 'mysql2/promise';
 import { pino } from 'pino';
 import { createDb, createPool, type Db } from '../../lib/db/postgres.ts';
-import { HandlerRegistry, type HandlerOutcome } from '../../lib/pipeline/handlers.ts';
-import { PipelineError, type Failure } from '../../lib/pipeline/errors.ts';
+import { HandlerRegistry, type HandlerOutcome } from '../../lib/domain/handlers.ts';
+import { PipelineError, type Failure } from '../../lib/core/errors.ts';
 import { decodeEnvelope } from '../../lib/sis/envelope.ts';
 import { registerRefdataHandlers } from '../../lib/refdata/handlers.ts';
-import type { Config } from '../../lib/config.ts';
+import type { Config } from '../../lib/core/config.ts';
 import { TEST_INBOX_URL, TEST_PG_URL } from './env.ts';
 
 export const silentLog = pino({ level: 'silent' });
@@ -27,10 +27,7 @@ class Rollback extends Error {
 }
 
 /** Decode and apply one raw SIS message through the refdata handlers; errors become data. */
-export async function applyMessage(
-  db: Db,
-  a: { xml: string; msgId: number; now: Date; config: Config; registry?: HandlerRegistry },
-): Promise<ApplyResult> {
+export async function applyMessage(db: Db, a: { xml: string; msgId: number; now: Date; config: Config; registry?: HandlerRegistry }): Promise<ApplyResult> {
   const registry = a.registry ?? registerRefdataHandlers(new HandlerRegistry());
   try {
     const env = decodeEnvelope(a.xml);

@@ -1,8 +1,8 @@
 // Real services for integration tests: Postgres (msgx_test), MariaDB (aodbinterface_test), Redis db 15.
 import { sql } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import { createDb, createPool, createSessionDb, connectClient, type Db } from '../../lib/db/postgres.ts';
-import { createInbox, insertInboxRow, type Inbox } from '../../lib/db/mysql.ts';
+import { createAodbPool, insertInboxRow, type Inbox } from '../../lib/db/mysql.ts';
 import { createRedis, type Redis } from '../../lib/db/redis.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { TEST_INBOX_URL, TEST_PG_URL, TEST_REDIS_URL } from './env.ts';
@@ -22,7 +22,7 @@ export interface TestServices {
 export async function openServices(): Promise<TestServices> {
   const pool = createPool(TEST_PG_URL, { max: 6, name: 'test' });
   const sessionClient = await connectClient(TEST_PG_URL, 'test-session');
-  const inbox = createInbox(TEST_INBOX_URL, { timeoutMs: 5000 });
+  const inbox = createAodbPool(TEST_INBOX_URL, { timeoutMs: 5000 });
   const redis = createRedis(TEST_REDIS_URL, 5000);
   return {
     pool,
@@ -87,7 +87,7 @@ export async function inboxProcessed(inbox: Inbox): Promise<Map<number, string |
 
 /** An inbox pool that points at a port where nothing listens: "MySQL is down". */
 export function deadInbox(): Inbox {
-  return createInbox('mysql://root@127.0.0.1:1/aodbinterface_test', { timeoutMs: 500 });
+  return createAodbPool('mysql://root@127.0.0.1:1/aodbinterface_test', { timeoutMs: 500 });
 }
 
 /** A Redis client that points at a port where nothing listens: "Redis is down". */

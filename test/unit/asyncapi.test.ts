@@ -1,10 +1,10 @@
 // docs/asyncapi.yaml is a valid AsyncAPI 3.0 document, its FlightState schema is the rule table
-// of lib/flight/rules.ts, its examples and the values the dispatcher builds satisfy it, and it
+// of lib/flight/rules.ts, its examples and the values lib/contract/kafka.ts builds satisfy it, and it
 // rejects what the contract forbids. (Real records: test/integration/e2e-consumer.test.ts.)
 import { createRequire } from 'node:module';
 import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
-import { msgValue, schdRecord } from '../../lib/dispatch/plan.ts';
+import { msgDeleted, msgTombstone, msgUpsert, msgValue, schdRecord } from '../../lib/contract/kafka.ts';
 import { COLLECTIONS, SCALAR_KEYS, STATUS_KEYS } from '../../lib/flight/rules.ts';
 import { contract, loadAsyncApi } from '../support/contract.ts';
 
@@ -38,8 +38,16 @@ describe('docs/asyncapi.yaml', () => {
   it('FlightState lists exactly the keys of the rule table, in JSON order, with collection fields', () => {
     const props = doc.components.schemas.FlightState.properties;
     expect(Object.keys(props)).toEqual([
-      'FLID', 'STATE', 'STATE_VERSION', 'OPERATION_DAY', 'UPDATED_AT', 'LAST_MSG_ID',
-      ...STATUS_KEYS, ...SCALAR_KEYS.map((s) => s.key), ...COLLECTIONS.map((col) => col.tag), 'MAFL',
+      'FLID',
+      'STATE',
+      'STATE_VERSION',
+      'OPERATION_DAY',
+      'UPDATED_AT',
+      'LAST_MSG_ID',
+      ...STATUS_KEYS,
+      ...SCALAR_KEYS.map((s) => s.key),
+      ...COLLECTIONS.map((col) => col.tag),
+      'MAFL',
     ]);
     for (const col of COLLECTIONS) {
       if (col.raw) continue;
@@ -58,10 +66,15 @@ describe('docs/asyncapi.yaml', () => {
     }
   });
 
-  it('values as the dispatchers build them pass; what the contract forbids fails', () => {
-    const upsert = { EVENT_ID: 3, FLID: '15', STATE_VERSION: 4, UPDATED_AT: '2026-12-01T08:00:03+08:00', OP: 'UPSERT', MSG_ID: 7, TYPE: 'FLOP', STYP: 'STND', CHANGED: ['STND'] };
-    const fdel = { EVENT_ID: 4, FLID: '15', DELETED: true, STATE_VERSION: 5, UPDATED_AT: '2026-12-01T08:00:03+08:00', MSG_ID: 8 };
-    const purge = { EVENT_ID: 5, FLID: '16', DELETED: true, STATE_VERSION: 9, UPDATED_AT: '2026-12-01T08:00:03+08:00', PURGED: true };
+  it('values as lib/contract/kafka.ts builds them pass; what the contract forbids fails', () => {
+    // the outbox adds EVENT_ID to the built payload on insert (lib/flight/store.ts insertMsgEvents)
+    const at = '2026-12-01T08:00:03+08:00';
+    const upsert = { ...msgUpsert({ flid: '15', stateVersion: 4, updatedAt: at, msgId: 7, type: 'FLOP', styp: 'STND', changed: ['STND'] }), EVENT_ID: 3 };
+    const fdel = { ...msgDeleted({ flid: '15', stateVersion: 5, updatedAt: at, msgId: 8 }), EVENT_ID: 4 };
+    const purge = { ...msgTombstone({ flid: '16', stateVersion: 9, updatedAt: at }), EVENT_ID: 5 };
+    expect(upsert).toStrictEqual({ EVENT_ID: 3, FLID: '15', STATE_VERSION: 4, UPDATED_AT: at, OP: 'UPSERT', MSG_ID: 7, TYPE: 'FLOP', STYP: 'STND', CHANGED: ['STND'] });
+    expect(fdel).toStrictEqual({ EVENT_ID: 4, FLID: '15', DELETED: true, STATE_VERSION: 5, UPDATED_AT: at, MSG_ID: 8 });
+    expect(purge).toStrictEqual({ EVENT_ID: 5, FLID: '16', DELETED: true, STATE_VERSION: 9, UPDATED_AT: at, PURGED: true });
     for (const p of [upsert, fdel, purge]) expect(c.check('msg', p.FLID, msgValue(p))).toEqual([]);
     const state = { FLID: '15', STATE: 'ACTIVE', STATE_VERSION: 4, UPDATED_AT: '2026-12-01T08:00:03+08:00', CANCELLED: false, BOARDING: false, LAST_CALL: false, GTDT: [{ GTNO: 1, GATE: 'A1' }] };
     expect(c.check('schd', 'schd', schdRecord([JSON.stringify(state)]))).toEqual([]);

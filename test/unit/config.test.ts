@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, parseDuration } from '../../lib/config.ts';
+import { ConfigError, loadConfig, parseDuration } from '../../lib/core/config.ts';
 
 describe('config', () => {
   it('works with no configuration at all (local defaults)', () => {
@@ -26,9 +26,7 @@ describe('config', () => {
   });
 
   it('parses durations', () => {
-    expect([parseDuration('200ms'), parseDuration('2s'), parseDuration('10m'), parseDuration('24h'), parseDuration('30d')]).toEqual([
-      200, 2000, 600_000, 86_400_000, 2_592_000_000,
-    ]);
+    expect([parseDuration('200ms'), parseDuration('2s'), parseDuration('10m'), parseDuration('24h'), parseDuration('30d')]).toEqual([200, 2000, 600_000, 86_400_000, 2_592_000_000]);
     expect(() => parseDuration('soon')).toThrow('is not a duration');
   });
 
@@ -43,7 +41,7 @@ describe('config', () => {
 describe('README configuration table', () => {
   it('lists every key with its environment name and default', async () => {
     const { readFileSync } = await import('node:fs');
-    const { describeConfig } = await import('../../lib/config.ts');
+    const { describeConfig } = await import('../../lib/core/config.ts');
     const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
     const missing = describeConfig().filter((r) => !readme.includes(`| \`${r.env}\` | ${r.key} | \`${r.default}\` |`));
     expect(missing).toEqual([]);

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { describeConfig } from '../../lib/config.ts';
+import { describeConfig } from '../../lib/core/config.ts';
 import { FORCED_EXIT_MS } from '../../lib/runtime/process.ts';
 import { parseProcfile } from '../../scripts/start.ts';
 import { PROMTOOL, shippedConfig } from '../support/prometheus.ts';
@@ -67,7 +67,9 @@ describe('docker-compose.yml', () => {
   });
 
   it('one image, built once (by migrate); every process and migrate run it', () => {
-    const building = Object.entries(compose.services).filter(([, s]) => s.build !== undefined).map(([n]) => n);
+    const building = Object.entries(compose.services)
+      .filter(([, s]) => s.build !== undefined)
+      .map(([n]) => n);
     expect(building).toEqual(['migrate']);
     const image = compose.services.migrate.image;
     expect(image).toMatch(/^msgexchange:/);
@@ -147,19 +149,28 @@ describe('docker-compose.yml', () => {
 
 describe('Dockerfile and .dockerignore', () => {
   it('the image runs as a non-root user', () => {
-    const users = read('Dockerfile').split('\n').filter((l) => /^USER\s/.test(l)).map((l) => l.split(/\s+/)[1]);
+    const users = read('Dockerfile')
+      .split('\n')
+      .filter((l) => /^USER\s/.test(l))
+      .map((l) => l.split(/\s+/)[1]);
     expect(users.length).toBeGreaterThan(0);
     expect(users.at(-1)).not.toMatch(/^(root|0)(:|$)/);
     for (const s of Object.values(compose.services)) expect(s.user).toBeUndefined();
   });
 
   it('the build context leaves out node_modules, .git, local Kafka data and tests', () => {
-    const lines = read('.dockerignore').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+    const lines = read('.dockerignore')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith('#'));
     expect(lines[0]).toBe('*'); // allow-list: everything is out unless named
     const allowed = lines.filter((l) => l.startsWith('!')).map((l) => l.slice(1).replace(/\/$/, ''));
     for (const out of ['node_modules', '.git', '.local', 'test']) expect(allowed).not.toContain(out);
     // everything the Dockerfile copies is in the context
-    const copied = read('Dockerfile').split('\n').filter((l) => l.startsWith('COPY ')).flatMap((l) => l.split(/\s+/).slice(1, -1));
+    const copied = read('Dockerfile')
+      .split('\n')
+      .filter((l) => l.startsWith('COPY '))
+      .flatMap((l) => l.split(/\s+/).slice(1, -1));
     for (const c of copied) expect({ c, inContext: allowed.includes(c.replace(/\/$/, '')) }).toEqual({ c, inContext: true });
   });
 });

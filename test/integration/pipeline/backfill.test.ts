@@ -1,7 +1,7 @@
 // Backfill against real MariaDB and Postgres: the four outcomes, R, abandonment, fairness, read-only, replay race.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { ManualClock } from '../../../lib/clock.ts';
+import { ManualClock } from '../../../lib/core/clock.ts';
 import { backfillRound, type BackfillDeps } from '../../../lib/pipeline/backfill.ts';
 import { intakeRound } from '../../../lib/pipeline/intake.ts';
 import { replayMessages, resumeBackfills } from '../../../lib/pipeline/operator.ts';
@@ -91,7 +91,11 @@ describe('backfill', () => {
 
   it('past R the backoff is overridden: the row is retried in every round', async () => {
     const [id] = await terminalRows(1);
-    await s.db.updateTable('proc_state').set({ backfill_next_at: new Date('2026-12-05T00:00:00Z'), backfill_attempts: 3 }).where('msg_id', '=', id).execute();
+    await s.db
+      .updateTable('proc_state')
+      .set({ backfill_next_at: new Date('2026-12-05T00:00:00Z'), backfill_attempts: 3 })
+      .where('msg_id', '=', id)
+      .execute();
     expect((await backfillRound(deps())).candidates).toBe(0);
     clock.set('2026-12-02T00:00:01Z');
     expect((await backfillRound(deps())).written).toBe(1);

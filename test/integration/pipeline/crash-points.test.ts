@@ -5,7 +5,7 @@
 // the event sequence, change records, terminal states — and Redis equal to Postgres.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { ManualClock } from '../../../lib/clock.ts';
+import { ManualClock } from '../../../lib/core/clock.ts';
 import { listFlights } from '../../../lib/flight/read.ts';
 import { toJson, type FlightState } from '../../../lib/flight/state.ts';
 import { intakeRound } from '../../../lib/pipeline/intake.ts';
@@ -18,7 +18,7 @@ import { openServices, putInbox, resetDomain, resetPipeline, silentLog, sisMessa
 const TZ = 'Asia/Shanghai';
 const config = testConfig();
 let s: TestServices;
-let procs: Proc[] = [];
+const procs: Proc[] = [];
 
 /** A snapshot of 1,500 flights (Redis step: two pipelines of 1,000), then FLOPs, an FDEL, a shared flight moved to another master. */
 function workload(): string[] {
@@ -35,7 +35,15 @@ function workload(): string[] {
 
 const CLOCK = new Set(['UPDATED_AT', 'updated_at', 'created_at', 'terminal_at', 'backfill_next_at']);
 const strip = (v: unknown): unknown =>
-  Array.isArray(v) ? v.map(strip) : v && typeof v === 'object' && !(v instanceof Date) ? Object.fromEntries(Object.entries(v).filter(([k]) => !CLOCK.has(k)).map(([k, x]) => [k, strip(x)])) : v;
+  Array.isArray(v)
+    ? v.map(strip)
+    : v && typeof v === 'object' && !(v instanceof Date)
+      ? Object.fromEntries(
+          Object.entries(v)
+            .filter(([k]) => !CLOCK.has(k))
+            .map(([k, x]) => [k, strip(x)]),
+        )
+      : v;
 
 async function snapshotOfStores() {
   const q = async (x: ReturnType<typeof sql<Record<string, unknown>>>) => (await x.execute(s.db)).rows;
@@ -45,7 +53,9 @@ async function snapshotOfStores() {
   return {
     proc: await q(sql`select msg_id, state, reason, identity_key from proc_state order by msg_id`),
     flights: strip(flights),
-    events: strip(events.map((e) => ({ ...e, event_id: rank.get(String(e.event_id)), payload: { ...(e.payload as object), EVENT_ID: rank.get(String((e.payload as { EVENT_ID?: unknown }).EVENT_ID)) } }))),
+    events: strip(
+      events.map((e) => ({ ...e, event_id: rank.get(String(e.event_id)), payload: { ...(e.payload as object), EVENT_ID: rank.get(String((e.payload as { EVENT_ID?: unknown }).EVENT_ID)) } })),
+    ),
     changes: await q(sql`select flid, state_version, msg_id, op, cause, changes from flight_change order by flid, state_version`),
     active: flights.filter((f) => f.STATE === 'ACTIVE'),
   };
@@ -99,7 +109,11 @@ describe('Pump v2: kill -9 at each point of a batch, then a new pump', () => {
       expect(open.rows[0].applied).toBeGreaterThan(0);
       const pump = startWorker('pump');
       procs.push(pump);
-      await waitFor('every message terminal', async () => (await sql<{ n: number }>`select count(*)::int as n from proc_state where state in ('PENDING', 'FAILED')`.execute(s.db)).rows[0].n === 0, 60_000);
+      await waitFor(
+        'every message terminal',
+        async () => (await sql<{ n: number }>`select count(*)::int as n from proc_state where state in ('PENDING', 'FAILED')`.execute(s.db)).rows[0].n === 0,
+        60_000,
+      );
       await stopAll([pump]);
       const after = await snapshotOfStores();
       expect(after.proc).toEqual(reference.proc);

@@ -1,6 +1,6 @@
 // Intake against real MariaDB and Postgres: predicate, idempotence, watermark + full scan, ID gaps, outages.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../../lib/clock.ts';
+import { ManualClock } from '../../../lib/core/clock.ts';
 import { intakeLoop, intakeRound, type IntakeDeps } from '../../../lib/pipeline/intake.ts';
 import { metrics } from '../../../lib/runtime/metrics.ts';
 import { enqueue } from '../../../lib/pipeline/transitions.ts';
@@ -101,7 +101,12 @@ describe('intake', () => {
     try {
       await expect(intakeRound(deps({ inbox: down }))).rejects.toThrow();
       const errors0 = await counter(metrics.intakeErrors);
-      await intakeLoop(deps({ inbox: down }), 300, () => false, (ms) => new Promise((r) => setTimeout(r, ms)));
+      await intakeLoop(
+        deps({ inbox: down }),
+        300,
+        () => false,
+        (ms) => new Promise((r) => setTimeout(r, ms)),
+      );
       expect(await counter(metrics.intakeErrors)).toBeGreaterThan(errors0);
     } finally {
       await down.end().catch(() => {});
@@ -160,7 +165,12 @@ describe('intake gaps and the full scan (issue 10 item 4)', () => {
     for (const id of [3, 4, 5]) await putInbox(s.inbox, sisMessage(), { id }); // a full batch (3) behind gap 2
     const slow = testConfig({ 'msgx.pipeline.claim-batch': '3', 'msgx.intake.gap-settle': '1h', 'msgx.pipeline.idle-poll': '100ms' });
     const scanned0 = await counter(metrics.intakeScannedRows);
-    await intakeLoop(deps({ config: slow, clock: { now: () => new Date() } as never }), 1000, () => false, (ms) => new Promise((r) => setTimeout(r, ms)));
+    await intakeLoop(
+      deps({ config: slow, clock: { now: () => new Date() } as never }),
+      1000,
+      () => false,
+      (ms) => new Promise((r) => setTimeout(r, ms)),
+    );
     const rounds = (await counter(metrics.intakeScannedRows)) - scanned0;
     expect(await enqueued()).toEqual([1]);
     expect(rounds).toBeLessThanOrEqual(3 * 12 + 1); // about one round per idle-poll, not hundreds

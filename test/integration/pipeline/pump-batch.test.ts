@@ -4,9 +4,9 @@
 // and it is tried again smaller; a crash after the business commit is finished, not re-applied.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { ManualClock } from '../../../lib/clock.ts';
-import { protocol } from '../../../lib/pipeline/errors.ts';
-import { HandlerRegistry, type BatchDomain, type Mirror } from '../../../lib/pipeline/handlers.ts';
+import { ManualClock } from '../../../lib/core/clock.ts';
+import { protocol } from '../../../lib/core/errors.ts';
+import { HandlerRegistry, type BatchDomain, type Mirror } from '../../../lib/domain/handlers.ts';
 import { intakeRound } from '../../../lib/pipeline/intake.ts';
 import { drain, type PumpDeps } from '../../../lib/pipeline/pump.ts';
 import { payload } from '../../../lib/sis/envelope.ts';
@@ -100,7 +100,9 @@ describe('pump: batches', () => {
     expect(await effects()).toEqual(ids);
     // INV-10 per batch: the Redis step ran after the business commit (every outcome applied) and before any terminal state
     expect(mirrorCalls).toEqual([{ flids: ids.map((i) => `T${i}`), openApplied: 10, terminal: 0 }]);
-    const locks = await sql<{ n: number }>`select count(*)::int n from pg_locks where locktype = 'advisory' and objid = 7001 and granted and database = (select oid from pg_database where datname = current_database())`.execute(s.db);
+    const locks = await sql<{
+      n: number;
+    }>`select count(*)::int n from pg_locks where locktype = 'advisory' and objid = 7001 and granted and database = (select oid from pg_database where datname = current_database())`.execute(s.db);
     expect(locks.rows[0].n).toBe(0);
   });
 

@@ -1,8 +1,8 @@
 // The pump against real Postgres, MariaDB and Redis: FIFO, failure classes, the three-step success path.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { ManualClock } from '../../../lib/clock.ts';
-import { HandlerRegistry, type Mirror } from '../../../lib/pipeline/handlers.ts';
+import { ManualClock } from '../../../lib/core/clock.ts';
+import { HandlerRegistry, type Mirror } from '../../../lib/domain/handlers.ts';
 import { intakeRound } from '../../../lib/pipeline/intake.ts';
 import { tick, drain, type PumpDeps } from '../../../lib/pipeline/pump.ts';
 import { refreshHeadGauges } from '../../../lib/pipeline/gauges.ts';
@@ -144,7 +144,7 @@ describe('pump', () => {
   });
 
   it('identity is bound inside the business transaction: a duplicate writes nothing; skipped, dead and unsupported messages keep their binding', async () => {
-    const { protocol } = await import('../../../lib/pipeline/errors.ts');
+    const { protocol } = await import('../../../lib/core/errors.ts');
     const reg = new HandlerRegistry().register('TEST', '*', async (ctx) => {
       if (ctx.env.styp === 'SKIP') return { outcome: 'skipped', reason: 'test-skip' };
       if (ctx.env.styp === 'BAD') throw protocol('bad test message');
@@ -227,7 +227,7 @@ describe('pump', () => {
   });
 
   it('a handler protocol error is DEAD(PROTOCOL) and its writes are rolled back', async () => {
-    const { protocol } = await import('../../../lib/pipeline/errors.ts');
+    const { protocol } = await import('../../../lib/core/errors.ts');
     const reg = new HandlerRegistry().register('TEST', '*', async (ctx) => {
       await sql`insert into test_effects values (${ctx.msgId}, 1)`.execute(ctx.tx);
       throw protocol('RECS="3" but 2 records');

@@ -4,7 +4,7 @@
 // client talks to a port where nothing listens (connection refused), as when Redis is down.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { ManualClock } from '../../../lib/clock.ts';
+import { ManualClock } from '../../../lib/core/clock.ts';
 import { buildMirror, buildRegistry } from '../../../lib/app/composition.ts';
 import { readFlights } from '../../../lib/flight/read.ts';
 import { toJson } from '../../../lib/flight/state.ts';
@@ -81,7 +81,10 @@ beforeEach(async () => {
   // masters 1 and 4; 2 and 3 shared flights of 1; 5 on its own
   await put(schd('DNLD', [fltr(1), fltr(2, '<MAID>1</MAID>'), fltr(3, '<MAID>1</MAID>'), fltr(4), fltr(5)]));
   await drain(deps(), 10_000);
-  expect((await redisFlight(1))?.MAFL).toEqual([{ FLID: '2', FLNO: 'CA102' }, { FLID: '3', FLNO: 'CA103' }]);
+  expect((await redisFlight(1))?.MAFL).toEqual([
+    { FLID: '2', FLNO: 'CA102' },
+    { FLID: '3', FLNO: 'CA103' },
+  ]);
 });
 
 describe('Redis repaired after a failed Redis step', () => {

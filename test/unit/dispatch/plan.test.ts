@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { afterFailure, chunkBySize, msgValue, offsetsOf, releasable, schdRecord, splitSchd, type OutboxEvent } from '../../../lib/dispatch/plan.ts';
+import { msgValue, schdRecord } from '../../../lib/contract/kafka.ts';
+import { afterFailure, chunkBySize, offsetsOf, releasable, splitSchd, type OutboxEvent } from '../../../lib/dispatch/plan.ts';
 
 const now = new Date('2026-12-01T00:00:00Z');
 const later = new Date('2026-12-01T00:00:05Z');
@@ -49,7 +50,16 @@ describe('afterFailure: backoff ladder, last step repeats, DEAD after max attemp
 describe('offsetsOf: per-record offsets from per-partition base offsets', () => {
   it.each([
     ['one partition', [0, 0, 0], [{ partition: 0, baseOffset: '41' }], ['41', '42', '43']],
-    ['interleaved partitions keep their own counters', [2, 0, 2, 1, 0], [{ partition: 0, baseOffset: '10' }, { partition: 1, baseOffset: '0' }, { partition: 2, baseOffset: '7' }], ['7', '10', '8', '0', '11']],
+    [
+      'interleaved partitions keep their own counters',
+      [2, 0, 2, 1, 0],
+      [
+        { partition: 0, baseOffset: '10' },
+        { partition: 1, baseOffset: '0' },
+        { partition: 2, baseOffset: '7' },
+      ],
+      ['7', '10', '8', '0', '11'],
+    ],
     ['beyond 2^53', [0, 0], [{ partition: 0, baseOffset: '9007199254740993' }], ['9007199254740993', '9007199254740994']],
     ['a partition missing from the answer', [0, 1], [{ partition: 0, baseOffset: '5' }], ['5', null]],
     ['a negative base offset (acks=0 style) is unknown', [0], [{ partition: 0, baseOffset: '-1' }], [null]],
@@ -130,9 +140,7 @@ describe('msgValue: one JSON style on both topics', () => {
   it('compact JSON, contract key order, whatever order the payload came in', () => {
     // as Postgres jsonb hands it back: shorter keys first
     const upsert = { OP: 'UPSERT', FLID: '15', STYP: 'STND', TYPE: 'FLOP', MSG_ID: 4711, CHANGED: ['STND'], EVENT_ID: 3, UPDATED_AT: '2026-12-01T08:00:03+08:00', STATE_VERSION: 4 };
-    expect(msgValue(upsert)).toBe(
-      '{"EVENT_ID":3,"FLID":"15","STATE_VERSION":4,"UPDATED_AT":"2026-12-01T08:00:03+08:00","OP":"UPSERT","MSG_ID":4711,"TYPE":"FLOP","STYP":"STND","CHANGED":["STND"]}',
-    );
+    expect(msgValue(upsert)).toBe('{"EVENT_ID":3,"FLID":"15","STATE_VERSION":4,"UPDATED_AT":"2026-12-01T08:00:03+08:00","OP":"UPSERT","MSG_ID":4711,"TYPE":"FLOP","STYP":"STND","CHANGED":["STND"]}');
     const purge = { FLID: '9', PURGED: true, DELETED: true, EVENT_ID: 8, UPDATED_AT: '2026-12-01T08:00:03+08:00', STATE_VERSION: 2 };
     expect(msgValue(purge)).toBe('{"EVENT_ID":8,"FLID":"9","STATE_VERSION":2,"UPDATED_AT":"2026-12-01T08:00:03+08:00","DELETED":true,"PURGED":true}');
     // a key the contract does not know yet is kept, after the known ones, sorted

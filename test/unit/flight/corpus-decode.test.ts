@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeFlop, decodeSchedule, isHandledFlopStyp } from '../../../lib/flight/decode.ts';
 import { snapshotOperationDay } from '../../../lib/flight/merge.ts';
-import { PipelineError } from '../../../lib/pipeline/errors.ts';
+import { PipelineError } from '../../../lib/core/errors.ts';
 import { decodeEnvelope } from '../../../lib/sis/envelope.ts';
 import { CORPUS_DIR, corpusMessages, corpusPresent, CTX, t, TZ } from './helpers.ts';
 
@@ -66,7 +66,10 @@ describe.runIf(corpusPresent)(`corpus ${CORPUS_DIR}`, () => {
       TAID: '16',
       MAXP: 300,
       ROUT: [{ RTNO: 1, APCD: 'XIY', SCAT: t('2021-01-23 07:10') }],
-      ERUT: [{ RTNO: 1, APCD: 'CTU', SCDT: t('2021-01-23 05:35') }, { RTNO: 2, APCD: 'XIY', SCAT: t('2021-01-23 07:10') }],
+      ERUT: [
+        { RTNO: 1, APCD: 'CTU', SCDT: t('2021-01-23 05:35') },
+        { RTNO: 2, APCD: 'XIY', SCAT: t('2021-01-23 07:10') },
+      ],
       PSDT: [{ PSNO: 1, PSST: '504', STST: t('2021-01-23 02:37'), STET: t('2021-01-23 05:49') }],
     });
   });

@@ -5,21 +5,68 @@ import { decodeFlop } from '../../../lib/flight/decode.ts';
 import { applyFlop } from '../../../lib/flight/merge.ts';
 import { FLOP_STYPS } from '../../../lib/flight/rules.ts';
 import type { FlightState } from '../../../lib/flight/state.ts';
-import { PipelineError } from '../../../lib/pipeline/errors.ts';
+import { PipelineError } from '../../../lib/core/errors.ts';
 import { baseState, CTX, flopEnv, t, TZ } from './helpers.ts';
 
 type Step = [body: string, expect: Record<string, unknown>];
 /** Per STYP: a start state (extra data) and steps; `undefined` in expect = key absent (cleared). */
 const CASES: Record<string, { start?: FlightState['data']; steps: Step[] }> = {
-  ACFT: { steps: [['<ACFT>358</ACFT>', { ACFT: '358' }], ['<ACFT> 359 </ACFT>', { ACFT: '359' }]] },
-  FLTY: { steps: [['<FLTY>C</FLTY>', { FLTY: 'C' }], ['<FLTY>W</FLTY>', { FLTY: 'W' }]] },
-  FLIN: { steps: [['<FLIN>I</FLIN>', { FLIN: 'I' }], ['<FLIN>D</FLIN>', { FLIN: 'D' }]] },
-  ACTT: { steps: [['<ACTT>01DEC260810</ACTT>', { ACTT: t('2026-12-01 08:10') }], ['<ACTT>01dec260812</ACTT>', { ACTT: t('2026-12-01 08:12') }], ['<ACTT/>', { ACTT: undefined }]] },
-  ESTT: { steps: [['<ESTT>01DEC260810</ESTT>', { ESTT: t('2026-12-01 08:10') }], ['<ESTT></ESTT>', { ESTT: undefined }]] },
-  FINT: { steps: [['<FINT>01DEC260810</FINT>', { FINT: t('2026-12-01 08:10') }], ['<FINT></FINT>', { FINT: undefined }]] },
-  MAXP: { steps: [['<MAXP>130</MAXP>', { MAXP: 130 }], ['<MAXP>180</MAXP>', { MAXP: 180 }], ['<MAXP/>', { MAXP: undefined }]] },
-  TRML: { steps: [['<TRML>T3</TRML>', { TRML: 'T3' }], ['<TRML></TRML>', { TRML: undefined }]] },
-  RENO: { steps: [['<RENO>B1234</RENO>', { RENO: 'B1234' }], ['<RENO></RENO>', { RENO: undefined }]] },
+  ACFT: {
+    steps: [
+      ['<ACFT>358</ACFT>', { ACFT: '358' }],
+      ['<ACFT> 359 </ACFT>', { ACFT: '359' }],
+    ],
+  },
+  FLTY: {
+    steps: [
+      ['<FLTY>C</FLTY>', { FLTY: 'C' }],
+      ['<FLTY>W</FLTY>', { FLTY: 'W' }],
+    ],
+  },
+  FLIN: {
+    steps: [
+      ['<FLIN>I</FLIN>', { FLIN: 'I' }],
+      ['<FLIN>D</FLIN>', { FLIN: 'D' }],
+    ],
+  },
+  ACTT: {
+    steps: [
+      ['<ACTT>01DEC260810</ACTT>', { ACTT: t('2026-12-01 08:10') }],
+      ['<ACTT>01dec260812</ACTT>', { ACTT: t('2026-12-01 08:12') }],
+      ['<ACTT/>', { ACTT: undefined }],
+    ],
+  },
+  ESTT: {
+    steps: [
+      ['<ESTT>01DEC260810</ESTT>', { ESTT: t('2026-12-01 08:10') }],
+      ['<ESTT></ESTT>', { ESTT: undefined }],
+    ],
+  },
+  FINT: {
+    steps: [
+      ['<FINT>01DEC260810</FINT>', { FINT: t('2026-12-01 08:10') }],
+      ['<FINT></FINT>', { FINT: undefined }],
+    ],
+  },
+  MAXP: {
+    steps: [
+      ['<MAXP>130</MAXP>', { MAXP: 130 }],
+      ['<MAXP>180</MAXP>', { MAXP: 180 }],
+      ['<MAXP/>', { MAXP: undefined }],
+    ],
+  },
+  TRML: {
+    steps: [
+      ['<TRML>T3</TRML>', { TRML: 'T3' }],
+      ['<TRML></TRML>', { TRML: undefined }],
+    ],
+  },
+  RENO: {
+    steps: [
+      ['<RENO>B1234</RENO>', { RENO: 'B1234' }],
+      ['<RENO></RENO>', { RENO: undefined }],
+    ],
+  },
   BOTM: {
     steps: [
       ['<BOTM>01DEC260830</BOTM>', { BOTM: t('2026-12-01 08:30'), BOARDING: true }],
@@ -107,7 +154,12 @@ const CASES: Record<string, { start?: FlightState['data']; steps: Step[] }> = {
     steps: [
       [
         '<GTDT GTNO="1"><GATE>G28</GATE><PGOT>01DEC260805</PGOT><PGCT/><GTYP>D</GTYP></GTDT><GTDT GTNO="1"><GATE>G33</GATE></GTDT>',
-        { GTDT: [{ GTNO: 1, GATE: 'G28', PGOT: t('2026-12-01 08:05'), GTYP: 'D' }, { GTNO: 1, GATE: 'G33' }] },
+        {
+          GTDT: [
+            { GTNO: 1, GATE: 'G28', PGOT: t('2026-12-01 08:05'), GTYP: 'D' },
+            { GTNO: 1, GATE: 'G33' },
+          ],
+        },
       ],
       ['<GTDT GTNO="2"><GATE>G1</GATE></GTDT>', { GTDT: [{ GTNO: 2, GATE: 'G1' }] }],
       ['<GTDT GTNO="0"/>', { GTDT: undefined }],
@@ -146,7 +198,15 @@ const CASES: Record<string, { start?: FlightState['data']; steps: Step[] }> = {
   },
   DELY: {
     steps: [
-      ['<DELY CODE="YY" STRT="01DEC260805" DURA="0200">weather</DELY><DELY CODE="XX">crew</DELY>', { DELY: [{ CODE: 'YY', STRT: t('2026-12-01 08:05'), DURA: '0200', TEXT: 'weather' }, { CODE: 'XX', TEXT: 'crew' }] }],
+      [
+        '<DELY CODE="YY" STRT="01DEC260805" DURA="0200">weather</DELY><DELY CODE="XX">crew</DELY>',
+        {
+          DELY: [
+            { CODE: 'YY', STRT: t('2026-12-01 08:05'), DURA: '0200', TEXT: 'weather' },
+            { CODE: 'XX', TEXT: 'crew' },
+          ],
+        },
+      ],
       ['<DELY></DELY>', { DELY: undefined }],
     ],
   },
@@ -164,7 +224,10 @@ const CASES: Record<string, { start?: FlightState['data']; steps: Step[] }> = {
   },
   ERUT: {
     steps: [
-      [[1, 2, 3, 4, 5, 6, 7].map((i) => `<ERUT RTNO="${i}"><APCD>E${i}</APCD><SCDT>01DEC26080${i}</SCDT></ERUT>`).join(''), { ERUT: [1, 2, 3, 4].map((i) => ({ RTNO: i, APCD: `E${i}`, SCDT: t(`2026-12-01 08:0${i}`) })) }],
+      [
+        [1, 2, 3, 4, 5, 6, 7].map((i) => `<ERUT RTNO="${i}"><APCD>E${i}</APCD><SCDT>01DEC26080${i}</SCDT></ERUT>`).join(''),
+        { ERUT: [1, 2, 3, 4].map((i) => ({ RTNO: i, APCD: `E${i}`, SCDT: t(`2026-12-01 08:0${i}`) })) },
+      ],
     ],
   },
   PSHT: {
@@ -175,7 +238,15 @@ const CASES: Record<string, { start?: FlightState['data']; steps: Step[] }> = {
   },
   TIPT: {
     steps: [
-      ['<TIPT><TRTM>01DEC260950</TRTM><TRST>503</TRST></TIPT><TIPT><TRTM>01DEC260944</TRTM><TRST>504</TRST></TIPT>', { TIPT: [{ TRTM: t('2026-12-01 09:50'), TRST: '503' }, { TRTM: t('2026-12-01 09:44'), TRST: '504' }] }],
+      [
+        '<TIPT><TRTM>01DEC260950</TRTM><TRST>503</TRST></TIPT><TIPT><TRTM>01DEC260944</TRTM><TRST>504</TRST></TIPT>',
+        {
+          TIPT: [
+            { TRTM: t('2026-12-01 09:50'), TRST: '503' },
+            { TRTM: t('2026-12-01 09:44'), TRST: '504' },
+          ],
+        },
+      ],
       ['<TIPT/>', { TIPT: undefined }],
     ],
   },
@@ -207,12 +278,24 @@ for (const tag of ['APPT', 'COBT', 'CTOT', 'EGSR', 'EGST', 'EOBT', 'IEST', 'NAAT
   };
 }
 for (const tag of ['FTSS', 'REMC', 'RUNW', 'STND']) {
-  CASES[tag] = { steps: [[`<${tag}>V1</${tag}>`, { [tag]: 'V1' }], [`<${tag}>V2</${tag}>`, { [tag]: 'V2' }], [`<${tag}/>`, { [tag]: undefined }], [`<${tag}>V2</${tag}>`, { [tag]: 'V2' }], ['', { [tag]: undefined }]] };
+  CASES[tag] = {
+    steps: [
+      [`<${tag}>V1</${tag}>`, { [tag]: 'V1' }],
+      [`<${tag}>V2</${tag}>`, { [tag]: 'V2' }],
+      [`<${tag}/>`, { [tag]: undefined }],
+      [`<${tag}>V2</${tag}>`, { [tag]: 'V2' }],
+      ['', { [tag]: undefined }],
+    ],
+  };
 }
 
 describe('FLOP merge per STYP', () => {
   it('covers every STYP of the rule table except FDEL', () => {
-    expect(Object.keys(CASES).sort()).toEqual(Object.keys(FLOP_STYPS).filter((s) => s !== 'FDEL').sort());
+    expect(Object.keys(CASES).sort()).toEqual(
+      Object.keys(FLOP_STYPS)
+        .filter((s) => s !== 'FDEL')
+        .sort(),
+    );
   });
 
   for (const [styp, c] of Object.entries(CASES)) {

@@ -14,13 +14,11 @@ export function sisXml(type: string, styp: string, body: string): string {
 <MSG><META><SNDR>AODB</SNDR><SEQN>${seqn++}</SEQN><DTTM>20261201080000</DTTM><TYPE>${type}</TYPE><STYP>${styp}</STYP></META>${body}</MSG>`;
 }
 
-export const flopEnv = (styp: string, inner: string, flid = '15'): Envelope =>
-  decodeEnvelope(sisXml('FLOP', styp, `<FLOP><FLID>${flid}</FLID><FFID>XX-XX1-A-01DEC260800-D</FFID>${inner}</FLOP>`));
+export const flopEnv = (styp: string, inner: string, flid = '15'): Envelope => decodeEnvelope(sisXml('FLOP', styp, `<FLOP><FLID>${flid}</FLID><FFID>XX-XX1-A-01DEC260800-D</FFID>${inner}</FLOP>`));
 
 /** An FLTR record. */
 export const fltr = (flid: string, inner: string) => `<FLTR><FLID>${flid}</FLID>${inner}</FLTR>`;
-export const schdEnv = (styp: string, records: string[], recs = records.length): Envelope =>
-  decodeEnvelope(sisXml('SCHD', styp, `<SCHD><RECS>${recs}</RECS>${records.join('')}</SCHD>`));
+export const schdEnv = (styp: string, records: string[], recs = records.length): Envelope => decodeEnvelope(sisXml('SCHD', styp, `<SCHD><RECS>${recs}</RECS>${records.join('')}</SCHD>`));
 
 /** A live flight with a few fields. */
 export function baseState(flid = '15', data: FlightState['data'] = {}): FlightState {
@@ -54,7 +52,10 @@ export interface CorpusMessage {
 export function corpusMessages(): CorpusMessage[] {
   if (!corpusPresent) return [];
   const out: CorpusMessage[] = [];
-  for (const file of fs.readdirSync(CORPUS_DIR).filter((f) => f.startsWith('INSERT_CMINMSGS_')).sort()) {
+  for (const file of fs
+    .readdirSync(CORPUS_DIR)
+    .filter((f) => f.startsWith('INSERT_CMINMSGS_'))
+    .sort()) {
     const text = fs.readFileSync(path.join(CORPUS_DIR, file), 'utf8');
     const re = /--\s*([^\n]*)\n\s*INSERT INTO[^(]*\([^)]*\)\s*VALUES\s*\('((?:[^']|'')*)'/g;
     for (let m = re.exec(text); m; m = re.exec(text)) out.push({ file, label: m[1].trim(), xml: m[2].replace(/''/g, "'") });

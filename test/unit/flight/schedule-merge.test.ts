@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeSchedule } from '../../../lib/flight/decode.ts';
 import { applyAdft, applyFlop, applyMafl, applySnapshotRecord, deleteFlight, deriveMafl, snapshotOperationDay } from '../../../lib/flight/merge.ts';
 import { toJson, type FlightState } from '../../../lib/flight/state.ts';
-import { PipelineError } from '../../../lib/pipeline/errors.ts';
+import { PipelineError } from '../../../lib/core/errors.ts';
 import { baseState, CTX, fltr, schdEnv, t, TZ } from './helpers.ts';
 
 const rec = (flid: string, inner: string) => decodeSchedule(schdEnv('DNLD', [fltr(flid, inner)]), { timeZone: TZ }).records[0];
@@ -81,7 +81,10 @@ describe('MAFL', () => {
       { FLID: '40', STATE: 'ACTIVE' as const, data: { MAID: '2' } },
     ];
     const mafl = deriveMafl('1', kids);
-    expect(mafl).toEqual([{ FLID: '20', FLNO: 'B20' }, { FLID: '100', FLNO: 'B100' }]);
+    expect(mafl).toEqual([
+      { FLID: '20', FLNO: 'B20' },
+      { FLID: '100', FLNO: 'B100' },
+    ]);
     const master = baseState('1');
     const r = applyMafl(master, mafl, CTX);
     expect(r.changed).toEqual(['MAFL']);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { decide } from '../../../lib/pipeline/failures.ts';
-import { classify, PipelineError } from '../../../lib/pipeline/errors.ts';
-import { loadConfig } from '../../../lib/config.ts';
+import { classify, PipelineError } from '../../../lib/core/errors.ts';
+import { loadConfig } from '../../../lib/core/config.ts';
 
 const config = loadConfig({}); // backoff 1s,5s,30s,2m; max-attempts 5
 

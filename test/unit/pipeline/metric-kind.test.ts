@@ -40,7 +40,11 @@ describe('metricKind: the kind label is bounded by the handler registry', () => 
   });
 
   it('a flood of invented kinds makes at most one series per handled TYPE plus one', () => {
-    const types = new Set(buildRegistry().kinds().map((k) => k.split('/')[0]));
+    const types = new Set(
+      buildRegistry()
+        .kinds()
+        .map((k) => k.split('/')[0]),
+    );
     const labels = new Set<string>();
     for (let i = 0; i < 5000; i++) labels.add(metricKind(i % 2 ? `T${i}` : 'FLOP', `S${i}`));
     expect([...labels].sort()).toEqual(['FLOP/other', 'other']);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decodeRefMessage } from '../../../lib/refdata/decode.ts';
-import { REF_CATEGORIES, refCategory, type RefCategory } from '../../../lib/refdata/keys.ts';
+import { REF_CATEGORIES, refCategory, type RefCategory } from '../../../lib/sis/refdata-keys.ts';
 import { decodeEnvelope } from '../../../lib/sis/envelope.ts';
 import { refXml } from '../../support/refdata-ctx.ts';
 
@@ -30,12 +30,31 @@ function fullRecord(cat: RefCategory, n: number): string {
 describe('key table', () => {
   it('has the 13 categories of the design and the 10 further TYPEs, each with its key first', () => {
     expect(REF_CATEGORIES.filter((c) => c.design).map((c) => `${c.rtype}/${c.key}`)).toEqual([
-      'COUL/COUC', 'ARPT/ITCD', 'AIRL/ITOP', 'AIRC/ITAT', 'REGN/RNUM', 'ORGN/OGID', 'FLTL/FTYP',
-      'TLST/TCOD', 'GLST/GCOD', 'SLST/SCOD', 'CLST/CCOD', 'BLST/BCOD', 'CHLT/CCOD',
+      'COUL/COUC',
+      'ARPT/ITCD',
+      'AIRL/ITOP',
+      'AIRC/ITAT',
+      'REGN/RNUM',
+      'ORGN/OGID',
+      'FLTL/FTYP',
+      'TLST/TCOD',
+      'GLST/GCOD',
+      'SLST/SCOD',
+      'CLST/CCOD',
+      'BLST/BCOD',
+      'CHLT/CCOD',
     ]);
     expect(REF_CATEGORIES.filter((c) => !c.design).map((c) => `${c.rtype}/${c.key}`)).toEqual([
-      'ABDG/ABCD', 'ABNR/ANRC', 'CITY/ITCD', 'DLYL/DCOD', 'HLTR/HLTC', 'PLST/PCOD', 'REGL/REGC',
-      'STTS/STTC', 'VIPL/VPCD', 'VIPS/VSCD',
+      'ABDG/ABCD',
+      'ABNR/ANRC',
+      'CITY/ITCD',
+      'DLYL/DCOD',
+      'HLTR/HLTC',
+      'PLST/PCOD',
+      'REGL/REGC',
+      'STTS/STTC',
+      'VIPL/VPCD',
+      'VIPS/VSCD',
     ]);
     for (const c of REF_CATEGORIES) for (const r of c.repeated) expect(c.fields).toContain(r);
   });
@@ -61,9 +80,7 @@ describe('decodeRefMessage, every category', () => {
 describe('decodeRefMessage, shapes', () => {
   it('maps STYP to the operation', () => {
     const rec = '<BLST><BCOD>B1</BCOD></BLST>';
-    expect(['DNLD', 'RESP', 'ADD', 'UPD', 'DEL'].map((s) => decode(refXml('BLST', s, [rec])).op)).toEqual([
-      'replace', 'replace', 'upsert', 'upsert', 'delete',
-    ]);
+    expect(['DNLD', 'RESP', 'ADD', 'UPD', 'DEL'].map((s) => decode(refXml('BLST', s, [rec])).op)).toEqual(['replace', 'replace', 'upsert', 'upsert', 'delete']);
   });
 
   it('keeps attributes and nested children (AIRL TRML@MVIN@FLIN, SUBC, OGRP)', () => {
@@ -76,7 +93,10 @@ describe('decodeRefMessage, shapes', () => {
     expect(m.records[0].fields).toEqual({
       ITOP: 'CX',
       ONAM: 'CATHAY',
-      TRML: [{ '@MVIN': 'A', '@FLIN': 'I', value: 'T3A' }, { '@MVIN': null, '@FLIN': null, value: null }],
+      TRML: [
+        { '@MVIN': 'A', '@FLIN': 'I', value: 'T3A' },
+        { '@MVIN': null, '@FLIN': null, value: null },
+      ],
       OGRP: ['ONE WORLD'],
       SUBC: [{ CODE: '001', NAME: 'First', NAMC: '第一' }],
       DORI: null,
@@ -85,7 +105,10 @@ describe('decodeRefMessage, shapes', () => {
 
   it('keeps ARPT/CITY ABBR@CODE, COUL REGC*, ORGN OCAT*, ABDG STND*/GATE* (absent → [])', () => {
     const arpt = decode(refXml('ARPT', 'DNLD', ['<ARPT><ITCD>SHA</ITCD><ABBR CODE="ABR1">HU</ABBR><ABBR CODE="ABR2">沪</ABBR></ARPT>']));
-    expect(arpt.records[0].fields.ABBR).toEqual([{ '@CODE': 'ABR1', value: 'HU' }, { '@CODE': 'ABR2', value: '沪' }]);
+    expect(arpt.records[0].fields.ABBR).toEqual([
+      { '@CODE': 'ABR1', value: 'HU' },
+      { '@CODE': 'ABR2', value: '沪' },
+    ]);
     const city = decode(refXml('CITY', 'DNLD', ['<CITY><ITCD>SHA</ITCD></CITY>']));
     expect(city.records[0].fields.ABBR).toEqual([]);
     const coul = decode(refXml('COUL', 'UPD', ['<COUL><COUC>CN</COUC><REGC>ASIA</REGC></COUL>']));

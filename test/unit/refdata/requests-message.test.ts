@@ -31,10 +31,22 @@ describe('request XML, built then parsed back', () => {
 
 describe('parseRequestSpec (POST /requests, CLI)', () => {
   const cases: [unknown, unknown][] = [
-    [{ type: 'RQRD', rtype: 'SLST' }, { kind: 'RQRD', rtype: 'SLST' }],
-    [{ type: 'RQRD', rtype: 'slst' }, { kind: 'RQRD', rtype: 'SLST' }],
-    [{ type: 'RQRD', rtype: 'RSTA' }, { kind: 'RQRD', rtype: 'RSTA' }],
-    [{ type: 'RQFD', operationDay: '2026-12-01' }, { kind: 'RQFD', operationDay: '2026-12-01' }],
+    [
+      { type: 'RQRD', rtype: 'SLST' },
+      { kind: 'RQRD', rtype: 'SLST' },
+    ],
+    [
+      { type: 'RQRD', rtype: 'slst' },
+      { kind: 'RQRD', rtype: 'SLST' },
+    ],
+    [
+      { type: 'RQRD', rtype: 'RSTA' },
+      { kind: 'RQRD', rtype: 'RSTA' },
+    ],
+    [
+      { type: 'RQFD', operationDay: '2026-12-01' },
+      { kind: 'RQFD', operationDay: '2026-12-01' },
+    ],
   ];
   for (const [input, out] of cases) it(`accepts ${JSON.stringify(input)}`, () => expect(parseRequestSpec(input)).toEqual(out));
   const bad: unknown[] = [null, 'x', {}, { type: 'RQRD' }, { type: 'RQRD', rtype: 'FLOP' }, { type: 'RQFD', operationDay: '2026-02-30' }, { type: 'RQFD', operationDay: '01DEC26' }, { type: 'XXXX' }];

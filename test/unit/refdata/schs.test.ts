@@ -2,8 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeSchs } from '../../../lib/refdata/schs.ts';
 import { decodeEnvelope } from '../../../lib/sis/envelope.ts';
 
-const schs = (inner: string) =>
-  decodeEnvelope(`<MSG><META><SNDR>AODB</SNDR><SEQN>1</SEQN><DTTM>20261201080000</DTTM><TYPE>SCHS</TYPE><STYP>DNLD</STYP></META><SCHS>${inner}</SCHS></MSG>`);
+const schs = (inner: string) => decodeEnvelope(`<MSG><META><SNDR>AODB</SNDR><SEQN>1</SEQN><DTTM>20261201080000</DTTM><TYPE>SCHS</TYPE><STYP>DNLD</STYP></META><SCHS>${inner}</SCHS></MSG>`);
 const head = '<SNAM>Winter</SNAM><APCD>CTU</APCD><SDAT>10SEP26</SDAT><EDAT>10jun27</EDAT>';
 const fltr = '<FLTR><ALCD>CA</ALCD><FLNO>CA002</FLNO><ROUT RTNO="1"><APCD>CAN</APCD><SCDT>0730</SCDT></ROUT><ERUT RTNO="1"><APCD>CAN</APCD></ERUT><ERUT RTNO="2"><APCD>CTU</APCD></ERUT><RENO/></FLTR>';
 
@@ -15,7 +14,10 @@ describe('decodeSchs: stored as received per season', () => {
       ALCD: 'CA',
       FLNO: 'CA002',
       ROUT: [{ '@RTNO': '1', APCD: 'CAN', SCDT: '0730' }],
-      ERUT: [{ '@RTNO': '1', APCD: 'CAN' }, { '@RTNO': '2', APCD: 'CTU' }],
+      ERUT: [
+        { '@RTNO': '1', APCD: 'CAN' },
+        { '@RTNO': '2', APCD: 'CTU' },
+      ],
       RENO: null,
     });
   });

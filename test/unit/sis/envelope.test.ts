@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decodeEnvelope, identityKey } from '../../../lib/sis/envelope.ts';
-import { PipelineError } from '../../../lib/pipeline/errors.ts';
+import { PipelineError } from '../../../lib/core/errors.ts';
 import { serialize, parseXml } from '../../../lib/sis/xml.ts';
 
 const msg = (meta: string, body = '<FLOP><FLID>1</FLID></FLOP>', tail = '') =>

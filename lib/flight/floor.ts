@@ -3,7 +3,6 @@
 // flight store starts a flight it does not know from the floor instead of 0.
 import { sql, type Kysely } from 'kysely';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Q = Kysely<any>;
 
 /** The floor of each of these FLIDs that was purged before (absent = never purged: start at 0). */

@@ -3,12 +3,12 @@
 // same transaction; 400 with the reason for a bad shape. Auth is wired by the api process.
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
-import type { Clock } from '../clock.ts';
-import type { Config } from '../config.ts';
-import { auditResult } from '../api/audit.ts';
-import { bearer, clientErrors, dbId, errors, JSON_BODY_LIMIT, str, responses } from '../api/schema.ts';
-import { parseRequestSpec } from './message.ts';
-import { createRequest } from './outbound.ts';
+import type { Clock } from '../core/clock.ts';
+import type { Config } from '../core/config.ts';
+import { auditResult } from './audit.ts';
+import { bearer, clientErrors, dbId, errors, JSON_BODY_LIMIT, str, responses } from './schema.ts';
+import { parseRequestSpec } from '../requests/message.ts';
+import { createRequest } from '../requests/outbound.ts';
 
 export interface RequestRoutesOptions {
   db: Kysely<any>;

@@ -3,6 +3,7 @@
 // (even with zero or one occurrence); `fields` are the tags seen in the sample corpus —
 // anything else is still stored, but reported as an unknown tag. Decoder, store, handlers,
 // routes and the request validator all read this table; nothing else lists categories.
+// It is part of the SIS format (below the domains) because both lib/refdata and lib/requests read it.
 
 export interface RefCategory {
   /** SIS TYPE = record element name. */
@@ -19,13 +20,7 @@ export interface RefCategory {
   title: string;
 }
 
-const c = (
-  rtype: string,
-  title: string,
-  design: boolean,
-  fields: string,
-  repeated: readonly string[] = [],
-): RefCategory => {
+const c = (rtype: string, title: string, design: boolean, fields: string, repeated: readonly string[] = []): RefCategory => {
   const list = fields.split(/\s+/);
   return { rtype, key: list[0], fields: list, repeated, design, title };
 };

@@ -4,11 +4,11 @@
 //   GET  /ops/dispatch/dead?target=msg|schd&limit=100                               → {dead: [...]}
 import type { FastifyInstance } from 'fastify';
 import type { Db } from '../db/postgres.ts';
-import { auditResult } from '../api/audit.ts';
-import { anyObject, bearer, clientErrors, dbIds, errors, flid, JSON_BODY_LIMIT, responses } from '../api/schema.ts';
-import { dispatchReplay, dispatchSkip, type ReplaySelector } from './actions.ts';
-import { listDead } from './outbox.ts';
-import type { Target } from './metrics.ts';
+import { auditResult } from './audit.ts';
+import { anyObject, bearer, clientErrors, dbIds, errors, flid, JSON_BODY_LIMIT, responses } from './schema.ts';
+import { dispatchReplay, dispatchSkip, type ReplaySelector } from '../dispatch/actions.ts';
+import { listDead } from '../dispatch/outbox.ts';
+import type { Target } from '../dispatch/metrics.ts';
 
 const body = {
   type: 'object',

@@ -4,11 +4,11 @@
 //   GET /resources/status?type=GATE&at=<ISO instant> (at defaults to now) → status at that time
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
-import { anyObject, clientErrors, errors, str } from '../api/schema.ts';
-import { systemClock, type Clock } from '../clock.ts';
-import { refCategory, RSTA_RESOURCE_TYPES } from './keys.ts';
-import { isResourceType, statusAt } from './rsta.ts';
-import { getRecord, listCategory } from './store.ts';
+import { anyObject, clientErrors, errors, str } from './schema.ts';
+import { systemClock, type Clock } from '../core/clock.ts';
+import { refCategory, RSTA_RESOURCE_TYPES } from '../sis/refdata-keys.ts';
+import { isResourceType, statusAt } from '../refdata/rsta.ts';
+import { getRecord, listCategory } from '../refdata/store.ts';
 
 export interface RefdataRoutesOptions {
   db: Kysely<any>;
@@ -26,7 +26,12 @@ export async function refdataRoutes(app: FastifyInstance, opts: RefdataRoutesOpt
     summary: 'All records of one reference data category',
     params: { type: 'object', required: ['rtype'], properties: { rtype } },
     response: {
-      200: { type: 'object', required: ['rtype', 'title', 'key', 'count', 'records'], properties: { rtype: { type: 'string' }, title: { type: 'string' }, key: { type: 'string' }, count: { type: 'integer' }, records: { type: 'array', items: record } }, additionalProperties: false },
+      200: {
+        type: 'object',
+        required: ['rtype', 'title', 'key', 'count', 'records'],
+        properties: { rtype: { type: 'string' }, title: { type: 'string' }, key: { type: 'string' }, count: { type: 'integer' }, records: { type: 'array', items: record } },
+        additionalProperties: false,
+      },
       ...errors(400, 404, 500),
     },
   };
@@ -47,7 +52,12 @@ export async function refdataRoutes(app: FastifyInstance, opts: RefdataRoutesOpt
       },
     },
     response: {
-      200: { type: 'object', required: ['type', 'at', 'resources'], properties: { type: { type: 'string' }, at: { type: 'string', format: 'date-time' }, resources: { type: 'array', items: anyObject } }, additionalProperties: false },
+      200: {
+        type: 'object',
+        required: ['type', 'at', 'resources'],
+        properties: { type: { type: 'string' }, at: { type: 'string', format: 'date-time' }, resources: { type: 'array', items: anyObject } },
+        additionalProperties: false,
+      },
       ...errors(400, 500),
     },
   };
@@ -69,8 +79,7 @@ export async function refdataRoutes(app: FastifyInstance, opts: RefdataRoutesOpt
 
   app.get<{ Querystring: { type?: string; at?: string } }>('/resources/status', { schema: status }, async (req, reply) => {
     const type = (req.query.type ?? '').toUpperCase();
-    if (!isResourceType(type))
-      return reply.code(400).send({ error: 'bad-request', reason: `type must be one of ${RSTA_RESOURCE_TYPES.join(', ')}` });
+    if (!isResourceType(type)) return reply.code(400).send({ error: 'bad-request', reason: `type must be one of ${RSTA_RESOURCE_TYPES.join(', ')}` });
     const at = req.query.at === undefined ? clock.now() : new Date(req.query.at);
     if (Number.isNaN(at.getTime()) || (req.query.at !== undefined && !/^\d{4}-\d{2}-\d{2}T/.test(req.query.at)))
       return reply.code(400).send({ error: 'bad-request', reason: 'at must be an ISO 8601 instant, e.g. 2026-12-01T08:00:00Z' });

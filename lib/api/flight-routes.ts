@@ -4,10 +4,10 @@
 //   GET /all/flights?operationDay=YYYY-MM-DD&cursor=<FLID>&limit=1..1000&includeDeleted=true|false
 //                                      → {flights: [...], nextCursor}; 400 {error, reason} on bad parameters
 import type { FastifyInstance } from 'fastify';
-import { anyObject, boolText, clientErrors, errors, flid as flidSchema } from '../api/schema.ts';
-import { listFlights, readFlights } from './read.ts';
-import { toJson } from './state.ts';
-import type { Executor } from './store.ts';
+import { anyObject, boolText, clientErrors, errors, flid as flidSchema } from './schema.ts';
+import { listFlights, readFlights } from '../flight/read.ts';
+import { toJson } from '../flight/state.ts';
+import type { Executor } from '../flight/store.ts';
 
 export interface FlightRoutesOptions {
   db: Executor;
@@ -56,7 +56,12 @@ export async function flightRoutes(app: FastifyInstance, opts: FlightRoutesOptio
       },
     },
     response: {
-      200: { type: 'object', required: ['flights', 'nextCursor'], properties: { flights: { type: 'array', items: flightSchema }, nextCursor: { anyOf: [{ type: 'string' }, { type: 'null' }] } }, additionalProperties: false },
+      200: {
+        type: 'object',
+        required: ['flights', 'nextCursor'],
+        properties: { flights: { type: 'array', items: flightSchema }, nextCursor: { anyOf: [{ type: 'string' }, { type: 'null' }] } },
+        additionalProperties: false,
+      },
       ...errors(400, 500),
     },
   };

@@ -22,10 +22,30 @@ export const infra = (detail: string, cause?: unknown) => new PipelineError('INF
 
 /** Network/database error codes that mean "the service is unavailable", never "the message is bad". */
 const INFRA_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN',
-  'PROTOCOL_CONNECTION_LOST', 'PROTOCOL_SEQUENCE_TIMEOUT', 'ER_CON_COUNT_ERROR', 'ER_SERVER_SHUTDOWN',
-  'ER_LOCK_WAIT_TIMEOUT', 'ER_LOCK_DEADLOCK',
-  '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004', '53300', '40001', '40P01',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'EAI_AGAIN',
+  'PROTOCOL_CONNECTION_LOST',
+  'PROTOCOL_SEQUENCE_TIMEOUT',
+  'ER_CON_COUNT_ERROR',
+  'ER_SERVER_SHUTDOWN',
+  'ER_LOCK_WAIT_TIMEOUT',
+  'ER_LOCK_DEADLOCK',
+  '57P01',
+  '57P02',
+  '57P03',
+  '08000',
+  '08003',
+  '08006',
+  '08001',
+  '08004',
+  '53300',
+  '40001',
+  '40P01',
 ]);
 
 /**

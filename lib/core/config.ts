@@ -117,7 +117,13 @@ export type Config = { [K in ParamKey]: z.output<(typeof PARAMS)[K][0]> } & {
 };
 
 export function envName(key: string): string {
-  return 'MSGX_' + key.replace(/^msgx\./, '').replace(/[.-]/g, '_').toUpperCase();
+  return (
+    'MSGX_' +
+    key
+      .replace(/^msgx\./, '')
+      .replace(/[.-]/g, '_')
+      .toUpperCase()
+  );
 }
 
 /** Parse and validate once. Throws ConfigError naming every bad key and why. */
@@ -142,19 +148,14 @@ function selfCheck(c: Config): string[] {
   const p: string[] = [];
   const max = c['msgx.pipeline.max-attempts'];
   const ladder = c['msgx.pipeline.backoff'];
-  if (ladder.length !== max - 1)
-    p.push(`msgx.pipeline.backoff has ${ladder.length} entries but msgx.pipeline.max-attempts=${max} needs exactly ${max - 1}`);
-  if (c['msgx.pipeline.overdue-backfill'] > c['msgx.pipeline.inbox-retention'])
-    p.push('msgx.pipeline.overdue-backfill (R) must not exceed msgx.pipeline.inbox-retention (R_keep)');
+  if (ladder.length !== max - 1) p.push(`msgx.pipeline.backoff has ${ladder.length} entries but msgx.pipeline.max-attempts=${max} needs exactly ${max - 1}`);
+  if (c['msgx.pipeline.overdue-backfill'] > c['msgx.pipeline.inbox-retention']) p.push('msgx.pipeline.overdue-backfill (R) must not exceed msgx.pipeline.inbox-retention (R_keep)');
   return p;
 }
 
 /** Every configuration key with its environment name and default (README table, --help). */
 export function describeConfig(): { key: string; env: string; default: string }[] {
-  return [
-    ...Object.entries(PARAMS).map(([key, [, d]]) => ({ key, env: envName(key), default: d })),
-    ...Object.entries(CONNECTIONS).map(([key, [, d]]) => ({ key, env: key, default: d })),
-  ];
+  return [...Object.entries(PARAMS).map(([key, [, d]]) => ({ key, env: envName(key), default: d })), ...Object.entries(CONNECTIONS).map(([key, [, d]]) => ({ key, env: key, default: d }))];
 }
 
 /** Redact credentials in a URL for logs (also a password with an empty user name: `//:pw@`). */

@@ -7,9 +7,11 @@
 // Both run inside the pump's business transaction (PIPELINE_LOCK held) and return what they
 // changed; the pump owns the three-step success path (commit → Redis mirror → terminal). A kind
 // with no entry is SKIPPED(unsupported).
+// It sits in lib/domain/, below the pump and beside the domains that implement it: the domains
+// never import the pipeline, the pump never imports a domain (lib/app/composition.ts fills the registry).
 import type { Transaction } from 'kysely';
 import type { Logger } from 'pino';
-import type { Config } from '../config.ts';
+import type { Config } from '../core/config.ts';
 import type { Database } from '../db/schema.ts';
 import type { Envelope } from '../sis/envelope.ts';
 import { metricKind, type AfterCommitCounts } from '../runtime/metrics.ts';

@@ -1,0 +1,64 @@
+// Dependency check (`npm run check`, CI): the folders of lib/ form layers that point one way
+// (issue 13 item 1, docs/decisions.md "Layers"). A folder may import its own files and any
+// folder of a LOWER layer; folders of the same layer may import each other as long as no two
+// folders import each other (no cycle between folders, checked separately).
+/** Bottom → top. */
+const LAYERS = [
+  ['core'], // errors, clock, config, task names: imports nothing of lib/
+  ['sis'], // the SIS format: envelope, XML safety, value formats, the reference-data key table
+  ['db'], // connections (Postgres, MariaDB, Redis) and the Kysely schema types
+  ['runtime'], // logger, metrics, crash handling, process runner, leader lock, HTTP server
+  ['contract', 'domain', 'flight', 'refdata', 'requests'], // the Kafka contract, the pump↔domain contract and the domains
+  ['pipeline', 'dispatch', 'lifecycle'], // the pump, intake, backfill; the dispatchers; retention and purge
+  ['api'], // HTTP routes
+  ['app'], // composition of the processes
+];
+const folder = (names) => `^lib/(${names.join('|')})/`;
+const above = (i) => LAYERS.slice(i + 1).flat();
+
+module.exports = {
+  forbidden: [
+    ...LAYERS.slice(0, -1).map((names, i) => ({
+      name: `layer-${names.join('-')}`,
+      severity: 'error',
+      comment: `${names.join(', ')} may not import a folder of a higher layer (${above(i).join(', ')})`,
+      from: { path: folder(names) },
+      to: { path: folder(above(i)) },
+    })),
+    {
+      name: 'no-folder-cycle',
+      severity: 'error',
+      comment: 'two folders of lib/ import each other (directly or through others)',
+      scope: 'folder',
+      from: { path: '^lib/' },
+      to: { path: '^lib/', circular: true },
+    },
+    {
+      name: 'lib-not-entry-points',
+      severity: 'error',
+      comment: 'lib/ never imports the processes, scripts or tests',
+      from: { path: '^lib/' },
+      to: { path: '^(workers|scripts|test)/' },
+    },
+    {
+      name: 'no-root-modules',
+      severity: 'error',
+      comment: 'every module of lib/ is in a layer folder (none directly in lib/)',
+      from: {},
+      to: { path: '^lib/[^/]+$' },
+    },
+    {
+      name: 'not-to-unresolvable',
+      severity: 'error',
+      from: {},
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '(^|/)node_modules/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'], extensions: ['.ts', '.js', '.json'] },
+  },
+};

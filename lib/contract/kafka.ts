@@ -1,0 +1,68 @@
+// THE Kafka contract: every value msgexchange publishes, built here and nowhere else
+// (docs/asyncapi.yaml has the JSON Schemas, docs/consumers.md what a consumer does with them).
+//   msg topic (key = FLID): one event per changed flight, in EVENT_ID order per flight
+//     - UPSERT     a message changed an ACTIVE flight                (lib/flight/plan.ts)
+//     - DELETED    a message deleted the flight                      (lib/flight/plan.ts)
+//     - tombstone  the history purge removed an ACTIVE flight by age (lib/lifecycle/jobs.ts)
+//     The outbox stores the payload without EVENT_ID; the insert adds EVENT_ID from the global
+//     sequence (lib/flight/store.ts insertMsgEvents), and msgValue writes the record value.
+//   schd topic (key = "schd"): {"SCHD":{"RECS":n,"FLTR":[state, …]}}, each state the complete
+//     flight state as JSON (lib/flight/state.ts toJson); lib/dispatch/plan.ts splitSchd packs
+//     states into records of at most max-record-bytes.
+// Pure: no I/O, no import of lib/.
+
+/** A message changed an ACTIVE flight: which keys (CHANGED), by which message. */
+export type MsgUpsert = {
+  FLID: string;
+  STATE_VERSION: number;
+  UPDATED_AT: string;
+  OP: 'UPSERT';
+  MSG_ID: number;
+  TYPE: string;
+  STYP: string;
+  CHANGED: string[];
+};
+
+/** A message deleted the flight (FDEL, a snapshot without it, …). */
+export type MsgDeleted = { FLID: string; DELETED: true; STATE_VERSION: number; UPDATED_AT: string; MSG_ID: number };
+
+/** The history purge removed an ACTIVE flight by age: version + 1, no message. */
+export type MsgTombstone = { FLID: string; DELETED: true; STATE_VERSION: number; UPDATED_AT: string; PURGED: true };
+
+/** A msg payload as the outbox stores it (EVENT_ID is added on insert). */
+export type MsgPayload = MsgUpsert | MsgDeleted | MsgTombstone;
+
+export function msgUpsert(a: { flid: string; stateVersion: number; updatedAt: string; msgId: number; type: string; styp: string; changed: string[] }): MsgUpsert {
+  return { FLID: a.flid, STATE_VERSION: a.stateVersion, UPDATED_AT: a.updatedAt, OP: 'UPSERT', MSG_ID: a.msgId, TYPE: a.type, STYP: a.styp, CHANGED: a.changed };
+}
+
+export function msgDeleted(a: { flid: string; stateVersion: number; updatedAt: string; msgId: number }): MsgDeleted {
+  return { FLID: a.flid, DELETED: true, STATE_VERSION: a.stateVersion, UPDATED_AT: a.updatedAt, MSG_ID: a.msgId };
+}
+
+export function msgTombstone(a: { flid: string; stateVersion: number; updatedAt: string }): MsgTombstone {
+  return { FLID: a.flid, DELETED: true, STATE_VERSION: a.stateVersion, UPDATED_AT: a.updatedAt, PURGED: true };
+}
+
+/** Keys of a msg value in the order they are written (docs/asyncapi.yaml); any other key follows, sorted. */
+export const MSG_KEY_ORDER = ['EVENT_ID', 'FLID', 'STATE_VERSION', 'UPDATED_AT', 'OP', 'DELETED', 'PURGED', 'MSG_ID', 'TYPE', 'STYP', 'CHANGED'] as const;
+
+/**
+ * The msg record value: the stored payload as compact JSON (JSON.stringify, the schd values'
+ * style) with a fixed key order, whatever order Postgres' jsonb keeps the keys in.
+ */
+export function msgValue(payload: Record<string, unknown>): string {
+  const known = new Set<string>(MSG_KEY_ORDER);
+  const keys = [
+    ...MSG_KEY_ORDER.filter((k) => k in payload),
+    ...Object.keys(payload)
+      .filter((k) => !known.has(k))
+      .sort(),
+  ];
+  return JSON.stringify(Object.fromEntries(keys.map((k) => [k, payload[k]])));
+}
+
+/** The schd record value (C-9): `{"SCHD":{"RECS":n,"FLTR":[…]}}` from already serialised states. */
+export function schdRecord(states: readonly string[]): string {
+  return `{"SCHD":{"RECS":${states.length},"FLTR":[${states.join(',')}]}}`;
+}
