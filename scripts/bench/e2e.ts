@@ -40,7 +40,12 @@ async function oneRun(b: Bench, run: number) {
   const base = 31000 + Math.floor(Math.random() * 500) * 10; // other runs on the machine may hold fixed ports
   const workers = PROCESSES.map((name, i) => startWorker(name, base + i, topics));
   try {
-    await waitFor('the snapshot applied and dispatched', async () => (await count(b, sql`select count(*)::int as n from msg_event where state <> 'SENT'`)) === 0 && (await count(b, sql`select count(*)::int as n from proc_state where state = 'SUCCEEDED'`)) === 1, 180_000);
+    await waitFor(
+      'the snapshot applied and dispatched',
+      async () =>
+        (await count(b, sql`select count(*)::int as n from msg_event where state <> 'SENT'`)) === 0 && (await count(b, sql`select count(*)::int as n from proc_state where state = 'SUCCEEDED'`)) === 1,
+      180_000,
+    );
     const eventsBefore = await count(b, sql`select count(*)::int as n from msg_event where target = 'msg'`);
     const rows = Array.from({ length: N }, (_, i) => flop(i));
     const start = Date.now();
@@ -69,7 +74,12 @@ async function oneRun(b: Bench, run: number) {
     const offsets = await admin.fetchTopicOffsets(topics.msg);
     const onKafka = offsets.reduce((a, o) => a + Number(o.high), 0);
     const exitCodes = await stopWorkers(workers);
-    const states = await b.db.selectFrom('proc_state').select(['state']).select((eb) => eb.fn.countAll<number>().as('n')).groupBy('state').execute();
+    const states = await b.db
+      .selectFrom('proc_state')
+      .select(['state'])
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .groupBy('state')
+      .execute();
     await admin.deleteTopics({ topics: [topics.msg, topics.schd] }).catch(() => {});
     const res = {
       messages: N,
@@ -97,6 +107,10 @@ const b = await openBench();
 const results = [];
 for (let run = 0; run < RUNS; run++) results.push(await oneRun(b, run));
 console.log(
-  JSON.stringify({ bench: 'B1 end to end', machine: machine(), messages: N, flights: F, processes: PROCESSES, runs: RUNS, msgPerSecMedian: median(results.map((r) => r.msgPerSecEndToEnd)), results }, null, 2),
+  JSON.stringify(
+    { bench: 'B1 end to end', machine: machine(), messages: N, flights: F, processes: PROCESSES, runs: RUNS, msgPerSecMedian: median(results.map((r) => r.msgPerSecEndToEnd)), results },
+    null,
+    2,
+  ),
 );
 await b.close();

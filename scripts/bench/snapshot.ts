@@ -28,7 +28,16 @@ for (let r = 0; r < runs; r++) {
   await emptyAll(b);
   for (const seqn of [1, 2]) await insertInboxRow(b.inbox, { body: xml.replace(/<SEQN>\d+/, `<SEQN>${seqn}`), received: '2026-12-01 08:00:00' });
   await intakeRound({ db: b.db, inbox: b.inbox, clock: systemClock, config: b.config, log });
-  const deps = { session: b.session, inbox: b.inbox, registry: buildRegistry(), mirror: buildMirror({ db: b.db, redis: b.redis, config: b.config }), clock: systemClock, config: b.config, log, timings };
+  const deps = {
+    session: b.session,
+    inbox: b.inbox,
+    registry: buildRegistry(),
+    mirror: buildMirror({ db: b.db, redis: b.redis, config: b.config }),
+    clock: systemClock,
+    config: b.config,
+    log,
+    timings,
+  };
   let t = performance.now();
   const r1 = await tick(deps);
   first.push(performance.now() - t);

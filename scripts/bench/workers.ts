@@ -55,4 +55,3 @@ export async function waitFor(what: string, fn: () => Promise<boolean>, timeoutM
   }
   throw new Error(`timed out waiting for ${what}`);
 }
-

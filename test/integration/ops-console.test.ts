@@ -74,9 +74,7 @@ describe.runIf(present)('ops console v2 (headless Chromium)', () => {
     page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
     // Under the Content-Security-Policy the api itself sends (helmet, lib/api/hardening.ts): no
     // inline script, style or handler is allowed, and a violation is reported as a console error.
-    await page.addInitScript(() =>
-      document.addEventListener('securitypolicyviolation', (e) => console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI} ${e.sourceFile}:${e.lineNumber}`)),
-    );
+    await page.addInitScript(() => document.addEventListener('securitypolicyviolation', (e) => console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI} ${e.sourceFile}:${e.lineNumber}`)));
     const urls: string[] = [];
     page.on('request', (r) => urls.push(r.url()));
     const res = await page.goto(`http://127.0.0.1:${api.port}/ops`);

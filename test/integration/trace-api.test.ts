@@ -214,7 +214,10 @@ describe('message trace, flight timeline and console reads over HTTP', () => {
   });
 
   it('a reason class with a newline (cut from a stored reason) is a filter that works; NUL is refused', async () => {
-    await s.db.insertInto('proc_state').values({ msg_id: 900_002, state: 'SKIPPED', reason: 'odd\nclass: detail', enqueued_at: new Date(), updated_at: new Date() } as never).execute();
+    await s.db
+      .insertInto('proc_state')
+      .values({ msg_id: 900_002, state: 'SKIPPED', reason: 'odd\nclass: detail', enqueued_at: new Date(), updated_at: new Date() } as never)
+      .execute();
     try {
       const skipped = (await get('/ops/states')).body.states.find((x: any) => x.state === 'SKIPPED');
       expect(skipped.reasons).toContainEqual({ reason: 'odd\nclass', count: 1 });

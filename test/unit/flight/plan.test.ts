@@ -21,7 +21,11 @@ function world(states: FlightState[], o: { absent?: string[]; floors?: Record<st
   for (const [d, v] of Object.entries(o.days ?? {})) L.days.set(d, v);
   // every FLID known is a master key too (its ACTIVE shared flights)
   const keys = new Set([...L.states.keys(), ...L.absent, ...states.flatMap((s) => (s.data.MAID !== undefined ? [String(s.data.MAID)] : []))]);
-  for (const k of keys) L.sharedByMaster.set(k, states.filter((s) => s.STATE === 'ACTIVE' && String(s.data.MAID ?? '') === k).map((s) => ({ flid: s.FLID, maid: k, ...(typeof s.data.FLNO === 'string' ? { flno: s.data.FLNO } : {}) })));
+  for (const k of keys)
+    L.sharedByMaster.set(
+      k,
+      states.filter((s) => s.STATE === 'ACTIVE' && String(s.data.MAID ?? '') === k).map((s) => ({ flid: s.FLID, maid: k, ...(typeof s.data.FLNO === 'string' ? { flno: s.data.FLNO } : {}) })),
+    );
   return L;
 }
 
@@ -84,7 +88,12 @@ describe('flight planner (pure)', () => {
     expect(next.get('1')!.MAFL).toEqual([]);
     expect(next.get('4')!.MAFL).toEqual([{ FLID: '3', FLNO: 'YY3' }]);
     expect(new Set(outs[0].mirror)).toEqual(new Set(['1', '3', '4']));
-    expect(result.changes.filter((c) => c.cause === 'MAFL').map((c) => c.flid).sort()).toEqual(['1', '4']);
+    expect(
+      result.changes
+        .filter((c) => c.cause === 'MAFL')
+        .map((c) => c.flid)
+        .sort(),
+    ).toEqual(['1', '4']);
   });
 
   it('a FLID purged before starts above its version floor', () => {
@@ -134,7 +143,7 @@ describe('flight planner (pure)', () => {
     expect(plan.result().events.filter((e) => e.target === 'msg')).toHaveLength(1);
   });
 
-  it("Redis scope of a message committed before (crash recovery): its flights, those it changed, their masters and shared flights", () => {
+  it('Redis scope of a message committed before (crash recovery): its flights, those it changed, their masters and shared flights', () => {
     const L = world([master('1'), shared('2', '1'), baseState('5')], { absent: ['9'] });
     const plan = new FlightPlan(L, { timeZone: TZ, cutover: '00:00' });
     expect(new Set(plan.addressed(cmd(flopEnv('STND', '<STND>S1</STND>', '2')).cmd))).toEqual(new Set(['1', '2']));
