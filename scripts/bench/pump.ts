@@ -21,7 +21,7 @@ import { createLogger } from '../../lib/runtime/log.ts';
 import { decodeEnvelope } from '../../lib/sis/envelope.ts';
 import { bigSnapshot } from '../../test/support/fixtures.ts';
 import { sisMessage } from '../../test/support/services.ts';
-import { BENCH_PG, BENCH_INBOX, BENCH_REDIS, emptyAll, machine, openBench } from './setup.ts';
+import { BENCH_PG, BENCH_INBOX, BENCH_REDIS, emptyAll, machine, median, openBench } from './setup.ts';
 
 const N = Number(process.argv[2] ?? 20_000);
 const F = Number(process.argv[3] ?? 2_000);
@@ -53,7 +53,7 @@ for (let i = 0; i < N; i++) {
 }
 
 /** Fresh stores, the inbox filled, everything enqueued and the snapshot applied: the FLOPs wait. */
-async function prepare(k: number) {
+async function prepare(k: number, changeRecords = true) {
   await emptyAll(b);
   const rows = [snapshot, ...flops];
   for (let i = 0; i < rows.length; i += 500) {
@@ -70,14 +70,14 @@ async function prepare(k: number) {
   });
   const base = { clock: systemClock, config, log };
   while ((await intakeRound({ ...base, db: b.db, inbox: b.inbox })).enqueued.length > 0);
-  const deps = { ...base, session: b.session, inbox: b.inbox, registry: buildRegistry(), mirror: buildMirror({ db: b.db, redis: b.redis, config }) };
+  const deps = { ...base, session: b.session, inbox: b.inbox, registry: buildRegistry({ changeRecords }), mirror: buildMirror({ db: b.db, redis: b.redis, config }) };
   await tick(deps); // the snapshot
   await sql`vacuum analyze proc_state`.execute(b.db);
   return deps;
 }
 
-async function runPump(k: number) {
-  const deps = { ...(await prepare(k)), timings: {} as Record<string, number> };
+async function runPump(k: number, changeRecords = true) {
+  const deps = { ...(await prepare(k, changeRecords)), timings: {} as Record<string, number> };
   const cpu0 = process.cpuUsage();
   const t = performance.now();
   let processed = 0;
@@ -106,6 +106,16 @@ for (const k of KS) {
   const r = await runPump(k);
   runs.push(r);
   console.error(`K=${k}: ${Math.round(r.processed / r.wall)} msg/s`);
+}
+// B8: the change records' cost at the default batch size, runs alternated (with, without) × 2
+const DEFAULT_K = 200;
+const withRecords: number[] = [];
+const withoutRecords: number[] = [];
+for (let i = 0; i < 2; i++) {
+  for (const on of [true, false]) {
+    const r = await runPump(DEFAULT_K, on);
+    (on ? withRecords : withoutRecords).push(r.processed / r.wall);
+  }
 }
 const tps = (tpsBefore + pgbench()) / 2;
 
@@ -178,6 +188,11 @@ console.log(
         waitingSeconds: +(last.wall - last.nodeCpu).toFixed(2),
       },
       backfillRowsPerSec: Math.round(marked / backfillSec),
+      changeRecordCostAtK200: {
+        withMsgPerSec: withRecords.map(Math.round),
+        withoutMsgPerSec: withoutRecords.map(Math.round),
+        slowerBy: +(1 - median(withRecords) / median(withoutRecords)).toFixed(3),
+      },
     },
     null,
     2,
