@@ -124,7 +124,8 @@ export async function tick(d: PumpDeps): Promise<TickResult> {
 /** A message of the batch and what is to be done with it. */
 interface Member {
   h: T.HeadRow;
-  log: Logger;
+  /** What every log line of this message carries (msgId, kind, flid); the child logger is made only when a line is written (logOf). */
+  bind: Record<string, unknown>;
   kind: string | null;
   env?: Envelope;
   /** Identity to bind (null: bound already, or no envelope). */
@@ -167,7 +168,7 @@ async function applyBatch(d: PumpDeps, limit: number): Promise<BatchResult> {
     bodies = await withTimeout(d.config['msgx.io.timeout'], 'inbox read', readBodies(d.inbox, heads.map((h) => h.msg_id)));
     lap('bodies');
   } catch (e) {
-    return done([await fail(d, memberOf(d, head), { cls: 'INFRA', detail: `inbox read failed: ${describe(e)}` })]);
+    return done([await fail(d, memberOf(head), { cls: 'INFRA', detail: `inbox read failed: ${describe(e)}` })]);
   }
   // 2. decode, in order; the batch ends before a retryable failure, and a snapshot is alone
   const members: Member[] = [];
@@ -217,7 +218,7 @@ async function applyBatch(d: PumpDeps, limit: number): Promise<BatchResult> {
     const perMessage = (performance.now() - started) / 1000 / applied.length;
     for (const f of finished) {
       const m = byId.get(f.msg_id)!;
-      m.log[f.state === 'DEAD' ? 'warn' : 'info']({ state: f.state, ...(f.reason ? { reason: f.reason } : {}) }, f.state === 'SUCCEEDED' ? 'message applied' : `message ${f.state.toLowerCase()}`);
+      d.log[f.state === 'DEAD' ? 'warn' : 'info']({ ...m.bind, state: f.state, ...(f.reason ? { reason: f.reason } : {}) }, f.state === 'SUCCEEDED' ? 'message applied' : `message ${f.state.toLowerCase()}`);
       metrics.processingSeconds.observe({ kind: d.registry.metricKindOf(f.kind) }, perMessage);
       T.countTerminal(f.state, f.reason, d.registry.metricKindOf(f.kind));
       out.push({ msgId: f.msg_id, state: f.state });
@@ -230,6 +231,14 @@ async function applyBatch(d: PumpDeps, limit: number): Promise<BatchResult> {
 
 const done = (xs: Done[]): BatchResult => ({ kind: 'done', done: xs });
 
+const loggers = new WeakMap<Member, Logger>();
+/** The message's child logger (msgId, kind, flid on every line), made on first use. */
+function logOf(d: PumpDeps, m: Member): Logger {
+  let l = loggers.get(m);
+  if (!l) loggers.set(m, (l = d.log.child(m.bind)));
+  return l;
+}
+
 /** Adds the time since the previous lap to `timings[name]` (benchmarks); a no-op without timings. */
 function stopwatch(timings: Record<string, number> | undefined): (name: string) => void {
   if (!timings) return () => {};
@@ -241,13 +250,13 @@ function stopwatch(timings: Record<string, number> | undefined): (name: string) 
   };
 }
 
-function memberOf(d: PumpDeps, h: T.HeadRow): Member {
-  return { h, log: d.log.child({ msgId: h.msg_id }), kind: h.kind, bindKey: null, todo: { do: 'finish' }, alone: false };
+function memberOf(h: T.HeadRow): Member {
+  return { h, bind: { msgId: h.msg_id }, kind: h.kind, bindKey: null, todo: { do: 'finish' }, alone: false };
 }
 
 /** Step 2 for one message (pure): envelope, identity, entry of the registry, domain command. */
 function prepare(d: PumpDeps, h: T.HeadRow, body: string | undefined): Member {
-  const m = memberOf(d, h);
+  const m = memberOf(h);
   const outcome = (state: T.TerminalState, reason: string): Member => ({ ...m, todo: { do: 'outcome', state, reason } });
   if (body === undefined) return outcome('DEAD', 'MALFORMED: raw-missing');
   let env: Envelope;
@@ -259,7 +268,7 @@ function prepare(d: PumpDeps, h: T.HeadRow, body: string | undefined): Member {
   }
   const kind = kindOf(env);
   const flid = env.type === 'FLOP' ? payload(env)[0]?.children.find((c) => c.tag === 'FLID')?.text : undefined;
-  const base: Member = { ...m, kind, env, log: m.log.child(flid ? { kind, flid } : { kind }), bindKey: h.identity_key ? null : identityKey(env, d.config['msgx.identity.include-day-boundary']) };
+  const base: Member = { ...m, kind, env, bind: { msgId: h.msg_id, kind, ...(flid ? { flid } : {}) }, bindKey: h.identity_key ? null : identityKey(env, d.config['msgx.identity.include-day-boundary']) };
   const entry = d.registry.entry(env.type, env.styp);
   if (!entry) return { ...base, todo: { do: 'outcome', state: 'SKIPPED', reason: 'unsupported' } };
   if (entry.kind === 'tx') return { ...base, todo: { do: 'tx', handler: entry.handler } };
@@ -372,7 +381,16 @@ async function applyOne(d: PumpDeps, tx: Parameters<Handler>[0]['tx'], m: Member
       return { state: 'RETRY', failure: t.failure };
     case 'domain':
       try {
-        return fromHandler(await batches.get(t.domain)!.apply({ msgId: m.h.msg_id, env: m.env!, cmd: t.cmd, log: m.log }));
+        return fromHandler(
+          await batches.get(t.domain)!.apply({
+            msgId: m.h.msg_id,
+            env: m.env!,
+            cmd: t.cmd,
+            get log() {
+              return logOf(d, m);
+            },
+          }),
+        );
       } catch (e) {
         return fromError(e);
       }
@@ -381,7 +399,18 @@ async function applyOne(d: PumpDeps, tx: Parameters<Handler>[0]['tx'], m: Member
       await sql`savepoint msgx_message`.execute(tx);
       let r: Applied;
       try {
-        r = fromHandler(await t.handler({ tx, msgId: m.h.msg_id, env: m.env!, now, config: d.config, log: m.log }));
+        r = fromHandler(
+          await t.handler({
+            tx,
+            msgId: m.h.msg_id,
+            env: m.env!,
+            now,
+            config: d.config,
+            get log() {
+              return logOf(d, m);
+            },
+          }),
+        );
       } catch (e) {
         r = fromError(e);
       }
@@ -408,9 +437,9 @@ async function fail(d: PumpDeps, m: Member, f: Failure): Promise<Done> {
   const decision = await T.recordFailure(d.session, m.h.msg_id, f, (h) => decide(f, h, d.config), d.clock.now(), m.kind, m.bindKey);
   if (decision.next === 'DEAD') {
     T.countTerminal('DEAD', decision.reason, d.registry.metricKindOf(m.kind));
-    m.log.warn({ state: 'DEAD', reason: decision.reason }, 'message dead');
+    logOf(d, m).warn({ state: 'DEAD', reason: decision.reason }, 'message dead');
   }
-  else m.log[f.cls === 'INFRA' ? 'warn' : 'error']({ state: 'FAILED', errorClass: f.cls, reason: decision.reason, retryInMs: decision.retryInMs }, 'message failed');
+  else logOf(d, m)[f.cls === 'INFRA' ? 'warn' : 'error']({ state: 'FAILED', errorClass: f.cls, reason: decision.reason, retryInMs: decision.retryInMs }, 'message failed');
   return { msgId: m.h.msg_id, state: decision.next };
 }
 
