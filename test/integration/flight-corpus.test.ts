@@ -7,8 +7,7 @@ import { ManualClock } from '../../lib/core/clock.ts';
 import { renumberSeqn } from '../../lib/inject/files.ts';
 import { readFlights } from '../../lib/flight/read.ts';
 import { toJson } from '../../lib/flight/state.ts';
-import { decodeEnvelope } from '../../lib/sis/envelope.ts';
-import { corpusMessages, corpusPresent } from '../support/corpus.ts';
+import { CORPUS_ADFT_FIXTURE, corpusKind as kindOf, corpusPresent, flightCorpus } from '../support/corpus.ts';
 import { testConfig } from '../support/env.ts';
 import { runPipelineUntilSettled } from '../support/pipeline.ts';
 import { openServices, procRows, putInbox, resetDomain, resetPipeline, sisMessage, type TestServices } from '../support/services.ts';
@@ -25,29 +24,8 @@ const flight = async (flid: string) => {
   return st && (toJson(st) as Record<string, any>);
 };
 
-/** Hand-written fixture: an ADFT creating the flights the corpus FLOPs address besides 15 and 16. */
-const ADFT_FIXTURE = sisMessage({
-  type: 'SCHD',
-  styp: 'ADFT',
-  body: `<SCHD><RECS>2</RECS>
-    <FLTR><FLID>121112312</FLID><ALCD>CA</ALCD><FLNO>CA101</FLNO><MVIN>D</MVIN><SODT>15DEC031345</SODT><FLTY>W</FLTY><FLIN>D</FLIN><ACFT>333</ACFT></FLTR>
-    <FLTR><FLID>7610151</FLID><ALCD>MU</ALCD><FLNO>MU5101</FLNO><MVIN>A</MVIN><SODT>15DEC031100</SODT><FLTY>W</FLTY><FLIN>D</FLIN><ACFT>321</ACFT></FLTR>
-  </SCHD>`,
-});
-
 describe.runIf(corpusPresent)('flight domain: corpus through the pipeline', () => {
-  const all = corpusPresent ? corpusMessages() : [];
-  const kindOf = (xml: string) => {
-    try {
-      const e = decodeEnvelope(xml);
-      return `${e.type}/${e.styp}`;
-    } catch {
-      return 'undecodable';
-    }
-  };
-  const schd = all.filter((m) => kindOf(m.xml) === 'SCHD/DNLD');
-  const flops = all.filter((m) => m.xml.includes('<TYPE>FLOP</TYPE>') && kindOf(m.xml) !== 'FLOP/FDEL');
-  const fdel = all.filter((m) => kindOf(m.xml) === 'FLOP/FDEL');
+  const { schd, flops, fdel } = flightCorpus();
 
   beforeAll(async () => {
     s = await openServices();
@@ -94,7 +72,7 @@ describe.runIf(corpusPresent)('flight domain: corpus through the pipeline', () =
 
   it('every corpus FLOP is applied for real once the flights exist; the deliberately invalid FDIV is DEAD(PROTOCOL)', async () => {
     const before = (await procRows(s.db)).length;
-    await inject(ADFT_FIXTURE);
+    await inject(CORPUS_ADFT_FIXTURE);
     for (const m of flops) await inject(m.xml);
     await run();
     const rows = (await procRows(s.db)).slice(before);

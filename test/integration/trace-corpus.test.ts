@@ -9,12 +9,11 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../lib/core/clock.ts';
 import { renumberSeqn } from '../../lib/inject/files.ts';
-import { decodeEnvelope } from '../../lib/sis/envelope.ts';
-import { corpusMessages, corpusPresent } from '../support/corpus.ts';
+import { CORPUS_ADFT_FIXTURE, corpusPresent, flightCorpus } from '../support/corpus.ts';
 import { testConfig } from '../support/env.ts';
 import { runPipelineUntilSettled } from '../support/pipeline.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
-import { openServices, procRows, putInbox, resetDomain, resetPipeline, sisMessage, type TestServices } from '../support/services.ts';
+import { openServices, procRows, putInbox, resetDomain, resetPipeline, type TestServices } from '../support/services.ts';
 
 let s: TestServices;
 let api: Proc;
@@ -24,28 +23,8 @@ const get = async (path: string) => {
   return { status: r.status, body: (await r.json()) as any };
 };
 
-const ADFT_FIXTURE = sisMessage({
-  type: 'SCHD',
-  styp: 'ADFT',
-  body: `<SCHD><RECS>2</RECS>
-    <FLTR><FLID>121112312</FLID><ALCD>CA</ALCD><FLNO>CA101</FLNO><MVIN>D</MVIN><SODT>15DEC031345</SODT><FLTY>W</FLTY><FLIN>D</FLIN><ACFT>333</ACFT></FLTR>
-    <FLTR><FLID>7610151</FLID><ALCD>MU</ALCD><FLNO>MU5101</FLNO><MVIN>A</MVIN><SODT>15DEC031100</SODT><FLTY>W</FLTY><FLIN>D</FLIN><ACFT>321</ACFT></FLTR>
-  </SCHD>`,
-});
-
 describe.runIf(corpusPresent)('trace and timeline of the corpus through the pump', () => {
-  const all = corpusPresent ? corpusMessages() : [];
-  const kindOf = (xml: string) => {
-    try {
-      const e = decodeEnvelope(xml);
-      return `${e.type}/${e.styp}`;
-    } catch {
-      return 'undecodable';
-    }
-  };
-  const schd = all.filter((m) => kindOf(m.xml) === 'SCHD/DNLD');
-  const flops = all.filter((m) => m.xml.includes('<TYPE>FLOP</TYPE>') && kindOf(m.xml) !== 'FLOP/FDEL');
-  const fdel = all.filter((m) => kindOf(m.xml) === 'FLOP/FDEL');
+  const { schd, flops, fdel } = flightCorpus();
   let fdelId = 0;
   let dnldId = 0;
 
@@ -55,7 +34,7 @@ describe.runIf(corpusPresent)('trace and timeline of the corpus through the pump
     await resetDomain(s);
     const inject = async (xml: string) => putInbox(s.inbox, renumberSeqn(xml, seqn++));
     dnldId = await inject(schd[0].xml);
-    await inject(ADFT_FIXTURE);
+    await inject(CORPUS_ADFT_FIXTURE);
     for (const m of flops) await inject(m.xml);
     fdelId = await inject(fdel[0].xml);
     await runPipelineUntilSettled(s, testConfig(), new ManualClock('2026-12-01T00:00:00Z'));
