@@ -161,7 +161,8 @@ export async function keepDutiesAlive(rt: Pick<Runtime, 'db' | 'log'>, tasks: st
         select 1 from graphile_worker.jobs j
         where j.key = t
           and (j.locked_at > now() - ${STALE_LOCK_MS} * interval '1 millisecond' or (j.locked_at is null and j.attempts < j.max_attempts)))`.execute(rt.db);
-    if (r.rows.length) rt.log.warn({ tasks: r.rows.map((x) => x.task) }, 'duty had no job (its loop died or the job was removed); added again');
+    // the pump and backfill end their job when idle (a wake-up adds the next): no job is normal there
+    if (r.rows.length) rt.log.info({ tasks: r.rows.map((x) => x.task) }, 'keep-alive: duty had no job (idle, or its loop died, or the job was removed); added one');
   } catch (e) {
     rt.log.error({ err: e }, 'keep-alive check of the duties failed; retried in a minute');
   }
