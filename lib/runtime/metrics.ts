@@ -52,6 +52,14 @@ export const metrics = {
     help: 'Rows removed by lifecycle jobs',
     labelNames: ['object'] as const,
   }),
+  postgresUp: new Gauge({
+    name: 'msgx_postgres_up',
+    help: '1 while this process reaches Postgres (a select 1 every 2 s on its own connection, 1.5 s deadline), 0 while it does not',
+  }),
+  postgresDownSeconds: new Gauge({
+    name: 'msgx_postgres_unreachable_seconds',
+    help: 'How long this process has not reached Postgres (0 while it does); gauges computed from Postgres are stale meanwhile',
+  }),
   flightsWithoutOperationDay: new Gauge({
     name: 'msgx_flights_without_operation_day',
     help: 'Flights with OPERATION_DAY NULL older than history.purge-after',

@@ -7,8 +7,9 @@ import { ConfigError, loadConfig, redactUrl, type Config } from '../config.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { createDb, createPool, sql, type Db } from '../db/postgres.ts';
 import { createLogger, type Logger } from './log.ts';
-import { registry } from './metrics.ts';
-import { runAsLeader, type LeaderHandle } from './leader.ts';
+import { metrics, registry } from './metrics.ts';
+import { runAsLeader, withDeadline, type LeaderHandle } from './leader.ts';
+import { PostgresWatch } from './probe.ts';
 
 export type ProcessName = 'intake' | 'pump' | 'backfill' | 'msg-dispatch' | 'schd-dispatch' | 'retention' | 'api';
 
@@ -63,12 +64,32 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
   const pool = createPool(config.DATABASE_URL, { max: 8, name: spec.name });
   const rt: Runtime = { name: spec.name, config, log, clock: systemClock, pool, db: createDb(pool), signal: abort.signal };
 
+  // Postgres as this process sees it, on its own connection (issue 14): /healthz and
+  // msgx_postgres_up say so at once when it cannot be reached, instead of hanging on the pool
+  // or showing the last values of gauges computed from it.
+  const watch = new PostgresWatch({
+    url: config.DATABASE_URL,
+    onChange: (up, forMs, err) =>
+      up ? log.warn({ downForMs: forMs }, 'postgres reachable again') : log.error({ err }, 'postgres unreachable'),
+  });
+  const watchGauges = () => {
+    metrics.postgresUp.set(watch.up ? 1 : 0);
+    metrics.postgresDownSeconds.set(watch.downSeconds());
+  };
+  watch.start();
+
   const app = Fastify({ logger: false, bodyLimit: config['msgx.inbox.max-message-bytes'] });
-  app.get('/metrics', async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
+  app.get('/metrics', async (_req, reply) => {
+    watchGauges();
+    return reply.type(registry.contentType).send(await registry.metrics());
+  });
   app.get('/healthz', async (_req, reply) => {
+    if (!watch.up) {
+      return reply.code(503).send({ ok: false, process: spec.name, postgres: 'unreachable', since: watch.since.toISOString(), error: watch.lastError });
+    }
     try {
-      await sql`select 1`.execute(rt.db);
-      return { ok: true, process: spec.name, ...(spec.health ? await spec.health(rt) : {}) };
+      await withDeadline(sql`select 1`.execute(rt.db), 2000, 'postgres select 1');
+      return { ok: true, process: spec.name, postgres: 'up', ...(spec.health ? await withDeadline(spec.health(rt), 2000, 'health') : {}) };
     } catch (e) {
       return reply.code(503).send({ ok: false, process: spec.name, error: (e as Error).message });
     }
@@ -116,6 +137,7 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
     const force = setTimeout(() => process.exit(1), 15_000).unref();
     await duty.catch((e) => log.error({ err: e }, 'duty ended with error'));
     await app.close();
+    watch.stop();
     await pool.end().catch(() => {});
     clearTimeout(force);
     process.exit(0);
