@@ -78,8 +78,13 @@ export const probes = {
         database: u.pathname.slice(1) || undefined,
         connectTimeout: timeoutMs,
       });
-      connecting.catch(() => {});
-      const c = await withDeadline(connecting, timeoutMs, 'mysql probe connect');
+      let c: mysql.Connection;
+      try {
+        c = await withDeadline(connecting, timeoutMs, 'mysql probe connect');
+      } catch (e) {
+        connecting.then((late) => late.destroy(), () => {}); // a connection that completes late is closed
+        throw e;
+      }
       try {
         await withDeadline(c.query('SELECT 1'), timeoutMs, 'mysql probe');
       } finally {
