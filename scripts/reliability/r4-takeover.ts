@@ -73,8 +73,8 @@ try {
           // the first message applied by the new leader (after it took the lock), from the fault
           const since = t0 + takeoverMs;
           await waitFor('a message applied', async () => {
-            const r = await sql<{ at: number | null }>`select extract(epoch from min(terminal_at))::float8 * 1000 at from proc_state where terminal_at >= to_timestamp(${since}::float8 / 1000)`.execute(rig.db);
-            appliedMs = r.rows[0].at === null ? null : Math.round(r.rows[0].at - t0);
+            const r = await sql<{ ts: number | null }>`select extract(epoch from min(terminal_at))::float8 * 1000 as ts from proc_state where terminal_at >= to_timestamp(${since}::float8 / 1000)`.execute(rig.db);
+            appliedMs = r.rows[0].ts === null ? null : Math.round(r.rows[0].ts - t0);
             return appliedMs !== null;
           }, 60_000, 50).catch(() => null);
         }
