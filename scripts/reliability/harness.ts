@@ -162,6 +162,9 @@ export async function openRig(overrides: Record<string, string> = {}): Promise<R
       child.stdout!.on('data', collect);
       child.stderr!.on('data', collect);
       const w: Worker = { name, id: `${name}#${n}`, child, logs, port, exited: new Promise((r) => child.on('exit', (code) => r(code))) };
+      child.on('exit', (code, signal) => {
+        if (code !== 0 && code !== null) log(`${w.id} exited by itself (code ${code}, signal ${signal}):\n  ${logs.slice(-10).join('\n  ')}`);
+      });
       workers.push(w);
       return w;
     },
