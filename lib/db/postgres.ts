@@ -12,14 +12,41 @@ pg.types.setTypeParser(20, (v) => {
 
 export type Db = Kysely<Database>;
 
-export function createPool(url: string, opts: { max?: number; statementTimeoutMs?: number; name?: string } = {}) {
-  const pool = new pg.Pool({
+/**
+ * Limits every session gets (issue 14: a session must never stall silently). A statement, a
+ * lock wait or an open transaction left idle ends with an error after these bounds; the
+ * server probes an idle connection after 10 s and drops it after 3 unanswered probes 5 s apart
+ * (tcp_keepalives_*, settable per session), and checks a running query's client every 5 s
+ * (client_connection_check_interval). docs/operations.md "Network faults" lists the server
+ * settings that help further.
+ */
+export const SESSION_LIMITS = {
+  statementTimeoutMs: 60_000,
+  lockTimeoutMs: 60_000,
+  idleInTransactionMs: 60_000,
+  /** Client-side TCP keepalive: first probe after this idle time. */
+  keepAliveInitialDelayMs: 10_000,
+} as const;
+
+const SERVER_KEEPALIVE = '-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3 -c client_connection_check_interval=5000';
+
+/** Connection settings shared by pools and dedicated clients. */
+export function connectionSettings(url: string, name: string | undefined, statementTimeoutMs: number = SESSION_LIMITS.statementTimeoutMs): pg.ClientConfig {
+  return {
     connectionString: url,
-    max: opts.max ?? 10,
-    application_name: opts.name ? `msgx-${opts.name}` : 'msgx',
+    application_name: name ? `msgx-${name}` : 'msgx',
     connectionTimeoutMillis: 10_000,
-    statement_timeout: opts.statementTimeoutMs,
-  });
+    keepAlive: true,
+    keepAliveInitialDelayMillis: SESSION_LIMITS.keepAliveInitialDelayMs,
+    statement_timeout: statementTimeoutMs,
+    lock_timeout: SESSION_LIMITS.lockTimeoutMs,
+    idle_in_transaction_session_timeout: SESSION_LIMITS.idleInTransactionMs,
+    options: SERVER_KEEPALIVE,
+  };
+}
+
+export function createPool(url: string, opts: { max?: number; statementTimeoutMs?: number; name?: string } = {}) {
+  const pool = new pg.Pool({ ...connectionSettings(url, opts.name, opts.statementTimeoutMs), max: opts.max ?? 10 });
   // Errors of idle clients surface on the next query; never crash the process.
   pool.on('error', () => {});
   pool.on('connect', (c) => c.on('error', () => {}));
@@ -43,7 +70,7 @@ export function createSessionDb(client: pg.Client): Db {
 }
 
 export async function connectClient(url: string, name: string): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: url, application_name: `msgx-${name}`, connectionTimeoutMillis: 10_000 });
+  const client = new pg.Client(connectionSettings(url, name));
   client.on('error', () => {});
   await client.connect();
   return client;

@@ -9,6 +9,7 @@ export function createRedis(url: string, timeoutMs: number): Redis {
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
     lazyConnect: false,
+    keepAlive: 10_000, // TCP keepalive after 10 s idle: a half-open connection does not linger
     retryStrategy: (times) => Math.min(times * 200, 2000),
   });
   r.on('error', () => {}); // surfaced per command

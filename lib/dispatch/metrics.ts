@@ -6,6 +6,7 @@
 import client from 'prom-client';
 import { sql } from 'kysely';
 import type { Executor } from '../flight/store.ts';
+import { kafkaReachable } from './outage.ts';
 
 const { Counter, Gauge, register } = client;
 
@@ -31,9 +32,11 @@ export async function countByState(db: Executor, targets: readonly Target[]): Pr
  * report the same series.
  */
 export function registerDispatchGauges(db: Executor, targets: readonly Target[]): void {
-  for (const name of ['msgx_dispatch_pending', 'msgx_dispatch_dead', 'msgx_dispatch_oldest_pending_seconds', 'msgx_dispatch_sent_total'])
+  for (const name of ['msgx_dispatch_pending', 'msgx_dispatch_dead', 'msgx_dispatch_oldest_pending_seconds', 'msgx_dispatch_sent_total', 'msgx_dispatch_kafka_reachable'])
     if (register.getSingleMetric(name)) register.removeSingleMetric(name);
   register.registerMetric(dispatchSent);
+  register.registerMetric(kafkaReachable);
+  for (const t of targets) kafkaReachable.set({ target: t }, 1);
   for (const t of targets) dispatchSent.inc({ target: t }, 0);
   new Gauge({
     name: 'msgx_dispatch_oldest_pending_seconds',

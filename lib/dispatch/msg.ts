@@ -11,6 +11,7 @@ import type { Config } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Logger } from '../runtime/log.ts';
 import type { KafkaEdge } from './kafka.ts';
+import type { KafkaOutage } from './outage.ts';
 import { dispatchSent } from './metrics.ts';
 import { freezeMsgBatch, markFailed, markSent, nextAttemptAt, tryRoundLock, type Acked, type MsgRow } from './outbox.ts';
 import { afterFailure, chunkBySize, type RetryPolicy } from './plan.ts';
@@ -21,6 +22,8 @@ export interface DispatchDeps {
   config: Config;
   clock: Clock;
   log: Logger;
+  /** Outage state of a running dispatcher (lib/dispatch/outage.ts): one log line per outage, not per send. */
+  outage?: KafkaOutage;
 }
 
 export interface RoundResult {
@@ -77,7 +80,8 @@ export async function msgRound(d: DispatchDeps): Promise<RoundResult> {
       );
       res.failed = failed.rows.length;
       res.dead = dead.length;
-      d.log.warn({ topic, events: failed.rows.length, firstEventId: failed.rows[0].eventId, dead: dead.length, err: error }, 'msg dispatch: send failed, backing off');
+      if (d.outage && unavailable) d.outage.sendFailed(error, failed.rows.map((e) => e.eventId));
+      else d.log.warn({ topic, events: failed.rows.length, firstEventId: failed.rows[0].eventId, dead: dead.length, err: error }, 'msg dispatch: send failed, backing off');
       if (dead.length) d.log.error({ topic, eventIds: dead, err: error }, 'msg dispatch: events DEAD after max attempts (their FLIDs are held)');
     }
     return res;

@@ -124,6 +124,15 @@ export async function dropGoneSchdRows(tx: Executor, eventIds: readonly number[]
   return Number(r.numAffectedRows ?? 0);
 }
 
+/** Events that backed off only because Kafka was unreachable: due at once now that it answers (lib/dispatch/outage.ts). */
+export async function releaseBackoff(db: Executor, eventIds: readonly number[]): Promise<number> {
+  if (eventIds.length === 0) return 0;
+  const r = await sql`
+    update msg_event set next_attempt_at = null
+    where event_id = any(${[...eventIds]}::bigint[]) and state = 'PENDING' and next_attempt_at is not null`.execute(db);
+  return Number(r.numAffectedRows ?? 0);
+}
+
 /** Earliest future retry among PENDING rows of a target (null: nothing waits on backoff). */
 export async function nextAttemptAt(db: Executor, target: Target, now: Date): Promise<Date | null> {
   const r = await sql<{ at: Date | null }>`

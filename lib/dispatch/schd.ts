@@ -88,7 +88,8 @@ export async function schdRound(d: DispatchDeps): Promise<SchdRoundResult> {
       const dead = await markFailed(tx, rowsOf.map((r) => ({ eventId: r.eventId, attemptsBefore: r.attempts, next: afterFailure(r.attempts, policy, at, unavailable) })), error);
       res.failed = rowsOf.length;
       res.dead += dead.length;
-      d.log.warn({ topic, rows: rowsOf.length, dead: dead.length, err: error }, 'schd dispatch: send failed, backing off');
+      if (d.outage && unavailable) d.outage.sendFailed(error, rowsOf.map((r) => r.eventId));
+      else d.log.warn({ topic, rows: rowsOf.length, dead: dead.length, err: error }, 'schd dispatch: send failed, backing off');
       if (dead.length) d.log.error({ topic, eventIds: dead, err: error }, 'schd dispatch: rows DEAD after max attempts');
     }
     return res;

@@ -8,6 +8,9 @@ import { createKafkaEdge, kafkaOptions, TopicCreationError, type KafkaEdge, type
 import type { Target } from './metrics.ts';
 import { registerDispatchGauges } from './metrics.ts';
 import type { DispatchDeps, DrainNext } from './msg.ts';
+import { KafkaOutage, PROBE_INTERVAL_MS } from './outage.ts';
+import { releaseBackoff } from './outbox.ts';
+import { probes, probeUntilUp } from '../runtime/probe.ts';
 
 /** Time one task run may keep draining before it re-queues itself (other jobs get a turn). */
 export const DRAIN_BUDGET_MS = 30_000;
@@ -20,17 +23,24 @@ export const DRAIN_BUDGET_MS = 30_000;
 export async function connectKafka(rt: Runtime, spec: TopicSpec): Promise<KafkaEdge> {
   const topic = spec.topic;
   const kafka = createKafkaEdge(kafkaOptions(rt.config, rt.log));
-  for (let wait = 1000; !rt.signal.aborted; wait = Math.min(wait * 2, 30_000)) {
+  const started = Date.now();
+  let lastLog = 0;
+  // Short, capped waits: the dispatcher starts sending ≤ 2 s after Kafka answers (issue 14);
+  // one log line at the first failure, then one a minute.
+  for (let wait = 500, tries = 1; !rt.signal.aborted; wait = Math.min(wait * 2, 2000), tries++) {
     try {
       await kafka.ensureTopics([spec]);
-      rt.log.info({ topic, brokers: rt.config.KAFKA_BROKERS }, 'kafka topic ready');
+      rt.log.info({ topic, brokers: rt.config.KAFKA_BROKERS, waitedMs: Date.now() - started }, 'kafka topic ready');
       return kafka;
     } catch (e) {
       if (e instanceof TopicCreationError) {
         await kafka.close();
         throw e;
       }
-      rt.log.warn({ err: (e as Error).message, retryInMs: wait }, 'kafka not reachable at start-up, retrying');
+      if (Date.now() - lastLog >= 60_000) {
+        lastLog = Date.now();
+        rt.log.warn({ err: (e as Error).message, tries, retryEveryMs: 2000 }, 'kafka not reachable at start-up, retrying');
+      }
       await new Promise<void>((r) => {
         const t = setTimeout(r, wait);
         rt.signal.addEventListener('abort', () => (clearTimeout(t), r()), { once: true });
@@ -48,10 +58,22 @@ export function dispatcherTask(
   kafka: KafkaEdge,
 ): Task {
   registerDispatchGauges(rt.db, [target]);
-  const deps: DispatchDeps = { db: rt.db, kafka, config: rt.config, clock: rt.clock, log: rt.log };
+  const outage = new KafkaOutage(rt.log, target);
+  const probe = probes.kafka(kafkaOptions(rt.config, rt.log).brokers, Math.min(1000, rt.config['msgx.io.timeout']));
+  const deps: DispatchDeps = { db: rt.db, kafka, config: rt.config, clock: rt.clock, log: rt.log, outage };
   return async (_payload, helpers) => {
+    if (outage.down) {
+      // Kafka was unreachable: probe it on a short interval (within this run's budget) and
+      // resume the moment it answers, not when the events' backoff runs out.
+      const up = await probeUntilUp(probe, { intervalMs: PROBE_INTERVAL_MS, signal: rt.signal, deadlineMs: DRAIN_BUDGET_MS, onFailure: (_n, e) => outage.probeFailed(e.message) });
+      if (rt.signal.aborted) return;
+      if (!up) return void (await helpers.addJob(task, {}, { jobKey: task }));
+      await releaseBackoff(rt.db, outage.recovered());
+    }
     const next = await drainFn(deps, DRAIN_BUDGET_MS, rt.signal);
-    if (next === null || rt.signal.aborted) return;
+    if (rt.signal.aborted) return;
+    if (outage.down) return void (await helpers.addJob(task, {}, { jobKey: task })); // probe in the next run
+    if (next === null) return;
     await helpers.addJob(task, {}, { jobKey: task, runAt: next === 'now' ? undefined : next });
   };
 }

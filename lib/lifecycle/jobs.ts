@@ -280,7 +280,7 @@ async function underPipelineLock<T>(session: PurgeSession, o: PurgeOptions, fn: 
   try {
     await sql`select pg_advisory_lock(${LOCKS.PIPELINE})`.execute(session.db);
   } finally {
-    await sql`select set_config('lock_timeout', '0', false)`.execute(session.db).catch(() => {});
+    await sql`reset lock_timeout`.execute(session.db).catch(() => {});
   }
   try {
     return await fn();

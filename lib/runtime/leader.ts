@@ -2,15 +2,33 @@
 // connection for as long as the duty runs; a second instance stands by, polling the lock.
 // If the dedicated connection dies, the lock is gone with it: the duty is stopped and the
 // instance goes back to standing by (another instance may have taken over meanwhile).
+//
+// Heartbeat (issue 14): a leader whose network dies leaves its server session behind — the
+// advisory lock stays held until the server's TCP keepalive ends the session (hours with the
+// defaults). So:
+//   - the leader runs `select 1` on its lock session every HEARTBEAT_MS; every statement moves
+//     the session's pg_stat_activity.state_change, which is the heartbeat the others read;
+//   - if a heartbeat does not answer within the deadline the leader asks the server on a fresh
+//     connection whether its session still holds the lock and is busy with a statement (a
+//     legitimately long one); if not — or if that cannot be asked either — it stops the duty
+//     at once and stands by again (its session is destroyed, never reused);
+//   - a stand-by that finds the lock held by a session that is idle (or idle in transaction)
+//     with no activity for longer than the deadline, or running one statement far past
+//     statement_timeout, ends that backend (pg_terminate_backend) and takes the lock.
+// Take-over after a leader's network dies: ≤ deadline + poll + a round trip (≈ 8 s with the
+// defaults), measured in test/integration/leader-takeover.test.ts.
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { connectClient } from '../db/postgres.ts';
+import { connectClient, SESSION_LIMITS } from '../db/postgres.ts';
 
 export interface LeaderHandle {
   client: pg.Client;
   /** Aborted the moment leadership ends (connection lost, or shutdown): loops must stop at once. */
   signal: AbortSignal;
 }
+
+/** A heartbeat every second; a leader silent for longer than the deadline is stale. */
+export const LEADER_TIMING = { heartbeatMs: 1000, deadlineMs: 6000, pollMs: 1000 } as const;
 
 export async function runAsLeader(opts: {
   url: string;
@@ -21,56 +39,172 @@ export async function runAsLeader(opts: {
   start: (h: LeaderHandle) => Promise<() => Promise<void>>;
   signal: AbortSignal;
   pollMs?: number;
+  heartbeatMs?: number;
+  deadlineMs?: number;
 }): Promise<void> {
-  const poll = opts.pollMs ?? 1000;
+  const poll = opts.pollMs ?? LEADER_TIMING.pollMs;
+  const beat = opts.heartbeatMs ?? LEADER_TIMING.heartbeatMs;
+  const deadline = opts.deadlineMs ?? LEADER_TIMING.deadlineMs;
   let announced = false;
   while (!opts.signal.aborted) {
     let client: pg.Client | undefined;
     try {
-      client = await connectClient(opts.url, opts.name);
-      const got = await client.query<{ ok: boolean }>('select pg_try_advisory_lock($1) as ok', [opts.lockKey]);
-      if (!got.rows[0].ok) {
+      client = await withDeadline(connectClient(opts.url, opts.name), deadline * 2, 'connect');
+      if (!(await tryTake(client, opts.lockKey, deadline, opts.log, opts.name))) {
         if (!announced) opts.log.info({ lock: opts.lockKey }, `${opts.name}: another instance is active; standing by`);
         announced = true;
-        await client.end().catch(() => {});
+        await endClient(client);
+        client = undefined;
         await sleep(poll, opts.signal);
         continue;
       }
       announced = false;
-      opts.log.info({ lock: opts.lockKey }, `${opts.name}: leader lock taken; active`);
+      const pid = (await withDeadline(client.query<{ pid: number }>('select pg_backend_pid() as pid'), deadline, 'pid')).rows[0].pid;
+      opts.log.info({ lock: opts.lockKey, backend: pid }, `${opts.name}: leader lock taken; active`);
       const tenure = new AbortController();
       const onShutdown = () => tenure.abort();
       opts.signal.addEventListener('abort', onShutdown, { once: true });
-      const stop = await opts.start({ client, signal: tenure.signal });
+      const c = client;
       // Watch the connection that holds the lock.
       const lost = new Promise<string>((resolve) => {
-        client!.once('error', (e) => resolve(`connection error: ${e.message}`));
-        client!.once('end', () => resolve('connection ended'));
+        c.once('error', (e) => resolve(`connection error: ${e.message}`));
+        c.once('end', () => resolve('connection ended'));
       });
-      const aborted = new Promise<string>((resolve) => opts.signal.addEventListener('abort', () => resolve('shutdown'), { once: true }));
-      const heartbeat = (async () => {
-        while (!opts.signal.aborted) {
-          await sleep(5000, opts.signal);
-          if (opts.signal.aborted) return 'shutdown';
-          try {
-            await client!.query('select 1');
-          } catch (e) {
-            return `heartbeat failed: ${(e as Error).message}`;
-          }
-        }
-        return 'shutdown';
-      })();
+      const stop = await opts.start({ client: c, signal: tenure.signal });
+      const aborted = new Promise<string>((resolve) => {
+        if (opts.signal.aborted) resolve('shutdown');
+        opts.signal.addEventListener('abort', () => resolve('shutdown'), { once: true });
+      });
+      const heartbeat = heartbeatLoop({ client: c, url: opts.url, name: opts.name, lockKey: opts.lockKey, pid, beat, deadline, signal: tenure.signal, log: opts.log });
       const why = await Promise.race([lost, aborted, heartbeat]);
-      if (why !== 'shutdown') opts.log.error({ why }, `${opts.name}: lost the leader connection; stopping and standing by again`);
+      if (why !== 'shutdown') opts.log.error({ why, backend: pid }, `${opts.name}: lost the leader session; stopping and standing by again`);
       tenure.abort(); // the duty's loops stop now, not at the end of their budget
       opts.signal.removeEventListener('abort', onShutdown);
+      if (why !== 'shutdown') destroy(c); // never reuse a session that stopped answering
       await stop();
     } catch (e) {
       opts.log.error({ err: e }, `${opts.name}: leadership loop error; retrying`);
+      if (client) destroy(client);
       await sleep(poll, opts.signal);
     } finally {
-      await client?.end().catch(() => {});
+      if (client) await endClient(client);
     }
+  }
+}
+
+/**
+ * Take the lock; if another session holds it and that session is stale (no statement for
+ * longer than `deadline`, or one statement running far past statement_timeout), end that
+ * backend first. Returns whether the lock is ours.
+ */
+async function tryTake(client: pg.Client, key: number, deadline: number, log: Logger, name: string): Promise<boolean> {
+  const q = <R extends pg.QueryResultRow>(text: string, values: unknown[]) => withDeadline(client.query<R>(text, values), deadline, 'lock');
+  if ((await q<{ ok: boolean }>('select pg_try_advisory_lock($1) as ok', [key])).rows[0].ok) return true;
+  const stale = await q<{ pid: number; state: string | null; silent_s: number }>(
+    `select a.pid, a.state, extract(epoch from clock_timestamp() - a.state_change)::float8 as silent_s
+       from pg_locks l join pg_stat_activity a on a.pid = l.pid
+      where l.locktype = 'advisory' and l.granted and l.database = (select oid from pg_database where datname = current_database())
+        and l.classid = 0 and l.objid = $1 and l.objsubid = 1
+        and a.pid <> pg_backend_pid()
+        and ((a.state is distinct from 'active' and a.state_change < clock_timestamp() - make_interval(secs => $2::float8 / 1000))
+          or (a.state = 'active' and a.state_change < clock_timestamp() - make_interval(secs => ($2::float8 + $3::float8) / 1000)))`,
+    [key, deadline, SESSION_LIMITS.statementTimeoutMs],
+  );
+  if (stale.rows.length === 0) return false;
+  for (const s of stale.rows) {
+    log.warn({ lock: key, backend: s.pid, state: s.state, silentSeconds: Math.round(s.silent_s * 10) / 10 }, `${name}: the active instance's session is stale; ending it and taking over`);
+    await q('select pg_terminate_backend($1, $2)', [s.pid, deadline]);
+  }
+  return (await q<{ ok: boolean }>('select pg_try_advisory_lock($1) as ok', [key])).rows[0].ok;
+}
+
+/** Resolves with the reason the session is considered lost ('shutdown' when the tenure ends). */
+async function heartbeatLoop(o: {
+  client: pg.Client;
+  url: string;
+  name: string;
+  lockKey: number;
+  pid: number;
+  beat: number;
+  deadline: number;
+  signal: AbortSignal;
+  log: Logger;
+}): Promise<string> {
+  let pending: Promise<unknown> | null = null;
+  let since = 0;
+  while (!o.signal.aborted) {
+    await sleep(o.beat, o.signal);
+    if (o.signal.aborted) break;
+    if (!pending) {
+      since = Date.now();
+      // A server error (e.g. inside a transaction the duty aborted) is still an answer.
+      pending = o.client.query('select 1').then(
+        () => {},
+        (e: Error & { code?: string }) => {
+          if (!e.code) throw e;
+        },
+      );
+    }
+    const left = Math.max(0, since + o.deadline - Date.now());
+    const outcome = await Promise.race([
+      pending.then(
+        () => 'ok' as const,
+        (e: Error) => `heartbeat failed: ${e.message}`,
+      ),
+      sleep(left).then(() => 'late' as const),
+    ]);
+    if (outcome === 'ok') {
+      pending = null;
+      continue;
+    }
+    if (outcome !== 'late') return outcome;
+    // Late: a long statement of the duty, or a dead path? Ask the server on a fresh connection.
+    const busy = await stillBusy(o).catch((e: Error) => `cannot reach the server: ${e.message}`);
+    if (busy !== true) return `no heartbeat answer within ${o.deadline} ms (${busy})`;
+    o.log.warn({ backend: o.pid, waitingMs: Date.now() - since }, `${o.name}: heartbeat waits behind a long statement`);
+  }
+  return 'shutdown';
+}
+
+/** Whether our backend still holds the lock and runs a statement not yet far past statement_timeout. */
+async function stillBusy(o: { url: string; name: string; lockKey: number; pid: number; deadline: number }): Promise<true | string> {
+  const c = await withDeadline(connectClient(o.url, `${o.name}-check`), o.deadline, 'check connect');
+  try {
+    const r = await withDeadline(
+      c.query<{ state: string | null; held: boolean }>(
+        `select a.state, exists (select 1 from pg_locks l where l.pid = a.pid and l.locktype = 'advisory' and l.granted and l.database = a.datid
+                                   and l.classid = 0 and l.objid = $2 and l.objsubid = 1) as held
+           from pg_stat_activity a where a.pid = $1`,
+        [o.pid, o.lockKey],
+      ),
+      o.deadline,
+      'check',
+    );
+    const row = r.rows[0];
+    if (!row) return 'the session is gone';
+    if (!row.held) return 'the session no longer holds the lock';
+    return row.state === 'active' ? true : `the session is ${row.state} yet did not answer`;
+  } finally {
+    await endClient(c);
+  }
+}
+
+function destroy(c: pg.Client): void {
+  (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+}
+
+/** end() waits for the server's goodbye; on a dead path it would wait forever. */
+async function endClient(c: pg.Client): Promise<void> {
+  await withDeadline(c.end(), 2000, 'end').catch(() => destroy(c));
+}
+
+export async function withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms)))]);
+  } finally {
+    clearTimeout(timer);
+    p.catch(() => {});
   }
 }
 

@@ -86,6 +86,16 @@ export const metrics = {
       this.set((Date.now() - inboxReadAt) / 1000);
     },
   }),
+  postgresUp: new Gauge({
+    registers,
+    name: 'msgx_postgres_up',
+    help: '1 while this process reaches Postgres (a select 1 every 2 s on its own connection, 1.5 s deadline), 0 while it does not',
+  }),
+  postgresDownSeconds: new Gauge({
+    registers,
+    name: 'msgx_postgres_unreachable_seconds',
+    help: 'How long this process has not reached Postgres (0 while it does); gauges computed from Postgres are stale meanwhile',
+  }),
   flightsWithoutOperationDay: new Gauge({
     registers,
     name: 'msgx_flights_without_operation_day',
@@ -143,7 +153,7 @@ function initialiseLabelSets(name: ProcessName): void {
  * of other modules it owns), Node's default metrics and msgx_build_info{version,node,process}.
  */
 export function exportProcessMetrics(name: ProcessName, extra: client.Metric[] = [], opts: { readOnly?: boolean } = {}): void {
-  const own = [...OWNED[name], ...extra];
+  const own = [...OWNED[name], metrics.postgresUp, metrics.postgresDownSeconds, ...extra];
   if (name === 'backfill' && !opts.readOnly) own.push(metrics.backfillPending, metrics.backfillOverLimit); // not ours to mark on a read-only instance
   for (const m of own) {
     const n = (m as unknown as { name: string }).name;

@@ -8,8 +8,9 @@ import { systemClock, type Clock } from '../core/clock.ts';
 import { createDb, createPool, sql, type Db } from '../db/postgres.ts';
 import { createHttpServer } from './http.ts';
 import { createLogger, type Logger } from './log.ts';
-import { exportProcessMetrics, registry } from './metrics.ts';
-import { runAsLeader, type LeaderHandle } from './leader.ts';
+import { exportProcessMetrics, metrics, registry } from './metrics.ts';
+import { runAsLeader, withDeadline, type LeaderHandle } from './leader.ts';
+import { PostgresWatch } from './probe.ts';
 
 /** After SIGTERM/SIGINT a process exits by force if its clean shutdown takes longer (compose's stop grace must exceed it). */
 export const FORCED_EXIT_MS = 15_000;
@@ -75,12 +76,31 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
   const rt: Runtime = { name: spec.name, config, log, clock: systemClock, pool, db: createDb(pool), signal: abort.signal };
 
   exportProcessMetrics(spec.name, [], { readOnly: config['msgx.inbox.read-only'] });
+  // Postgres as this process sees it, on its own connection (issue 14): /healthz and
+  // msgx_postgres_up say so at once when it cannot be reached, instead of hanging on the pool
+  // or showing the last values of gauges computed from it.
+  const watch = new PostgresWatch({
+    url: config.DATABASE_URL,
+    onChange: (up, forMs, err) => (up ? log.warn({ downForMs: forMs }, 'postgres reachable again') : log.error({ err }, 'postgres unreachable')),
+  });
+  const watchGauges = () => {
+    metrics.postgresUp.set(watch.up ? 1 : 0);
+    metrics.postgresDownSeconds.set(watch.downSeconds());
+  };
+  watch.start();
+
   const app = createHttpServer(config, log);
-  app.get('/metrics', async (_req, reply) => reply.type(registry.contentType).send(await registry.metrics()));
+  app.get('/metrics', async (_req, reply) => {
+    watchGauges();
+    return reply.type(registry.contentType).send(await registry.metrics());
+  });
   app.get('/healthz', async (_req, reply) => {
+    if (!watch.up) {
+      return reply.code(503).send({ ok: false, process: spec.name, postgres: 'unreachable', since: watch.since.toISOString(), error: watch.lastError });
+    }
     try {
-      await sql`select 1`.execute(rt.db);
-      return { ok: true, process: spec.name, ...(spec.health ? await spec.health(rt) : {}) };
+      await withDeadline(sql`select 1`.execute(rt.db), 2000, 'postgres select 1');
+      return { ok: true, process: spec.name, postgres: 'up', ...(spec.health ? await withDeadline(spec.health(rt), 2000, 'health') : {}) };
     } catch (e) {
       return reply.code(503).send({ ok: false, process: spec.name, error: (e as Error).message });
     }
@@ -130,6 +150,7 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
     const force = setTimeout(() => process.exit(1), FORCED_EXIT_MS).unref();
     await duty.catch((e) => log.error({ err: e }, 'duty ended with error'));
     await app.close();
+    watch.stop();
     await pool.end().catch(() => {});
     clearTimeout(force);
     process.exit(0);

@@ -1,0 +1,209 @@
+// Service probes (issue 14, "recovery waits for the backoff, not for the service"): while work
+// is held because a service cannot be reached, ask that service on a short interval whether it
+// answers again and resume the moment it does, instead of sleeping out a backoff step that may
+// be minutes long. Each probe is one cheap round trip on a FRESH connection (a pooled one may be
+// stuck behind a dead path), bounded by a deadline, and never changes anything.
+//
+//   const up = await probeUntilUp(probes.postgres(url), { intervalMs: 500, signal, deadlineMs: 30_000 });
+//   if (up) retry now; else (shutdown / deadline) fall back to the caller's schedule.
+import kafkajs from 'kafkajs';
+import mysql from 'mysql2/promise';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { connectionSettings } from '../db/postgres.ts';
+import { sleep, withDeadline } from './leader.ts';
+
+export type Check = () => Promise<void>;
+
+export interface ProbeOptions {
+  /** Time between the start of two probes (a probe that hangs counts against it). */
+  intervalMs: number;
+  /** Stop probing (resolve false) when this aborts: shutdown, lost leadership. */
+  signal?: AbortSignal;
+  /** Give up after this long (resolve false); none: until the signal aborts. */
+  deadlineMs?: number;
+  /** Called after each failed probe (count, error): for state-change logs and metrics. */
+  onFailure?: (failures: number, err: Error) => void;
+}
+
+/**
+ * Run `check` every intervalMs until it succeeds (true) or the signal/deadline ends the wait
+ * (false). The first check runs at once.
+ */
+export async function probeUntilUp(check: Check, o: ProbeOptions): Promise<boolean> {
+  const end = o.deadlineMs === undefined ? Infinity : Date.now() + o.deadlineMs;
+  let failures = 0;
+  while (!o.signal?.aborted) {
+    const started = Date.now();
+    try {
+      await check();
+      return true;
+    } catch (e) {
+      failures++;
+      o.onFailure?.(failures, e as Error);
+    }
+    const next = started + o.intervalMs;
+    if (next >= end) return false;
+    await sleep(Math.max(0, next - Date.now()), o.signal);
+  }
+  return false;
+}
+
+/** One probe per service, each bounded by timeoutMs (default 1 s). */
+export const probes = {
+  /** `select 1` on a new Postgres connection. */
+  postgres(url: string, timeoutMs = 1000): Check {
+    return async () => {
+      const c = new pg.Client({ ...connectionSettings(url, 'probe'), connectionTimeoutMillis: timeoutMs });
+      c.on('error', () => {});
+      const stream = () => (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream;
+      try {
+        await withDeadline(c.connect(), timeoutMs, 'postgres probe connect');
+        await withDeadline(c.query('select 1'), timeoutMs, 'postgres probe');
+      } finally {
+        await withDeadline(c.end(), 500, 'end').catch(() => stream()?.destroy());
+      }
+    };
+  },
+
+  /** `SELECT 1` on a new MySQL/MariaDB connection. */
+  mysql(url: string, timeoutMs = 1000): Check {
+    return async () => {
+      const u = new URL(url);
+      const connecting = mysql.createConnection({
+        host: u.hostname,
+        port: Number(u.port || 3306),
+        user: decodeURIComponent(u.username || 'root'),
+        password: decodeURIComponent(u.password),
+        database: u.pathname.slice(1) || undefined,
+        connectTimeout: timeoutMs,
+      });
+      let c: mysql.Connection;
+      try {
+        c = await withDeadline(connecting, timeoutMs, 'mysql probe connect');
+      } catch (e) {
+        connecting.then((late) => late.destroy(), () => {}); // a connection that completes late is closed
+        throw e;
+      }
+      try {
+        await withDeadline(c.query('SELECT 1'), timeoutMs, 'mysql probe');
+      } finally {
+        c.destroy();
+      }
+    };
+  },
+
+  /** PING on a new Redis connection. */
+  redis(url: string, timeoutMs = 1000): Check {
+    return async () => {
+      const r = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, commandTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+      r.on('error', () => {});
+      try {
+        await withDeadline(r.connect(), timeoutMs, 'redis probe connect');
+        const pong = await withDeadline(r.ping(), timeoutMs, 'redis probe');
+        if (pong !== 'PONG') throw new Error(`redis probe: ${pong}`);
+      } finally {
+        r.disconnect();
+      }
+    };
+  },
+
+  /** A metadata request (describeCluster) on a new Kafka admin connection. */
+  kafka(brokers: readonly string[], timeoutMs = 1000): Check {
+    return async () => {
+      const kafka = new kafkajs.Kafka({
+        clientId: 'msgx-probe',
+        brokers: [...brokers],
+        connectionTimeout: timeoutMs,
+        requestTimeout: timeoutMs,
+        enforceRequestTimeout: true,
+        retry: { retries: 0 },
+        logLevel: kafkajs.logLevel.NOTHING,
+      });
+      const admin = kafka.admin({ retry: { retries: 0 } });
+      try {
+        await withDeadline(admin.connect(), timeoutMs, 'kafka probe connect');
+        await withDeadline(admin.describeCluster(), timeoutMs, 'kafka probe');
+      } finally {
+        void withDeadline(admin.disconnect(), timeoutMs, 'kafka probe disconnect').catch(() => {});
+      }
+    };
+  },
+};
+
+/**
+ * A process's view of Postgres, refreshed every `everyMs` with `select 1` on one dedicated
+ * connection (rebuilt after a failure) within `timeoutMs`: what /healthz and msgx_postgres_up
+ * report, without waiting on a pool whose connections may hang on a dead path.
+ */
+export class PostgresWatch {
+  up = true;
+  /** When the current state began. */
+  since = new Date();
+  lastError: string | null = null;
+  private client: pg.Client | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private readonly url: string;
+  private readonly everyMs: number;
+  private readonly timeoutMs: number;
+  private readonly onChange: (up: boolean, downForMs: number, err: string | null) => void;
+
+  constructor(o: { url: string; everyMs?: number; timeoutMs?: number; onChange?: (up: boolean, downForMs: number, err: string | null) => void }) {
+    this.url = o.url;
+    this.everyMs = o.everyMs ?? 2000;
+    this.timeoutMs = o.timeoutMs ?? 1500;
+    this.onChange = o.onChange ?? (() => {});
+  }
+
+  start(): this {
+    const tick = async () => {
+      await this.check();
+      if (this.timer) this.timer = setTimeout(tick, this.everyMs).unref();
+    };
+    this.timer = setTimeout(tick, 0).unref();
+    return this;
+  }
+
+  stop(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.drop();
+  }
+
+  /** Seconds since the last successful check (0 while up). */
+  downSeconds(): number {
+    return this.up ? 0 : (Date.now() - this.since.getTime()) / 1000;
+  }
+
+  async check(): Promise<boolean> {
+    try {
+      if (!this.client) {
+        const c = new pg.Client({ ...connectionSettings(this.url, 'watch'), connectionTimeoutMillis: this.timeoutMs });
+        c.on('error', () => {});
+        this.client = c;
+        await withDeadline(c.connect(), this.timeoutMs, 'postgres connect');
+      }
+      await withDeadline(this.client.query('select 1'), this.timeoutMs, 'postgres select 1');
+      this.set(true, null);
+    } catch (e) {
+      this.drop();
+      this.set(false, (e as Error).message);
+    }
+    return this.up;
+  }
+
+  private set(up: boolean, err: string | null): void {
+    this.lastError = err;
+    if (up === this.up) return;
+    const downForMs = Date.now() - this.since.getTime();
+    this.up = up;
+    this.since = new Date();
+    this.onChange(up, downForMs, err);
+  }
+
+  private drop(): void {
+    const c = this.client;
+    this.client = null;
+    (c as unknown as { connection?: { stream?: { destroy(): void } } } | null)?.connection?.stream?.destroy();
+  }
+}

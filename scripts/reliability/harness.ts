@@ -1,0 +1,345 @@
+// Shared harness of the long reliability runs (RELIABILITY.md): own databases (msgx_rel,
+// aodbinterface_rel, Redis db 12 — never the dev, test or bench ones), a TCP fault proxy in front
+// of every service (test/support/fault-proxy.ts), a private Kafka broker on port 19392 advertised
+// through its proxy (scripts/services, state in .local/kafka/port-19392/), the real worker
+// processes (workers/*.ts, as the Procfile starts them) and the checks of a run's final state:
+// every message terminal and backfilled, every msg event on Kafka, per-FLID order on Kafka,
+// nothing DEAD, and a digest of the flight states to compare with a crash-free run.
+// Nothing here stops, restarts or reconfigures the machine's own services.
+import { execFile, execSync, spawn, type ChildProcess } from 'node:child_process';
+import { createHash, randomUUID } from 'node:crypto';
+import os from 'node:os';
+import { promisify } from 'node:util';
+import kafkajs from 'kafkajs';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { loadConfig } from '../../lib/core/config.ts';
+import { createDb, createPool, type Db } from '../../lib/db/postgres.ts';
+import { createAodbPool, insertInboxRow, type Inbox } from '../../lib/db/mysql.ts';
+import { createRedis, type Redis } from '../../lib/db/redis.ts';
+import { migrate } from '../../lib/db/migrate.ts';
+import '../../lib/dispatch/kafka.ts'; // its filter of kafkajs's harmless TimeoutNegativeWarning
+import { readFlights } from '../../lib/flight/read.ts';
+import { toJson } from '../../lib/flight/state.ts';
+import { bigSnapshot } from '../../test/support/fixtures.ts';
+import { sisMessage } from '../../test/support/services.ts';
+import { FaultProxy } from '../../test/support/fault-proxy.ts';
+
+export const REL_PG = process.env.REL_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/msgx_rel';
+export const REL_INBOX = process.env.REL_INBOX_URL ?? 'mysql://root@127.0.0.1:3306/aodbinterface_rel';
+export const REL_REDIS = process.env.REL_REDIS_URL ?? 'redis://127.0.0.1:6379/12';
+export const REL_KAFKA_PORT = Number(process.env.REL_KAFKA_PORT ?? 19392);
+const TZ = 'Asia/Shanghai';
+const run = promisify(execFile);
+
+export type Service = 'pg' | 'my' | 'redis' | 'kafka';
+export const SERVICES: Service[] = ['pg', 'my', 'redis', 'kafka'];
+
+export function machine(): string {
+  return `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}, ${os.loadavg()[0].toFixed(1)} load`;
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export const log = (line: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+
+export async function waitFor(what: string, fn: () => Promise<boolean>, timeoutMs: number, everyMs = 250): Promise<number> {
+  const start = Date.now();
+  while (Date.now() - start < timeoutMs) {
+    try {
+      if (await fn()) return Date.now() - start;
+    } catch {
+      // a check may fail while a service is away
+    }
+    await sleep(everyMs);
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+}
+
+/** A FLOP that always changes its flight (one msg event each): new remark or new estimate. */
+export function flop(i: number, flights: number): string {
+  const flid = 1 + (i % flights);
+  const visit = Math.floor(i / flights);
+  const body =
+    i % 2 === 0
+      ? ['REMC', `<REMC>R${i}</REMC>`]
+      : ['ESTT', `<ESTT>01DEC26${String(8 + (Math.floor(visit / 60) % 12)).padStart(2, '0')}${String(visit % 60).padStart(2, '0')}</ESTT>`];
+  return sisMessage({ type: 'FLOP', styp: body[0], seqn: 2 + i, dttm: '20261201083000', body: `<FLOP><FLID>${flid}</FLID><FFID>x</FFID>${body[1]}</FLOP>` });
+}
+
+export interface Worker {
+  name: string;
+  /** intake#2 etc. when several instances run. */
+  id: string;
+  child: ChildProcess;
+  logs: string[];
+  port: number;
+  exited: Promise<number | null>;
+}
+
+export interface Rig {
+  db: Db;
+  pool: pg.Pool;
+  inbox: Inbox;
+  redis: Redis;
+  proxies: Record<Service, FaultProxy>;
+  topics: { msg: string; schd: string };
+  workers: Worker[];
+  env: Record<string, string>;
+  start(name: string, extra?: Record<string, string>): Worker;
+  kill9(w: Worker): Promise<void>;
+  /** Feed the snapshot (message 1) then `count` FLOPs from `from`. */
+  feed(count: number, from: number, flights: number, ratePerS?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+let nextPort = 19800;
+
+/** Fresh databases and topics, proxies, the private broker; no worker started yet. */
+export async function openRig(overrides: Record<string, string> = {}): Promise<Rig> {
+  const admin = new pg.Client({ connectionString: REL_PG.replace(/\/[^/]+$/, '/postgres') });
+  await admin.connect();
+  const dbName = new URL(REL_PG).pathname.slice(1);
+  if ((await admin.query('select 1 from pg_database where datname = $1', [dbName])).rowCount === 0) await admin.query(`create database "${dbName}"`);
+  await admin.end();
+  const c = new pg.Client({ connectionString: REL_PG });
+  await c.connect();
+  await c.query('drop schema if exists public cascade; drop schema if exists graphile_worker cascade; create schema public;');
+  await c.end();
+  await migrate(REL_PG);
+  const inboxDb = new URL(REL_INBOX).pathname.slice(1);
+  execSync(`sed "s/\\\`aodbinterface\\\`/\\\`${inboxDb}\\\`/g" sql/mysql/aodbinterface.sql | mariadb -uroot -h127.0.0.1`);
+
+  const proxies = {
+    pg: await FaultProxy.start({ port: Number(new URL(REL_PG).port || 5432) }),
+    my: await FaultProxy.start({ port: Number(new URL(REL_INBOX).port || 3306) }),
+    redis: await FaultProxy.start({ port: Number(new URL(REL_REDIS).port || 6379) }),
+    kafka: await FaultProxy.start({ port: REL_KAFKA_PORT }),
+  };
+  await run('scripts/services', ['kafka-start'], { timeout: 180_000, env: { ...process.env, KAFKA_PORT: String(REL_KAFKA_PORT), KAFKA_ADVERTISED_PORT: String(proxies.kafka.port) } });
+
+  const pool = createPool(REL_PG, { max: 4, name: 'reliability' });
+  const db = createDb(pool);
+  const inbox = createAodbPool(REL_INBOX, { timeoutMs: 30_000 });
+  const redis = createRedis(REL_REDIS, 30_000);
+  await inbox.query('TRUNCATE TABLE cminmsgs');
+  await inbox.query('TRUNCATE TABLE coutmsgs');
+  await redis.flushdb();
+  const tag = randomUUID().slice(0, 8);
+  const topics = { msg: `rel.${tag}.msg`, schd: `rel.${tag}.schd` };
+  const env: Record<string, string> = {
+    DATABASE_URL: proxies.pg.url(REL_PG),
+    INBOX_URL: proxies.my.url(REL_INBOX),
+    REDIS_URL: proxies.redis.url(REL_REDIS),
+    KAFKA_BROKERS: proxies.kafka.address,
+    MSGX_KAFKA_MSG_TOPIC: topics.msg,
+    MSGX_KAFKA_SCHD_TOPIC: topics.schd,
+    MSGX_REQUESTS_DAILY_SCHEDULE_AT: '',
+    MSGX_API_TOKEN: 'reliability',
+    MSGX_LOG_LEVEL: process.env.REL_LOG ?? 'info',
+    ...overrides,
+  };
+  loadConfig(env); // fail early on a bad override
+
+  const workers: Worker[] = [];
+  const rig: Rig = {
+    db,
+    pool,
+    inbox,
+    redis,
+    proxies,
+    topics,
+    workers,
+    env,
+    start(name, extra = {}) {
+      const n = workers.filter((w) => w.name === name).length + 1;
+      const port = nextPort++;
+      const child = spawn(process.execPath, [`workers/${name}.ts`], {
+        env: { ...(process.env as Record<string, string>), ...env, ...extra, [`MSGX_HTTP_PORT_${name.replace(/-/g, '_').toUpperCase()}`]: String(port) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const logs: string[] = [];
+      const collect = (b: Buffer) => logs.push(...b.toString().split('\n').filter(Boolean));
+      child.stdout!.on('data', collect);
+      child.stderr!.on('data', collect);
+      const w: Worker = { name, id: `${name}#${n}`, child, logs, port, exited: new Promise((r) => child.on('exit', (code) => r(code))) };
+      child.on('exit', (code, signal) => {
+        if (code !== 0 && code !== null) log(`${w.id} exited by itself (code ${code}, signal ${signal}):\n  ${logs.slice(-10).join('\n  ')}`);
+      });
+      workers.push(w);
+      return w;
+    },
+    async kill9(w) {
+      w.child.kill('SIGKILL');
+      await w.exited;
+    },
+    async feed(count, from, flights, ratePerS) {
+      const gap = ratePerS ? 1000 / ratePerS : 0;
+      const t0 = Date.now();
+      for (let i = from; i < from + count; i++) {
+        for (;;) {
+          try {
+            await insertInboxRow(inbox, { body: flop(i, flights), received: '2026-12-01 08:30:00' });
+            break;
+          } catch {
+            await sleep(500); // the feeder talks to MariaDB directly; it never fails, but be safe
+          }
+        }
+        if (gap) {
+          const due = t0 + (i - from + 1) * gap;
+          if (due > Date.now()) await sleep(due - Date.now());
+        }
+      }
+    },
+    async close() {
+      for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGTERM');
+      await Promise.all(workers.map((w) => Promise.race([w.exited, sleep(20_000)])));
+      for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
+      for (const p of Object.values(proxies)) await p.set('pass');
+      await deleteTopics(proxies.kafka.address, [topics.msg, topics.schd]).catch(() => {});
+      await run('scripts/services', ['kafka-stop'], { timeout: 120_000, env: { ...process.env, KAFKA_PORT: String(REL_KAFKA_PORT) } }).catch(() => {});
+      for (const p of Object.values(proxies)) await p.close();
+      await pool.end();
+      await inbox.end();
+      redis.disconnect();
+    },
+  };
+  return rig;
+}
+
+export async function feedSnapshot(rig: Rig, flights: number): Promise<void> {
+  await insertInboxRow(rig.inbox, { body: bigSnapshot(flights, 1, { seqn: 1 }), received: '2026-12-01 08:00:00' });
+}
+
+async function deleteTopics(broker: string, topics: string[]): Promise<void> {
+  const admin = new kafkajs.Kafka({ clientId: 'rel-admin', brokers: [broker], logLevel: kafkajs.logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    await admin.deleteTopics({ topics });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+export interface Progress {
+  total: number;
+  terminal: number;
+  succeeded: number;
+  dead: number;
+  unbackfilled: number;
+  unsent: number;
+  deadEvents: number;
+}
+
+export async function progress(db: Db): Promise<Progress> {
+  const r = await sql<Progress>`
+    select (select count(*)::int from proc_state) total,
+           (select count(*)::int from proc_state where state not in ('PENDING','FAILED')) terminal,
+           (select count(*)::int from proc_state where state = 'SUCCEEDED') succeeded,
+           (select count(*)::int from proc_state where state = 'DEAD') dead,
+           (select count(*)::int from proc_state where backfill_at is null) unbackfilled,
+           (select count(*)::int from msg_event where state = 'PENDING') unsent,
+           (select count(*)::int from msg_event where state = 'DEAD') "deadEvents"`.execute(db);
+  return r.rows[0];
+}
+
+/** Every message terminal and backfilled, every event SENT (or DEAD: reported). */
+export async function drained(db: Db, expected: number): Promise<boolean> {
+  const p = await progress(db);
+  return p.total === expected && p.terminal === expected && p.unbackfilled === 0 && p.unsent === 0;
+}
+
+export interface FinalState {
+  messages: number;
+  byState: Record<string, number>;
+  deadMessages: number;
+  deadEvents: number;
+  /** sha256 over every flight's state (UPDATED_AT left out) in FLID order. */
+  flightDigest: string;
+  flights: number;
+  /** (FLID, STATE_VERSION) of every msg event in the outbox, sorted: compared between runs. */
+  eventDigest: string;
+  events: number;
+  kafka: { records: number; distinctEvents: number; missingEvents: number; duplicates: number; orderViolations: number };
+}
+
+/** The checks of a drained run. */
+export async function finalState(rig: Rig): Promise<FinalState> {
+  const states = await sql<{ state: string; n: number }>`select state, count(*)::int n from proc_state group by 1`.execute(rig.db);
+  const byState = Object.fromEntries(states.rows.map((x) => [x.state, x.n]));
+  const flids = (await sql<{ flid: string }>`select flid from flight_schd order by flid`.execute(rig.db)).rows.map((x) => x.flid);
+  const flights = await readFlights(rig.db, flids, TZ);
+  const h = createHash('sha256');
+  for (const flid of [...flights.keys()].sort()) {
+    const j = toJson(flights.get(flid)!) as Record<string, unknown>;
+    delete j.UPDATED_AT;
+    h.update(JSON.stringify(j));
+  }
+  const ev = await sql<{ event_id: number; flid: string; state_version: number; state: string }>`
+    select event_id, flid, state_version, state from msg_event where target = 'msg' order by flid, state_version, event_id`.execute(rig.db);
+  const eh = createHash('sha256');
+  for (const e of ev.rows) eh.update(`${e.flid}:${e.state_version};`);
+  const kafka = await checkKafka(rig, new Set(ev.rows.filter((e) => e.state === 'SENT').map((e) => e.event_id)));
+  return {
+    messages: Object.values(byState).reduce((a, b) => a + b, 0),
+    byState,
+    deadMessages: byState.DEAD ?? 0,
+    deadEvents: ev.rows.filter((e) => e.state === 'DEAD').length,
+    flightDigest: h.digest('hex').slice(0, 16),
+    flights: flights.size,
+    eventDigest: eh.digest('hex').slice(0, 16),
+    events: ev.rows.length,
+    kafka,
+  };
+}
+
+/** Read the whole msg topic: every SENT event present, duplicates counted, STATE_VERSION never going back within a FLID. */
+async function checkKafka(rig: Rig, sent: Set<number>): Promise<FinalState['kafka']> {
+  const k = new kafkajs.Kafka({ clientId: 'rel-check', brokers: [rig.proxies.kafka.address], logLevel: kafkajs.logLevel.NOTHING });
+  const admin = k.admin();
+  await admin.connect();
+  const ends = await admin.fetchTopicOffsets(rig.topics.msg);
+  await admin.disconnect();
+  const total = ends.reduce((n, e) => n + Number(BigInt(e.high) - BigInt(e.low)), 0);
+  const records: { partition: number; offset: bigint; flid: string; version: number; eventId: number }[] = [];
+  const consumer = k.consumer({ groupId: `rel-check-${randomUUID()}`, sessionTimeout: 30_000, heartbeatInterval: 3000 });
+  await consumer.connect();
+  await consumer.subscribe({ topic: rig.topics.msg, fromBeginning: true });
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, 180_000);
+    if (total === 0) return resolve();
+    void consumer.run({
+      eachMessage: async ({ message, partition }) => {
+        const p = JSON.parse(message.value!.toString()) as { FLID: string; STATE_VERSION: number; EVENT_ID: number };
+        records.push({ partition, offset: BigInt(message.offset), flid: p.FLID, version: p.STATE_VERSION, eventId: p.EVENT_ID });
+        if (records.length >= total) {
+          clearTimeout(timer);
+          resolve();
+        }
+      },
+    });
+  });
+  await consumer.disconnect();
+  records.sort((a, b) => a.partition - b.partition || (a.offset < b.offset ? -1 : 1));
+  const seen = new Set<number>();
+  let duplicates = 0;
+  let orderViolations = 0;
+  const last = new Map<string, number>();
+  for (const r of records) {
+    if (seen.has(r.eventId)) duplicates++;
+    seen.add(r.eventId);
+    const before = last.get(r.flid);
+    if (before !== undefined && r.version < before) orderViolations++;
+    last.set(r.flid, Math.max(before ?? 0, r.version));
+  }
+  let missing = 0;
+  for (const id of sent) if (!seen.has(id)) missing++;
+  return { records: records.length, distinctEvents: seen.size, missingEvents: missing, duplicates, orderViolations };
+}
+
+/** The first time (ms epoch) a message became SUCCEEDED / an event SENT after `since`. */
+export async function firstProgressAfter(db: Db, since: number): Promise<{ succeeded: number | null; sent: number | null }> {
+  const r = await sql<{ s: number | null; e: number | null }>`
+    select (select extract(epoch from min(terminal_at))::float8 * 1000 from proc_state where state = 'SUCCEEDED' and terminal_at >= to_timestamp(${since}::float8 / 1000)) s,
+           (select extract(epoch from min(sent_at))::float8 * 1000 from msg_event where sent_at >= to_timestamp(${since}::float8 / 1000)) e`.execute(db);
+  return { succeeded: r.rows[0].s, sent: r.rows[0].e };
+}
