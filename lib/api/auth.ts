@@ -56,7 +56,11 @@ export function bearerGuard(app: FastifyInstance, o: { token: string; who: strin
     if (retryAfter) reply.header('retry-after', String(retryAfter));
     return reply
       .code(status)
-      .send(status === 429 ? { error: 'too-many-requests', reason: `too many failed authentications from ${req.ip}; retry in ${retryAfter} s` } : { error: 'unauthorized', reason: 'missing or wrong bearer token' });
+      .send(
+        status === 429
+          ? { error: 'too-many-requests', reason: `too many failed authentications from ${req.ip}; retry in ${retryAfter} s` }
+          : { error: 'unauthorized', reason: 'missing or wrong bearer token' },
+      );
   };
   return async (req, reply) => {
     const now = Date.now();

@@ -10,7 +10,7 @@
   const plural = (n, one, many) => `${n} ${n === 1 ? one : many || one + 's'}`;
   const idList = (list) => {
     const ids = [...list].sort((a, b) => a - b);
-    return ids.length > 8 ? ids.slice(0, 8).join(", ") + ", …" : ids.join(", ");
+    return ids.length > 8 ? ids.slice(0, 8).join(', ') + ', …' : ids.join(', ');
   };
   let TZ = 'UTC';
 
@@ -31,7 +31,17 @@
     const d = new Date(v);
     if (Number.isNaN(d.getTime())) return String(v);
     const parts = {};
-    for (const p of new Intl.DateTimeFormat('en-CA', { timeZone: TZ, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }).formatToParts(d)) parts[p.type] = p.value;
+    for (const p of new Intl.DateTimeFormat('en-CA', {
+      timeZone: TZ,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+      hourCycle: 'h23',
+    }).formatToParts(d))
+      parts[p.type] = p.value;
     const shown = Date.UTC(+parts.year, +parts.month - 1, +parts.day, +parts.hour, +parts.minute, +parts.second);
     const off = Math.round((shown - Math.floor(d.getTime() / 1000) * 1000) / 60000);
     const a = Math.abs(off);
@@ -52,8 +62,21 @@
       return;
     }
     el.innerHTML =
-      '<tr>' + cols.map((c) => '<th>' + esc(c.label) + '</th>').join('') + '</tr>' +
-      rows.map((r, i) => '<tr class="' + esc(opts.rowClass ? opts.rowClass(r) : '') + '" data-i="' + i + '">' + cols.map((c) => '<td class="' + esc(c.cls || '') + '">' + (c.html ? c.html(r, i) : esc(c.get ? c.get(r) : r[c.key])) + '</td>').join('') + '</tr>').join('');
+      '<tr>' +
+      cols.map((c) => '<th>' + esc(c.label) + '</th>').join('') +
+      '</tr>' +
+      rows
+        .map(
+          (r, i) =>
+            '<tr class="' +
+            esc(opts.rowClass ? opts.rowClass(r) : '') +
+            '" data-i="' +
+            i +
+            '">' +
+            cols.map((c) => '<td class="' + esc(c.cls || '') + '">' + (c.html ? c.html(r, i) : esc(c.get ? c.get(r) : r[c.key])) + '</td>').join('') +
+            '</tr>',
+        )
+        .join('');
   }
 
   // ---- values of the flight state JSON --------------------------------------------------------
@@ -74,7 +97,10 @@
       const t = await api('/ops/messages/' + encodeURIComponent(id));
       renderTrace(t);
     } catch (e) {
-      $('detail').innerHTML = '<div class="panel bad" id="trace">' + esc(e.status === 404 ? `Message ${id} is unknown: not in the inbox and not in PROC_STATE (it may be purged).` : 'Cannot read the trace: ' + e.message) + '</div>';
+      $('detail').innerHTML =
+        '<div class="panel bad" id="trace">' +
+        esc(e.status === 404 ? `Message ${id} is unknown: not in the inbox and not in PROC_STATE (it may be purged).` : 'Cannot read the trace: ' + e.message) +
+        '</div>';
     }
   }
 
@@ -87,22 +113,37 @@
     summary += s
       ? `it is ${s.state}${s.reason ? ' — ' + s.reason : ''}${s.terminalAt ? ' since ' + fmt(s.terminalAt) : ''}, after ${plural(t.attempts.length, 'failed attempt')}. `
       : 'it is not in PROC_STATE (not taken in yet, or purged). ';
-    summary += `It changed ${plural(t.flights.length, 'flight version')}` + (t.flights.length ? ` (${[...new Set(t.flights.map((f) => f.flid))].join(', ')})` : '') + ` and produced ${plural(t.events.length, 'event')}, ${sent} sent.`;
+    summary +=
+      `It changed ${plural(t.flights.length, 'flight version')}` +
+      (t.flights.length ? ` (${[...new Set(t.flights.map((f) => f.flid))].join(', ')})` : '') +
+      ` and produced ${plural(t.events.length, 'event')}, ${sent} sent.`;
     const inb = t.inbox;
-    const inboxHtml = inb.present === true
-      ? `<table><tr><th>received</th><th>processed (written back)</th><th>sender / seq</th><th>TYPE/STYP</th><th>status</th><th>size</th></tr>
+    const inboxHtml =
+      inb.present === true
+        ? `<table><tr><th>received</th><th>processed (written back)</th><th>sender / seq</th><th>TYPE/STYP</th><th>status</th><th>size</th></tr>
           <tr><td>${esc(fmt(inb.received))}</td><td>${inb.processed ? esc(fmt(inb.processed)) : '<span class="muted">not yet</span>'}</td><td>${esc(inb.sender)} / ${esc(inb.sequence)}</td><td>${esc(inb.type)}/${esc(inb.subtype)}</td><td>${esc(inb.status)}</td><td>${esc(inb.chars)} chars</td></tr></table>
           <details><summary>message text (first 4000 characters)</summary><pre class="mono">${esc(inb.excerpt)}</pre></details>`
-      : inb.present === false ? '<p class="muted">The inbox row is gone (purged after its retention).</p>' : `<p class="bad">${esc(inb.error)}</p>`;
+        : inb.present === false
+          ? '<p class="muted">The inbox row is gone (purged after its retention).</p>'
+          : `<p class="bad">${esc(inb.error)}</p>`;
     const b = t.backfill;
-    const backfill = !b ? 'No backfill record.'
-      : b.status === 'WRITTEN' ? `The processing time was written back to the inbox at ${fmt(b.at)}.`
-      : b.status === 'ABANDONED' ? `The backfill was abandoned at ${fmt(b.abandonedAt)} (${b.abandonedReason}) after ${plural(b.attempts, 'attempt')}; resume it from "Backfill abandoned" below.`
-      : b.status === 'OWED' ? `The processing time is still owed to the inbox (${plural(b.attempts, 'attempt')} so far${b.nextAt ? ', next ' + fmt(b.nextAt) : ''}).`
-      : 'No backfill yet: the message is not terminal.';
+    const backfill = !b
+      ? 'No backfill record.'
+      : b.status === 'WRITTEN'
+        ? `The processing time was written back to the inbox at ${fmt(b.at)}.`
+        : b.status === 'ABANDONED'
+          ? `The backfill was abandoned at ${fmt(b.abandonedAt)} (${b.abandonedReason}) after ${plural(b.attempts, 'attempt')}; resume it from "Backfill abandoned" below.`
+          : b.status === 'OWED'
+            ? `The processing time is still owed to the inbox (${plural(b.attempts, 'attempt')} so far${b.nextAt ? ', next ' + fmt(b.nextAt) : ''}).`
+            : 'No backfill yet: the message is not terminal.';
     const SHOWN = 100; // a snapshot can change thousands of flights: the page shows the first ones, the API has all
-    const flights = t.flights.slice(0, SHOWN).map((f) => `<h3 class="change">Flight ${flidLink(f.flid)} version ${esc(f.stateVersion)} — ${esc(f.op)}${f.cause !== 'MESSAGE' ? ' (' + esc(f.cause) + ')' : ''} at ${esc(fmt(f.at))}</h3>
-        <table><tr><th>field</th><th>before</th><th>after</th></tr>${f.changes.map((c) => `<tr><td class="mono">${esc(c.key)}</td><td>${val(c.before)}</td><td>${val(c.after)}</td></tr>`).join('') || '<tr><td colspan="3" class="muted">no field changed</td></tr>'}</table>`).join('');
+    const flights = t.flights
+      .slice(0, SHOWN)
+      .map(
+        (f) => `<h3 class="change">Flight ${flidLink(f.flid)} version ${esc(f.stateVersion)} — ${esc(f.op)}${f.cause !== 'MESSAGE' ? ' (' + esc(f.cause) + ')' : ''} at ${esc(fmt(f.at))}</h3>
+        <table><tr><th>field</th><th>before</th><th>after</th></tr>${f.changes.map((c) => `<tr><td class="mono">${esc(c.key)}</td><td>${val(c.before)}</td><td>${val(c.after)}</td></tr>`).join('') || '<tr><td colspan="3" class="muted">no field changed</td></tr>'}</table>`,
+      )
+      .join('');
     $('detail').innerHTML = `<div class="panel" id="trace">
       <h2>Trace of message ${esc(t.msgId)}</h2>
       <p id="trace-summary">${esc(summary)}</p>
@@ -114,12 +155,22 @@
       <h3>Events produced</h3><table id="trace-events"></table>
       <h3>Backfill</h3><p id="trace-backfill">${esc(backfill)}</p></div>`;
     table($('trace-attempts'), t.attempts, [
-      { label: 'time', get: (a) => fmt(a.at) }, { label: 'class', key: 'errorClass' }, { label: 'detail', key: 'detail', cls: 'reason' }, { label: 'then', key: 'nextState' },
+      { label: 'time', get: (a) => fmt(a.at) },
+      { label: 'class', key: 'errorClass' },
+      { label: 'detail', key: 'detail', cls: 'reason' },
+      { label: 'then', key: 'nextState' },
     ]);
     table($('trace-events'), t.events, [
-      { label: 'event', key: 'eventId' }, { label: 'topic', key: 'topic' }, { label: 'flight', html: (e) => flidLink(e.flid) }, { label: 'version', key: 'stateVersion' },
+      { label: 'event', key: 'eventId' },
+      { label: 'topic', key: 'topic' },
+      { label: 'flight', html: (e) => flidLink(e.flid) },
+      { label: 'version', key: 'stateVersion' },
       { label: 'what', get: (e) => (e.tombstone ? 'tombstone (delete)' : e.target === 'schd' ? 'complete state' : 'change') },
-      { label: 'state', key: 'state' }, { label: 'partition', key: 'partition' }, { label: 'offset', key: 'offset' }, { label: 'sent', get: (e) => fmt(e.sentAt) }, { label: 'last error', key: 'lastError', cls: 'reason' },
+      { label: 'state', key: 'state' },
+      { label: 'partition', key: 'partition' },
+      { label: 'offset', key: 'offset' },
+      { label: 'sent', get: (e) => fmt(e.sentAt) },
+      { label: 'last error', key: 'lastError', cls: 'reason' },
     ]);
   }
 
@@ -140,14 +191,23 @@
     const archived = t.archived.map((a) => `Archived version ${a.stateVersion} (${a.flightState}, rule ${a.purgeRule}) at ${fmt(a.archivedAt)}.`).join(' ');
     $('detail').innerHTML = `<div class="panel" id="timeline"><h2>Timeline of flight ${esc(t.flid)}</h2>
       <p id="timeline-summary">${esc(head)} ${esc(archived)} ${esc(plural(t.versions.length, 'version'))} retained.</p><table id="timeline-versions"></table></div>`;
-    table($('timeline-versions'), t.versions, [
-      { label: 'version', key: 'stateVersion' },
-      { label: 'what', get: (v) => v.op + (v.cause && v.cause !== 'MESSAGE' ? ' (' + v.cause + ')' : '') },
-      { label: 'message', html: (v) => (v.message ? msgLink(v.message.id) : '<span class="muted">purge</span>') },
-      { label: 'TYPE/STYP', get: (v) => v.message?.kind || '' },
-      { label: 'at', get: (v) => fmt(v.at) },
-      { label: 'fields changed', html: (v) => (v.source === 'change' ? changesHtml(v.changes) || '<span class="muted">none</span>' : '<span class="muted">keys only (change record purged): </span>' + esc(v.changedKeys.join(', '))) },
-    ], { rowClass: (v) => 'op-' + v.op });
+    table(
+      $('timeline-versions'),
+      t.versions,
+      [
+        { label: 'version', key: 'stateVersion' },
+        { label: 'what', get: (v) => v.op + (v.cause && v.cause !== 'MESSAGE' ? ' (' + v.cause + ')' : '') },
+        { label: 'message', html: (v) => (v.message ? msgLink(v.message.id) : '<span class="muted">purge</span>') },
+        { label: 'TYPE/STYP', get: (v) => v.message?.kind || '' },
+        { label: 'at', get: (v) => fmt(v.at) },
+        {
+          label: 'fields changed',
+          html: (v) =>
+            v.source === 'change' ? changesHtml(v.changes) || '<span class="muted">none</span>' : '<span class="muted">keys only (change record purged): </span>' + esc(v.changedKeys.join(', ')),
+        },
+      ],
+      { rowClass: (v) => 'op-' + v.op },
+    );
   }
 
   // ---- counts per state and reason; the paged list --------------------------------------------
@@ -158,8 +218,11 @@
     const byState = Object.fromEntries(c.states.map((s) => [s.state, s]));
     $('counts').innerHTML = ORDER.map((st) => {
       const s = byState[st] || { count: 0, reasons: [] };
-      return `<div><a class="chip st-${st}" data-state="${st}">${st} ${s.count}</a></div><div>` +
-        s.reasons.map((r) => `<a class="chip st-${st}" data-state="${st}" data-reason="${esc(r.reason)}">${esc(r.reason || '(no reason)')} ${r.count}</a>`).join('') + '</div>';
+      return (
+        `<div><a class="chip st-${st}" data-state="${st}">${st} ${s.count}</a></div><div>` +
+        s.reasons.map((r) => `<a class="chip st-${st}" data-state="${st}" data-reason="${esc(r.reason)}">${esc(r.reason || '(no reason)')} ${r.count}</a>`).join('') +
+        '</div>'
+      );
     }).join('');
   }
 
@@ -179,12 +242,22 @@
     $('list-panel').className = '';
     $('confirm').hidden = true;
     $('list-title').textContent = `List: ${state}${reason !== undefined ? ' · ' + (reason || '(no reason)') : ' (every reason)'}`;
-    table($('list'), list.rows, [
-      { label: '', html: (r) => (replayable(r) ? `<input type="checkbox" class="pick" data-id="${esc(r.msgId)}"${list.selected.has(r.msgId) ? ' checked' : ''}>` : '') },
-      { label: 'message', html: (r) => msgLink(r.msgId) }, { label: 'state', key: 'state', cls: 'state' }, { label: 'kind', key: 'kind' },
-      { label: 'reason', key: 'reason', cls: 'reason' }, { label: 'attempts', key: 'attempts' }, { label: 'enqueued', get: (r) => fmt(r.enqueuedAt) },
-      { label: 'terminal', get: (r) => fmt(r.terminalAt) }, { label: 'backfill', key: 'backfill' },
-    ], { rowClass: (r) => 'st-' + r.state });
+    table(
+      $('list'),
+      list.rows,
+      [
+        { label: '', html: (r) => (replayable(r) ? `<input type="checkbox" class="pick" data-id="${esc(r.msgId)}"${list.selected.has(r.msgId) ? ' checked' : ''}>` : '') },
+        { label: 'message', html: (r) => msgLink(r.msgId) },
+        { label: 'state', key: 'state', cls: 'state' },
+        { label: 'kind', key: 'kind' },
+        { label: 'reason', key: 'reason', cls: 'reason' },
+        { label: 'attempts', key: 'attempts' },
+        { label: 'enqueued', get: (r) => fmt(r.enqueuedAt) },
+        { label: 'terminal', get: (r) => fmt(r.terminalAt) },
+        { label: 'backfill', key: 'backfill' },
+      ],
+      { rowClass: (r) => 'st-' + r.state },
+    );
     $('next-page').disabled = list.next === null;
     $('page-info').textContent = `page ${list.page}, ${plural(list.rows.length, 'message')}${list.next === null ? ' (last page)' : ''}`;
     showSelected();
@@ -200,7 +273,8 @@
       let text = done.size
         ? `Replayed ${plural(done.size, 'message')} (${idList([...done])}): back to PENDING, the pump applies ${done.size === 1 ? 'it' : 'them'} again in inbox order${force ? ' (with force)' : ''}.`
         : 'No message was replayed.';
-      if (missed.length) text += ` ${plural(missed.length, 'message')} (${idList(missed)}) ${missed.length === 1 ? 'was' : 'were'} not replayed: only FAILED and DEAD messages can be, DEAD(MALFORMED/PROTOCOL) only with force; ${missed.length === 1 ? 'it' : 'they'} may have changed state meanwhile.`;
+      if (missed.length)
+        text += ` ${plural(missed.length, 'message')} (${idList(missed)}) ${missed.length === 1 ? 'was' : 'were'} not replayed: only FAILED and DEAD messages can be, DEAD(MALFORMED/PROTOCOL) only with force; ${missed.length === 1 ? 'it' : 'they'} may have changed state meanwhile.`;
       say(text, done.size === 0);
     } catch (e) {
       say(`Replay failed, nothing was changed: ${e.message}.`, true);
@@ -228,13 +302,19 @@
   let pendingReplay = null;
 
   // ---- charts: inline SVG from /ops/last-hour (Postgres; no Prometheus needed) -----------------
-  const W = 360, H = 120, L = 34, R = 6, T = 8, B = 18;
+  const W = 360,
+    H = 120,
+    L = 34,
+    R = 6,
+    T = 8,
+    B = 18;
   function chart(svg, minutes, series, opts = {}) {
     const n = minutes.length;
     const max = Math.max(1, ...series.flatMap((s) => s.values.filter((v) => v !== null)).concat(opts.stacked ? minutes.map((_, i) => series.reduce((a, s) => a + (s.values[i] || 0), 0)) : []));
     const x = (i) => L + (i * (W - L - R)) / Math.max(1, n - 1);
     const y = (v) => T + (H - T - B) * (1 - v / max);
-    let out = `<line x1="${L}" y1="${H - B}" x2="${W - R}" y2="${H - B}" stroke="#999"/><line x1="${L}" y1="${T}" x2="${L}" y2="${H - B}" stroke="#999"/>` +
+    let out =
+      `<line x1="${L}" y1="${H - B}" x2="${W - R}" y2="${H - B}" stroke="#999"/><line x1="${L}" y1="${T}" x2="${L}" y2="${H - B}" stroke="#999"/>` +
       `<text x="${L - 3}" y="${T + 8}" font-size="9" text-anchor="end" fill="#555">${esc(Math.round(max * 10) / 10)}</text><text x="${L - 3}" y="${H - B}" font-size="9" text-anchor="end" fill="#555">0</text>` +
       `<text x="${L}" y="${H - 4}" font-size="9" fill="#555">${esc(hhmm(minutes[0]))}</text><text x="${W - R}" y="${H - 4}" font-size="9" text-anchor="end" fill="#555">${esc(hhmm(minutes[n - 1]))}</text>`;
     if (opts.stacked) {
@@ -243,7 +323,8 @@
         let base = 0;
         for (const s of series) {
           const v = s.values[i] || 0;
-          if (v > 0) out += `<rect x="${(x(i) - bw / 2).toFixed(1)}" y="${y(base + v).toFixed(1)}" width="${bw.toFixed(1)}" height="${(y(base) - y(base + v)).toFixed(1)}" fill="${s.color}"><title>${esc(hhmm(minutes[i]) + ' ' + s.label + ' ' + v)}</title></rect>`;
+          if (v > 0)
+            out += `<rect x="${(x(i) - bw / 2).toFixed(1)}" y="${y(base + v).toFixed(1)}" width="${bw.toFixed(1)}" height="${(y(base) - y(base + v)).toFixed(1)}" fill="${s.color}"><title>${esc(hhmm(minutes[i]) + ' ' + s.label + ' ' + v)}</title></rect>`;
           base += v;
         }
       }
@@ -253,15 +334,17 @@
         const runs = [[]];
         s.values.forEach((v, i) => (v === null ? runs.push([]) : runs[runs.length - 1].push(`${x(i).toFixed(1)},${y(v).toFixed(1)}`)));
         for (const pts of runs.filter((r) => r.length)) {
-          out += pts.length === 1
-            ? `<circle cx="${pts[0].split(',')[0]}" cy="${pts[0].split(',')[1]}" r="1.8" fill="${s.color}"/>`
-            : `<polyline points="${pts.join(' ')}" fill="none" stroke="${s.color}" stroke-width="1.5"/>`;
+          out +=
+            pts.length === 1
+              ? `<circle cx="${pts[0].split(',')[0]}" cy="${pts[0].split(',')[1]}" r="1.8" fill="${s.color}"/>`
+              : `<polyline points="${pts.join(' ')}" fill="none" stroke="${s.color}" stroke-width="1.5"/>`;
         }
       }
     }
     svg.innerHTML = out;
   }
-  const legend = (el, series) => (el.innerHTML = series.map((s) => `<span><svg class="swatch" width="10" height="10" viewBox="0 0 10 10"><rect width="10" height="10" fill="${s.color}"/></svg> ${esc(s.label)}</span>`).join(''));
+  const legend = (el, series) =>
+    (el.innerHTML = series.map((s) => `<span><svg class="swatch" width="10" height="10" viewBox="0 0 10 10"><rect width="10" height="10" fill="${s.color}"/></svg> ${esc(s.label)}</span>`).join(''));
 
   async function loadCharts() {
     const h = await api('/ops/last-hour');
@@ -290,20 +373,45 @@
     const s = await api('/ops/summary');
     $('status').textContent = 'loaded ' + fmt(s.now) + ' (airport time, ' + TZ + ')';
     $('head').innerHTML = s.head
-      ? '<span class="' + (s.head.state === 'FAILED' ? 'bad' : '') + '">message ' + msgLink(s.head.msg_id) + ' ' + esc(s.head.state) + ' ' + esc(s.head.kind || '') + ', ' + esc(s.head.ageSeconds) + ' s old ' + esc(s.head.reason || '') + '</span>'
+      ? '<span class="' +
+        (s.head.state === 'FAILED' ? 'bad' : '') +
+        '">message ' +
+        msgLink(s.head.msg_id) +
+        ' ' +
+        esc(s.head.state) +
+        ' ' +
+        esc(s.head.kind || '') +
+        ', ' +
+        esc(s.head.ageSeconds) +
+        ' s old ' +
+        esc(s.head.reason || '') +
+        '</span>'
       : '<span class="ok">empty: nothing waiting</span>';
     table($('abandoned'), s.abandonedBackfills, [
-      { label: 'message', html: (r) => msgLink(r.msg_id) }, { label: 'kind', key: 'kind' }, { label: 'reason', key: 'backfill_abandoned_reason', cls: 'reason' },
-      { label: 'abandoned', get: (r) => fmt(r.backfill_abandoned_at) }, { label: 'attempts', key: 'backfill_attempts' },
+      { label: 'message', html: (r) => msgLink(r.msg_id) },
+      { label: 'kind', key: 'kind' },
+      { label: 'reason', key: 'backfill_abandoned_reason', cls: 'reason' },
+      { label: 'abandoned', get: (r) => fmt(r.backfill_abandoned_at) },
+      { label: 'attempts', key: 'backfill_attempts' },
       { label: '', html: (r) => `<button data-resume="${esc(r.msg_id)}">resume</button>` },
     ]);
     table($('dead'), s.deadLetters, [
-      { label: 'event', key: 'event_id' }, { label: 'target', key: 'target' }, { label: 'flight', html: (r) => flidLink(r.flid) }, { label: 'version', key: 'state_version' },
-      { label: 'attempts', key: 'attempts' }, { label: 'last error', key: 'last_error', cls: 'reason' }, { label: '', html: (r) => `<button data-send="${esc(r.event_id)}">send again</button>` },
+      { label: 'event', key: 'event_id' },
+      { label: 'target', key: 'target' },
+      { label: 'flight', html: (r) => flidLink(r.flid) },
+      { label: 'version', key: 'state_version' },
+      { label: 'attempts', key: 'attempts' },
+      { label: 'last error', key: 'last_error', cls: 'reason' },
+      { label: '', html: (r) => `<button data-send="${esc(r.event_id)}">send again</button>` },
     ]);
     table($('requests'), s.openRequests, [
-      { label: 'id', key: 'id' }, { label: 'kind', key: 'kind' }, { label: 'rtype', key: 'rtype' }, { label: 'operation day', key: 'operation_day' },
-      { label: 'state', key: 'state' }, { label: 'created', get: (r) => fmt(r.created_at) }, { label: 'sent', get: (r) => fmt(r.sent_at) },
+      { label: 'id', key: 'id' },
+      { label: 'kind', key: 'kind' },
+      { label: 'rtype', key: 'rtype' },
+      { label: 'operation day', key: 'operation_day' },
+      { label: 'state', key: 'state' },
+      { label: 'created', get: (r) => fmt(r.created_at) },
+      { label: 'sent', get: (r) => fmt(r.sent_at) },
     ]);
   }
 
@@ -343,7 +451,12 @@
       el.disabled = true;
       try {
         const r = await api('/ops/backfill-resume', { ids: [Number(el.dataset.resume)] });
-        say(r.resumed.length ? `Backfill of message ${el.dataset.resume} resumed: the processing time will be written back on the next round.` : `Backfill of message ${el.dataset.resume} was not resumed: it is no longer abandoned.`, r.resumed.length === 0);
+        say(
+          r.resumed.length
+            ? `Backfill of message ${el.dataset.resume} resumed: the processing time will be written back on the next round.`
+            : `Backfill of message ${el.dataset.resume} was not resumed: it is no longer abandoned.`,
+          r.resumed.length === 0,
+        );
       } catch (e) {
         say(`Resume failed: ${e.message}.`, true);
       }
@@ -388,7 +501,11 @@
   });
   $('confirm-cancel').addEventListener('click', () => {
     $('confirm').hidden = true;
-    if (pendingReplay) say(`Nothing was replayed: you cancelled, so ${plural(pendingReplay.forced.length, 'message')} (${idList(pendingReplay.forced.map((r) => r.msgId))}) ${pendingReplay.forced.length === 1 ? 'stays' : 'stay'} DEAD.`, false);
+    if (pendingReplay)
+      say(
+        `Nothing was replayed: you cancelled, so ${plural(pendingReplay.forced.length, 'message')} (${idList(pendingReplay.forced.map((r) => r.msgId))}) ${pendingReplay.forced.length === 1 ? 'stays' : 'stay'} DEAD.`,
+        false,
+      );
     pendingReplay = null;
   });
   $('next-page').addEventListener('click', () => list.next !== null && openList(list.state, list.reason, list.next, list.page + 1).catch((e) => say('Cannot list: ' + e.message, true)));

@@ -73,15 +73,21 @@ export async function opsSummary(db: Db, clock: Clock) {
 
 export async function consoleRoutes(app: FastifyInstance, o: { db: Db; clock: Clock; guard: Guard }) {
   clientErrors(app);
-  app.get('/ops', { schema: { summary: 'The ops console (HTML page; give it the token)', response: { 200: { description: 'the page', content: { 'text/html': { schema: { type: 'string' } } } } } } }, async (_req, reply) =>
-    reply.type('text/html; charset=utf-8').send(PAGE),
+  app.get(
+    '/ops',
+    { schema: { summary: 'The ops console (HTML page; give it the token)', response: { 200: { description: 'the page', content: { 'text/html': { schema: { type: 'string' } } } } } } },
+    async (_req, reply) => reply.type('text/html; charset=utf-8').send(PAGE),
   );
   // the page's script and style: no token (like the page itself), no data
-  app.get('/ops/console.js', { schema: { summary: "The console's script", response: { 200: { description: 'JavaScript', content: { 'text/javascript': { schema: { type: 'string' } } } } } } }, async (_req, reply) =>
-    reply.type('text/javascript; charset=utf-8').send(SCRIPT),
+  app.get(
+    '/ops/console.js',
+    { schema: { summary: "The console's script", response: { 200: { description: 'JavaScript', content: { 'text/javascript': { schema: { type: 'string' } } } } } } },
+    async (_req, reply) => reply.type('text/javascript; charset=utf-8').send(SCRIPT),
   );
-  app.get('/ops/console.css', { schema: { summary: "The console's style sheet", response: { 200: { description: 'CSS', content: { 'text/css': { schema: { type: 'string' } } } } } } }, async (_req, reply) =>
-    reply.type('text/css; charset=utf-8').send(STYLE),
+  app.get(
+    '/ops/console.css',
+    { schema: { summary: "The console's style sheet", response: { 200: { description: 'CSS', content: { 'text/css': { schema: { type: 'string' } } } } } } },
+    async (_req, reply) => reply.type('text/css; charset=utf-8').send(STYLE),
   );
   app.get(
     '/ops/summary',

@@ -22,7 +22,10 @@ export async function inboxRoutes(app: FastifyInstance, o: { inbox: Inbox; confi
     if (!app.hasContentTypeParser(ct)) app.addContentTypeParser(ct, { parseAs: 'buffer', bodyLimit: max }, (_req, body, done) => done(null, body));
   }
   const xmlOnly = async (req: FastifyRequest, reply: FastifyReply) => {
-    const ct = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+    const ct = String(req.headers['content-type'] ?? '')
+      .split(';')[0]
+      .trim()
+      .toLowerCase();
     if (ct !== 'application/xml' && ct !== 'text/xml') return reply.code(415).send({ error: 'unsupported-media-type', reason: 'send the SIS XML as application/xml or text/xml' });
   };
   // Fastify refuses an oversize body before the route runs: answer in the route's own shape.

@@ -72,13 +72,7 @@ export async function messageTrace(d: TraceDeps, id: number) {
   const backfill = !p
     ? null
     : {
-        status: p.backfill_at
-          ? 'WRITTEN'
-          : p.backfill_abandoned_at
-            ? 'ABANDONED'
-            : ['SUCCEEDED', 'SKIPPED', 'DEAD'].includes(p.state)
-              ? 'OWED'
-              : 'NOT_YET',
+        status: p.backfill_at ? 'WRITTEN' : p.backfill_abandoned_at ? 'ABANDONED' : ['SUCCEEDED', 'SKIPPED', 'DEAD'].includes(p.state) ? 'OWED' : 'NOT_YET',
         at: iso(p.backfill_at, tz),
         nextAt: iso(p.backfill_next_at, tz),
         attempts: Number(p.backfill_attempts),

@@ -32,7 +32,10 @@ export async function opsRoutes(app: FastifyInstance, o: { db: Db; clock: Clock;
             force: { type: 'boolean' },
           },
         },
-        response: responses({ 200: { type: 'object', required: ['replayed'], properties: { replayed: idList, untouched: { type: 'array', items: { type: 'string' } } }, additionalProperties: false }, ...errors(400, 401, 413, 415, 429, 500) }),
+        response: responses({
+          200: { type: 'object', required: ['replayed'], properties: { replayed: idList, untouched: { type: 'array', items: { type: 'string' } } }, additionalProperties: false },
+          ...errors(400, 401, 413, 415, 429, 500),
+        }),
       },
     },
     async (req, reply) => {
@@ -53,7 +56,10 @@ export async function opsRoutes(app: FastifyInstance, o: { db: Db; clock: Clock;
         summary: 'Resume abandoned backfills',
         security: bearer,
         body: { type: 'object', additionalProperties: false, properties: { ids: dbIds, reason: { enum: ['MISSING_ROW', 'TRANSIENT_DEADLINE'] } } },
-        response: responses({ 200: { type: 'object', required: ['resumed'], properties: { resumed: idList, untouched: { type: 'array', items: { type: 'string' } } }, additionalProperties: false }, ...errors(400, 401, 413, 415, 429, 500) }),
+        response: responses({
+          200: { type: 'object', required: ['resumed'], properties: { resumed: idList, untouched: { type: 'array', items: { type: 'string' } } }, additionalProperties: false },
+          ...errors(400, 401, 413, 415, 429, 500),
+        }),
       },
     },
     async (req, reply) => {
@@ -76,7 +82,10 @@ export async function opsRoutes(app: FastifyInstance, o: { db: Db; clock: Clock;
           additionalProperties: false,
           properties: { state: { enum: [...STATES] }, limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
         },
-        response: responses({ 200: { type: 'object', required: ['messages'], properties: { messages: { type: 'array', items: anyObject } }, additionalProperties: false }, ...errors(400, 401, 429, 500) }),
+        response: responses({
+          200: { type: 'object', required: ['messages'], properties: { messages: { type: 'array', items: anyObject } }, additionalProperties: false },
+          ...errors(400, 401, 429, 500),
+        }),
       },
     },
     async (req) => {

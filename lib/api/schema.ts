@@ -37,7 +37,17 @@ export const bearer = [{ bearer: [] }];
 /** A route's `response` map (typed loosely, so that handlers may answer any documented status). */
 export const responses = (r: Record<number, unknown>): Record<number, unknown> => r;
 
-const NAMES: Record<number, string> = { 400: 'bad-request', 401: 'unauthorized', 403: 'forbidden', 404: 'not-found', 405: 'method-not-allowed', 408: 'timeout', 413: 'too-large', 415: 'unsupported-media-type', 429: 'too-many-requests' };
+const NAMES: Record<number, string> = {
+  400: 'bad-request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not-found',
+  405: 'method-not-allowed',
+  408: 'timeout',
+  413: 'too-large',
+  415: 'unsupported-media-type',
+  429: 'too-many-requests',
+};
 
 /** The reason of a client error: the validation message, or the body limit that was exceeded. */
 export function clientReason(err: Error & { code?: string }, bodyLimit: number | undefined): string {

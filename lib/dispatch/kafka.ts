@@ -102,7 +102,8 @@ export async function withTimeout<T>(p: Promise<T>, ms: number, what: string): P
 }
 
 /** kafkajs chatter that our own round logs already cover (one line per failed round). */
-const TRANSIENT = /Connection error|Connection timeout|ECONNREFUSED|ETIMEDOUT|Request .* timed out|Failed to connect to seed broker|coordinator is (loading|not available)|Closed connection|Response without match|socket hang up|disconnected/i;
+const TRANSIENT =
+  /Connection error|Connection timeout|ECONNREFUSED|ETIMEDOUT|Request .* timed out|Failed to connect to seed broker|coordinator is (loading|not available)|Closed connection|Response without match|socket hang up|disconnected/i;
 
 function logCreator(log: Logger) {
   return () =>
@@ -130,7 +131,9 @@ const WEEK_MS = 7 * 24 * 3600 * 1000;
 
 export function kafkaOptions(config: Config, log: Logger): KafkaOptions {
   return {
-    brokers: config.KAFKA_BROKERS.split(',').map((b) => b.trim()).filter(Boolean),
+    brokers: config.KAFKA_BROKERS.split(',')
+      .map((b) => b.trim())
+      .filter(Boolean),
     clientId: config['msgx.kafka.client-id'],
     timeoutMs: config['msgx.io.timeout'],
     partitions: config['msgx.kafka.partitions'],

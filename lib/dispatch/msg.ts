@@ -59,7 +59,10 @@ export async function msgRound(d: DispatchDeps): Promise<RoundResult> {
     let failed: { rows: MsgRow[]; error: Error } | null = null;
     for (const rows of chunks) {
       try {
-        const placed = await d.kafka.send(topic, rows.map((e) => ({ key: e.flid, value: e.value })));
+        const placed = await d.kafka.send(
+          topic,
+          rows.map((e) => ({ key: e.flid, value: e.value })),
+        );
         rows.forEach((e, i) => acked.push({ eventId: e.eventId, stateVersion: e.stateVersion, partition: placed[i].partition, offset: placed[i].offset }));
       } catch (e) {
         failed = { rows, error: e as Error };
@@ -80,7 +83,11 @@ export async function msgRound(d: DispatchDeps): Promise<RoundResult> {
       );
       res.failed = failed.rows.length;
       res.dead = dead.length;
-      if (d.outage && unavailable) d.outage.sendFailed(error, failed.rows.map((e) => e.eventId));
+      if (d.outage && unavailable)
+        d.outage.sendFailed(
+          error,
+          failed.rows.map((e) => e.eventId),
+        );
       else d.log.warn({ topic, events: failed.rows.length, firstEventId: failed.rows[0].eventId, dead: dead.length, err: error }, 'msg dispatch: send failed, backing off');
       if (dead.length) d.log.error({ topic, eventIds: dead, err: error }, 'msg dispatch: events DEAD after max attempts (their FLIDs are held)');
     }
@@ -96,13 +103,7 @@ export type DrainNext = 'now' | Date | null;
  * Rounds until nothing is due, a send fails, or the budget is spent. Returns when the task
  * should run again: 'now' (budget spent), the next retry time, or null (idle until woken).
  */
-export async function drain(
-  round: (d: DispatchDeps) => Promise<RoundResult>,
-  target: 'msg' | 'schd',
-  d: DispatchDeps,
-  budgetMs: number,
-  signal?: AbortSignal,
-): Promise<DrainNext> {
+export async function drain(round: (d: DispatchDeps) => Promise<RoundResult>, target: 'msg' | 'schd', d: DispatchDeps, budgetMs: number, signal?: AbortSignal): Promise<DrainNext> {
   const until = Date.now() + budgetMs;
   for (;;) {
     const r = await round(d);

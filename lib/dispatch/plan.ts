@@ -149,4 +149,3 @@ export function splitSchd(states: readonly string[], maxBytes: number): SchdSpli
   flush();
   return { records, oversize };
 }
-

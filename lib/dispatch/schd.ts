@@ -41,7 +41,11 @@ export async function schdRound(d: DispatchDeps): Promise<SchdRoundResult> {
     res.picked = rows.length;
     if (rows.length === 0) return res;
 
-    const states = await readFlights(d.db, rows.map((r) => r.flid), d.config['msgx.airport.timezone']);
+    const states = await readFlights(
+      d.db,
+      rows.map((r) => r.flid),
+      d.config['msgx.airport.timezone'],
+    );
     const live: { row: SchdRow; version: number; json: string }[] = [];
     const gone: number[] = [];
     for (const row of rows) {
@@ -52,7 +56,10 @@ export async function schdRound(d: DispatchDeps): Promise<SchdRoundResult> {
     res.gone = await dropGoneSchdRows(tx, gone);
 
     const policy = retryPolicy(d.config);
-    const { records, oversize } = splitSchd(live.map((l) => l.json), maxBytes);
+    const { records, oversize } = splitSchd(
+      live.map((l) => l.json),
+      maxBytes,
+    );
     res.records = records.length;
     if (oversize.length) {
       const big = oversize.map((i) => live[i]);
@@ -85,10 +92,18 @@ export async function schdRound(d: DispatchDeps): Promise<SchdRoundResult> {
       const unavailable = !(await d.kafka.reachable());
       const error = `${unavailable ? 'broker unreachable: ' : ''}${failed.error.name}: ${failed.error.message}`;
       const rowsOf = failed.members.map((i) => live[i].row);
-      const dead = await markFailed(tx, rowsOf.map((r) => ({ eventId: r.eventId, attemptsBefore: r.attempts, next: afterFailure(r.attempts, policy, at, unavailable) })), error);
+      const dead = await markFailed(
+        tx,
+        rowsOf.map((r) => ({ eventId: r.eventId, attemptsBefore: r.attempts, next: afterFailure(r.attempts, policy, at, unavailable) })),
+        error,
+      );
       res.failed = rowsOf.length;
       res.dead += dead.length;
-      if (d.outage && unavailable) d.outage.sendFailed(error, rowsOf.map((r) => r.eventId));
+      if (d.outage && unavailable)
+        d.outage.sendFailed(
+          error,
+          rowsOf.map((r) => r.eventId),
+        );
       else d.log.warn({ topic, rows: rowsOf.length, dead: dead.length, err: error }, 'schd dispatch: send failed, backing off');
       if (dead.length) d.log.error({ topic, eventIds: dead, err: error }, 'schd dispatch: rows DEAD after max attempts');
     }

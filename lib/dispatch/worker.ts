@@ -15,7 +15,6 @@ import { probes, probeUntilUp } from '../runtime/probe.ts';
 /** Time one task run may keep draining before it re-queues itself (other jobs get a turn). */
 export const DRAIN_BUDGET_MS = 30_000;
 
-
 /**
  * Kafka edge with the topic ensured (created with the gateway's settings, or its settings
  * checked); waits (and retries) while the broker cannot be reached.
@@ -50,13 +49,7 @@ export async function connectKafka(rt: Runtime, spec: TopicSpec): Promise<KafkaE
   return kafka;
 }
 
-export function dispatcherTask(
-  rt: Runtime,
-  target: Target,
-  task: string,
-  drainFn: (d: DispatchDeps, budgetMs: number, signal?: AbortSignal) => Promise<DrainNext>,
-  kafka: KafkaEdge,
-): Task {
+export function dispatcherTask(rt: Runtime, target: Target, task: string, drainFn: (d: DispatchDeps, budgetMs: number, signal?: AbortSignal) => Promise<DrainNext>, kafka: KafkaEdge): Task {
   registerDispatchGauges(rt.db, [target]);
   const outage = new KafkaOutage(rt.log, target);
   const probe = probes.kafka(kafkaOptions(rt.config, rt.log).brokers, Math.min(1000, rt.config['msgx.io.timeout']));

@@ -92,9 +92,7 @@ export interface PlanMessage {
 // output
 
 /** An outbox row, in the order EVENT_IDs are taken (msg events and schd upserts interleaved as one-at-a-time processing would take them). */
-export type PlannedEvent =
-  | { target: 'msg'; flid: string; stateVersion: number; payload: Record<string, unknown> }
-  | { target: 'schd'; flid: string; stateVersion: number };
+export type PlannedEvent = { target: 'msg'; flid: string; stateVersion: number; payload: Record<string, unknown> } | { target: 'schd'; flid: string; stateVersion: number };
 
 export type ChangeOp = 'CREATE' | 'UPDATE' | 'DELETE' | 'REVIVE';
 export type ChangeCause = 'MESSAGE' | 'CASCADE' | 'MAFL' | 'SNAPSHOT_DELETE';
@@ -471,7 +469,15 @@ export class FlightPlan {
     for (const [day, data] of this.dayState) {
       const before = this.loaded.days.get(day)?.roster ?? null;
       const same = before !== null && before.length === data.roster.length && [...before].sort().join('\n') === [...data.roster].sort().join('\n');
-      ledgers.push({ day, fromVersion: this.ledgerFirst.get(day) ?? null, version: data.ledger!.version, lastMessageId: data.ledger!.lastMessageId, roster: same ? before : data.roster, previousRoster: same ? before : null, at: this.snapLog.findLast((l) => l.day === day)!.at });
+      ledgers.push({
+        day,
+        fromVersion: this.ledgerFirst.get(day) ?? null,
+        version: data.ledger!.version,
+        lastMessageId: data.ledger!.lastMessageId,
+        roster: same ? before : data.roster,
+        previousRoster: same ? before : null,
+        at: this.snapLog.findLast((l) => l.day === day)!.at,
+      });
     }
     return { flights, events, schdRemovals, changes: this.changes, ledgers, snapLog: this.snapLog };
   }

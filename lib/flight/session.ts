@@ -35,8 +35,9 @@ export class FlightStateCache {
   /** After a commit: the batch's states (null = no such flight: not kept, it is looked up again). */
   put(states: ReadonlyMap<string, FlightState | null>): void {
     if (this.states.size + states.size > CACHE_MAX) this.states.clear();
-    for (const [f, s] of states) if (s) this.states.set(f, s);
-    else this.states.delete(f);
+    for (const [f, s] of states)
+      if (s) this.states.set(f, s);
+      else this.states.delete(f);
   }
   clear(): void {
     this.states.clear();
@@ -84,7 +85,12 @@ export class FlightSession implements DomainBatch<FlightCommand> {
   /** Load what the planner asked for: states (+ floors of the absent), shared flights of each FLID and its master, days. */
   private async load(need: NeedData): Promise<void> {
     const L = this.loaded;
-    if (need.days.length) for (const [d, data] of await loadDays(this.tx, need.days.filter((d) => !L.days.has(d)))) L.days.set(d, data);
+    if (need.days.length)
+      for (const [d, data] of await loadDays(
+        this.tx,
+        need.days.filter((d) => !L.days.has(d)),
+      ))
+        L.days.set(d, data);
     const flids = [...new Set(need.flids)].filter((f) => !L.knows(f));
     // committed by this pump in an earlier batch of this PIPELINE_LOCK hold: current
     const toRead: string[] = [];

@@ -43,7 +43,6 @@ async function runPrepared<R>(db: Executor, name: string, params: unknown[], bui
 // ---------------------------------------------------------------------------------------------
 // load
 
-
 function fromDb(kind: ValueKind, v: unknown, tz: string): string | number | null {
   if (v === null || v === undefined) return null;
   if (kind === 'time') return isoLocal(v as Date, tz);
@@ -75,7 +74,6 @@ function mainRowToState(r: Record<string, unknown>, tz: string): FlightState {
     MAFL: (r.mafl as MaflEntry[]) ?? [],
   };
 }
-
 
 /** Per detail table: its collection specs and the positional element the one-trip loader builds. */
 interface DetailLoad {
@@ -203,9 +201,7 @@ const MAIN_WRITE: { name: string; type: string; get: (s: FlightState) => string 
   ...SCALAR_KEYS.map((c) => ({ name: c.column, type: pgType(c.kind), get: (s: FlightState) => toDb(s.data[c.key]) })),
 ];
 
-const MAIN_UPDATE = sql.join(
-  MAIN_WRITE.filter((c) => c.name !== 'flid' && c.name !== 'created_at' && c.name !== 'deleted_at').map((c) => sql`${sql.ref(c.name)} = excluded.${sql.ref(c.name)}`),
-);
+const MAIN_UPDATE = sql.join(MAIN_WRITE.filter((c) => c.name !== 'flid' && c.name !== 'created_at' && c.name !== 'deleted_at').map((c) => sql`${sql.ref(c.name)} = excluded.${sql.ref(c.name)}`));
 
 // A write is a list of pieces (one data-modifying statement each, in order). `writeBatch` runs a
 // message's pieces as ONE statement: each piece is a data-modifying CTE that starts only after the
@@ -225,13 +221,7 @@ const andGuard = (g: RawBuilder<unknown> | null) => (g ? sql`and ${g}` : sql``);
 const whereGuard = (g: RawBuilder<unknown> | null) => (g ? sql`where ${g}` : sql``);
 
 /** `insert into t (cols) select … from unnest($1::text[], …) as u(cols)`: one parameter per column. */
-function unnestPiece(
-  key: string,
-  table: string,
-  columns: { name: string; type: string }[],
-  rows: (string | number | boolean | null)[][],
-  suffix?: RawBuilder<unknown>,
-): Piece {
+function unnestPiece(key: string, table: string, columns: { name: string; type: string }[], rows: (string | number | boolean | null)[][], suffix?: RawBuilder<unknown>): Piece {
   const arrays = columns.map((_, i) => rows.map((r) => (r[i] === null || r[i] === undefined ? null : String(r[i]))));
   const cols = sql.join(columns.map((c) => sql.ref(c.name)));
   const params = sql.join(arrays.map((a) => sql`${a}::text[]`));

@@ -165,7 +165,14 @@ async function applyBatch(d: PumpDeps, limit: number): Promise<BatchResult> {
   // 1. raw bodies
   let bodies: Map<number, string>;
   try {
-    bodies = await withTimeout(d.config['msgx.io.timeout'], 'inbox read', readBodies(d.inbox, heads.map((h) => h.msg_id)));
+    bodies = await withTimeout(
+      d.config['msgx.io.timeout'],
+      'inbox read',
+      readBodies(
+        d.inbox,
+        heads.map((h) => h.msg_id),
+      ),
+    );
     lap('bodies');
   } catch (e) {
     return done([await fail(d, memberOf(head), { cls: 'INFRA', detail: `inbox read failed: ${describe(e)}` })]);
@@ -212,13 +219,20 @@ async function applyBatch(d: PumpDeps, limit: number): Promise<BatchResult> {
     }
     // 5. terminal states + backfill intents + backfill wake-up
     d.crash?.('pump.before-terminal');
-    const finished = await T.markFinished(d.session, applied.map((m) => m.h.msg_id), d.clock.now());
+    const finished = await T.markFinished(
+      d.session,
+      applied.map((m) => m.h.msg_id),
+      d.clock.now(),
+    );
     lap('terminal');
     const byId = new Map(applied.map((m) => [m.h.msg_id, m]));
     const perMessage = (performance.now() - started) / 1000 / applied.length;
     for (const f of finished) {
       const m = byId.get(f.msg_id)!;
-      d.log[f.state === 'DEAD' ? 'warn' : 'info']({ ...m.bind, state: f.state, ...(f.reason ? { reason: f.reason } : {}) }, f.state === 'SUCCEEDED' ? 'message applied' : `message ${f.state.toLowerCase()}`);
+      d.log[f.state === 'DEAD' ? 'warn' : 'info'](
+        { ...m.bind, state: f.state, ...(f.reason ? { reason: f.reason } : {}) },
+        f.state === 'SUCCEEDED' ? 'message applied' : `message ${f.state.toLowerCase()}`,
+      );
       metrics.processingSeconds.observe({ kind: d.registry.metricKindOf(f.kind) }, perMessage);
       T.countTerminal(f.state, f.reason, d.registry.metricKindOf(f.kind));
       out.push({ msgId: f.msg_id, state: f.state });
@@ -268,7 +282,13 @@ function prepare(d: PumpDeps, h: T.HeadRow, body: string | undefined): Member {
   }
   const kind = kindOf(env);
   const flid = env.type === 'FLOP' ? payload(env)[0]?.children.find((c) => c.tag === 'FLID')?.text : undefined;
-  const base: Member = { ...m, kind, env, bind: { msgId: h.msg_id, kind, ...(flid ? { flid } : {}) }, bindKey: h.identity_key ? null : identityKey(env, d.config['msgx.identity.include-day-boundary']) };
+  const base: Member = {
+    ...m,
+    kind,
+    env,
+    bind: { msgId: h.msg_id, kind, ...(flid ? { flid } : {}) },
+    bindKey: h.identity_key ? null : identityKey(env, d.config['msgx.identity.include-day-boundary']),
+  };
   const entry = d.registry.entry(env.type, env.styp);
   if (!entry) return { ...base, todo: { do: 'outcome', state: 'SKIPPED', reason: 'unsupported' } };
   if (entry.kind === 'tx') return { ...base, todo: { do: 'tx', handler: entry.handler } };
@@ -309,56 +329,62 @@ async function business(d: PumpDeps, members: Member[]): Promise<Business> {
   const now = d.clock.now();
   let cutResult: Member | null = null;
   try {
-    return await d.session.transaction().execute(async (tx) => {
-      // identity (INV-6): who owns the batch's keys already; within the batch, the first message of a key
-      const owners = await T.identityOwners(tx, members.flatMap((m) => (m.bindKey ? [m.bindKey] : [])));
-      const ownerOf = (m: Member): number | undefined => {
-        if (!m.bindKey) return undefined;
-        if (!owners.has(m.bindKey)) owners.set(m.bindKey, m.h.msg_id);
-        return owners.get(m.bindKey);
-      };
-      // batch domains: opened once, with everything their messages address loaded up front
-      const batches = new Map<BatchDomain<unknown>, DomainBatch<unknown>>();
-      for (const m of members) {
-        const t = m.todo;
-        if ((t.do === 'domain' || t.do === 'finish') && t.domain && !batches.has(t.domain)) {
-          const b = t.domain.open({ tx, now, config: d.config, log: d.log });
-          await b.preload(members.flatMap((x) => ((x.todo.do === 'domain' || x.todo.do === 'finish') && x.todo.domain === t.domain ? [x.todo.cmd] : [])));
-          batches.set(t.domain, b);
+    return await d.session
+      .transaction()
+      .execute(async (tx) => {
+        // identity (INV-6): who owns the batch's keys already; within the batch, the first message of a key
+        const owners = await T.identityOwners(
+          tx,
+          members.flatMap((m) => (m.bindKey ? [m.bindKey] : [])),
+        );
+        const ownerOf = (m: Member): number | undefined => {
+          if (!m.bindKey) return undefined;
+          if (!owners.has(m.bindKey)) owners.set(m.bindKey, m.h.msg_id);
+          return owners.get(m.bindKey);
+        };
+        // batch domains: opened once, with everything their messages address loaded up front
+        const batches = new Map<BatchDomain<unknown>, DomainBatch<unknown>>();
+        for (const m of members) {
+          const t = m.todo;
+          if ((t.do === 'domain' || t.do === 'finish') && t.domain && !batches.has(t.domain)) {
+            const b = t.domain.open({ tx, now, config: d.config, log: d.log });
+            await b.preload(members.flatMap((x) => ((x.todo.do === 'domain' || x.todo.do === 'finish') && x.todo.domain === t.domain ? [x.todo.cmd] : [])));
+            batches.set(t.domain, b);
+          }
         }
-      }
-      const outcomes: T.AppliedOutcome[] = [];
-      const mirror = new Set<string>();
-      const wake = new Set<string>();
-      const counts: AfterCommitCounts[] = [];
-      let count = 0;
-      for (const m of members) {
-        const id = m.h.msg_id;
-        const owner = ownerOf(m);
-        const r: Applied = owner !== undefined && owner !== id ? { state: 'SKIPPED', reason: `duplicate-of:${owner}` } : await applyOne(d, tx, m, batches, now);
-        if (r.state === 'RETRY') {
-          cutResult = { ...m, todo: { do: 'retry', failure: r.failure } };
-          break;
+        const outcomes: T.AppliedOutcome[] = [];
+        const mirror = new Set<string>();
+        const wake = new Set<string>();
+        const counts: AfterCommitCounts[] = [];
+        let count = 0;
+        for (const m of members) {
+          const id = m.h.msg_id;
+          const owner = ownerOf(m);
+          const r: Applied = owner !== undefined && owner !== id ? { state: 'SKIPPED', reason: `duplicate-of:${owner}` } : await applyOne(d, tx, m, batches, now);
+          if (r.state === 'RETRY') {
+            cutResult = { ...m, todo: { do: 'retry', failure: r.failure } };
+            break;
+          }
+          outcomes.push({ msgId: id, state: r.state, reason: r.reason, kind: m.kind, identityKey: owner === id ? m.bindKey : null });
+          for (const f of r.mirror ?? []) mirror.add(f);
+          for (const w of r.wake ?? []) wake.add(w);
+          if (r.counts) counts.push(r.counts);
+          count++;
         }
-        outcomes.push({ msgId: id, state: r.state, reason: r.reason, kind: m.kind, identityKey: owner === id ? m.bindKey : null });
-        for (const f of r.mirror ?? []) mirror.add(f);
-        for (const w of r.wake ?? []) wake.add(w);
-        if (r.counts) counts.push(r.counts);
-        count++;
-      }
-      if (count === 0) throw new NothingToCommit();
-      const known = new Map<string, unknown>();
-      for (const b of batches.values()) {
-        const f = await b.finish();
-        for (const w of f.wake) wake.add(w);
-        for (const [k, v] of f.states ?? []) known.set(k, v);
-      }
-      await T.recordApplied(tx, outcomes, now, wake);
-      return { count, cut: cutResult, mirror: [...mirror], counts, known, batches: [...batches.values()] };
-    }).then((r) => {
-      for (const b of r.batches) b.committed?.();
-      return r;
-    });
+        if (count === 0) throw new NothingToCommit();
+        const known = new Map<string, unknown>();
+        for (const b of batches.values()) {
+          const f = await b.finish();
+          for (const w of f.wake) wake.add(w);
+          for (const [k, v] of f.states ?? []) known.set(k, v);
+        }
+        await T.recordApplied(tx, outcomes, now, wake);
+        return { count, cut: cutResult, mirror: [...mirror], counts, known, batches: [...batches.values()] };
+      })
+      .then((r) => {
+        for (const b of r.batches) b.committed?.();
+        return r;
+      });
   } catch (e) {
     d.registry.resetDomains();
     if (e instanceof NothingToCommit) return { count: 0, cut: cutResult, mirror: [], counts: [], known: new Map(), batches: [] };
@@ -438,8 +464,7 @@ async function fail(d: PumpDeps, m: Member, f: Failure): Promise<Done> {
   if (decision.next === 'DEAD') {
     T.countTerminal('DEAD', decision.reason, d.registry.metricKindOf(m.kind));
     logOf(d, m).warn({ state: 'DEAD', reason: decision.reason }, 'message dead');
-  }
-  else logOf(d, m)[f.cls === 'INFRA' ? 'warn' : 'error']({ state: 'FAILED', errorClass: f.cls, reason: decision.reason, retryInMs: decision.retryInMs }, 'message failed');
+  } else logOf(d, m)[f.cls === 'INFRA' ? 'warn' : 'error']({ state: 'FAILED', errorClass: f.cls, reason: decision.reason, retryInMs: decision.retryInMs }, 'message failed');
   return { msgId: m.h.msg_id, state: decision.next };
 }
 

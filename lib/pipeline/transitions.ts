@@ -210,12 +210,7 @@ export async function recordBackfillFailure(db: Q, ids: number[], ladder: number
 /** Abandon (MISSING_ROW | TRANSIENT_DEADLINE); abandoned ≠ backfilled. */
 export async function abandonBackfill(db: Q, ids: number[], reason: 'MISSING_ROW' | 'TRANSIENT_DEADLINE', now: Date): Promise<void> {
   if (ids.length === 0) return;
-  await db
-    .updateTable('proc_state')
-    .set({ backfill_abandoned_at: now, backfill_abandoned_reason: reason, updated_at: now })
-    .where('msg_id', 'in', ids)
-    .where('backfill_at', 'is', null)
-    .execute();
+  await db.updateTable('proc_state').set({ backfill_abandoned_at: now, backfill_abandoned_reason: reason, updated_at: now }).where('msg_id', 'in', ids).where('backfill_at', 'is', null).execute();
   metrics.backfillAbandoned.inc({ reason }, ids.length);
 }
 

@@ -119,17 +119,7 @@ async function tryTake(client: pg.Client, key: number, deadline: number, log: Lo
 }
 
 /** Resolves with the reason the session is considered lost ('shutdown' when the tenure ends). */
-async function heartbeatLoop(o: {
-  client: pg.Client;
-  url: string;
-  name: string;
-  lockKey: number;
-  pid: number;
-  beat: number;
-  deadline: number;
-  signal: AbortSignal;
-  log: Logger;
-}): Promise<string> {
+async function heartbeatLoop(o: { client: pg.Client; url: string; name: string; lockKey: number; pid: number; beat: number; deadline: number; signal: AbortSignal; log: Logger }): Promise<string> {
   let pending: Promise<unknown> | null = null;
   let since = 0;
   while (!o.signal.aborted) {

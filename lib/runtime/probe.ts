@@ -82,7 +82,10 @@ export const probes = {
       try {
         c = await withDeadline(connecting, timeoutMs, 'mysql probe connect');
       } catch (e) {
-        connecting.then((late) => late.destroy(), () => {}); // a connection that completes late is closed
+        connecting.then(
+          (late) => late.destroy(),
+          () => {},
+        ); // a connection that completes late is closed
         throw e;
       }
       try {

@@ -59,10 +59,7 @@ export async function waitFor(what: string, fn: () => Promise<boolean>, timeoutM
 export function flop(i: number, flights: number): string {
   const flid = 1 + (i % flights);
   const visit = Math.floor(i / flights);
-  const body =
-    i % 2 === 0
-      ? ['REMC', `<REMC>R${i}</REMC>`]
-      : ['ESTT', `<ESTT>01DEC26${String(8 + (Math.floor(visit / 60) % 12)).padStart(2, '0')}${String(visit % 60).padStart(2, '0')}</ESTT>`];
+  const body = i % 2 === 0 ? ['REMC', `<REMC>R${i}</REMC>`] : ['ESTT', `<ESTT>01DEC26${String(8 + (Math.floor(visit / 60) % 12)).padStart(2, '0')}${String(visit % 60).padStart(2, '0')}</ESTT>`];
   return sisMessage({ type: 'FLOP', styp: body[0], seqn: 2 + i, dttm: '20261201083000', body: `<FLOP><FLID>${flid}</FLID><FFID>x</FFID>${body[1]}</FLOP>` });
 }
 

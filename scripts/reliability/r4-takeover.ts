@@ -64,19 +64,31 @@ try {
         const t0 = Date.now();
         if (fault === 'kill -9') await rig.kill9(w);
         else await own.get(w)!.set(fault);
-        const takeoverMs = await waitFor('another holder', async () => {
-          const now = await holderPid(key);
-          return now !== undefined && now !== pid;
-        }, 60_000, 50).catch(() => null);
+        const takeoverMs = await waitFor(
+          'another holder',
+          async () => {
+            const now = await holderPid(key);
+            return now !== undefined && now !== pid;
+          },
+          60_000,
+          50,
+        ).catch(() => null);
         let appliedMs: number | null = null;
         if (name === 'pump' && takeoverMs !== null) {
           // the first message applied by the new leader (after it took the lock), from the fault
           const since = t0 + takeoverMs;
-          await waitFor('a message applied', async () => {
-            const r = await sql<{ ts: number | null }>`select extract(epoch from min(terminal_at))::float8 * 1000 as ts from proc_state where terminal_at >= to_timestamp(${since}::float8 / 1000)`.execute(rig.db);
-            appliedMs = r.rows[0].ts === null ? null : Math.round(r.rows[0].ts - t0);
-            return appliedMs !== null;
-          }, 60_000, 50).catch(() => null);
+          await waitFor(
+            'a message applied',
+            async () => {
+              const r = await sql<{
+                ts: number | null;
+              }>`select extract(epoch from min(terminal_at))::float8 * 1000 as ts from proc_state where terminal_at >= to_timestamp(${since}::float8 / 1000)`.execute(rig.db);
+              appliedMs = r.rows[0].ts === null ? null : Math.round(r.rows[0].ts - t0);
+              return appliedMs !== null;
+            },
+            60_000,
+            50,
+          ).catch(() => null);
         }
         const row = { round: round + 1, process: name, fault, takeoverMs, firstAppliedMs: appliedMs };
         log(JSON.stringify(row));

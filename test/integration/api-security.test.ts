@@ -141,7 +141,10 @@ function spawnBare(name: string, env: Record<string, string>): Promise<{ code: n
   delete base.MSGX_API_TOKEN;
   delete base.MSGX_DEV_MODE;
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MSGX_') && !['DATABASE_URL', 'INBOX_URL', 'REDIS_URL'].includes(k)));
-  const child = spawn(process.execPath, [`workers/${name}.ts`], { env: { ...clean, ...base, MSGX_HTTP_PORT_API: String(Number(process.env.TEST_PORT_BASE ?? 19500) - 10), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [`workers/${name}.ts`], {
+    env: { ...clean, ...base, MSGX_HTTP_PORT_API: String(Number(process.env.TEST_PORT_BASE ?? 19500) - 10), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout.on('data', (b) => (out += b));
   child.stderr.on('data', (b) => (out += b));

@@ -65,10 +65,15 @@ describe('leader take-over when the active instance loses its network', () => {
     expect(proxy.counts().zombies).toBeGreaterThan(0);
     // the stale session still holds the lock on the server: without the heartbeat nothing would move for hours
     expect((await holder())?.pid).toBe(pid);
-    const next = await waitFor('another session holds the lock', async () => {
-      const h = await holder();
-      return h && h.pid !== pid ? h : undefined;
-    }, 20_000, 100);
+    const next = await waitFor(
+      'another session holds the lock',
+      async () => {
+        const h = await holder();
+        return h && h.pid !== pid ? h : undefined;
+      },
+      20_000,
+      100,
+    );
     const takeoverMs = Date.now() - t0;
     console.log(`[leader-takeover] half-open: take-over after ${takeoverMs} ms`);
     expect(takeoverMs).toBeLessThanOrEqual(TAKEOVER_LIMIT_MS);
@@ -84,10 +89,15 @@ describe('leader take-over when the active instance loses its network', () => {
     const { a, b, proxy, pid } = await activePair();
     const t0 = Date.now();
     await proxy.set('blackhole');
-    const next = await waitFor('another session holds the lock', async () => {
-      const h = await holder();
-      return h && h.pid !== pid ? h : undefined;
-    }, 20_000, 100);
+    const next = await waitFor(
+      'another session holds the lock',
+      async () => {
+        const h = await holder();
+        return h && h.pid !== pid ? h : undefined;
+      },
+      20_000,
+      100,
+    );
     const takeoverMs = Date.now() - t0;
     console.log(`[leader-takeover] black hole: take-over after ${takeoverMs} ms`);
     expect(takeoverMs).toBeLessThanOrEqual(TAKEOVER_LIMIT_MS);

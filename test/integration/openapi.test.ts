@@ -151,7 +151,12 @@ describe('GET /openapi.json', () => {
     expect(String((await call('get', '/ops/console.css', '/ops/console.css', { auth: false })).json)).toContain('{');
 
     // the operator's view (issue 12): a message trace, a flight timeline, counts, a list page, the last hour
-    await waitFor('the SCHD message terminal', async () => (await (await fetch(`http://127.0.0.1:${api.port}/ops/messages/${schdId}`, { headers: AUTH })).json()).state?.state === 'SUCCEEDED', 60_000, 250);
+    await waitFor(
+      'the SCHD message terminal',
+      async () => (await (await fetch(`http://127.0.0.1:${api.port}/ops/messages/${schdId}`, { headers: AUTH })).json()).state?.state === 'SUCCEEDED',
+      60_000,
+      250,
+    );
     const trace = await call('get', '/ops/messages/{id}', `/ops/messages/${schdId}`);
     expect(trace.json).toMatchObject({ msgId: schdId, found: true, inbox: { present: true, type: 'SCHD', subtype: 'DNLD' }, state: { state: 'SUCCEEDED' } });
     expect(trace.json.flights).toContainEqual(expect.objectContaining({ flid: '101', msgId: schdId, stateVersion: 1 }));

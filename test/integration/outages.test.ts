@@ -41,7 +41,7 @@ async function flops(n: number): Promise<void> {
     await putInbox(s.inbox, sisMessage({ type: 'FLOP', styp: 'STND', seqn: seqn++, body: `<FLOP><FLID>${1 + (stand % 50)}</FLID><FFID>x</FFID><STND>S${stand}</STND></FLOP>` }));
   }
 }
-const q = async <T,>(text: string, values: unknown[] = []) => (await s.pool.query(text, values)).rows as T[];
+const q = async <T>(text: string, values: unknown[] = []) => (await s.pool.query(text, values)).rows as T[];
 const proc = (name: string) => procs.find((p) => p.name === name)!;
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const count = (p: Proc, text: string) => p.logs.filter((l) => l.includes(text)).length;
@@ -58,7 +58,15 @@ async function settled(expectedMessages: number): Promise<boolean> {
 async function settle(expected: number, timeoutMs: number): Promise<void> {
   await waitFor(`all ${expected} messages applied, backfilled and sent`, () => settled(expected), timeoutMs, 250).catch(async (e) => {
     console.error(await q(`select state, reason, count(*)::int n from proc_state group by 1, 2`), await q(`select state, count(*)::int n from msg_event group by 1`));
-    for (const p of procs) console.error(p.name, p.child.exitCode, p.logs.slice(-8).map((l) => l.slice(0, 400)).join('\n'));
+    for (const p of procs)
+      console.error(
+        p.name,
+        p.child.exitCode,
+        p.logs
+          .slice(-8)
+          .map((l) => l.slice(0, 400))
+          .join('\n'),
+      );
     throw e;
   });
 }
@@ -103,7 +111,7 @@ function startBystander(): ChildProcess {
   return child;
 }
 
-describe('outages through a fault proxy (R2): the machine\'s services are never touched', () => {
+describe("outages through a fault proxy (R2): the machine's services are never touched", () => {
   beforeAll(async () => {
     bystander = startBystander();
     px.pg = await FaultProxy.start({ port: Number(new URL(TEST_PG_URL).port || 5432) });
@@ -165,13 +173,23 @@ describe('outages through a fault proxy (R2): the machine\'s services are never 
   it('Kafka black-holed: one "unreachable" line per dispatcher, no WARN per send, nothing DEAD; back: sending resumes within 2 s', async () => {
     const msg = proc('msg-dispatch');
     const before = { down: count(msg, 'kafka unreachable'), back: count(msg, 'kafka reachable again'), warn: count(msg, 'send failed, backing off') };
-    const restoredAt = await outage(px.kafka, 'blackhole', async () => {
-      await flops(10);
-      await waitFor('the messages are applied without Kafka', async () => (await q<{ n: number }>(`select count(*)::int n from proc_state where state = 'SUCCEEDED'`))[0].n === 21, 30_000, 200);
-      await waitFor('the dispatcher notices the outage', () => count(msg, 'kafka unreachable') > before.down, 20_000, 100);
-      expect(await metricValue(msg, 'msgx_dispatch_kafka_reachable')).toBe(0);
-    }, 15_000);
-    await waitFor('events sent after Kafka is back', async () => (await q<{ n: number }>(`select count(*)::int n from msg_event where state = 'SENT' and sent_at >= to_timestamp($1::float8 / 1000)`, [restoredAt]))[0].n > 0, 30_000, 50);
+    const restoredAt = await outage(
+      px.kafka,
+      'blackhole',
+      async () => {
+        await flops(10);
+        await waitFor('the messages are applied without Kafka', async () => (await q<{ n: number }>(`select count(*)::int n from proc_state where state = 'SUCCEEDED'`))[0].n === 21, 30_000, 200);
+        await waitFor('the dispatcher notices the outage', () => count(msg, 'kafka unreachable') > before.down, 20_000, 100);
+        expect(await metricValue(msg, 'msgx_dispatch_kafka_reachable')).toBe(0);
+      },
+      15_000,
+    );
+    await waitFor(
+      'events sent after Kafka is back',
+      async () => (await q<{ n: number }>(`select count(*)::int n from msg_event where state = 'SENT' and sent_at >= to_timestamp($1::float8 / 1000)`, [restoredAt]))[0].n > 0,
+      30_000,
+      50,
+    );
     const [first] = await q<{ ms: number }>(`select extract(epoch from min(sent_at))::float8 * 1000 - $1::float8 as ms from msg_event where sent_at >= to_timestamp($1::float8 / 1000)`, [restoredAt]);
     console.log(`[outages] Kafka black hole: first event sent ${Math.round(first.ms)} ms after the path came back`);
     expect(first.ms).toBeLessThanOrEqual(2000);
@@ -190,7 +208,12 @@ describe('outages through a fault proxy (R2): the machine\'s services are never 
       await flops(5);
       await waitFor('the dispatcher notices the outage', async () => (await metricValue(msg, 'msgx_dispatch_kafka_reachable')) === 0, 30_000, 100);
     });
-    await waitFor('events sent after Kafka is back', async () => (await q<{ n: number }>(`select count(*)::int n from msg_event where state = 'SENT' and sent_at >= to_timestamp($1::float8 / 1000)`, [restoredAt]))[0].n > 0, 30_000, 50);
+    await waitFor(
+      'events sent after Kafka is back',
+      async () => (await q<{ n: number }>(`select count(*)::int n from msg_event where state = 'SENT' and sent_at >= to_timestamp($1::float8 / 1000)`, [restoredAt]))[0].n > 0,
+      30_000,
+      50,
+    );
     const [first] = await q<{ ms: number }>(`select extract(epoch from min(sent_at))::float8 * 1000 - $1::float8 as ms from msg_event where sent_at >= to_timestamp($1::float8 / 1000)`, [restoredAt]);
     console.log(`[outages] Kafka refused: first event sent ${Math.round(first.ms)} ms after the broker answered again`);
     expect(first.ms).toBeLessThanOrEqual(2000);
@@ -211,9 +234,14 @@ describe('outages through a fault proxy (R2): the machine\'s services are never 
   }, 150_000);
 
   it('MariaDB half-open: the connections are reset while the server keeps them; the processes reconnect', async () => {
-    await outage(px.my, 'halfopen', async () => {
-      await flops(5); // written straight to MariaDB; the processes' next reads open new connections
-    }, 3000);
+    await outage(
+      px.my,
+      'halfopen',
+      async () => {
+        await flops(5); // written straight to MariaDB; the processes' next reads open new connections
+      },
+      3000,
+    );
     await settle(41, 90_000);
   }, 150_000);
 
@@ -221,11 +249,16 @@ describe('outages through a fault proxy (R2): the machine\'s services are never 
     await flops(5);
     const pump = proc('pump');
     await outage(px.pg, 'blackhole', async () => {
-      await waitFor('pump /healthz reports Postgres unreachable', async () => {
-        const res = await fetch(`http://127.0.0.1:${pump.port}/healthz`, { signal: AbortSignal.timeout(3000) });
-        const body = (await res.json()) as { ok: boolean; postgres?: string };
-        return res.status === 503 && body.postgres === 'unreachable';
-      }, 15_000, 250);
+      await waitFor(
+        'pump /healthz reports Postgres unreachable',
+        async () => {
+          const res = await fetch(`http://127.0.0.1:${pump.port}/healthz`, { signal: AbortSignal.timeout(3000) });
+          const body = (await res.json()) as { ok: boolean; postgres?: string };
+          return res.status === 503 && body.postgres === 'unreachable';
+        },
+        15_000,
+        250,
+      );
       expect(await metricValue(pump, 'msgx_postgres_up')).toBe(0);
       expect(await metricValue(pump, 'msgx_postgres_unreachable_seconds')).toBeGreaterThan(0);
     });

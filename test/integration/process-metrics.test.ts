@@ -32,7 +32,8 @@ beforeAll(async () => {
   for (const p of procs) {
     await waitFor(`${p.name} /metrics`, async () => (await fetch(`http://127.0.0.1:${p.port}/metrics`)).ok, 60_000);
     // a dispatcher registers its series once its Kafka topic is ready (after /metrics answers)
-    if (p.name.endsWith('-dispatch')) await waitFor(`${p.name} dispatch series`, async () => (await (await fetch(`http://127.0.0.1:${p.port}/metrics`)).text()).includes('msgx_dispatch_sent_total{'), 60_000);
+    if (p.name.endsWith('-dispatch'))
+      await waitFor(`${p.name} dispatch series`, async () => (await (await fetch(`http://127.0.0.1:${p.port}/metrics`)).text()).includes('msgx_dispatch_sent_total{'), 60_000);
     texts.set(p.name, await (await fetch(`http://127.0.0.1:${p.port}/metrics`)).text());
   }
 }, 120_000);
