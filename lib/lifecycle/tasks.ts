@@ -21,6 +21,7 @@
 // The SENT outbox rows are msg-dispatch's job (lib/dispatch/retention.ts), not repeated here.
 import { parseCrontab, type Task, type TaskList } from 'graphile-worker';
 import { ConfigError, type Config } from '../core/config.ts';
+import { RETENTION_TASK } from '../core/tasks.ts';
 import { Budget, type PurgeSession, type RetentionDeps } from './common.ts';
 import { purgeFlights } from './flights.ts';
 import { purgeHistory } from './history.ts';
@@ -30,8 +31,6 @@ import { purgeProcState } from './proc-state.ts';
 import { purgeRequests } from './requests.ts';
 import { purgeSnapLog } from './snap-log.ts';
 import { purgeAttempts, purgeFlightChanges } from './trace-records.ts';
-
-export const RETENTION_TASK = 'retention';
 
 const SCHEDULE_KEY = 'msgx.retention.schedule';
 const NAMED: Record<string, string> = { hourly: '0 * * * *' };
