@@ -3,7 +3,8 @@
 // keys retried), and msgx_flights_without_operation_day refreshed. Index of the jobs: tasks.ts.
 import { sql } from 'kysely';
 import { LOCKS } from '../db/postgres.ts';
-import { readBodies, withTimeout } from '../db/mysql.ts';
+import { readBodies } from '../db/mysql.ts';
+import { withTimeout } from '../core/timeout.ts';
 import { flightKey } from '../flight/mirror.ts';
 import { isoLocal, toJson } from '../flight/state.ts';
 import { insertMsgEvents, loadStates, removePendingSchdRows, type MsgEvent } from '../flight/store.ts';

@@ -2,7 +2,8 @@
 import { sql } from 'kysely';
 import type mysql from 'mysql2/promise';
 import { LOCKS } from '../db/postgres.ts';
-import { INBOX_TABLE, withTimeout } from '../db/mysql.ts';
+import { INBOX_TABLE } from '../db/mysql.ts';
+import { withTimeout } from '../core/timeout.ts';
 import { batches, before, count, TERMINAL, type JobOptions, type RetentionDeps } from './common.ts';
 
 /**

@@ -1,7 +1,8 @@
 // Lifecycle job: PROC_STATE rows (US-11, G-PROC-CLEANUP). Index of the jobs: tasks.ts.
 import { sql } from 'kysely';
 import type mysql from 'mysql2/promise';
-import { INBOX_TABLE, withTimeout } from '../db/mysql.ts';
+import { INBOX_TABLE } from '../db/mysql.ts';
+import { withTimeout } from '../core/timeout.ts';
 import { batches, before, count, TERMINAL, type JobOptions, type RetentionDeps } from './common.ts';
 
 /**

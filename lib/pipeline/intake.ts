@@ -18,7 +18,8 @@ import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
-import { existingRows, nthIdAfter, readUnprocessedAfter, readUnprocessedIn, withTimeout, type Inbox, type InboxRowRef } from '../db/mysql.ts';
+import { existingRows, nthIdAfter, readUnprocessedAfter, readUnprocessedIn, type Inbox, type InboxRowRef } from '../db/mysql.ts';
+import { withTimeout } from '../core/timeout.ts';
 import { metrics, noteInboxRead } from '../runtime/metrics.ts';
 import { enqueue, wake } from './transitions.ts';
 
