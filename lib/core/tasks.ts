@@ -6,3 +6,15 @@ export const DISPATCH_TASK = { msg: 'msg-dispatch', schd: 'schd-dispatch' } as c
 /** The retention process's task (lib/lifecycle/) and msg-dispatch's outbox retention (lib/dispatch/retention.ts): two tasks, two names. */
 export const RETENTION_TASK = 'retention';
 export const DISPATCH_RETENTION_TASK = 'dispatch-retention';
+
+/** Every other graphile-worker task, by what it does (the duty loops use the name as job_key too). */
+export const TASK = {
+  intake: 'intake',
+  pump: 'pump',
+  backfill: 'backfill',
+  replay: 'replay',
+  backfillResume: 'backfill-resume',
+  request: 'request',
+  dispatchReplay: 'dispatch-replay',
+  dispatchSkip: 'dispatch-skip',
+} as const;

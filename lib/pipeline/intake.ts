@@ -13,6 +13,7 @@
 //    lie in a remembered gap) and walks in chunks of a bounded number of existing rows, so empty
 //    ID spans cost nothing and its cost per period is bounded by the unfinished part of the
 //    inbox, not by its size or the watermark's magnitude.
+import { TASK } from '../core/tasks.ts';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
@@ -123,7 +124,7 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
       })
       .where('id', '=', 1)
       .execute();
-    if (ins.length) await wake(tx, 'pump');
+    if (ins.length) await wake(tx, TASK.pump);
     const belowIds = new Set(belowAll.map((r) => r.id));
     return { inserted: ins, late: ins.filter((id) => belowIds.has(id)) };
   });
