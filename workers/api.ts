@@ -1,6 +1,7 @@
 // api: POST /cminmsgs/send, reads (reference data, resource status), requests to the AODB,
 // operator actions over HTTP, and the operator tasks (replay, backfill-resume, request) for the
 // graphile-worker CLI/SQL, plus the evening crontab line requesting tomorrow's schedule.
+import { TASK } from '../lib/core/tasks.ts';
 import type { Task } from 'graphile-worker';
 import { apiToken, bearerGuard } from '../lib/api/auth.ts';
 import { auditLog, auditRoutes } from '../lib/api/audit.ts';
@@ -77,7 +78,7 @@ await runProcess({
     };
     const outbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
     return {
-      tasks: { replay, 'backfill-resume': resume, ...dispatchOperatorTasks(rt.db, rt.log), ...requestTasks({ db: rt.db, outbox, config: rt.config, clock: rt.clock, log: rt.log }) },
+      tasks: { [TASK.replay]: replay, [TASK.backfillResume]: resume, ...dispatchOperatorTasks(rt.db, rt.log), ...requestTasks({ db: rt.db, outbox, config: rt.config, clock: rt.clock, log: rt.log }) },
       close: () => outbox.end(),
     };
   },

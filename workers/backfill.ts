@@ -1,4 +1,5 @@
 // backfill: writes the processing time back into CMINMSGS (idempotent; any number of instances).
+import { TASK } from '../lib/core/tasks.ts';
 import { createAodbPool } from '../lib/db/mysql.ts';
 import { backfillDrain } from '../lib/pipeline/backfill.ts';
 import { runProcess } from '../lib/runtime/process.ts';
@@ -7,8 +8,8 @@ const BUDGET_MS = 30_000;
 
 await runProcess({
   name: 'backfill',
-  kick: ['backfill'],
-  keepAlive: ['backfill'],
+  kick: [TASK.backfill],
+  keepAlive: [TASK.backfill],
   tasks: async (rt) => {
     const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
     const deps = { db: rt.db, inbox, clock: rt.clock, config: rt.config, log: rt.log };
@@ -17,7 +18,7 @@ await runProcess({
         backfill: async (_payload, helpers) => {
           const next = await backfillDrain(deps, BUDGET_MS);
           if (next === null || rt.signal.aborted) return;
-          await helpers.addJob('backfill', {}, { jobKey: 'backfill', runAt: next === 'now' ? undefined : next });
+          await helpers.addJob(TASK.backfill, {}, { jobKey: TASK.backfill, runAt: next === 'now' ? undefined : next });
         },
       },
       close: () => inbox.end(),

@@ -1,4 +1,5 @@
 // intake: inbox → PENDING PROC_STATE rows; wakes the pump. Single active instance.
+import { TASK } from '../lib/core/tasks.ts';
 import { intakeLoop } from '../lib/pipeline/intake.ts';
 import { createAodbPool } from '../lib/db/mysql.ts';
 import { LOCKS } from '../lib/db/postgres.ts';
@@ -10,8 +11,8 @@ const BUDGET_MS = 55_000;
 await runProcess({
   name: 'intake',
   leaderLock: LOCKS.INTAKE_LEADER,
-  kick: ['intake'],
-  keepAlive: ['intake'],
+  kick: [TASK.intake],
+  keepAlive: [TASK.intake],
   tasks: async (rt, leader) => {
     const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
     const deps = { db: rt.db, inbox, clock: rt.clock, config: rt.config, log: rt.log };
@@ -20,7 +21,7 @@ await runProcess({
       tasks: {
         intake: async (_payload, helpers) => {
           await intakeLoop(deps, BUDGET_MS, stopping, (ms) => sleep(ms, leader!.signal));
-          if (!stopping()) await helpers.addJob('intake', {}, { jobKey: 'intake' });
+          if (!stopping()) await helpers.addJob(TASK.intake, {}, { jobKey: TASK.intake });
         },
       },
       close: () => inbox.end(),

@@ -2,7 +2,8 @@
 // once, dead letters (lib/dispatch/msg.ts). Also runs the hourly retention of SENT outbox rows.
 // Any number of instances: a round runs under an advisory lock, so only one sends at a time.
 import { msgDrain } from '../lib/dispatch/msg.ts';
-import { purgeSentEvents, RETENTION_CRONTAB, RETENTION_TASK } from '../lib/dispatch/retention.ts';
+import { DISPATCH_RETENTION_TASK } from '../lib/core/tasks.ts';
+import { purgeSentEvents, RETENTION_CRONTAB } from '../lib/dispatch/retention.ts';
 import { connectKafka, dispatcherTask } from '../lib/dispatch/worker.ts';
 import { DISPATCH_TASK } from '../lib/core/tasks.ts';
 import { runProcess } from '../lib/runtime/process.ts';
@@ -19,7 +20,7 @@ await runProcess({
     return {
       tasks: {
         [TASK]: dispatcherTask(rt, 'msg', TASK, msgDrain, kafka),
-        [RETENTION_TASK]: async () => {
+        [DISPATCH_RETENTION_TASK]: async () => {
           const n = await purgeSentEvents(rt.db, rt.clock, { retentionMs: rt.config['msgx.pipeline.event-retention'] });
           if (n) rt.log.info({ deleted: n }, 'outbox retention: SENT rows deleted');
         },

@@ -1,6 +1,7 @@
 // pump: applies the head of queue and the messages after it, in batches (lib/pipeline/pump.ts).
 // Single active instance: the leader lock and PIPELINE_LOCK live on one dedicated connection.
 // The head gauges are refreshed by a timer on the pool, apart from the pump's loop.
+import { TASK } from '../lib/core/tasks.ts';
 import { sql } from 'kysely';
 import { buildMirror, buildRegistry } from '../lib/app/composition.ts';
 import { createAodbPool } from '../lib/db/mysql.ts';
@@ -20,8 +21,8 @@ const LOCK_TIMEOUT = '20s';
 await runProcess({
   name: 'pump',
   leaderLock: LOCKS.PUMP_LEADER,
-  kick: ['pump'],
-  keepAlive: ['pump'],
+  kick: [TASK.pump],
+  keepAlive: [TASK.pump],
   tasks: async (rt, leader) => {
     const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
     const redis = createRedis(rt.config.REDIS_URL, rt.config['msgx.io.timeout']);
@@ -37,7 +38,7 @@ await runProcess({
           const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
           const r = await drain(deps, BUDGET_MS, stopping);
           if (stopping() || r.next === 'idle') return;
-          await helpers.addJob('pump', {}, { jobKey: 'pump', runAt: r.next === 'now' ? undefined : r.next });
+          await helpers.addJob(TASK.pump, {}, { jobKey: TASK.pump, runAt: r.next === 'now' ? undefined : r.next });
         },
       },
       close: async () => {

@@ -5,7 +5,8 @@ import { ConfigError } from '../lib/core/config.ts';
 import { createAodbPool } from '../lib/db/mysql.ts';
 import { connectClient, createSessionDb } from '../lib/db/postgres.ts';
 import { createRedis } from '../lib/db/redis.ts';
-import { retentionCrontab, retentionTasks, RETENTION_TASK } from '../lib/lifecycle/tasks.ts';
+import { RETENTION_TASK } from '../lib/core/tasks.ts';
+import { retentionCrontab, retentionTasks } from '../lib/lifecycle/tasks.ts';
 import { loadConfigOrExit, runProcess } from '../lib/runtime/process.ts';
 
 // Validate msgx.retention.schedule before anything starts (a bad value names the key, exit 2).

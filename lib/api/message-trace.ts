@@ -7,7 +7,8 @@
 import type mysql from 'mysql2/promise';
 import { sql } from 'kysely';
 import type { Db } from '../db/postgres.ts';
-import { INBOX_TABLE, withTimeout, type Inbox } from '../db/mysql.ts';
+import { INBOX_TABLE, type Inbox } from '../db/mysql.ts';
+import { withTimeout } from '../core/timeout.ts';
 import { changeView, iso, localWall } from '../flight/timeline.ts';
 
 export interface TraceDeps {

@@ -3,7 +3,7 @@
 //   msg topic (key = FLID): one event per changed flight, in EVENT_ID order per flight
 //     - UPSERT     a message changed an ACTIVE flight                (lib/flight/plan.ts)
 //     - DELETED    a message deleted the flight                      (lib/flight/plan.ts)
-//     - tombstone  the history purge removed an ACTIVE flight by age (lib/lifecycle/jobs.ts)
+//     - tombstone  the history purge removed an ACTIVE flight by age (lib/lifecycle/flights.ts)
 //     The outbox stores the payload without EVENT_ID; the insert adds EVENT_ID from the global
 //     sequence (lib/flight/store.ts insertMsgEvents), and msgValue writes the record value.
 //   schd topic (key = "schd"): {"SCHD":{"RECS":n,"FLTR":[state, …]}}, each state the complete

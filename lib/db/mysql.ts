@@ -26,19 +26,6 @@ export function createAodbPool(url: string, opts: { timeoutMs: number; connectio
   });
 }
 
-/** Bound every inbox call: a hung MySQL must not hang a worker. */
-export async function withTimeout<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const t = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(Object.assign(new Error(`${what} timed out after ${ms} ms`), { code: 'ETIMEDOUT' })), ms);
-  });
-  try {
-    return await Promise.race([p, t]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 export interface InboxRowRef {
   id: number;
   received: string | null;

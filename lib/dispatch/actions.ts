@@ -11,7 +11,7 @@ import type { Logger } from '../runtime/log.ts';
 import type { Target } from './metrics.ts';
 import { replayDead, skipDead, type DeadSelector } from './outbox.ts';
 
-import { DISPATCH_TASK } from '../core/tasks.ts';
+import { DISPATCH_TASK, TASK } from '../core/tasks.ts';
 
 export { DISPATCH_TASK };
 
@@ -49,13 +49,13 @@ export async function dispatchSkip(db: Db, s: ReplaySelector): Promise<number[]>
 }
 
 /** The graphile-worker tasks 'dispatch-replay' and 'dispatch-skip' (payload = the selector). */
-export function dispatchOperatorTasks(db: Db, log?: Logger): Record<'dispatch-replay' | 'dispatch-skip', Task> {
+export function dispatchOperatorTasks(db: Db, log?: Logger): Record<typeof TASK.dispatchReplay | typeof TASK.dispatchSkip, Task> {
   return {
-    'dispatch-replay': async (payload) => {
+    [TASK.dispatchReplay]: async (payload) => {
       const ids = await dispatchReplay(db, payload as ReplaySelector);
       log?.info({ eventIds: ids }, 'dispatch-replay task: DEAD events back to PENDING');
     },
-    'dispatch-skip': async (payload) => {
+    [TASK.dispatchSkip]: async (payload) => {
       const ids = await dispatchSkip(db, payload as ReplaySelector);
       log?.info({ eventIds: ids }, 'dispatch-skip task: DEAD events SKIPPED');
     },

@@ -3,6 +3,7 @@
 // EVENT_ID), topic creation when missing, and every call bounded by msgx.io.timeout — a call
 // that does not settle in time is a failure and the producer is thrown away, so a late answer
 // of a hung request can never be mistaken for the next send's.
+import { withTimeout } from '../core/timeout.ts';
 import kafkajs from 'kafkajs';
 import type { Admin, LogEntry, Message, PartitionerArgs, Producer, RecordMetadata } from 'kafkajs';
 import type { Config } from '../core/config.ts';
@@ -87,19 +88,8 @@ export class TopicCreationError extends Error {
   override name = 'TopicCreationError';
 }
 
-/** Settle within ms or reject with KafkaTimeoutError (the underlying call is abandoned, not cancelled). */
-export async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new KafkaTimeoutError(`kafka ${what} did not answer within ${ms} ms (msgx.io.timeout)`)), ms);
-  });
-  try {
-    return await Promise.race([p, timeout]);
-  } finally {
-    clearTimeout(timer);
-    p.catch(() => {}); // a late rejection of the abandoned call is not unhandled
-  }
-}
+/** The error of a Kafka call that did not answer within ms (for withTimeout). */
+const kafkaTimeout = (what: string) => (ms: number) => new KafkaTimeoutError(`kafka ${what} did not answer within ${ms} ms (msgx.io.timeout)`);
 
 /** kafkajs chatter that our own round logs already cover (one line per failed round). */
 const TRANSIENT =
@@ -172,9 +162,9 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
     (producer ??= (async () => {
       const p = kafka.producer({ createPartitioner, idempotent: false, allowAutoTopicCreation: false });
       try {
-        await withTimeout(p.connect(), o.timeoutMs, 'connect');
+        await withTimeout(o.timeoutMs, kafkaTimeout('connect'), p.connect());
       } catch (e) {
-        void withTimeout(p.disconnect(), o.timeoutMs, 'disconnect').catch(() => {});
+        void withTimeout(o.timeoutMs, kafkaTimeout('disconnect'), p.disconnect()).catch(() => {});
         throw e;
       }
       return p;
@@ -183,7 +173,7 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
   const discard = () => {
     const old = producer;
     producer = null;
-    old?.then((p) => withTimeout(p.disconnect(), o.timeoutMs, 'disconnect')).catch(() => {});
+    old?.then((p) => withTimeout(o.timeoutMs, kafkaTimeout('disconnect'), p.disconnect())).catch(() => {});
   };
 
   return {
@@ -195,7 +185,7 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
         const started = Date.now();
         const p = await connected();
         const left = Math.max(1, o.timeoutMs - (Date.now() - started));
-        acks = await withTimeout(p.send({ topic, messages, acks: -1, timeout: o.timeoutMs }), left, `send to ${topic}`);
+        acks = await withTimeout(left, kafkaTimeout(`send to ${topic}`), p.send({ topic, messages, acks: -1, timeout: o.timeoutMs }));
       } catch (e) {
         discard();
         throw e;
@@ -211,13 +201,13 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
     async reachable() {
       const admin: Admin = kafka.admin({ retry: { retries: 0 } });
       try {
-        await withTimeout(admin.connect(), o.timeoutMs, 'admin connect');
-        await withTimeout(admin.describeCluster(), o.timeoutMs, 'metadata');
+        await withTimeout(o.timeoutMs, kafkaTimeout('admin connect'), admin.connect());
+        await withTimeout(o.timeoutMs, kafkaTimeout('metadata'), admin.describeCluster());
         return true;
       } catch {
         return false;
       } finally {
-        void withTimeout(admin.disconnect(), o.timeoutMs, 'admin disconnect').catch(() => {});
+        void withTimeout(o.timeoutMs, kafkaTimeout('admin disconnect'), admin.disconnect()).catch(() => {});
       }
     },
 
@@ -229,20 +219,16 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
       }
       const result: TopicCheck = { created: [], mismatched: [] };
       const admin: Admin = kafka.admin({ retry: { retries: 1 } });
-      await withTimeout(admin.connect(), o.timeoutMs, 'admin connect');
+      await withTimeout(o.timeoutMs, kafkaTimeout('admin connect'), admin.connect());
       try {
-        const existing = new Set(await withTimeout(admin.listTopics(), o.timeoutMs, 'listTopics'));
+        const existing = new Set(await withTimeout(o.timeoutMs, kafkaTimeout('listTopics'), admin.listTopics()));
         const missing = [...specs.keys()].filter((t) => !existing.has(t));
         const present = [...specs.keys()].filter((t) => existing.has(t));
-        const cluster = await withTimeout(admin.describeCluster(), o.timeoutMs, 'describeCluster');
+        const cluster = await withTimeout(o.timeoutMs, kafkaTimeout('describeCluster'), admin.describeCluster());
         const replicationFactor = Math.min(3, cluster.brokers.length);
         const settings = topicSettings(o.retentionMs ?? WEEK_MS, replicationFactor);
         if (present.length) {
-          const described = await withTimeout(
-            admin.describeConfigs({ resources: present.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: Object.keys(settings) })), includeSynonyms: false }),
-            o.timeoutMs,
-            'describeConfigs',
-          );
+          const described = await withTimeout(o.timeoutMs, kafkaTimeout('describeConfigs'), admin.describeConfigs({ resources: present.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: Object.keys(settings) })), includeSynonyms: false }));
           for (const name of present) {
             const entries = described.resources.find((r) => r.resourceName === name)?.configEntries ?? [];
             for (const [setting, expected] of Object.entries(settings)) {
@@ -256,8 +242,7 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
         }
         if (missing.length === 0) return result;
         try {
-          await withTimeout(
-            admin.createTopics({
+          await withTimeout(o.timeoutMs * 2, kafkaTimeout('createTopics'), admin.createTopics({
               topics: missing.map((topic) => ({
                 topic,
                 numPartitions: specs.get(topic)!,
@@ -266,10 +251,7 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
               })),
               waitForLeaders: true,
               timeout: o.timeoutMs,
-            }),
-            o.timeoutMs * 2,
-            'createTopics',
-          );
+            }));
         } catch (e) {
           const refused = refusal(e);
           if (refused) {
@@ -284,14 +266,14 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
         o.log.info({ topics: missing.map((t) => ({ topic: t, partitions: specs.get(t) })), replicationFactor, settings }, 'kafka topics created');
         return result;
       } finally {
-        await withTimeout(admin.disconnect(), o.timeoutMs, 'admin disconnect').catch(() => {});
+        await withTimeout(o.timeoutMs, kafkaTimeout('admin disconnect'), admin.disconnect()).catch(() => {});
       }
     },
 
     async close() {
       const p = producer;
       producer = null;
-      if (p) await p.then((x) => withTimeout(x.disconnect(), o.timeoutMs, 'disconnect')).catch(() => {});
+      if (p) await p.then((x) => withTimeout(o.timeoutMs, kafkaTimeout('disconnect'), x.disconnect())).catch(() => {});
     },
   };
 }

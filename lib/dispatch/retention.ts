@@ -3,13 +3,13 @@
 // until an operator acts; SKIPPED rows stay as the record of that action; PENDING never goes.
 // Runs as a graphile-worker crontab task of the msg-dispatch process (the retention process
 // can take it over later: the function is all there is).
+import { DISPATCH_RETENTION_TASK } from '../core/tasks.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Executor } from '../flight/store.ts';
 import { metrics } from '../runtime/metrics.ts';
 import { deleteSentBefore } from './outbox.ts';
 
-export const RETENTION_TASK = 'dispatch-retention';
-export const RETENTION_CRONTAB = `0 * * * * ${RETENTION_TASK} ?jobKey=${RETENTION_TASK}&max=1`;
+export const RETENTION_CRONTAB = `0 * * * * ${DISPATCH_RETENTION_TASK} ?jobKey=${DISPATCH_RETENTION_TASK}&max=1`;
 
 /** Delete old SENT rows, `batch` per statement, until none is left or the budget is spent. Returns the count. */
 export async function purgeSentEvents(db: Executor, clock: Clock, o: { retentionMs: number; batch?: number; budgetMs?: number }): Promise<number> {

@@ -1,12 +1,36 @@
 // The retention process's graphile-worker task and crontab (lifecycle.md). One task runs every
 // job in order; each job has its own time budget, and a run cut short by a budget schedules the
 // next run at once (job_key: a burst coalesces). msgx.retention.schedule is the crontab.
+//
+// The jobs, one file per purged object, each deleting in bounded batches with its final evidence,
+// each returning the number of rows deleted and counting them in msgx_retention_deleted_total{object}.
+// When the evidence is unclear, nothing is deleted (D1). Shared pieces: common.ts.
+//
+//   object          file            evidence (all times from the injected clock)
+//   cminmsgs        inbox.ts        PROC_STATE terminal, BACKFILL_AT set and older than R_keep, inbox row marked (C-1)
+//   proc_state      proc-state.ts   terminal, BACKFILL_AT set, UPDATED_AT older than the retention, inbox row gone (US-11)
+//   flight_schd     flights.ts      history rule re-checked under PIPELINE_LOCK with the version read, history
+//                                   row written in the same transaction (US-14, D1)
+//   flight_history  history.ts      ARCHIVED_AT older than msgx.history.retention
+//   schd_snap_log   snap-log.ts     receive time and scope end (operation day) older than msgx.snap-log.retention
+//   req_track       requests.ts     closed longer than msgx.req-track.retention
+//   schd_gen(_flid) ledger.ts       operation day older than purge-after and no roster flight of that day left
+//   flight_change,  trace-records.ts  see there (issue 12)
+//   proc_attempt
+//
+// The SENT outbox rows are msg-dispatch's job (lib/dispatch/retention.ts), not repeated here.
 import { parseCrontab, type Task, type TaskList } from 'graphile-worker';
 import { ConfigError, type Config } from '../core/config.ts';
-import { Budget, purgeFlights, purgeHistory, purgeInbox, purgeLedger, purgeProcState, purgeRequests, purgeSnapLog, type PurgeSession, type RetentionDeps } from './jobs.ts';
+import { RETENTION_TASK } from '../core/tasks.ts';
+import { Budget, type PurgeSession, type RetentionDeps } from './common.ts';
+import { purgeFlights } from './flights.ts';
+import { purgeHistory } from './history.ts';
+import { purgeInbox } from './inbox.ts';
+import { purgeLedger } from './ledger.ts';
+import { purgeProcState } from './proc-state.ts';
+import { purgeRequests } from './requests.ts';
+import { purgeSnapLog } from './snap-log.ts';
 import { purgeAttempts, purgeFlightChanges } from './trace-records.ts';
-
-export const RETENTION_TASK = 'retention';
 
 const SCHEDULE_KEY = 'msgx.retention.schedule';
 const NAMED: Record<string, string> = { hourly: '0 * * * *' };

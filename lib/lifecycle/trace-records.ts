@@ -6,7 +6,7 @@
 // Each deletes in bounded batches, returns the count and counts it in
 // msgx_retention_deleted_total{object}.
 import { sql } from 'kysely';
-import type { JobOptions, RetentionDeps } from './jobs.ts';
+import type { JobOptions, RetentionDeps } from './common.ts';
 import { metrics } from '../runtime/metrics.ts';
 
 async function loop(o: JobOptions, object: string, step: (batch: number) => Promise<number>): Promise<number> {

@@ -13,12 +13,14 @@
 //    lie in a remembered gap) and walks in chunks of a bounded number of existing rows, so empty
 //    ID spans cost nothing and its cost per period is bounded by the unfinished part of the
 //    inbox, not by its size or the watermark's magnitude.
+import { TASK } from '../core/tasks.ts';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
-import { existingRows, nthIdAfter, readUnprocessedAfter, readUnprocessedIn, withTimeout, type Inbox, type InboxRowRef } from '../db/mysql.ts';
+import { existingRows, nthIdAfter, readUnprocessedAfter, readUnprocessedIn, type Inbox, type InboxRowRef } from '../db/mysql.ts';
+import { withTimeout } from '../core/timeout.ts';
 import { metrics, noteInboxRead } from '../runtime/metrics.ts';
 import { enqueue, wake } from './transitions.ts';
 
@@ -122,7 +124,7 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
       })
       .where('id', '=', 1)
       .execute();
-    if (ins.length) await wake(tx, 'pump');
+    if (ins.length) await wake(tx, TASK.pump);
     const belowIds = new Set(belowAll.map((r) => r.id));
     return { inserted: ins, late: ins.filter((id) => belowIds.has(id)) };
   });

@@ -2,6 +2,7 @@
 // graphile-worker tasks: replay (lifecycle gate against backfill) and backfill-resume.
 // Each action reports what its selection matched but left untouched, and why, so that an
 // operator is never answered "0" without a reason.
+import { TASK } from '../core/tasks.ts';
 import { sql } from 'kysely';
 import type { Clock } from '../core/clock.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
@@ -57,7 +58,7 @@ export async function replayReport(db: Db, clock: Clock, req: ReplayRequest): Pr
     if (req.reason) q = q.where('reason', 'like', `${req.reason}%`);
     const matched = await q.orderBy('msg_id').execute();
     const done = await replay(tx, { ids, state: req.state, reasonPrefix: req.reason, force: req.force }, clock.now());
-    if (done.length) await wake(tx, 'pump');
+    if (done.length) await wake(tx, TASK.pump);
     const doneSet = new Set(done);
     const refused = matched.filter((m) => !doneSet.has(m.msg_id)).map((m) => ({ id: m.msg_id, why: replayRefusal(m.state, m.reason, !!req.force) ?? `${m.state} changed meanwhile` }));
     const found = new Set(matched.map((m) => m.msg_id));
@@ -79,7 +80,7 @@ export async function resumeReport(db: Db, clock: Clock, req: { ids?: number[]; 
     if (req.reason) q = q.where('backfill_abandoned_reason', '=', req.reason);
     const matched = await q.orderBy('msg_id').execute();
     const done = await resumeBackfill(tx, { ids, reason: req.reason }, clock.now());
-    if (done.length) await wake(tx, 'backfill');
+    if (done.length) await wake(tx, TASK.backfill);
     const doneSet = new Set(done);
     const refused = matched
       .filter((m) => !doneSet.has(m.msg_id))

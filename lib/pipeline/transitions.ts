@@ -6,6 +6,7 @@
 //   replay: FAILED/DEAD → PENDING
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
+import { TASK } from '../core/tasks.ts';
 import { reasonLabel, metrics } from '../runtime/metrics.ts';
 import type { Decision } from './failures.ts';
 
@@ -131,7 +132,7 @@ export async function markFinished(db: Q, msgIds: readonly number[], now: Date):
                             next_attempt_at = null, updated_at = ${now}
       where msg_id = any(${[...msgIds]}::bigint[]) and state in ('PENDING', 'FAILED') and applied_state is not null
       returning msg_id, state, reason, kind)
-    select t.*, ${wakeExpr(['backfill'])} as woken from t order by msg_id`.execute(db);
+    select t.*, ${wakeExpr([TASK.backfill])} as woken from t order by msg_id`.execute(db);
   return r.rows.map((x) => ({ ...x, msg_id: Number(x.msg_id) }));
 }
 
@@ -145,7 +146,7 @@ export async function markTerminal(db: Q, msgId: number, state: TerminalState, r
       update proc_state set state = ${state}, reason = ${reason}, terminal_at = ${now}, backfill_next_at = ${now}, next_attempt_at = null,
                             updated_at = ${now}, kind = coalesce(${kind || null}::text, kind)
       where msg_id = ${msgId} and state in ('PENDING', 'FAILED') returning msg_id)
-    select t.msg_id, ${wakeExpr(['backfill'])} as woken from t`.execute(db);
+    select t.msg_id, ${wakeExpr([TASK.backfill])} as woken from t`.execute(db);
   if (res.rows.length !== 1) throw new Error(`message ${msgId} was not open when marking it ${state}`);
 }
 

@@ -1,14 +1,11 @@
 // Request metrics on prom-client's default registry (get-or-create: safe to call twice).
 //   msgx_requests{state}             gauge   REQ_TRACK rows by state (collected from Postgres)
 //   msgx_requests_failed_total{kind} counter EROR replies that failed a request (alert on increase)
-// The counters are created outside any registry: the pump (which applies the AODB's replies)
-// exports them (lib/runtime/metrics.ts exportProcessMetrics), requests_failed at 0 for each kind.
+// msgx_requests_failed_total is declared once, in lib/runtime/metrics.ts (metrics.requestsFailed):
+// the pump (which applies the AODB's replies) exports it, at 0 for each kind.
 import { Gauge, register } from 'prom-client';
 import type { Kysely } from 'kysely';
 import { countByState } from './track.ts';
-import { metrics } from '../runtime/metrics.ts';
-
-export const requestsFailed = metrics.requestsFailed;
 
 /** The msgx_requests{state} gauge, read from REQ_TRACK at scrape time. Call once in the process that serves it. */
 export function registerRequestsGauge(db: Kysely<any>): Gauge {

@@ -5,6 +5,7 @@
 //                  outcome is unknown (a row with the exact body and ROUTINGID inserted since the
 //                  request was created, looked for at most reconcile-window back), otherwise insert
 //                  the COUTMSGS row; SENT only after the insert (or the found row) is confirmed.
+import { TASK } from '../core/tasks.ts';
 import { sql, type Kysely } from 'kysely';
 import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import type { Logger } from 'pino';
@@ -57,7 +58,7 @@ export async function createRequest(
       now,
       ...(a.jobKey ? { jobKey: a.jobKey } : {}),
     });
-    if (a.enqueue) await sql`SELECT graphile_worker.add_job('request', json_build_object('id', ${request.id}::bigint))`.execute(tx);
+    if (a.enqueue) await sql`SELECT graphile_worker.add_job(${TASK.request}, json_build_object('id', ${request.id}::bigint))`.execute(tx);
     return { request, expiredId };
   });
 }

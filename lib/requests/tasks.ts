@@ -9,6 +9,7 @@
 //     retry after midnight still asks for the same day.
 //   requestsCrontab(config): the evening line requesting tomorrow's schedule (UTC, as
 //     graphile-worker's cron runs in UTC), '' when msgx.requests.daily-schedule-at is empty.
+import { TASK } from '../core/tasks.ts';
 import type { Task } from 'graphile-worker';
 import type { Config } from '../core/config.ts';
 import { fromWallClock, operationDayOf, wallClock } from '../sis/values.ts';
@@ -51,9 +52,9 @@ export async function runRequestTask(deps: OutboundDeps, payload: unknown, job?:
   return { createdId, results: await sendPending(deps) };
 }
 
-export function requestTasks(deps: OutboundDeps): Record<'request', Task> {
+export function requestTasks(deps: OutboundDeps): Record<typeof TASK.request, Task> {
   return {
-    request: async (payload, helpers) => {
+    [TASK.request]: async (payload, helpers) => {
       const { results } = await runRequestTask(deps, payload, { id: String(helpers.job.id), createdAt: new Date(helpers.job.created_at) });
       const unknown = results.filter((r) => r.outcome === 'unknown');
       for (const r of results) helpers.logger.info(`request ${r.id}: ${r.outcome}`);

@@ -3,7 +3,7 @@ import Fastify from 'fastify';
 import { Logger, quickAddJob, runOnce } from 'graphile-worker';
 import { sql } from 'kysely';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
-import { requestsFailed } from '../../lib/requests/metrics.ts';
+import { metrics } from '../../lib/runtime/metrics.ts';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../lib/core/clock.ts';
 import { createRequest, insertOutboxRow, sendPending } from '../../lib/requests/outbound.ts';
@@ -256,7 +256,7 @@ describe('answers', () => {
   });
 
   it('EROR fails the named open request (alert counter); without an open request it is skipped', async () => {
-    const failedBefore = async () => (await requestsFailed.get()).values.reduce((s, v) => s + v.value, 0);
+    const failedBefore = async () => (await metrics.requestsFailed.get()).values.reduce((s, v) => s + v.value, 0);
     const before = await failedBefore();
     const r1 = await rqrd('SLST');
     const f1 = await rqfd('2026-12-01');

@@ -8,18 +8,14 @@ import { ManualClock } from '../../lib/core/clock.ts';
 import { connectClient, createSessionDb, LOCKS, type Db } from '../../lib/db/postgres.ts';
 import type { Redis } from '../../lib/db/redis.ts';
 import { loadVersionFloors } from '../../lib/flight/floor.ts';
-import {
-  purgeFlights,
-  purgeHistory,
-  purgeInbox,
-  purgeLedger,
-  purgeProcState,
-  purgeRequests,
-  purgeSnapLog,
-  refreshFlightsWithoutOperationDay,
-  type PurgeOptions,
-  type RetentionDeps,
-} from '../../lib/lifecycle/jobs.ts';
+import type { PurgeOptions, RetentionDeps } from '../../lib/lifecycle/common.ts';
+import { purgeFlights, refreshFlightsWithoutOperationDay } from '../../lib/lifecycle/flights.ts';
+import { purgeHistory } from '../../lib/lifecycle/history.ts';
+import { purgeInbox } from '../../lib/lifecycle/inbox.ts';
+import { purgeLedger } from '../../lib/lifecycle/ledger.ts';
+import { purgeProcState } from '../../lib/lifecycle/proc-state.ts';
+import { purgeRequests } from '../../lib/lifecycle/requests.ts';
+import { purgeSnapLog } from '../../lib/lifecycle/snap-log.ts';
 import { retentionCrontab, retentionSchedule, runRetention } from '../../lib/lifecycle/tasks.ts';
 import { metrics } from '../../lib/runtime/metrics.ts';
 import { testConfig, TEST_PG_URL } from '../support/env.ts';

@@ -5,7 +5,7 @@ import type pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../lib/core/clock.ts';
 import { connectClient, createSessionDb, type Db } from '../../lib/db/postgres.ts';
-import type { RetentionDeps } from '../../lib/lifecycle/jobs.ts';
+import type { RetentionDeps } from '../../lib/lifecycle/common.ts';
 import { runRetention } from '../../lib/lifecycle/tasks.ts';
 import { purgeAttempts, purgeFlightChanges } from '../../lib/lifecycle/trace-records.ts';
 import { metrics } from '../../lib/runtime/metrics.ts';

@@ -1,69 +1,20 @@
-// Lifecycle jobs (lifecycle.md): one function per object, each deleting in bounded batches with
-// its final evidence, each returning the number of rows deleted and counting them in
-// msgx_retention_deleted_total{object}. When the evidence is unclear, nothing is deleted (D1).
-//
-//   object          evidence (all times from the injected clock)
-//   cminmsgs        PROC_STATE terminal, BACKFILL_AT set and older than R_keep, inbox row marked (C-1)
-//   proc_state      terminal, BACKFILL_AT set, UPDATED_AT older than the retention, inbox row gone (US-11)
-//   flight_schd     history rule re-checked under PIPELINE_LOCK with the version read, history
-//                   row written in the same transaction (US-14, D1)
-//   flight_history  ARCHIVED_AT older than msgx.history.retention
-//   schd_snap_log   receive time and scope end (operation day) older than msgx.snap-log.retention
-//   req_track       closed longer than msgx.req-track.retention
-//   schd_gen(_flid) operation day older than purge-after and no roster flight of that day left
-//
-// The SENT outbox rows are msg-dispatch's job (lib/dispatch/retention.ts), not repeated here.
+// Lifecycle job: the flight history purge (US-14, D1): FLIGHT_SCHD rows that became history are
+// archived to FLIGHT_HISTORY and deleted, the Redis keys of purged ACTIVE flights deleted (owed
+// keys retried), and msgx_flights_without_operation_day refreshed. Index of the jobs: tasks.ts.
 import { sql } from 'kysely';
-import type { Logger } from 'pino';
-import type { Redis } from 'ioredis';
-import type mysql from 'mysql2/promise';
-import type { Clock } from '../core/clock.ts';
-import type { Config } from '../core/config.ts';
-import { LOCKS, type Db } from '../db/postgres.ts';
-import { INBOX_TABLE, readBodies, withTimeout, type Inbox } from '../db/mysql.ts';
+import { LOCKS } from '../db/postgres.ts';
+import { readBodies } from '../db/mysql.ts';
+import { withTimeout } from '../core/timeout.ts';
 import { flightKey } from '../flight/mirror.ts';
 import { isoLocal, toJson } from '../flight/state.ts';
 import { insertMsgEvents, loadStates, removePendingSchdRows, type MsgEvent } from '../flight/store.ts';
 import { wake } from '../pipeline/transitions.ts';
 import { DISPATCH_TASK } from '../core/tasks.ts';
 import { msgTombstone } from '../contract/kafka.ts';
-import { deleteClosedBefore } from '../requests/track.ts';
 import { metrics } from '../runtime/metrics.ts';
 import { operationDayOf } from '../sis/values.ts';
 import { raiseVersionFloors } from '../flight/floor.ts';
-
-export interface RetentionDeps {
-  /** Pooled Postgres. */
-  db: Db;
-  inbox: Inbox;
-  redis: Redis;
-  clock: Clock;
-  config: Config;
-  log: Logger;
-}
-
-/** Wall-time budget of one job run; `cut` tells the caller that work may remain. */
-export class Budget {
-  private readonly until: number;
-  cut = false;
-  constructor(ms: number) {
-    this.until = Date.now() + ms;
-  }
-  /** True (and remembered) when the budget is spent. */
-  spent(): boolean {
-    if (Date.now() >= this.until) this.cut = true;
-    return this.cut;
-  }
-}
-
-export interface JobOptions {
-  /** Rows per batch (flights per purge transaction). */
-  batch?: number;
-  budget?: Budget;
-}
-
-export const TERMINAL = ['SUCCEEDED', 'SKIPPED', 'DEAD'] as const;
-const IN_PROCESS = ['PENDING', 'FAILED'] as const;
+import { batches, count, IN_PROCESS, underPipelineLock, type PurgeOptions, type PurgeSession, type RetentionDeps } from './common.ts';
 
 /** Flight ids a raw SIS body names: FLID, MAID (a shared flight's master) and TAID, as element or attribute. */
 const FLIGHT_ID_TAGS = /<(FLID|MAID|TAID)>\s*([^<\s]+)\s*<\/\1>|\b(?:FLID|MAID|TAID)\s*=\s*"([^"]+)"/g;
@@ -89,110 +40,6 @@ async function flightsOfOpenMessages(d: RetentionDeps, cache: Map<number, string
   return new Set(ids.flatMap((id) => cache.get(id) ?? []));
 }
 
-/** Tasks woken when the purge writes tombstones (same name as the dispatcher's task). */
-
-const ms = (d: RetentionDeps, key: keyof Config) => d.config[key] as number;
-const before = (d: RetentionDeps, key: keyof Config) => new Date(d.clock.now().getTime() - ms(d, key));
-const count = (object: string, n: number) => {
-  if (n > 0) metrics.retentionDeleted.inc({ object }, n);
-};
-
-/** Loop `step` (one batch each, returning [deleted, rows looked at]) until a short batch or the budget. */
-async function batches(o: JobOptions, dflt: number, step: (batch: number) => Promise<[number, number]>): Promise<number> {
-  const batch = o.batch ?? dflt;
-  let total = 0;
-  for (;;) {
-    const [deleted, seen] = await step(batch);
-    total += deleted;
-    if (seen < batch || o.budget?.spent()) return total;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// inbox (C-1)
-
-/**
- * Delete inbox rows whose PROC_STATE row is terminal with BACKFILL_AT set and older than R_keep.
- * Abandoned backfills (no BACKFILL_AT) are never candidates; a read-only instance never touches the
- * inbox. By primary key, and only rows that carry a processing time (the mark backfill wrote).
- * The lifecycle gate is held from reading the evidence until the delete is done, so a replay (which
- * clears BACKFILL_AT under the same gate) never interleaves.
- */
-export async function purgeInbox(d: RetentionDeps, o: JobOptions = {}): Promise<number> {
-  if (d.config['msgx.inbox.read-only']) return 0;
-  const cutoff = before(d, 'msgx.pipeline.inbox-retention');
-  const io = d.config['msgx.io.timeout'];
-  // Every inbox ID below the smallest present one is gone already: start there.
-  const [minRows] = await withTimeout(io, 'inbox min id', d.inbox.query<mysql.RowDataPacket[]>(`SELECT MIN(CMINMSGS_ID) AS m FROM ${INBOX_TABLE}`));
-  if (minRows[0]?.m === null || minRows[0]?.m === undefined) return 0;
-  let after = Number(minRows[0].m) - 1;
-  const n = await batches(o, 1000, (batch) =>
-    d.db.transaction().execute(async (tx) => {
-      await sql`select pg_advisory_xact_lock(${LOCKS.LIFECYCLE_GATE})`.execute(tx);
-      const c = await sql<{ msg_id: number }>`
-        select msg_id from proc_state
-        where msg_id > ${after} and state = any(${TERMINAL}::text[]) and backfill_at is not null and backfill_at < ${cutoff}
-        order by msg_id limit ${batch}`.execute(tx);
-      const ids = c.rows.map((r) => Number(r.msg_id));
-      if (ids.length === 0) return [0, 0] as [number, number];
-      after = ids[ids.length - 1];
-      const [res] = await withTimeout(
-        io,
-        'inbox retention delete',
-        d.inbox.query<mysql.ResultSetHeader>(`DELETE FROM ${INBOX_TABLE} WHERE CMINMSGS_ID IN (?) AND CMINMSGS_DATE_PROCESSED IS NOT NULL`, [ids]),
-      );
-      count('cminmsgs', res.affectedRows);
-      return [res.affectedRows, ids.length] as [number, number];
-    }),
-  );
-  if (n) d.log.info({ deleted: n, before: cutoff.toISOString() }, 'retention: inbox rows deleted (C-1)');
-  return n;
-}
-
-// ---------------------------------------------------------------------------------------------
-// PROC_STATE (US-11, G-PROC-CLEANUP)
-
-/**
- * Delete terminal PROC_STATE rows older than msgx.proc-state.retention (UPDATED_AT) whose inbox row
- * is already gone (the row is C-1's evidence). With BACKFILL_AT set; on a read-only instance
- * (which never backfills) the inbox row must be gone or carry a processing time instead — a row
- * still unprocessed in the inbox would be enqueued again by intake's full scan. The DELETE repeats
- * every condition on STATE, so a row a replay has just reset is skipped (0 rows), never lost.
- */
-export async function purgeProcState(d: RetentionDeps, o: JobOptions = {}): Promise<number> {
-  const cutoff = before(d, 'msgx.proc-state.retention');
-  const readOnly = d.config['msgx.inbox.read-only'];
-  const io = d.config['msgx.io.timeout'];
-  const backfilled = readOnly ? sql`` : sql`and backfill_at is not null`;
-  let after = 0;
-  const n = await batches(o, 1000, async (batch) => {
-    const c = await sql<{ msg_id: number }>`
-      select msg_id from proc_state
-      where msg_id > ${after} and state = any(${TERMINAL}::text[]) and updated_at < ${cutoff} ${backfilled}
-      order by msg_id limit ${batch}`.execute(d.db);
-    const ids = c.rows.map((r) => Number(r.msg_id));
-    if (ids.length === 0) return [0, 0];
-    after = ids[ids.length - 1];
-    // Evidence from the inbox: a failure here throws and nothing is deleted.
-    const [rows] = await withTimeout(
-      io,
-      'inbox presence check',
-      d.inbox.query<mysql.RowDataPacket[]>(`SELECT CMINMSGS_ID AS id, CMINMSGS_DATE_PROCESSED AS p FROM ${INBOX_TABLE} WHERE CMINMSGS_ID IN (?)`, [ids]),
-    );
-    const keep = new Set(rows.filter((r) => !readOnly || r.p === null).map((r) => Number(r.id)));
-    const gone = ids.filter((id) => !keep.has(id));
-    if (gone.length === 0) return [0, ids.length];
-    const r = await sql`
-      delete from proc_state
-      where msg_id = any(${gone}::bigint[]) and state = any(${TERMINAL}::text[]) and updated_at < ${cutoff} ${backfilled}`.execute(d.db);
-    const deleted = Number(r.numAffectedRows ?? 0);
-    count('proc_state', deleted);
-    return [deleted, ids.length];
-  });
-  if (n) d.log.info({ deleted: n, before: cutoff.toISOString(), readOnly }, 'retention: PROC_STATE rows deleted (US-11)');
-  return n;
-}
-
 // ---------------------------------------------------------------------------------------------
 // flight history purge (US-14, D1)
 
@@ -216,18 +63,6 @@ export function historyReason(f: { state: string; deleted_at: Date | null; opera
   if (f.state === 'DELETED' && f.deleted_at !== null && f.deleted_at.getTime() < rule.deletedBefore.getTime()) return 'DELETED';
   if (f.operation_day !== null && f.operation_day < rule.dayBefore) return 'AGE';
   return null;
-}
-
-export interface PurgeOptions extends JobOptions {
-  /** Test seam: called with the candidates after they were read and before PIPELINE_LOCK is taken. */
-  beforeLock?: (candidates: { flid: string; state_version: number }[]) => Promise<void>;
-  /** How long to wait for PIPELINE_LOCK (the pump holds it per message). */
-  lockWaitMs?: number;
-}
-
-export interface PurgeSession {
-  /** Kysely on ONE dedicated connection: the session-level advisory locks live on it. */
-  db: Db;
 }
 
 /**
@@ -270,22 +105,6 @@ export async function purgeFlights(d: RetentionDeps, session: PurgeSession, o: P
     return n;
   } finally {
     await sql`select pg_advisory_unlock(${LOCKS.HISTORY_PURGE_LEADER})`.execute(session.db).catch(() => {});
-  }
-}
-
-/** Run `fn` holding PIPELINE_LOCK on the session (waits at most lockWaitMs for the pump). */
-async function underPipelineLock<T>(session: PurgeSession, o: PurgeOptions, fn: () => Promise<T>): Promise<T> {
-  const wait = o.lockWaitMs ?? 60_000;
-  await sql`select set_config('lock_timeout', ${`${wait}ms`}, false)`.execute(session.db);
-  try {
-    await sql`select pg_advisory_lock(${LOCKS.PIPELINE})`.execute(session.db);
-  } finally {
-    await sql`reset lock_timeout`.execute(session.db).catch(() => {});
-  }
-  try {
-    return await fn();
-  } finally {
-    await sql`select pg_advisory_unlock(${LOCKS.PIPELINE})`.execute(session.db).catch(() => {});
   }
 }
 
@@ -443,83 +262,3 @@ export async function refreshFlightsWithoutOperationDay(d: RetentionDeps): Promi
 }
 
 // ---------------------------------------------------------------------------------------------
-// snapshot ledger
-
-/**
- * Delete SCHD_GEN / SCHD_GEN_FLID of operation days older than purge-after none of whose roster
- * flights remain in FLIGHT_SCHD with that day: while one does, a later snapshot of the day still
- * needs the roster to diff against (INV-7). Under PIPELINE_LOCK (the pump's snapshot reads and
- * compare-and-sets SCHD_GEN). Returns the SCHD_GEN rows (days) deleted; roster rows are counted as
- * object schd_gen_flid.
- */
-export async function purgeLedger(d: RetentionDeps, session: PurgeSession, o: PurgeOptions = {}): Promise<number> {
-  const n = await batches(o, 100, async (batch) => {
-    const rule = historyRule(d);
-    return underPipelineLock(session, o, () =>
-      session.db.transaction().execute(async (tx) => {
-        const days = await sql<{ day: string }>`
-          select g.operation_day::text as day from schd_gen g
-          where g.operation_day < ${rule.dayBefore}::date
-            and not exists (select 1 from schd_gen_flid r join flight_schd f on f.flid = r.flid and f.operation_day = r.operation_day
-                            where r.operation_day = g.operation_day)
-          order by g.operation_day limit ${batch}
-          for update of g`.execute(tx);
-        const list = days.rows.map((x) => x.day);
-        if (list.length === 0) return [0, 0] as [number, number];
-        const roster = await sql`delete from schd_gen_flid where operation_day = any(${list}::date[])`.execute(tx);
-        const gens = await sql`delete from schd_gen where operation_day = any(${list}::date[])`.execute(tx);
-        count('schd_gen_flid', Number(roster.numAffectedRows ?? 0));
-        count('schd_gen', Number(gens.numAffectedRows ?? 0));
-        return [Number(gens.numAffectedRows ?? 0), list.length] as [number, number];
-      }),
-    );
-  });
-  if (n) d.log.info({ days: n }, 'retention: snapshot ledger of old operation days deleted');
-  return n;
-}
-
-// ---------------------------------------------------------------------------------------------
-// plain retention
-
-/** FLIGHT_HISTORY rows archived longer ago than msgx.history.retention (G-FLIGHT-HIST-RETENTION). */
-export async function purgeHistory(d: RetentionDeps, o: JobOptions = {}): Promise<number> {
-  const cutoff = before(d, 'msgx.history.retention');
-  const n = await batches(o, 5000, async (batch) => {
-    const r = await sql`
-      delete from flight_history h using (
-        select flid, state_version from flight_history where archived_at < ${cutoff} order by archived_at limit ${batch}) x
-      where h.flid = x.flid and h.state_version = x.state_version`.execute(d.db);
-    const k = Number(r.numAffectedRows ?? 0);
-    count('flight_history', k);
-    return [k, k];
-  });
-  if (n) d.log.info({ deleted: n, before: cutoff.toISOString() }, 'retention: history records deleted');
-  return n;
-}
-
-/** SCHD_SNAP_LOG rows whose receive time and scope end (operation day) are both older than msgx.snap-log.retention. */
-export async function purgeSnapLog(d: RetentionDeps, o: JobOptions = {}): Promise<number> {
-  const cutoff = before(d, 'msgx.snap-log.retention');
-  const dayBefore = operationDayOf(cutoff, d.config['msgx.airport.timezone'], d.config['msgx.airport.day-cutover']);
-  const n = await batches(o, 5000, async (batch) => {
-    const r = await sql`
-      delete from schd_snap_log where id = any(array(
-        select id from schd_snap_log
-        where created_at < ${cutoff} and (operation_day is null or operation_day < ${dayBefore}::date)
-        order by id limit ${batch}))`.execute(d.db);
-    const k = Number(r.numAffectedRows ?? 0);
-    count('schd_snap_log', k);
-    return [k, k];
-  });
-  if (n) d.log.info({ deleted: n, before: cutoff.toISOString() }, 'retention: snapshot log rows deleted');
-  return n;
-}
-
-/** Closed REQ_TRACK rows older than msgx.req-track.retention (G-REQ-TRACK-RETENTION). */
-export async function purgeRequests(d: RetentionDeps): Promise<number> {
-  const cutoff = before(d, 'msgx.req-track.retention');
-  const n = await deleteClosedBefore(d.db, cutoff);
-  count('req_track', n);
-  if (n) d.log.info({ deleted: n, before: cutoff.toISOString() }, 'retention: closed requests deleted');
-  return n;
-}

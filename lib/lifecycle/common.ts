@@ -1,0 +1,89 @@
+// Shared by the lifecycle jobs (one file per purged object, index in tasks.ts): their
+// dependencies, the time budget, the batch loop, the deletion counter and the PIPELINE_LOCK
+// session the flight purge and the ledger purge run under.
+import { sql } from 'kysely';
+import type { Logger } from 'pino';
+import type { Redis } from 'ioredis';
+import type { Clock } from '../core/clock.ts';
+import type { Config } from '../core/config.ts';
+import { LOCKS, type Db } from '../db/postgres.ts';
+import type { Inbox } from '../db/mysql.ts';
+import { metrics } from '../runtime/metrics.ts';
+
+export interface RetentionDeps {
+  /** Pooled Postgres. */
+  db: Db;
+  inbox: Inbox;
+  redis: Redis;
+  clock: Clock;
+  config: Config;
+  log: Logger;
+}
+
+/** Wall-time budget of one job run; `cut` tells the caller that work may remain. */
+export class Budget {
+  private readonly until: number;
+  cut = false;
+  constructor(ms: number) {
+    this.until = Date.now() + ms;
+  }
+  /** True (and remembered) when the budget is spent. */
+  spent(): boolean {
+    if (Date.now() >= this.until) this.cut = true;
+    return this.cut;
+  }
+}
+
+export interface JobOptions {
+  /** Rows per batch (flights per purge transaction). */
+  batch?: number;
+  budget?: Budget;
+}
+
+export const TERMINAL = ['SUCCEEDED', 'SKIPPED', 'DEAD'] as const;
+export const IN_PROCESS = ['PENDING', 'FAILED'] as const;
+
+export const ms = (d: RetentionDeps, key: keyof Config) => d.config[key] as number;
+export const before = (d: RetentionDeps, key: keyof Config) => new Date(d.clock.now().getTime() - ms(d, key));
+export const count = (object: string, n: number) => {
+  if (n > 0) metrics.retentionDeleted.inc({ object }, n);
+};
+
+/** Loop `step` (one batch each, returning [deleted, rows looked at]) until a short batch or the budget. */
+export async function batches(o: JobOptions, dflt: number, step: (batch: number) => Promise<[number, number]>): Promise<number> {
+  const batch = o.batch ?? dflt;
+  let total = 0;
+  for (;;) {
+    const [deleted, seen] = await step(batch);
+    total += deleted;
+    if (seen < batch || o.budget?.spent()) return total;
+  }
+}
+
+export interface PurgeOptions extends JobOptions {
+  /** Test seam: called with the candidates after they were read and before PIPELINE_LOCK is taken. */
+  beforeLock?: (candidates: { flid: string; state_version: number }[]) => Promise<void>;
+  /** How long to wait for PIPELINE_LOCK (the pump holds it per message). */
+  lockWaitMs?: number;
+}
+
+export interface PurgeSession {
+  /** Kysely on ONE dedicated connection: the session-level advisory locks live on it. */
+  db: Db;
+}
+
+/** Run `fn` holding PIPELINE_LOCK on the session (waits at most lockWaitMs for the pump). */
+export async function underPipelineLock<T>(session: PurgeSession, o: PurgeOptions, fn: () => Promise<T>): Promise<T> {
+  const wait = o.lockWaitMs ?? 60_000;
+  await sql`select set_config('lock_timeout', ${`${wait}ms`}, false)`.execute(session.db);
+  try {
+    await sql`select pg_advisory_lock(${LOCKS.PIPELINE})`.execute(session.db);
+  } finally {
+    await sql`reset lock_timeout`.execute(session.db).catch(() => {}); // back to the connection's own (lib/db/postgres.ts), not unlimited
+  }
+  try {
+    return await fn();
+  } finally {
+    await sql`select pg_advisory_unlock(${LOCKS.PIPELINE})`.execute(session.db).catch(() => {});
+  }
+}
