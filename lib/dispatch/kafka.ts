@@ -228,7 +228,11 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
         const replicationFactor = Math.min(3, cluster.brokers.length);
         const settings = topicSettings(o.retentionMs ?? WEEK_MS, replicationFactor);
         if (present.length) {
-          const described = await withTimeout(o.timeoutMs, kafkaTimeout('describeConfigs'), admin.describeConfigs({ resources: present.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: Object.keys(settings) })), includeSynonyms: false }));
+          const described = await withTimeout(
+            o.timeoutMs,
+            kafkaTimeout('describeConfigs'),
+            admin.describeConfigs({ resources: present.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: Object.keys(settings) })), includeSynonyms: false }),
+          );
           for (const name of present) {
             const entries = described.resources.find((r) => r.resourceName === name)?.configEntries ?? [];
             for (const [setting, expected] of Object.entries(settings)) {
@@ -242,7 +246,10 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
         }
         if (missing.length === 0) return result;
         try {
-          await withTimeout(o.timeoutMs * 2, kafkaTimeout('createTopics'), admin.createTopics({
+          await withTimeout(
+            o.timeoutMs * 2,
+            kafkaTimeout('createTopics'),
+            admin.createTopics({
               topics: missing.map((topic) => ({
                 topic,
                 numPartitions: specs.get(topic)!,
@@ -251,7 +258,8 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
               })),
               waitForLeaders: true,
               timeout: o.timeoutMs,
-            }));
+            }),
+          );
         } catch (e) {
           const refused = refusal(e);
           if (refused) {
