@@ -54,7 +54,8 @@ export interface DomainMessage<C> {
 /** A batch domain's work inside one business transaction. */
 export interface DomainBatch<C> {
   /** Load what these commands address, in as few statements as possible (before the first apply). */
-  preload(cmds: readonly C[]): Promise<void>;
+  /** `finished`: messages of this batch whose business transaction committed earlier (their Redis scope is asked for with addressed). */
+  preload(cmds: readonly C[], finished?: readonly number[]): Promise<void>;
   /** Apply one message, in inbox order, on top of the earlier ones. All or nothing: a throw leaves no trace in the batch. */
   apply(m: DomainMessage<C>): Promise<HandlerOutcome>;
   /** Redis scope of a message whose business transaction committed earlier (crash recovery): from the current state and what it changed. */

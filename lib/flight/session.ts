@@ -60,6 +60,8 @@ export class FlightSession implements DomainBatch<FlightCommand> {
   private events = 0;
   private ledgers = false;
   private final: Map<string, FlightState | null> | null = null;
+  /** Flights changed by the batch's messages committed earlier (preload's `finished`). */
+  private readonly changedByMsg = new Map<number, string[]>();
 
   private readonly changeRecords: boolean;
 
@@ -73,8 +75,10 @@ export class FlightSession implements DomainBatch<FlightCommand> {
     this.plan = new FlightPlan(this.loaded, { timeZone: this.timeZone, cutover: ctx.config['msgx.airport.day-cutover'] });
   }
 
-  async preload(cmds: readonly FlightCommand[]): Promise<void> {
-    const flids = cmds.flatMap((c) => (c.kind === 'flop' ? [c.flid] : c.records.map((r) => r.flid)));
+  async preload(cmds: readonly FlightCommand[], finished: readonly number[] = []): Promise<void> {
+    // messages committed before (crash recovery): the flights they changed, in one query
+    if (finished.length) for (const [id, flids] of await changedBy(this.tx, finished)) this.changedByMsg.set(id, flids);
+    const flids = [...cmds.flatMap((c) => (c.kind === 'flop' ? [c.flid] : c.records.map((r) => r.flid))), ...[...this.changedByMsg.values()].flat()];
     const days = cmds.flatMap((c) => (c.kind === 'snapshot' && c.day !== null ? [c.day] : []));
     await this.load(new NeedData({ days }));
     // a snapshot's old roster is addressed too (INV-7 deletions)
@@ -162,8 +166,8 @@ export class FlightSession implements DomainBatch<FlightCommand> {
   }
 
   async addressed(m: { msgId: number; cmd: FlightCommand }): Promise<string[]> {
-    const changed = await changedBy(this.tx, m.msgId);
-    await this.load(new NeedData({ flids: changed }));
+    let changed = this.changedByMsg.get(m.msgId);
+    if (!changed) this.changedByMsg.set(m.msgId, (changed = (await changedBy(this.tx, [m.msgId])).get(m.msgId)!)); // not announced to preload
     return this.withData(() => this.plan.addressed(m.cmd, changed));
   }
 

@@ -147,10 +147,14 @@ export async function loadStates(db: Executor, flids: readonly string[], tz: str
   return rowsToStates(res.rows, tz);
 }
 
-/** The flights a message changed (its change records, written with its business commit). */
-export async function changedBy(db: Executor, msgId: number): Promise<string[]> {
-  const r = await runPrepared<{ flid: string }>(db, 'msgx_changed_by', [msgId], () => sql`select flid from flight_change where msg_id = ${msgId}`);
-  return r.rows.map((x) => x.flid);
+/** The flights each of these messages changed (their change records, written with their business commit): one query. */
+export async function changedBy(db: Executor, msgIds: readonly number[]): Promise<Map<number, string[]>> {
+  const out = new Map<number, string[]>(msgIds.map((id) => [id, []]));
+  if (msgIds.length === 0) return out;
+  const ids = [...msgIds];
+  const r = await runPrepared<{ msg_id: string; flid: string }>(db, 'msgx_changed_by', [ids], () => sql`select msg_id, flid from flight_change where msg_id = any(${ids}::bigint[])`);
+  for (const x of r.rows) out.get(Number(x.msg_id))?.push(x.flid);
+  return out;
 }
 
 /** ACTIVE flights whose MAID is one of these masters: {flid, flno, maid}, ordered by FLID. */

@@ -349,7 +349,11 @@ async function business(d: PumpDeps, members: Member[]): Promise<Business> {
           const t = m.todo;
           if ((t.do === 'domain' || t.do === 'finish') && t.domain && !batches.has(t.domain)) {
             const b = t.domain.open({ tx, now, config: d.config, log: d.log });
-            await b.preload(members.flatMap((x) => ((x.todo.do === 'domain' || x.todo.do === 'finish') && x.todo.domain === t.domain ? [x.todo.cmd] : [])));
+            const mine = members.filter((x) => (x.todo.do === 'domain' || x.todo.do === 'finish') && x.todo.domain === t.domain);
+            await b.preload(
+              mine.map((x) => (x.todo as { cmd: unknown }).cmd),
+              mine.filter((x) => x.todo.do === 'finish').map((x) => x.h.msg_id),
+            );
             batches.set(t.domain, b);
           }
         }

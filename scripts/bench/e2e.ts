@@ -11,8 +11,8 @@ import { sql } from 'kysely';
 import '../../lib/dispatch/kafka.ts'; // its filter of kafkajs's harmless TimeoutNegativeWarning
 import { bigSnapshot } from '../../test/support/fixtures.ts';
 import { sisMessage } from '../../test/support/services.ts';
-import { emptyAll, machine, median, openBench, type Bench } from './setup.ts';
-import { KAFKA, startWorker, stopWorkers, waitFor } from './workers.ts';
+import { emptyAll, machine, median, openBench, type Bench, stateCounts } from './setup.ts';
+import { failWithLogs, KAFKA, startWorker, stopWorkers, waitFor } from './workers.ts';
 
 const N = Number(process.argv[2] ?? 20_000);
 const F = Number(process.argv[3] ?? 2_000);
@@ -74,12 +74,7 @@ async function oneRun(b: Bench, run: number) {
     const offsets = await admin.fetchTopicOffsets(topics.msg);
     const onKafka = offsets.reduce((a, o) => a + Number(o.high), 0);
     const exitCodes = await stopWorkers(workers);
-    const states = await b.db
-      .selectFrom('proc_state')
-      .select(['state'])
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .groupBy('state')
-      .execute();
+    const states = await stateCounts(b);
     await admin.deleteTopics({ topics: [topics.msg, topics.schd] }).catch(() => {});
     const res = {
       messages: N,
@@ -89,15 +84,13 @@ async function oneRun(b: Bench, run: number) {
       msgEventsWritten: events - eventsBefore,
       recordsOnMsgTopic: onKafka,
       msgEventsTotal: events,
-      states: Object.fromEntries(states.map((s) => [s.state, Number(s.n)])),
+      states: states,
       exitCodes,
     };
     console.error(`run ${run + 1}: ${JSON.stringify(res)}`);
     return res;
   } catch (e) {
-    await stopWorkers(workers);
-    for (const w of workers) console.error(`--- ${w.name}\n${w.logs.slice(-20).join('\n')}`);
-    throw e;
+    return await failWithLogs(workers, e);
   } finally {
     await admin.disconnect().catch(() => {});
   }

@@ -18,7 +18,7 @@ import '../../lib/dispatch/kafka.ts'; // its filter of kafkajs's harmless Timeou
 import { bigSnapshot } from '../../test/support/fixtures.ts';
 import { sisMessage } from '../../test/support/services.ts';
 import { emptyAll, machine, median, openBench, type Bench } from './setup.ts';
-import { KAFKA, startWorker, stopWorkers, waitFor } from './workers.ts';
+import { failWithLogs, KAFKA, startWorker, stopWorkers, waitFor } from './workers.ts';
 
 const { Kafka, logLevel } = kafkajs;
 
@@ -195,9 +195,7 @@ async function oneRun(b: Bench, run: number): Promise<RunResult> {
     console.error(`run ${run + 1}: ${JSON.stringify(res)}`);
     return res;
   } catch (e) {
-    await stopWorkers(workers);
-    for (const w of workers) console.error(`--- ${w.name}\n${w.logs.slice(-20).join('\n')}`);
-    throw e;
+    return await failWithLogs(workers, e);
   } finally {
     await consumer.disconnect().catch(() => {});
   }

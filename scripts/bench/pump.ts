@@ -21,7 +21,7 @@ import { createLogger } from '../../lib/runtime/log.ts';
 import { decodeEnvelope } from '../../lib/sis/envelope.ts';
 import { bigSnapshot } from '../../test/support/fixtures.ts';
 import { sisMessage } from '../../test/support/services.ts';
-import { BENCH_PG, BENCH_INBOX, BENCH_REDIS, emptyAll, machine, median, openBench } from './setup.ts';
+import { BENCH_PG, BENCH_INBOX, BENCH_REDIS, emptyAll, machine, median, openBench, stateCounts } from './setup.ts';
 
 const N = Number(process.argv[2] ?? 20_000);
 const F = Number(process.argv[3] ?? 2_000);
@@ -154,12 +154,7 @@ for (;;) {
 }
 const backfillSec = (performance.now() - t) / 1000;
 
-const states = await b.db
-  .selectFrom('proc_state')
-  .select(['state'])
-  .select((eb) => eb.fn.countAll<number>().as('n'))
-  .groupBy('state')
-  .execute();
+const states = await stateCounts(b);
 const last = runs.at(-1)!;
 console.log(
   JSON.stringify(
@@ -177,7 +172,7 @@ console.log(
         ratioToCommitRate: +(r.processed / r.wall / tps).toFixed(2),
         wallSecondsPerStep: r.steps,
       })),
-      lastRunStates: Object.fromEntries(states.map((s) => [s.state, Number(s.n)])),
+      lastRunStates: states,
       cpuSplitAtK: {
         K: last.k,
         wallSeconds: +last.wall.toFixed(2),

@@ -68,3 +68,14 @@ export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor
 export function machine(): string {
   return `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}`;
 }
+
+/** PROC_STATE rows per state (the end state of a run). */
+export async function stateCounts(b: Bench): Promise<Record<string, number>> {
+  const rows = await b.db
+    .selectFrom('proc_state')
+    .select(['state'])
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .groupBy('state')
+    .execute();
+  return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
+}

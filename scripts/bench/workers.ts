@@ -55,3 +55,10 @@ export async function waitFor(what: string, fn: () => Promise<boolean>, timeoutM
   }
   throw new Error(`timed out waiting for ${what}`);
 }
+
+/** A run failed: stop the workers and print the end of each one's log, then rethrow. */
+export async function failWithLogs(workers: Worker[], e: unknown): Promise<never> {
+  await stopWorkers(workers);
+  for (const w of workers) console.error(`--- ${w.name}\n${w.logs.slice(-20).join('\n')}`);
+  throw e;
+}
