@@ -6,7 +6,8 @@
 const LAYERS = [
   ['core'], // errors, clock, config, task names: imports nothing of lib/
   ['sis'], // the SIS format: envelope, XML safety, value formats, the reference-data key table
-  ['db'], // connections (Postgres, MariaDB, Redis) and the Kysely schema types
+  ['db'], // connections (Postgres, MariaDB, Redis) and the statement runner (lib/db/statement.ts)
+  ['sql'], // every SQL statement, one file per table group: static text, stable name, typed row
   ['runtime'], // logger, metrics, crash handling, process runner, leader lock, HTTP server
   ['contract', 'domain', 'flight', 'refdata', 'requests'], // the Kafka contract, the pump↔domain contract and the domains
   ['pipeline', 'dispatch', 'lifecycle'], // the pump, intake, backfill; the dispatchers; retention and purge

@@ -1,16 +1,13 @@
 // Lifecycle job: FLIGHT_HISTORY rows past msgx.history.retention. Index of the jobs: tasks.ts.
-import { sql } from 'kysely';
+import { pgRun } from '../db/statement.ts';
+import * as History from '../sql/history.ts';
 import { batches, before, count, type JobOptions, type RetentionDeps } from './common.ts';
 
 /** FLIGHT_HISTORY rows archived longer ago than msgx.history.retention (G-FLIGHT-HIST-RETENTION). */
 export async function purgeHistory(d: RetentionDeps, o: JobOptions = {}): Promise<number> {
   const cutoff = before(d, 'msgx.history.retention');
   const n = await batches(o, 5000, async (batch) => {
-    const r = await sql`
-      delete from flight_history h using (
-        select flid, state_version from flight_history where archived_at < ${cutoff} order by archived_at limit ${batch}) x
-      where h.flid = x.flid and h.state_version = x.state_version`.execute(d.db);
-    const k = Number(r.numAffectedRows ?? 0);
+    const k = await pgRun(d.db, History.deleteArchivedBefore, cutoff, batch);
     count('flight_history', k);
     return [k, k];
   });

@@ -1,0 +1,127 @@
+// Statements: static SQL text, a stable name, a typed row (issue 13 item 2; docs/decisions.md
+// "SQL: static statements in lib/sql/"). Every statement of lib/ is declared in
+// `lib/sql/<table group>.ts` with `pgStatement` / `myStatement` and run by the functions
+// below; nothing else in lib/ writes SQL text.
+//
+// Postgres statements run as NAMED prepared statements: node-postgres sends the text once per
+// connection, Postgres parses and plans it once, afterwards only the parameters travel. The name
+// is also what an operator sees in errors (`err.statement`) and in pg_stat_activity's query text
+// (each text starts with `-- <name>`).
+import { CompiledQuery, type QueryResult } from 'kysely';
+import type mysql from 'mysql2/promise';
+
+/** Anything that runs a compiled query: a pooled Kysely, a session Kysely, a transaction. */
+export interface Executor {
+  executeQuery<R>(query: CompiledQuery<R>): Promise<QueryResult<R>>;
+}
+
+declare const PARAMS: unique symbol;
+declare const ROW: unique symbol;
+
+/** A Postgres statement: `$1…$n` placeholders typed by `P`, result rows typed by `R`. */
+export interface PgStatement<P extends readonly unknown[], R> {
+  readonly name: string;
+  readonly text: string;
+  readonly arity: number;
+  readonly [PARAMS]?: P;
+  readonly [ROW]?: R;
+}
+
+/** A MariaDB statement (the AODB inbox/outbox): `?` placeholders typed by `P`, rows typed by `R`. */
+export interface MyStatement<P extends readonly unknown[], R> {
+  readonly name: string;
+  readonly text: string;
+  readonly arity: number;
+  readonly [PARAMS]?: P;
+  readonly [ROW]?: R;
+}
+
+/** A row count / insert ID outcome of a MariaDB write. */
+export interface MyWrite {
+  affectedRows: number;
+  insertId: number;
+}
+
+const declared = new Map<string, { engine: 'pg' | 'mysql'; text: string }>();
+const NAME = /^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$/;
+
+function declare(name: string, engine: 'pg' | 'mysql', text: string): void {
+  if (!NAME.test(name)) throw new Error(`statement name ${name}: expected <group>.<operation> in snake_case`);
+  const prev = declared.get(name);
+  if (prev !== undefined && prev.text !== text) throw new Error(`statement ${name} declared twice with different text`);
+  declared.set(name, { engine, text });
+}
+
+/** Declares a Postgres statement. Text built from rule tables is built once, at module load. */
+export function pgStatement<P extends readonly unknown[] = [], R = never>(name: string, text: string): PgStatement<P, R> {
+  const body = `-- ${name}\n${text.trim()}`;
+  declare(name, 'pg', body);
+  const arity = Math.max(0, ...[...body.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
+  return { name, text: body, arity };
+}
+
+/** Declares a MariaDB statement (`IN (?)` takes an array: mysql2 expands it client-side). */
+export function myStatement<P extends readonly unknown[] = [], R = never>(name: string, text: string): MyStatement<P, R> {
+  declare(name, 'mysql', text.trim());
+  return { name, text: text.trim(), arity: (text.match(/\?/g) ?? []).length };
+}
+
+/** Every declared statement (name → engine and text): the catalogue the tests check. */
+export function declaredStatements(): ReadonlyMap<string, { engine: 'pg' | 'mysql'; text: string }> {
+  return declared;
+}
+
+function tagged(e: unknown, name: string): unknown {
+  if (e && typeof e === 'object') Object.assign(e, { statement: name });
+  return e;
+}
+
+async function execPg<P extends readonly unknown[], R>(db: Executor, st: PgStatement<P, R>, params: P) {
+  if (params.length !== st.arity) throw new Error(`statement ${st.name}: ${st.arity} placeholders, ${params.length} parameters`);
+  // Kysely hands `sql` to pg's client.query unchanged; a {name, text} config makes it a named statement.
+  const q = CompiledQuery.raw(st.text, params as unknown as unknown[]);
+  try {
+    return await db.executeQuery<R>({ ...q, sql: { name: st.name, text: st.text } as unknown as string });
+  } catch (e) {
+    throw tagged(e, st.name);
+  }
+}
+
+/** The rows of a Postgres statement. */
+export async function pgRows<P extends readonly unknown[], R>(db: Executor, st: PgStatement<P, R>, ...params: P): Promise<R[]> {
+  return (await execPg(db, st, params)).rows;
+}
+
+/** The first row of a Postgres statement (undefined when none). */
+export async function pgOne<P extends readonly unknown[], R>(db: Executor, st: PgStatement<P, R>, ...params: P): Promise<R | undefined> {
+  return (await execPg(db, st, params)).rows[0];
+}
+
+/** Runs a Postgres write; returns the rows it affected. */
+export async function pgRun<P extends readonly unknown[], R>(db: Executor, st: PgStatement<P, R>, ...params: P): Promise<number> {
+  return Number((await execPg(db, st, params)).numAffectedRows ?? 0);
+}
+
+type MyExecutor = Pick<mysql.Pool, 'query'> | Pick<mysql.PoolConnection, 'query'>;
+
+/** The rows of a MariaDB statement. */
+export async function myRows<P extends readonly unknown[], R>(my: MyExecutor, st: MyStatement<P, R>, ...params: P): Promise<R[]> {
+  if (params.length !== st.arity) throw new Error(`statement ${st.name}: ${st.arity} placeholders, ${params.length} parameters`);
+  try {
+    const [rows] = await my.query<mysql.RowDataPacket[]>(st.text, params as unknown as unknown[]);
+    return rows as R[];
+  } catch (e) {
+    throw tagged(e, st.name);
+  }
+}
+
+/** Runs a MariaDB write. */
+export async function myRun<P extends readonly unknown[], R>(my: MyExecutor, st: MyStatement<P, R>, ...params: P): Promise<MyWrite> {
+  if (params.length !== st.arity) throw new Error(`statement ${st.name}: ${st.arity} placeholders, ${params.length} parameters`);
+  try {
+    const [res] = await my.query<mysql.ResultSetHeader>(st.text, params as unknown as unknown[]);
+    return { affectedRows: res.affectedRows, insertId: Number(res.insertId) };
+  } catch (e) {
+    throw tagged(e, st.name);
+  }
+}

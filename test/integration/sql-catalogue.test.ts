@@ -1,0 +1,64 @@
+// Every statement declared in lib/sql/ parses and type-checks against the migrated schemas:
+// Postgres PREPAREs each one (parse, analyse, parameter types), MariaDB PREPAREs each one. A
+// rarely-run statement (a purge branch, an operator command) fails here, not at 3 a.m.
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { declaredStatements } from '../../lib/db/statement.ts';
+import { openServices, type TestServices } from '../support/services.ts';
+
+const SQL_DIR = join(import.meta.dirname, '../../lib/sql');
+const files = readdirSync(SQL_DIR).filter((f) => f.endsWith('.ts'));
+let s: TestServices;
+
+beforeAll(async () => {
+  for (const f of files) await import(join(SQL_DIR, f));
+  s = await openServices();
+});
+afterAll(async () => s?.close());
+
+function catalogue() {
+  return [...declaredStatements()].map(([name, x]) => ({ name, ...x }));
+}
+
+describe('the statement catalogue (lib/sql/)', () => {
+  it('holds the statements of every table group file, each named <group>.<operation> after its file', () => {
+    const groups = new Set(catalogue().map((x) => x.name.split('.')[0]));
+    expect(files.length).toBeGreaterThan(0);
+    for (const f of files) expect(groups.has(f.replace(/\.ts$/, '').replaceAll('-', '_')), f).toBe(true);
+  });
+
+  it('every Postgres statement PREPAREs against the migrated schema', async () => {
+    const pg = catalogue().filter((x) => x.engine === 'pg');
+    expect(pg.length).toBeGreaterThan(0);
+    const failures: string[] = [];
+    for (const [i, x] of pg.entries()) {
+      try {
+        await s.sessionClient.query(`prepare msgx_catalogue_${i} as ${x.text}`);
+        await s.sessionClient.query(`deallocate msgx_catalogue_${i}`);
+      } catch (e) {
+        failures.push(`${x.name}: ${(e as Error).message}`);
+      }
+    }
+    expect(failures).toEqual([]);
+  });
+
+  it('every MariaDB statement PREPAREs against the inbox/outbox schema', async () => {
+    const my = catalogue().filter((x) => x.engine === 'mysql');
+    const failures: string[] = [];
+    const conn = await s.inbox.getConnection();
+    try {
+      for (const x of my) {
+        try {
+          await conn.query('PREPARE msgx_catalogue FROM ?', [x.text]);
+          await conn.query('DEALLOCATE PREPARE msgx_catalogue');
+        } catch (e) {
+          failures.push(`${x.name}: ${(e as Error).message}`);
+        }
+      }
+    } finally {
+      conn.release();
+    }
+    expect(failures).toEqual([]);
+  });
+});
