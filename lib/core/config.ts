@@ -143,6 +143,89 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   return Object.freeze(out) as Config;
 }
 
+/**
+ * The typed parts of the configuration, one per concern (issue 13 item 6), declared once as
+ * data: slice → field → key. A module receives the slice it uses (`slices(config).pump`),
+ * never the whole Config; only the composition (workers/, lib/app/, lib/runtime/process.ts)
+ * holds the whole object.
+ */
+const SLICES = {
+  airport: { timezone: 'msgx.airport.timezone', dayCutover: 'msgx.airport.day-cutover' },
+  io: { timeoutMs: 'msgx.io.timeout' },
+  pump: { applyBatch: 'msgx.pipeline.apply-batch', includeDayBoundary: 'msgx.identity.include-day-boundary', timeoutMs: 'msgx.io.timeout' },
+  failures: { maxAttempts: 'msgx.pipeline.max-attempts', backoffMs: 'msgx.pipeline.backoff', infraAlertAfterMs: 'msgx.pipeline.infra-alert-after' },
+  intake: {
+    claimBatch: 'msgx.pipeline.claim-batch',
+    idlePollMs: 'msgx.pipeline.idle-poll',
+    gapSettleMs: 'msgx.intake.gap-settle',
+    fullScanEveryMs: 'msgx.intake.full-scan-every',
+    inboxRetentionMs: 'msgx.pipeline.inbox-retention',
+    timeoutMs: 'msgx.io.timeout',
+  },
+  backfill: {
+    batch: 'msgx.pipeline.backfill-batch',
+    backoffMs: 'msgx.pipeline.backfill-backoff',
+    maxAttempts: 'msgx.pipeline.backfill-max-attempts',
+    overdueMs: 'msgx.pipeline.overdue-backfill',
+    readOnly: 'msgx.inbox.read-only',
+    timezone: 'msgx.airport.timezone',
+    timeoutMs: 'msgx.io.timeout',
+  },
+  inbox: { readOnly: 'msgx.inbox.read-only', maxMessageBytes: 'msgx.inbox.max-message-bytes', timeoutMs: 'msgx.io.timeout' },
+  kafka: {
+    brokers: 'KAFKA_BROKERS',
+    clientId: 'msgx.kafka.client-id',
+    msgTopic: 'msgx.kafka.msg-topic',
+    schdTopic: 'msgx.kafka.schd-topic',
+    partitions: 'msgx.kafka.partitions',
+    eventRetentionMs: 'msgx.pipeline.event-retention',
+    timeoutMs: 'msgx.io.timeout',
+  },
+  dispatch: { msgBatch: 'msgx.msg.batch', schdFlushLimit: 'msgx.schd.flush-limit', maxRecordBytes: 'msgx.schd.max-record-bytes', maxAttempts: 'msgx.dispatch.max-attempts', backoffMs: 'msgx.dispatch.backoff' },
+  retention: {
+    schedule: 'msgx.retention.schedule',
+    historyPurgeAfterMs: 'msgx.history.purge-after',
+    historyRetentionMs: 'msgx.history.retention',
+    procStateRetentionMs: 'msgx.proc-state.retention',
+    snapLogRetentionMs: 'msgx.snap-log.retention',
+    reqTrackRetentionMs: 'msgx.req-track.retention',
+    inboxRetentionMs: 'msgx.pipeline.inbox-retention',
+    eventRetentionMs: 'msgx.pipeline.event-retention',
+    readOnly: 'msgx.inbox.read-only',
+    timeoutMs: 'msgx.io.timeout',
+  },
+  requests: {
+    sender: 'msgx.requests.sender',
+    routingIdRqrd: 'msgx.requests.routing-id-rqrd',
+    routingIdRqfd: 'msgx.requests.routing-id-rqfd',
+    dailyScheduleAt: 'msgx.requests.daily-schedule-at',
+    reconcileWindowMs: 'msgx.requests.reconcile-window',
+    timeoutMs: 'msgx.io.timeout',
+  },
+  http: { host: 'msgx.http.host', devMode: 'msgx.dev-mode', apiToken: 'MSGX_API_TOKEN' },
+} as const satisfies Record<string, Record<string, ParamKey | ConnKey>>;
+
+type SliceSpec = typeof SLICES;
+/** Every slice, typed: `Slices['pump']['applyBatch']` is the type of msgx.pipeline.apply-batch. */
+export type Slices = { readonly [S in keyof SliceSpec]: { readonly [F in keyof SliceSpec[S]]: Config[SliceSpec[S][F] & keyof Config] } };
+export type AirportConfig = Slices['airport'];
+
+const built = new WeakMap<Config, Slices>();
+
+/** The slices of a loaded configuration (built once per Config object, frozen). */
+export function slices(config: Config): Slices {
+  let s = built.get(config);
+  if (!s) {
+    const out: Record<string, Record<string, unknown>> = {};
+    for (const [slice, fields] of Object.entries(SLICES)) {
+      out[slice] = Object.freeze(Object.fromEntries(Object.entries(fields).map(([f, key]) => [f, config[key as keyof Config]])));
+    }
+    s = Object.freeze(out) as unknown as Slices;
+    built.set(config, s);
+  }
+  return s;
+}
+
 /** Start-up self-checks of pipeline.md. */
 function selfCheck(c: Config): string[] {
   const p: string[] = [];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, parseDuration } from '../../lib/core/config.ts';
+import { ConfigError, loadConfig, parseDuration, slices } from '../../lib/core/config.ts';
 
 describe('config', () => {
   it('works with no configuration at all (local defaults)', () => {
@@ -45,5 +45,22 @@ describe('README configuration table', () => {
     const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
     const missing = describeConfig().filter((r) => !readme.includes(`| \`${r.env}\` | ${r.key} | \`${r.default}\` |`));
     expect(missing).toEqual([]);
+  });
+});
+
+describe('configuration slices (a module receives the part it uses)', () => {
+  it('each slice field carries the parsed value of its key, frozen, built once per config', () => {
+    const c = loadConfig({ MSGX_PIPELINE_APPLY_BATCH: '50', MSGX_AIRPORT_TIMEZONE: 'Europe/Vienna', MSGX_PIPELINE_BACKOFF: '1s,2s,3s,4s', KAFKA_BROKERS: 'k1:9092' });
+    const s = slices(c);
+    expect(s.pump.applyBatch).toBe(50);
+    expect(s.airport).toEqual({ timezone: 'Europe/Vienna', dayCutover: '00:00' });
+    expect(s.failures.backoffMs).toEqual([1000, 2000, 3000, 4000]);
+    expect(s.kafka.brokers).toBe('k1:9092');
+    expect(s.io.timeoutMs).toBe(5000);
+    expect(Object.isFrozen(s.pump)).toBe(true);
+    expect(() => {
+      (s.pump as { applyBatch: number }).applyBatch = 1;
+    }).toThrow(TypeError);
+    expect(slices(c)).toBe(s);
   });
 });
