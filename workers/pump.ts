@@ -2,15 +2,16 @@
 // Single active instance: the leader lock and PIPELINE_LOCK live on one dedicated connection.
 // The head gauges are refreshed by a timer on the pool, apart from the pump's loop.
 import { TASK } from '../lib/core/tasks.ts';
-import { sql } from 'kysely';
 import { buildMirror, buildRegistry } from '../lib/app/composition.ts';
 import { createAodbPool } from '../lib/db/mysql.ts';
 import { createSessionDb, LOCKS } from '../lib/db/postgres.ts';
+import { pgRun } from '../lib/db/statement.ts';
 import { createRedis } from '../lib/db/redis.ts';
 import { refreshHeadGauges } from '../lib/pipeline/gauges.ts';
 import { drain } from '../lib/pipeline/pump.ts';
 import { crashAt } from '../lib/runtime/crash.ts';
 import { runProcess } from '../lib/runtime/process.ts';
+import * as Locks from '../lib/sql/locks.ts';
 
 const BUDGET_MS = 30_000;
 const GAUGES_EVERY_MS = 1_000;
@@ -27,7 +28,7 @@ await runProcess({
     const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
     const redis = createRedis(rt.config.REDIS_URL, rt.config['msgx.io.timeout']);
     const session = createSessionDb(leader!.client);
-    await sql`select set_config('statement_timeout', ${STATEMENT_TIMEOUT}, false), set_config('lock_timeout', ${LOCK_TIMEOUT}, false)`.execute(session);
+    await pgRun(session, Locks.setSessionTimeouts, STATEMENT_TIMEOUT, LOCK_TIMEOUT);
     const crash = crashAt(rt.config['msgx.test.crash-at']);
     const deps = { session, inbox, registry: buildRegistry(), mirror: buildMirror({ db: rt.db, redis, config: rt.config, crash }), clock: rt.clock, config: rt.config, log: rt.log, crash };
     const gauges = setInterval(() => void refreshHeadGauges(rt.db, rt.clock, rt.config), GAUGES_EVERY_MS);

@@ -4,22 +4,25 @@
 //   - the paged list of one state (and reason class), newest first, cursor = msg_id;
 //   - the last hour per minute: backlog, messages terminal per minute by outcome, inbox ->
 //     terminal latency, dispatch pending.
-import { sql } from 'kysely';
 import type { Clock } from '../core/clock.ts';
 import type { Db } from '../db/postgres.ts';
+import { pgRows } from '../db/statement.ts';
+import * as Outbox from '../sql/outbox.ts';
+import * as ProcState from '../sql/proc-state.ts';
 import { iso } from '../flight/timeline.ts';
 
 export const PROC_STATES = ['PENDING', 'FAILED', 'SUCCEEDED', 'SKIPPED', 'DEAD'] as const;
 export type ProcStateName = (typeof PROC_STATES)[number];
 
-/** The reason class of a PROC_STATE reason: the text before the first ':' (e.g. "EXHAUSTED(INTERNAL)", "PROTOCOL"), at most 60 characters; '' = no reason. */
-const REASON_CLASS = sql`left(split_part(coalesce(reason, ''), ':', 1), 60)`;
-
+/**
+ * Messages per state and reason class. The reason class of a PROC_STATE reason: the text before
+ * the first ':' (e.g. "EXHAUSTED(INTERNAL)", "PROTOCOL"), at most 60 characters; '' = no reason
+ * (REASON_CLASS in lib/sql/proc-state.ts).
+ */
 export async function stateCounts(db: Db) {
-  const r = await sql<{ state: string; reason: string; n: number }>`
-    select state, ${REASON_CLASS} as reason, count(*)::int as n from proc_state group by 1, 2 order by 1, 3 desc, 2`.execute(db);
+  const rows = await pgRows(db, ProcState.reasonCounts);
   const states = PROC_STATES.map((state) => {
-    const groups = r.rows.filter((x) => x.state === state);
+    const groups = rows.filter((x) => x.state === state);
     return { state, count: groups.reduce((a, g) => a + g.n, 0), reasons: groups.map((g) => ({ reason: g.reason, count: g.n })) };
   });
   return { states };
@@ -35,15 +38,8 @@ export interface ListQuery {
 }
 
 export async function listMessages(db: Db, q: ListQuery, tz: string) {
-  const r = await sql<Record<string, any>>`
-    select msg_id, state, kind, reason, error_class, attempts, enqueued_at, terminal_at, backfill_at, backfill_abandoned_reason
-      from proc_state
-     where state = ${q.state}
-       ${q.reason !== undefined ? sql`and ${REASON_CLASS} = ${q.reason}` : sql``}
-       ${q.before !== undefined ? sql`and msg_id < ${q.before}` : sql``}
-     order by msg_id desc
-     limit ${q.limit + 1}`.execute(db);
-  const rows = r.rows.slice(0, q.limit);
+  const page = await pgRows(db, ProcState.listPage, q.state, q.reason ?? null, q.before ?? null, q.limit + 1);
+  const rows = page.slice(0, q.limit);
   return {
     state: q.state,
     reason: q.reason ?? null,
@@ -58,7 +54,7 @@ export async function listMessages(db: Db, q: ListQuery, tz: string) {
       backfill: m.backfill_at ? 'WRITTEN' : m.backfill_abandoned_reason ? `ABANDONED(${m.backfill_abandoned_reason})` : null,
     })),
     /** Pass as `before` for the next page; null = last page. */
-    nextBefore: r.rows.length > q.limit ? Number(rows[rows.length - 1].msg_id) : null,
+    nextBefore: page.length > q.limit ? Number(rows[rows.length - 1].msg_id) : null,
   };
 }
 
@@ -155,17 +151,8 @@ export function hourSeries(procs: readonly ProcTimes[], events: readonly EventTi
 export async function lastHour(db: Db, clock: Clock, tz: string) {
   const now = clock.now();
   const from = new Date((Math.floor(now.getTime() / 60_000) + 1 - MINUTES) * 60_000);
-  const [procs, events] = await Promise.all([
-    sql<ProcTimes>`
-      select state, enqueued_at, terminal_at, (received_at at time zone ${tz}) as received
-        from proc_state
-       where state in ('PENDING', 'FAILED') or (updated_at >= ${from} and state in ('SUCCEEDED', 'SKIPPED', 'DEAD'))`.execute(db),
-    sql<EventTimes>`
-      select state, created_at, sent_at from msg_event where state = 'PENDING'
-      union all
-      select state, created_at, sent_at from msg_event where state = 'SENT' and sent_at >= ${from} and target in ('msg', 'schd')`.execute(db),
-  ]);
-  const h = hourSeries(procs.rows, events.rows, now);
+  const [procs, events] = await Promise.all([pgRows(db, ProcState.lastHour, tz, from), pgRows(db, Outbox.lastHourEvents, from)]);
+  const h = hourSeries(procs, events, now);
   return {
     timeZone: tz,
     now: iso(now, tz),

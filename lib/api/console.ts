@@ -6,9 +6,12 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
-import { sql } from 'kysely';
 import type { Clock } from '../core/clock.ts';
 import type { Db } from '../db/postgres.ts';
+import { pgOne, pgRows } from '../db/statement.ts';
+import * as Outbox from '../sql/outbox.ts';
+import * as ProcState from '../sql/proc-state.ts';
+import * as Requests from '../sql/requests.ts';
 import type { Guard } from './auth.ts';
 import { anyObject, bearer, clientErrors, errors } from './schema.ts';
 
@@ -36,37 +39,24 @@ export async function opsSummary(db: Db, clock: Clock) {
     .setIsolationLevel('repeatable read')
     .execute(async (tx) => {
       const now = clock.now();
-      const head = await sql<Record<string, unknown>>`
-        select msg_id, state, kind, reason, attempts, failures_in_row, failing_since, next_attempt_at, enqueued_at
-          from proc_state where state in ('PENDING','FAILED') order by msg_id limit 1`.execute(tx);
-      const counts = await sql<{ state: string; n: number }>`select state, count(*)::int n from proc_state group by state order by state`.execute(tx);
-      const problems = await sql<Record<string, unknown>>`
-        select msg_id, state, kind, reason, terminal_at from proc_state
-         where state in ('DEAD','SKIPPED') order by msg_id desc limit ${RECENT}`.execute(tx);
-      const abandoned = await sql<Record<string, unknown>>`
-        select msg_id, kind, backfill_abandoned_reason, backfill_abandoned_at, backfill_attempts, terminal_at from proc_state
-         where backfill_abandoned_at is not null order by msg_id desc limit ${RECENT}`.execute(tx);
-      const pendingBackfill = await sql<{ n: number }>`
-        select count(*)::int n from proc_state where state in ('SUCCEEDED','SKIPPED','DEAD') and backfill_at is null and backfill_abandoned_at is null`.execute(tx);
-      const deadLetters = await sql<Record<string, unknown>>`
-        select event_id, target, flid, state_version, attempts, last_error, created_at from msg_event
-         where state = 'DEAD' order by event_id limit ${RECENT}`.execute(tx);
-      const dispatchPending = await sql<{ target: string; n: number }>`
-        select target, count(*)::int n from msg_event where state = 'PENDING' group by target order by target`.execute(tx);
-      const requests = await sql<Record<string, unknown>>`
-        select id, kind, rtype, operation_day::text as operation_day, state, created_at, sent_at from req_track
-         where state in ('PENDING','SENT') order by id`.execute(tx);
-      const h = head.rows[0];
+      const head = await pgOne(tx, ProcState.consoleHead);
+      const counts = await pgRows(tx, ProcState.consoleCounts);
+      const problems = await pgRows(tx, ProcState.consoleProblems, RECENT);
+      const abandoned = await pgRows(tx, ProcState.consoleAbandoned, RECENT);
+      const pendingBackfill = await pgOne(tx, ProcState.consoleBackfillPending);
+      const deadLetters = await pgRows(tx, Outbox.consoleDeadLetters, RECENT);
+      const dispatchPending = await pgRows(tx, Outbox.consolePendingByTarget);
+      const requests = await pgRows(tx, Requests.consoleOpenRequests);
       return {
         now: now.toISOString(),
-        head: h ? { ...h, ageSeconds: Math.round((now.getTime() - new Date(h.enqueued_at as string).getTime()) / 1000) } : null,
-        counts: Object.fromEntries(counts.rows.map((r) => [r.state, r.n])),
-        backfillPending: pendingBackfill.rows[0].n,
-        recentProblems: problems.rows,
-        abandonedBackfills: abandoned.rows,
-        dispatchPending: Object.fromEntries(dispatchPending.rows.map((r) => [r.target, r.n])),
-        deadLetters: deadLetters.rows,
-        openRequests: requests.rows,
+        head: head ? { ...head, ageSeconds: Math.round((now.getTime() - new Date(head.enqueued_at).getTime()) / 1000) } : null,
+        counts: Object.fromEntries(counts.map((r) => [r.state, r.n])),
+        backfillPending: pendingBackfill!.n,
+        recentProblems: problems,
+        abandonedBackfills: abandoned,
+        dispatchPending: Object.fromEntries(dispatchPending.map((r) => [r.target, r.n])),
+        deadLetters,
+        openRequests: requests,
       };
     });
 }

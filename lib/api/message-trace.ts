@@ -4,10 +4,12 @@
 // before -> after (FLIGHT_CHANGE), the outbox events of those versions with topic, partition and
 // offset once sent (MSG_EVENT), and its backfill. Read-only; every time is ISO-8601 in the
 // airport's zone with its offset.
-import type mysql from 'mysql2/promise';
-import { sql } from 'kysely';
 import type { Db } from '../db/postgres.ts';
-import { INBOX_TABLE, type Inbox } from '../db/mysql.ts';
+import type { Inbox } from '../db/mysql.ts';
+import { myRows, pgRows } from '../db/statement.ts';
+import * as Flight from '../sql/flight.ts';
+import * as InboxSql from '../sql/inbox.ts';
+import * as ProcState from '../sql/proc-state.ts';
 import { withTimeout } from '../core/timeout.ts';
 import { changeView, iso, localWall } from '../flight/timeline.ts';
 
@@ -21,17 +23,7 @@ export interface TraceDeps {
 
 async function inboxRow(d: TraceDeps, id: number) {
   try {
-    const [rows] = await withTimeout(
-      d.ioTimeoutMs,
-      'inbox trace read',
-      d.inbox.query<mysql.RowDataPacket[]>(
-        `SELECT CMINMSGS_DATE_RECEIVED AS received, CMINMSGS_DATE_PROCESSED AS processed, CMINMSGS_SUBSYSTEM_NAME AS sndr,
-                CMINMSGS_SUBSYSTEM_SEQUENCE AS seqn, CMINMSGS_SUBSYSTEM_TYPE AS type, CMINMSGS_SUBSYSTEM_SUBTYPE AS styp,
-                CMINMSGS_STATUS AS status, CHAR_LENGTH(CMINMSGS_CLOB_MSG) AS chars, LEFT(CMINMSGS_CLOB_MSG, 4000) AS excerpt
-           FROM ${INBOX_TABLE} WHERE CMINMSGS_ID = ?`,
-        [id],
-      ),
-    );
+    const rows = await withTimeout(d.ioTimeoutMs, 'inbox trace read', myRows(d.inbox, InboxSql.traceRow, id));
     const r = rows[0];
     if (!r) return { present: false as const };
     return {
@@ -58,18 +50,12 @@ export async function messageTrace(d: TraceDeps, id: number) {
   const tz = d.timeZone;
   const [inbox, ps, attempts, changes, events] = await Promise.all([
     inboxRow(d, id),
-    sql<Record<string, any>>`select *, received_at::text as received_local from proc_state where msg_id = ${id}`.execute(d.db),
-    sql<Record<string, any>>`select attempt_at, error_class, detail, next_state from proc_attempt where msg_id = ${id} order by attempt_at`.execute(d.db),
-    sql<Record<string, any>>`select * from flight_change where msg_id = ${id} order by flid, state_version`.execute(d.db),
-    sql<Record<string, any>>`
-      select e.event_id, e.target, e.flid, e.state_version, e.state, e.attempts, e.sent_at, e.kafka_partition, e.kafka_offset,
-             e.last_error, e.created_at, coalesce((e.payload->>'DELETED')::boolean, false) as deleted
-        from flight_change c
-        join msg_event e on e.flid = c.flid and e.state_version = c.state_version
-       where c.msg_id = ${id} and (e.target = 'schd' or e.payload->>'MSG_ID' = ${String(id)})
-       order by e.event_id`.execute(d.db),
+    pgRows(d.db, ProcState.traceState, id),
+    pgRows(d.db, ProcState.traceAttempts, id),
+    pgRows(d.db, Flight.traceChanges, id),
+    pgRows(d.db, Flight.traceEvents, id, String(id)),
   ]);
-  const p = ps.rows[0];
+  const p = ps[0];
   const backfill = !p
     ? null
     : {
@@ -103,9 +89,9 @@ export async function messageTrace(d: TraceDeps, id: number) {
           appliedReason: (p.applied_reason as string | null) ?? null,
         }
       : null,
-    attempts: attempts.rows.map((a) => ({ at: iso(a.attempt_at, tz), errorClass: a.error_class as string, detail: (a.detail as string | null) ?? null, nextState: a.next_state as string })),
-    flights: changes.rows.map((r) => changeView(r, tz)),
-    events: events.rows.map((e) => ({
+    attempts: attempts.map((a) => ({ at: iso(a.attempt_at, tz), errorClass: a.error_class as string, detail: (a.detail as string | null) ?? null, nextState: a.next_state as string })),
+    flights: changes.map((r) => changeView(r, tz)),
+    events: events.map((e) => ({
       eventId: Number(e.event_id),
       target: e.target as 'msg' | 'schd',
       topic: e.target === 'msg' ? d.topics.msg : d.topics.schd,

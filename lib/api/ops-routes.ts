@@ -3,6 +3,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../core/clock.ts';
 import type { Db } from '../db/postgres.ts';
+import { pgRows } from '../db/statement.ts';
+import * as ProcState from '../sql/proc-state.ts';
 import { replayReport, resumeReport } from '../pipeline/operator.ts';
 import { auditResult } from './audit.ts';
 import type { Guard } from './auth.ts';
@@ -90,9 +92,7 @@ export async function opsRoutes(app: FastifyInstance, o: { db: Db; clock: Clock;
     },
     async (req) => {
       const q = req.query as { state?: (typeof STATES)[number]; limit: number };
-      let sel = o.db.selectFrom('proc_state').selectAll().orderBy('msg_id', 'desc').limit(q.limit);
-      if (q.state) sel = sel.where('state', '=', q.state as never);
-      return { messages: await sel.execute() };
+      return { messages: await pgRows(o.db, ProcState.recentMessages, q.state || null, q.limit) };
     },
   );
 }

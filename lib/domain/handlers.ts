@@ -9,16 +9,15 @@
 // with no entry is SKIPPED(unsupported).
 // It sits in lib/domain/, below the pump and beside the domains that implement it: the domains
 // never import the pipeline, the pump never imports a domain (lib/app/composition.ts fills the registry).
-import type { Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import type { Config } from '../core/config.ts';
-import type { Database } from '../db/schema.ts';
+import type { Db } from '../db/postgres.ts';
 import type { Envelope } from '../sis/envelope.ts';
 import { metricKind, type AfterCommitCounts } from '../runtime/metrics.ts';
 
 export interface HandlerContext {
-  /** The business transaction. Domains use `ctx.tx.withTables<TheirTables>()` or `sql`. */
-  tx: Transaction<Database>;
+  /** The business transaction. Domains run their statements of lib/sql/ on it (pgRows / pgOne / pgRun, lib/db/statement.ts). */
+  tx: Db;
   msgId: number;
   env: Envelope;
   /** From the injected clock, once per batch. */
@@ -75,7 +74,7 @@ export interface BatchDomain<C> {
   decode(env: Envelope, config: Config): C;
   /** A command that is applied as a batch of its own (a snapshot). */
   alone(cmd: C): boolean;
-  open(ctx: { tx: Transaction<Database>; now: Date; config: Config; log: Logger }): DomainBatch<C>;
+  open(ctx: { tx: Db; now: Date; config: Config; log: Logger }): DomainBatch<C>;
   /**
    * Forget anything kept between batches. The pump calls it whenever it (re)takes PIPELINE_LOCK
    * and after a failed business transaction: what a domain keeps is valid only while the pump

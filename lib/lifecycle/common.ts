@@ -1,13 +1,14 @@
 // Shared by the lifecycle jobs (one file per purged object, index in tasks.ts): their
 // dependencies, the time budget, the batch loop, the deletion counter and the PIPELINE_LOCK
 // session the flight purge and the ledger purge run under.
-import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Redis } from 'ioredis';
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
+import { pgRun } from '../db/statement.ts';
+import * as Locks from '../sql/locks.ts';
 import { metrics } from '../runtime/metrics.ts';
 
 export interface RetentionDeps {
@@ -75,15 +76,15 @@ export interface PurgeSession {
 /** Run `fn` holding PIPELINE_LOCK on the session (waits at most lockWaitMs for the pump). */
 export async function underPipelineLock<T>(session: PurgeSession, o: PurgeOptions, fn: () => Promise<T>): Promise<T> {
   const wait = o.lockWaitMs ?? 60_000;
-  await sql`select set_config('lock_timeout', ${`${wait}ms`}, false)`.execute(session.db);
+  await pgRun(session.db, Locks.setLockTimeout, `${wait}ms`);
   try {
-    await sql`select pg_advisory_lock(${LOCKS.PIPELINE})`.execute(session.db);
+    await pgRun(session.db, Locks.lock, LOCKS.PIPELINE);
   } finally {
-    await sql`reset lock_timeout`.execute(session.db).catch(() => {}); // back to the connection's own (lib/db/postgres.ts), not unlimited
+    await pgRun(session.db, Locks.resetLockTimeout).catch(() => {}); // back to the connection's own (lib/db/postgres.ts), not unlimited
   }
   try {
     return await fn();
   } finally {
-    await sql`select pg_advisory_unlock(${LOCKS.PIPELINE})`.execute(session.db).catch(() => {});
+    await pgRun(session.db, Locks.unlock, LOCKS.PIPELINE).catch(() => {});
   }
 }

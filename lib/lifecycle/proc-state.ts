@@ -1,7 +1,7 @@
 // Lifecycle job: PROC_STATE rows (US-11, G-PROC-CLEANUP). Index of the jobs: tasks.ts.
-import { sql } from 'kysely';
-import type mysql from 'mysql2/promise';
-import { INBOX_TABLE } from '../db/mysql.ts';
+import { myRows, pgRows, pgRun } from '../db/statement.ts';
+import * as InboxSql from '../sql/inbox.ts';
+import * as ProcState from '../sql/proc-state.ts';
 import { withTimeout } from '../core/timeout.ts';
 import { batches, before, count, TERMINAL, type JobOptions, type RetentionDeps } from './common.ts';
 
@@ -16,29 +16,18 @@ export async function purgeProcState(d: RetentionDeps, o: JobOptions = {}): Prom
   const cutoff = before(d, 'msgx.proc-state.retention');
   const readOnly = d.config['msgx.inbox.read-only'];
   const io = d.config['msgx.io.timeout'];
-  const backfilled = readOnly ? sql`` : sql`and backfill_at is not null`;
   let after = 0;
   const n = await batches(o, 1000, async (batch) => {
-    const c = await sql<{ msg_id: number }>`
-      select msg_id from proc_state
-      where msg_id > ${after} and state = any(${TERMINAL}::text[]) and updated_at < ${cutoff} ${backfilled}
-      order by msg_id limit ${batch}`.execute(d.db);
-    const ids = c.rows.map((r) => Number(r.msg_id));
+    const candidates = await pgRows(d.db, ProcState.purgeCandidates, after, TERMINAL, cutoff, readOnly, batch);
+    const ids = candidates.map((r) => r.msg_id);
     if (ids.length === 0) return [0, 0];
     after = ids[ids.length - 1];
     // Evidence from the inbox: a failure here throws and nothing is deleted.
-    const [rows] = await withTimeout(
-      io,
-      'inbox presence check',
-      d.inbox.query<mysql.RowDataPacket[]>(`SELECT CMINMSGS_ID AS id, CMINMSGS_DATE_PROCESSED AS p FROM ${INBOX_TABLE} WHERE CMINMSGS_ID IN (?)`, [ids]),
-    );
+    const rows = await withTimeout(io, 'inbox presence check', myRows(d.inbox, InboxSql.retentionPresence, ids));
     const keep = new Set(rows.filter((r) => !readOnly || r.p === null).map((r) => Number(r.id)));
     const gone = ids.filter((id) => !keep.has(id));
     if (gone.length === 0) return [0, ids.length];
-    const r = await sql`
-      delete from proc_state
-      where msg_id = any(${gone}::bigint[]) and state = any(${TERMINAL}::text[]) and updated_at < ${cutoff} ${backfilled}`.execute(d.db);
-    const deleted = Number(r.numAffectedRows ?? 0);
+    const deleted = await pgRun(d.db, ProcState.purge, gone, TERMINAL, cutoff, readOnly);
     count('proc_state', deleted);
     return [deleted, ids.length];
   });

@@ -5,7 +5,9 @@
 //                  go with the message they belong to, never before it
 // Each deletes in bounded batches, returns the count and counts it in
 // msgx_retention_deleted_total{object}.
-import { sql } from 'kysely';
+import { pgRun } from '../db/statement.ts';
+import * as Flight from '../sql/flight.ts';
+import * as ProcState from '../sql/proc-state.ts';
 import type { JobOptions, RetentionDeps } from './common.ts';
 import { metrics } from '../runtime/metrics.ts';
 
@@ -24,10 +26,7 @@ async function loop(o: JobOptions, object: string, step: (batch: number) => Prom
 export async function purgeFlightChanges(d: Pick<RetentionDeps, 'db' | 'clock' | 'config' | 'log'>, o: JobOptions = {}): Promise<number> {
   const cutoff = new Date(d.clock.now().getTime() - d.config['msgx.pipeline.event-retention']);
   const n = await loop(o, 'flight_change', async (batch) => {
-    const r = await sql`
-      delete from flight_change where ctid = any(array(
-        select ctid from flight_change where created_at < ${cutoff} order by created_at limit ${batch}))`.execute(d.db);
-    return Number(r.numAffectedRows ?? 0);
+    return pgRun(d.db, Flight.purgeChangesBefore, cutoff, batch);
   });
   if (n) d.log.info({ deleted: n, before: cutoff.toISOString() }, 'retention: flight change records deleted');
   return n;
@@ -36,10 +35,7 @@ export async function purgeFlightChanges(d: Pick<RetentionDeps, 'db' | 'clock' |
 /** PROC_ATTEMPT rows whose message's PROC_STATE row is gone. */
 export async function purgeAttempts(d: Pick<RetentionDeps, 'db' | 'log'>, o: JobOptions = {}): Promise<number> {
   const n = await loop(o, 'proc_attempt', async (batch) => {
-    const r = await sql`
-      delete from proc_attempt where ctid = any(array(
-        select a.ctid from proc_attempt a where not exists (select 1 from proc_state p where p.msg_id = a.msg_id) limit ${batch}))`.execute(d.db);
-    return Number(r.numAffectedRows ?? 0);
+    return pgRun(d.db, ProcState.purgeOrphanAttempts, batch);
   });
   if (n) d.log.info({ deleted: n }, 'retention: attempts of purged messages deleted');
   return n;

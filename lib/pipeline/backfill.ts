@@ -1,12 +1,14 @@
 // Backfill (US-10): write TERMINAL_AT (airport local time) into CMINMSGS_DATE_PROCESSED.
 // Scan predicate and the four outcomes of pipeline.md; the lifecycle gate (an advisory lock
 // that replay takes too) is held from reading candidates until their BACKFILL_AT is written.
-import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
 import { markProcessed, type Inbox } from '../db/mysql.ts';
+import { pgOne, pgRows, pgRun } from '../db/statement.ts';
+import * as Locks from '../sql/locks.ts';
+import * as ProcState from '../sql/proc-state.ts';
 import { withTimeout } from '../core/timeout.ts';
 import { formatLocalDatetime } from '../sis/values.ts';
 import { metrics } from '../runtime/metrics.ts';
@@ -37,18 +39,8 @@ export async function backfillRound(d: BackfillDeps): Promise<BackfillRound> {
   const overdueBefore = new Date(now.getTime() - R);
   const tz = d.config['msgx.airport.timezone'];
   await d.db.transaction().execute(async (tx) => {
-    await sql`select pg_advisory_xact_lock(${LOCKS.LIFECYCLE_GATE})`.execute(tx);
-    const rows = await tx
-      .selectFrom('proc_state')
-      .select(['msg_id', 'terminal_at'])
-      .where('state', 'in', ['SUCCEEDED', 'SKIPPED', 'DEAD'])
-      .where('backfill_at', 'is', null)
-      .where('backfill_abandoned_at', 'is', null)
-      .where((eb) => eb.or([eb('backfill_next_at', 'is', null), eb('backfill_next_at', '<=', now), eb('terminal_at', '<', overdueBefore)]))
-      .orderBy('backfill_attempts')
-      .orderBy('msg_id')
-      .limit(d.config['msgx.pipeline.backfill-batch'])
-      .execute();
+    await pgRun(tx, Locks.xactLock, LOCKS.LIFECYCLE_GATE);
+    const rows = await pgRows(tx, ProcState.backfillCandidates, now, overdueBefore, d.config['msgx.pipeline.backfill-batch']);
     out.candidates = rows.length;
     if (rows.length === 0) return;
     const ids = rows.map((r) => r.msg_id);
@@ -88,26 +80,14 @@ export async function backfillRound(d: BackfillDeps): Promise<BackfillRound> {
 /** When the next backfill is due (for scheduling the next run), or null when nothing is owed. */
 export async function nextBackfillDue(d: BackfillDeps): Promise<Date | null> {
   const R = d.config['msgx.pipeline.overdue-backfill'];
-  const r = await d.db
-    .selectFrom('proc_state')
-    .select((eb) => eb.fn.min(sql<Date>`least(coalesce(backfill_next_at, terminal_at), terminal_at + ${R} * interval '1 millisecond')`).as('due'))
-    .where('state', 'in', ['SUCCEEDED', 'SKIPPED', 'DEAD'])
-    .where('backfill_at', 'is', null)
-    .where('backfill_abandoned_at', 'is', null)
-    .executeTakeFirst();
-  return (r?.due as Date | null) ?? null;
+  const r = await pgOne(d.db, ProcState.nextBackfillDue, R);
+  return r?.due ?? null;
 }
 
 /** Alert gauges: rows owed a backfill, rows past backfill-max-attempts. Not exported on a read-only instance. */
 export async function refreshBackfillGauges(d: BackfillDeps): Promise<void> {
   if (d.config['msgx.inbox.read-only']) return;
-  const r = await d.db
-    .selectFrom('proc_state')
-    .select((eb) => [eb.fn.countAll<number>().as('pending'), eb.fn.count<number>('msg_id').filterWhere('backfill_attempts', '>=', d.config['msgx.pipeline.backfill-max-attempts']).as('over')])
-    .where('state', 'in', ['SUCCEEDED', 'SKIPPED', 'DEAD'])
-    .where('backfill_at', 'is', null)
-    .where('backfill_abandoned_at', 'is', null)
-    .executeTakeFirst();
+  const r = await pgOne(d.db, ProcState.backfillGauges, d.config['msgx.pipeline.backfill-max-attempts']);
   metrics.backfillPending.set(Number(r?.pending ?? 0));
   metrics.backfillOverLimit.set(Number(r?.over ?? 0));
 }

@@ -2,19 +2,16 @@
 // pool connection): they keep telling the truth while the pump is stuck, e.g. waiting on a lock
 // or holding an INFRA-failed head. One statement. When Postgres does not answer, the gauges are
 // not left at their last value: msgx_pipeline_gauges_stale is set to 1 (the alert rules read it).
-import { sql } from 'kysely';
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
+import { pgOne } from '../db/statement.ts';
+import * as ProcState from '../sql/proc-state.ts';
 import { metrics } from '../runtime/metrics.ts';
 
 export async function refreshHeadGauges(db: Db, clock: Clock, config: Pick<Config, 'msgx.pipeline.infra-alert-after'>): Promise<void> {
   try {
-    const r = await sql<{ n: number; enqueued_at: Date | null; state: string | null; error_class: string | null; failing_since: Date | null }>`
-      select (select count(*)::int from proc_state where state in ('PENDING', 'FAILED')) as n, h.enqueued_at, h.state, h.error_class, h.failing_since
-      from (select 1) one left join lateral (select enqueued_at, state, error_class, failing_since from proc_state
-                                             where state in ('PENDING', 'FAILED') order by msg_id limit 1) h on true`.execute(db);
-    const row = r.rows[0];
+    const row = await pgOne(db, ProcState.headGauges);
     const now = clock.now().getTime();
     metrics.backlogMessages.set(Number(row?.n ?? 0));
     metrics.backlogOldestSeconds.set(row?.enqueued_at ? Math.max(0, (now - row.enqueued_at.getTime()) / 1000) : 0);

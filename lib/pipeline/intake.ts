@@ -14,12 +14,13 @@
 //    ID spans cost nothing and its cost per period is bounded by the unfinished part of the
 //    inbox, not by its size or the watermark's magnitude.
 import { TASK } from '../core/tasks.ts';
-import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
 import { existingRows, nthIdAfter, readUnprocessedAfter, readUnprocessedIn, type Inbox, type InboxRowRef } from '../db/mysql.ts';
+import { pgOne, pgRun } from '../db/statement.ts';
+import * as ProcState from '../sql/proc-state.ts';
 import { withTimeout } from '../core/timeout.ts';
 import { metrics, noteInboxRead } from '../runtime/metrics.ts';
 import { enqueue, wake } from './transitions.ts';
@@ -65,7 +66,8 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
   const batch = d.config['msgx.pipeline.claim-batch'];
   const now = d.clock.now();
   const fullEvery = d.config['msgx.intake.full-scan-every'];
-  const cur = await d.db.selectFrom('intake_cursor').selectAll().where('id', '=', 1).executeTakeFirstOrThrow();
+  const cur = await pgOne(d.db, ProcState.intakeCursor);
+  if (!cur) throw new Error('intake_cursor has no row');
 
   // 1. watermark scan, gaps settled one by one
   const fresh = await withTimeout(timeout, 'inbox scan', readUnprocessedAfter(d.inbox, cur.watermark, batch));
@@ -111,19 +113,17 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
   const belowAll = [...new Map([...below, ...lateInGaps].map((r) => [r.id, r])).values()].sort((a, b) => a.id - b.id);
   const { inserted, late } = await d.db.transaction().execute(async (tx) => {
     const ins = await enqueue(tx, [...belowAll, ...take], now);
-    await tx
-      .updateTable('intake_cursor')
-      .set({
-        watermark: newWatermark,
-        full_scan_from: fullFrom,
-        full_scan_at: fullAt,
-        gap_id: lowestGap?.lo ?? null,
-        gap_seen_at: lowestGap ? new Date(lowestGap.seen) : null,
-        gaps: JSON.stringify(settled.open),
-        passed_gaps: JSON.stringify(passedGaps),
-      })
-      .where('id', '=', 1)
-      .execute();
+    await pgRun(
+      tx,
+      ProcState.saveIntakeCursor,
+      newWatermark,
+      fullFrom,
+      fullAt,
+      lowestGap?.lo ?? null,
+      lowestGap ? new Date(lowestGap.seen) : null,
+      JSON.stringify(settled.open),
+      JSON.stringify(passedGaps),
+    );
     if (ins.length) await wake(tx, TASK.pump);
     const belowIds = new Set(belowAll.map((r) => r.id));
     return { inserted: ins, late: ins.filter((id) => belowIds.has(id)) };
@@ -145,8 +145,7 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
  * remembered gap, which the scan rechecks separately).
  */
 async function fullScanStart(d: IntakeDeps, watermark: number): Promise<number> {
-  const r = await sql<{ lo: number | null }>`select min(msg_id)::bigint as lo from proc_state where state in ('PENDING', 'FAILED')`.execute(d.db);
-  const lo = r.rows[0]?.lo;
+  const lo = (await pgOne(d.db, ProcState.lowestOpen))?.lo;
   return lo === null || lo === undefined ? watermark : Math.min(watermark, Number(lo) - 1);
 }
 

@@ -3,9 +3,11 @@
 // Each action reports what its selection matched but left untouched, and why, so that an
 // operator is never answered "0" without a reason.
 import { TASK } from '../core/tasks.ts';
-import { sql } from 'kysely';
 import type { Clock } from '../core/clock.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
+import { pgRows, pgRun } from '../db/statement.ts';
+import * as Locks from '../sql/locks.ts';
+import * as ProcState from '../sql/proc-state.ts';
 import { reasonLabel } from '../runtime/metrics.ts';
 import { replay, resumeBackfill, wake } from './transitions.ts';
 
@@ -51,12 +53,8 @@ export async function replayReport(db: Db, clock: Clock, req: ReplayRequest): Pr
   const ids = idsOf(req.ids);
   if (!ids && !req.state) throw new Error('replay needs message ids or --state');
   return db.transaction().execute(async (tx) => {
-    await sql`select pg_advisory_xact_lock(${LOCKS.LIFECYCLE_GATE})`.execute(tx);
-    let q = tx.selectFrom('proc_state').select(['msg_id', 'state', 'reason']);
-    if (ids) q = q.where('msg_id', 'in', ids);
-    if (req.state) q = q.where('state', '=', req.state);
-    if (req.reason) q = q.where('reason', 'like', `${req.reason}%`);
-    const matched = await q.orderBy('msg_id').execute();
+    await pgRun(tx, Locks.xactLock, LOCKS.LIFECYCLE_GATE);
+    const matched = await pgRows(tx, ProcState.replaySelection, ids ?? null, req.state || null, req.reason ? `${req.reason}%` : null);
     const done = await replay(tx, { ids, state: req.state, reasonPrefix: req.reason, force: req.force }, clock.now());
     if (done.length) await wake(tx, TASK.pump);
     const doneSet = new Set(done);
@@ -75,10 +73,7 @@ export async function resumeReport(db: Db, clock: Clock, req: { ids?: number[]; 
   const ids = idsOf(req.ids);
   if (!ids && !req.reason) throw new Error('backfill-resume needs message ids or --reason');
   return db.transaction().execute(async (tx) => {
-    let q = tx.selectFrom('proc_state').select(['msg_id', 'backfill_abandoned_at', 'backfill_abandoned_reason']);
-    if (ids) q = q.where('msg_id', 'in', ids);
-    if (req.reason) q = q.where('backfill_abandoned_reason', '=', req.reason);
-    const matched = await q.orderBy('msg_id').execute();
+    const matched = await pgRows(tx, ProcState.resumeSelection, ids ?? null, req.reason || null);
     const done = await resumeBackfill(tx, { ids, reason: req.reason }, clock.now());
     if (done.length) await wake(tx, TASK.backfill);
     const doneSet = new Set(done);

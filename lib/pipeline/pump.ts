@@ -26,12 +26,15 @@
 //
 // Failures go through lib/pipeline/failures.ts (one decision table). The pump never writes the
 // inbox (backfill does), never reorders, never moves a message to DEAD for its age.
-import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
 import { readBodies, type Inbox } from '../db/mysql.ts';
+import { myRows, pgOne, pgRun } from '../db/statement.ts';
+import * as Locks from '../sql/locks.ts';
+import * as Probe from '../sql/probe.ts';
+import * as ProcState from '../sql/proc-state.ts';
 import { withTimeout } from '../core/timeout.ts';
 import type { Crash } from '../runtime/crash.ts';
 import { countAfterCommit, metrics, type AfterCommitCounts } from '../runtime/metrics.ts';
@@ -67,58 +70,54 @@ const LOCK_SLICE_MS = 1_000;
 const PROBE_EVERY_MS = 1_000;
 
 /** Take PIPELINE_LOCK; whatever the domains kept from earlier batches is forgotten (the purge may have run meanwhile). */
-const lock = async (d: PumpDeps) => {
-  await sql`select pg_advisory_lock(${LOCKS.PIPELINE})`.execute(d.session);
-  d.registry.resetDomains();
+const lock = async (deps: PumpDeps) => {
+  await pgRun(deps.session, Locks.lock, LOCKS.PIPELINE);
+  deps.registry.resetDomains();
 };
-const unlock = (d: PumpDeps) => sql`select pg_advisory_unlock(${LOCKS.PIPELINE})`.execute(d.session).catch(() => {});
+const unlock = (deps: PumpDeps) => pgRun(deps.session, Locks.unlock, LOCKS.PIPELINE).catch(() => {});
 /** Is another session (the history purge) waiting for PIPELINE_LOCK? */
-const lockWanted = async (d: PumpDeps) =>
-  (
-    await sql<{ w: boolean }>`select exists (select 1 from pg_locks where locktype = 'advisory' and objid = ${LOCKS.PIPELINE} and objsubid = 1 and not granted
-                                                and database = (select oid from pg_database where datname = current_database())) as w`.execute(d.session)
-  ).rows[0].w;
+const lockWanted = async (deps: PumpDeps) => (await pgOne(deps.session, Locks.lockWanted, LOCKS.PIPELINE))!.w;
 
 /** Apply batches until none is ready, the budget is spent or `shouldStop` says so. */
-export async function drain(d: PumpDeps, budgetMs: number, shouldStop: () => boolean = () => false): Promise<{ processed: number; next: 'now' | 'idle' | Date }> {
+export async function drain(deps: PumpDeps, budgetMs: number, shouldStop: () => boolean = () => false): Promise<{ processed: number; next: 'now' | 'idle' | Date }> {
   const deadline = Date.now() + budgetMs;
-  const K = d.config['msgx.pipeline.apply-batch'];
-  let k = K;
+  const maxBatch = deps.config['msgx.pipeline.apply-batch'];
+  let batchSize = maxBatch;
   let processed = 0;
-  await lock(d);
+  await lock(deps);
   let sliceEnd = Date.now() + LOCK_SLICE_MS;
   try {
     while (!shouldStop()) {
       if (Date.now() >= deadline) return { processed, next: 'now' };
       if (Date.now() >= sliceEnd) {
         // let a waiting history purge in (what the domains kept is then forgotten)
-        if (await lockWanted(d)) {
-          await unlock(d);
-          await lock(d);
+        if (await lockWanted(deps)) {
+          await unlock(deps);
+          await lock(deps);
         }
         sliceEnd = Date.now() + LOCK_SLICE_MS;
       }
-      const r = await applyBatch(d, k);
-      if (r.kind === 'idle') return { processed, next: 'idle' };
-      if (r.kind === 'wait') return { processed, next: r.until };
-      processed += r.done.filter((x) => x.state !== 'FAILED').length;
-      k = r.retrySmaller ?? K;
+      const result = await applyBatch(deps, batchSize);
+      if (result.kind === 'idle') return { processed, next: 'idle' };
+      if (result.kind === 'wait') return { processed, next: result.until };
+      processed += result.done.filter((entry) => entry.state !== 'FAILED').length;
+      batchSize = result.retrySmaller ?? maxBatch;
     }
     return { processed, next: 'now' };
   } finally {
-    await unlock(d);
+    await unlock(deps);
   }
 }
 
 /** One batch of one message (the head): for tests and tools that step through the queue. */
-export async function tick(d: PumpDeps): Promise<TickResult> {
-  await lock(d);
+export async function tick(deps: PumpDeps): Promise<TickResult> {
+  await lock(deps);
   try {
-    const r = await applyBatch(d, 1);
-    if (r.kind !== 'done') return r;
-    return { kind: 'processed', ...(r.done[0] ?? { msgId: 0, state: 'FAILED' }) };
+    const result = await applyBatch(deps, 1);
+    if (result.kind !== 'done') return result;
+    return { kind: 'processed', ...(result.done[0] ?? { msgId: 0, state: 'FAILED' }) };
   } finally {
-    await unlock(d);
+    await unlock(deps);
   }
 }
 
@@ -141,25 +140,25 @@ interface Member {
 }
 
 /** applyBatch, PIPELINE_LOCK held by the caller. */
-async function applyBatch(d: PumpDeps, limit: number): Promise<BatchResult> {
+async function applyBatch(deps: PumpDeps, limit: number): Promise<BatchResult> {
   // 0. the head and the messages after it
-  const lap = stopwatch(d.timings);
-  const heads = await T.heads(d.session, limit);
+  const lap = stopwatch(deps.timings);
+  const heads = await T.heads(deps.session, limit);
   lap('heads');
   const head = heads[0];
   if (!head) return { kind: 'idle' };
   if (head.state === 'FAILED') {
-    if (isExhausted({ attempts: head.attempts, errorClass: head.error_class }, d.config)) {
+    if (isExhausted({ attempts: head.attempts, errorClass: head.error_class }, deps.config)) {
       const reason = `EXHAUSTED(${head.error_class}): attempts used up`;
-      await T.markTerminal(d.session, head.msg_id, 'DEAD', reason, d.clock.now(), head.kind);
-      T.countTerminal('DEAD', reason, d.registry.metricKindOf(head.kind));
+      await T.markTerminal(deps.session, head.msg_id, 'DEAD', reason, deps.clock.now(), head.kind);
+      T.countTerminal('DEAD', reason, deps.registry.metricKindOf(head.kind));
       return { kind: 'done', done: [{ msgId: head.msg_id, state: 'DEAD' }] };
     }
-    const now = d.clock.now();
+    const now = deps.clock.now();
     if (head.next_attempt_at && head.next_attempt_at > now) {
-      const probe = head.error_class === 'INFRA' ? probeOf(d, head) : null;
+      const probe = head.error_class === 'INFRA' ? probeOf(deps, head) : null;
       if (!probe) return { kind: 'wait', until: head.next_attempt_at, msgId: head.msg_id };
-      if (!(await answers(probe, d))) return { kind: 'wait', until: new Date(Math.min(head.next_attempt_at.getTime(), now.getTime() + PROBE_EVERY_MS)), msgId: head.msg_id };
+      if (!(await answers(probe, deps))) return { kind: 'wait', until: new Date(Math.min(head.next_attempt_at.getTime(), now.getTime() + PROBE_EVERY_MS)), msgId: head.msg_id };
     }
   }
   const started = performance.now();
@@ -167,80 +166,80 @@ async function applyBatch(d: PumpDeps, limit: number): Promise<BatchResult> {
   let bodies: Map<number, string>;
   try {
     bodies = await withTimeout(
-      d.config['msgx.io.timeout'],
+      deps.config['msgx.io.timeout'],
       'inbox read',
       readBodies(
-        d.inbox,
-        heads.map((h) => h.msg_id),
+        deps.inbox,
+        heads.map((row) => row.msg_id),
       ),
     );
     lap('bodies');
-  } catch (e) {
-    return done([await fail(d, memberOf(head), { cls: 'INFRA', detail: `inbox read failed: ${describe(e)}` })]);
+  } catch (err) {
+    return done([await fail(deps, memberOf(head), { cls: 'INFRA', detail: `inbox read failed: ${describe(err)}` })]);
   }
   // 2. decode, in order; the batch ends before a retryable failure, and a snapshot is alone
   const members: Member[] = [];
   let cut: Member | null = null;
-  for (const h of heads) {
-    const m = prepare(d, h, bodies.get(h.msg_id));
-    if (m.todo.do === 'retry') {
-      cut = m;
+  for (const row of heads) {
+    const member = prepare(deps, row, bodies.get(row.msg_id));
+    if (member.todo.do === 'retry') {
+      cut = member;
       break;
     }
-    if (m.alone && members.length > 0) break;
-    members.push(m);
-    if (m.alone) break;
+    if (member.alone && members.length > 0) break;
+    members.push(member);
+    if (member.alone) break;
   }
   lap('decode');
-  if (members.length === 0) return done([await fail(d, cut!, (cut!.todo as { failure: Failure }).failure)]);
+  if (members.length === 0) return done([await fail(deps, cut!, (cut!.todo as { failure: Failure }).failure)]);
   // 3. the business transaction
   let biz: Business;
   try {
-    biz = await business(d, members);
+    biz = await business(deps, members);
     lap('business');
-  } catch (e) {
+  } catch (err) {
     if (members.length > 1) {
-      d.log.warn({ err: describe(e), batch: members.length, from: head.msg_id }, 'batch rolled back; trying again smaller');
+      deps.log.warn({ err: describe(err), batch: members.length, from: head.msg_id }, 'batch rolled back; trying again smaller');
       return { kind: 'done', done: [], retrySmaller: Math.max(1, Math.floor(members.length / 2)) };
     }
-    return done([await fail(d, members[0], classify(e, 'handler'))]);
+    return done([await fail(deps, members[0], classify(err, 'handler'))]);
   }
   const applied = members.slice(0, biz.count);
   if (biz.cut) cut = biz.cut;
-  for (const c of biz.counts) countAfterCommit(c);
+  for (const counts of biz.counts) countAfterCommit(counts);
   const out: Done[] = [];
   if (applied.length > 0) {
-    d.crash?.('pump.after-business-commit');
+    deps.crash?.('pump.after-business-commit');
     // 4. Redis in line with Postgres for every flight the batch addresses
     try {
-      await d.mirror.sync(biz.mirror, biz.known);
+      await deps.mirror.sync(biz.mirror, biz.known);
       lap('redis');
-    } catch (e) {
-      return done([await fail(d, applied[0], { cls: 'INFRA', detail: `redis mirror failed after business commit: ${describe(e)}` })]);
+    } catch (err) {
+      return done([await fail(deps, applied[0], { cls: 'INFRA', detail: `redis mirror failed after business commit: ${describe(err)}` })]);
     }
     // 5. terminal states + backfill intents + backfill wake-up
-    d.crash?.('pump.before-terminal');
+    deps.crash?.('pump.before-terminal');
     const finished = await T.markFinished(
-      d.session,
-      applied.map((m) => m.h.msg_id),
-      d.clock.now(),
+      deps.session,
+      applied.map((member) => member.h.msg_id),
+      deps.clock.now(),
     );
     lap('terminal');
-    const byId = new Map(applied.map((m) => [m.h.msg_id, m]));
+    const byId = new Map(applied.map((member) => [member.h.msg_id, member]));
     const perMessage = (performance.now() - started) / 1000 / applied.length;
-    for (const f of finished) {
-      const m = byId.get(f.msg_id)!;
-      d.log[f.state === 'DEAD' ? 'warn' : 'info'](
-        { ...m.bind, state: f.state, ...(f.reason ? { reason: f.reason } : {}) },
-        f.state === 'SUCCEEDED' ? 'message applied' : `message ${f.state.toLowerCase()}`,
+    for (const fin of finished) {
+      const member = byId.get(fin.msg_id)!;
+      deps.log[fin.state === 'DEAD' ? 'warn' : 'info'](
+        { ...member.bind, state: fin.state, ...(fin.reason ? { reason: fin.reason } : {}) },
+        fin.state === 'SUCCEEDED' ? 'message applied' : `message ${fin.state.toLowerCase()}`,
       );
-      metrics.processingSeconds.observe({ kind: d.registry.metricKindOf(f.kind) }, perMessage);
-      T.countTerminal(f.state, f.reason, d.registry.metricKindOf(f.kind));
-      out.push({ msgId: f.msg_id, state: f.state });
+      metrics.processingSeconds.observe({ kind: deps.registry.metricKindOf(fin.kind) }, perMessage);
+      T.countTerminal(fin.state, fin.reason, deps.registry.metricKindOf(fin.kind));
+      out.push({ msgId: fin.msg_id, state: fin.state });
     }
   }
   // the message that ended the batch for a retryable reason is the next head, FAILED
-  if (cut) out.push(await fail(d, cut, (cut.todo as { failure: Failure }).failure));
+  if (cut) out.push(await fail(deps, cut, (cut.todo as { failure: Failure }).failure));
   return { kind: 'done', done: out };
 }
 
@@ -326,35 +325,35 @@ interface Business {
 class NothingToCommit extends Error {}
 
 /** Step 3: one business transaction for the batch. */
-async function business(d: PumpDeps, members: Member[]): Promise<Business> {
-  const now = d.clock.now();
+async function business(deps: PumpDeps, members: Member[]): Promise<Business> {
+  const now = deps.clock.now();
   let cutResult: Member | null = null;
   try {
-    return await d.session
+    return await deps.session
       .transaction()
       .execute(async (tx) => {
         // identity (INV-6): who owns the batch's keys already; within the batch, the first message of a key
         const owners = await T.identityOwners(
           tx,
-          members.flatMap((m) => (m.bindKey ? [m.bindKey] : [])),
+          members.flatMap((member) => (member.bindKey ? [member.bindKey] : [])),
         );
-        const ownerOf = (m: Member): number | undefined => {
-          if (!m.bindKey) return undefined;
-          if (!owners.has(m.bindKey)) owners.set(m.bindKey, m.h.msg_id);
-          return owners.get(m.bindKey);
+        const ownerOf = (member: Member): number | undefined => {
+          if (!member.bindKey) return undefined;
+          if (!owners.has(member.bindKey)) owners.set(member.bindKey, member.h.msg_id);
+          return owners.get(member.bindKey);
         };
         // batch domains: opened once, with everything their messages address loaded up front
         const batches = new Map<BatchDomain<unknown>, DomainBatch<unknown>>();
-        for (const m of members) {
-          const t = m.todo;
-          if ((t.do === 'domain' || t.do === 'finish') && t.domain && !batches.has(t.domain)) {
-            const b = t.domain.open({ tx, now, config: d.config, log: d.log });
-            const mine = members.filter((x) => (x.todo.do === 'domain' || x.todo.do === 'finish') && x.todo.domain === t.domain);
-            await b.preload(
-              mine.map((x) => (x.todo as { cmd: unknown }).cmd),
-              mine.filter((x) => x.todo.do === 'finish').map((x) => x.h.msg_id),
+        for (const member of members) {
+          const todo = member.todo;
+          if ((todo.do === 'domain' || todo.do === 'finish') && todo.domain && !batches.has(todo.domain)) {
+            const batch = todo.domain.open({ tx, now, config: deps.config, log: deps.log });
+            const mine = members.filter((other) => (other.todo.do === 'domain' || other.todo.do === 'finish') && other.todo.domain === todo.domain);
+            await batch.preload(
+              mine.map((other) => (other.todo as { cmd: unknown }).cmd),
+              mine.filter((other) => other.todo.do === 'finish').map((other) => other.h.msg_id),
             );
-            batches.set(t.domain, b);
+            batches.set(todo.domain, batch);
           }
         }
         const outcomes: T.AppliedOutcome[] = [];
@@ -362,91 +361,95 @@ async function business(d: PumpDeps, members: Member[]): Promise<Business> {
         const wake = new Set<string>();
         const counts: AfterCommitCounts[] = [];
         let count = 0;
-        for (const m of members) {
-          const id = m.h.msg_id;
-          const owner = ownerOf(m);
-          const r: Applied = owner !== undefined && owner !== id ? { state: 'SKIPPED', reason: `duplicate-of:${owner}` } : await applyOne(d, tx, m, batches, now);
-          if (r.state === 'RETRY') {
-            cutResult = { ...m, todo: { do: 'retry', failure: r.failure } };
+        for (const member of members) {
+          const id = member.h.msg_id;
+          const owner = ownerOf(member);
+          const applied: Applied = owner !== undefined && owner !== id ? { state: 'SKIPPED', reason: `duplicate-of:${owner}` } : await applyOne(deps, tx, member, batches, now);
+          if (applied.state === 'RETRY') {
+            cutResult = { ...member, todo: { do: 'retry', failure: applied.failure } };
             break;
           }
-          outcomes.push({ msgId: id, state: r.state, reason: r.reason, kind: m.kind, identityKey: owner === id ? m.bindKey : null });
-          for (const f of r.mirror ?? []) mirror.add(f);
-          for (const w of r.wake ?? []) wake.add(w);
-          if (r.counts) counts.push(r.counts);
+          outcomes.push({ msgId: id, state: applied.state, reason: applied.reason, kind: member.kind, identityKey: owner === id ? member.bindKey : null });
+          for (const flid of applied.mirror ?? []) mirror.add(flid);
+          for (const task of applied.wake ?? []) wake.add(task);
+          if (applied.counts) counts.push(applied.counts);
           count++;
         }
         if (count === 0) throw new NothingToCommit();
         const known = new Map<string, unknown>();
-        for (const b of batches.values()) {
-          const f = await b.finish();
-          for (const w of f.wake) wake.add(w);
-          for (const [k, v] of f.states ?? []) known.set(k, v);
+        for (const batch of batches.values()) {
+          const finished = await batch.finish();
+          for (const task of finished.wake) wake.add(task);
+          for (const [flid, state] of finished.states ?? []) known.set(flid, state);
         }
         await T.recordApplied(tx, outcomes, now, wake);
         return { count, cut: cutResult, mirror: [...mirror], counts, known, batches: [...batches.values()] };
       })
-      .then((r) => {
-        for (const b of r.batches) b.committed?.();
-        return r;
+      .then((result) => {
+        for (const batch of result.batches) batch.committed?.();
+        return result;
       });
-  } catch (e) {
-    d.registry.resetDomains();
-    if (e instanceof NothingToCommit) return { count: 0, cut: cutResult, mirror: [], counts: [], known: new Map(), batches: [] };
-    throw e;
+  } catch (err) {
+    deps.registry.resetDomains();
+    if (err instanceof NothingToCommit) return { count: 0, cut: cutResult, mirror: [], counts: [], known: new Map(), batches: [] };
+    throw err;
   }
 }
 
 type Applied = { state: T.TerminalState; reason: string | null; mirror?: string[]; wake?: string[]; counts?: AfterCommitCounts } | { state: 'RETRY'; failure: Failure };
 
 /** One message inside the business transaction. */
-async function applyOne(d: PumpDeps, tx: Parameters<Handler>[0]['tx'], m: Member, batches: Map<BatchDomain<unknown>, DomainBatch<unknown>>, now: Date): Promise<Applied> {
-  const t = m.todo;
-  switch (t.do) {
+async function applyOne(deps: PumpDeps, tx: Parameters<Handler>[0]['tx'], member: Member, batches: Map<BatchDomain<unknown>, DomainBatch<unknown>>, now: Date): Promise<Applied> {
+  const todo = member.todo;
+  switch (todo.do) {
     case 'finish':
       // applied before (crash after its business commit): its flights, from the current state
-      return { state: m.h.applied_state!, reason: m.h.applied_reason, mirror: t.domain ? await batches.get(t.domain)!.addressed({ msgId: m.h.msg_id, cmd: t.cmd }) : [] };
+      return {
+        state: member.h.applied_state!,
+        reason: member.h.applied_reason,
+        mirror: todo.domain ? await batches.get(todo.domain)!.addressed({ msgId: member.h.msg_id, cmd: todo.cmd }) : [],
+      };
     case 'outcome':
-      return { state: t.state, reason: t.reason };
+      return { state: todo.state, reason: todo.reason };
     case 'retry':
-      return { state: 'RETRY', failure: t.failure };
+      return { state: 'RETRY', failure: todo.failure };
     case 'domain':
       try {
         return fromHandler(
-          await batches.get(t.domain)!.apply({
-            msgId: m.h.msg_id,
-            env: m.env!,
-            cmd: t.cmd,
+          await batches.get(todo.domain)!.apply({
+            msgId: member.h.msg_id,
+            env: member.env!,
+            cmd: todo.cmd,
             get log() {
-              return logOf(d, m);
+              return logOf(deps, member);
             },
           }),
         );
-      } catch (e) {
-        return fromError(e);
+      } catch (err) {
+        return fromError(err);
       }
     case 'tx': {
       // a savepoint per message: a skip or a failure takes back its writes and nothing else
-      await sql`savepoint msgx_message`.execute(tx);
-      let r: Applied;
+      await pgRun(tx, ProcState.savepointMessage);
+      let result: Applied;
       try {
-        r = fromHandler(
-          await t.handler({
+        result = fromHandler(
+          await todo.handler({
             tx,
-            msgId: m.h.msg_id,
-            env: m.env!,
+            msgId: member.h.msg_id,
+            env: member.env!,
             now,
-            config: d.config,
+            config: deps.config,
             get log() {
-              return logOf(d, m);
+              return logOf(deps, member);
             },
           }),
         );
-      } catch (e) {
-        r = fromError(e);
+      } catch (err) {
+        result = fromError(err);
       }
-      await sql.raw(r.state === 'SUCCEEDED' ? 'release savepoint msgx_message' : 'rollback to savepoint msgx_message').execute(tx);
-      return r;
+      await pgRun(tx, result.state === 'SUCCEEDED' ? ProcState.releaseMessage : ProcState.rollbackMessage);
+      return result;
     }
   }
 }
@@ -478,11 +481,11 @@ async function fail(d: PumpDeps, m: Member, f: Failure): Promise<Done> {
  * (null: a failure that a probe cannot tell apart, e.g. a lock or statement timeout — it waits
  * for its backoff).
  */
-function probeOf(d: PumpDeps, h: T.HeadRow): (() => Promise<unknown>) | null {
-  const reason = h.reason ?? '';
-  if (/inbox/i.test(reason)) return () => d.inbox.query('select 1');
-  if (/redis/i.test(reason)) return d.mirror.probe ? () => d.mirror.probe!() : null;
-  if (/connect|terminat|ECONN|EPIPE|shut ?down|57P0|08\d{3}/i.test(reason)) return () => sql`select 1`.execute(d.session);
+function probeOf(deps: PumpDeps, head: T.HeadRow): (() => Promise<unknown>) | null {
+  const reason = head.reason ?? '';
+  if (/inbox/i.test(reason)) return () => myRows(deps.inbox, Probe.mySelect1);
+  if (/redis/i.test(reason)) return deps.mirror.probe ? () => deps.mirror.probe!() : null;
+  if (/connect|terminat|ECONN|EPIPE|shut ?down|57P0|08\d{3}/i.test(reason)) return () => pgRun(deps.session, Probe.select1);
   return null;
 }
 

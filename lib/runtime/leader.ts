@@ -19,7 +19,10 @@
 // defaults), measured in test/integration/leader-takeover.test.ts.
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { connectClient, SESSION_LIMITS } from '../db/postgres.ts';
+import { connectClient, createSessionDb, SESSION_LIMITS, type Db } from '../db/postgres.ts';
+import { pgOne, pgRows, pgRun } from '../db/statement.ts';
+import * as Locks from '../sql/locks.ts';
+import * as Probe from '../sql/probe.ts';
 
 export interface LeaderHandle {
   client: pg.Client;
@@ -50,7 +53,9 @@ export async function runAsLeader(opts: {
     let client: pg.Client | undefined;
     try {
       client = await withDeadline(connectClient(opts.url, opts.name), deadline * 2, 'connect');
-      if (!(await tryTake(client, opts.lockKey, deadline, opts.log, opts.name))) {
+      // the lock session's statements (lib/sql/locks.ts, lib/sql/probe.ts) run on this connection
+      const session = createSessionDb(client);
+      if (!(await tryTake(session, opts.lockKey, deadline, opts.log, opts.name))) {
         if (!announced) opts.log.info({ lock: opts.lockKey }, `${opts.name}: another instance is active; standing by`);
         announced = true;
         await endClient(client);
@@ -59,7 +64,7 @@ export async function runAsLeader(opts: {
         continue;
       }
       announced = false;
-      const pid = (await withDeadline(client.query<{ pid: number }>('select pg_backend_pid() as pid'), deadline, 'pid')).rows[0].pid;
+      const pid = (await withDeadline(pgOne(session, Locks.backendPid), deadline, 'pid'))!.pid;
       opts.log.info({ lock: opts.lockKey, backend: pid }, `${opts.name}: leader lock taken; active`);
       const tenure = new AbortController();
       const onShutdown = () => tenure.abort();
@@ -75,7 +80,7 @@ export async function runAsLeader(opts: {
         if (opts.signal.aborted) resolve('shutdown');
         opts.signal.addEventListener('abort', () => resolve('shutdown'), { once: true });
       });
-      const heartbeat = heartbeatLoop({ client: c, url: opts.url, name: opts.name, lockKey: opts.lockKey, pid, beat, deadline, signal: tenure.signal, log: opts.log });
+      const heartbeat = heartbeatLoop({ session, url: opts.url, name: opts.name, lockKey: opts.lockKey, pid, beat, deadline, signal: tenure.signal, log: opts.log });
       const why = await Promise.race([lost, aborted, heartbeat]);
       if (why !== 'shutdown') opts.log.error({ why, backend: pid }, `${opts.name}: lost the leader session; stopping and standing by again`);
       tenure.abort(); // the duty's loops stop now, not at the end of their budget
@@ -97,29 +102,20 @@ export async function runAsLeader(opts: {
  * longer than `deadline`, or one statement running far past statement_timeout), end that
  * backend first. Returns whether the lock is ours.
  */
-async function tryTake(client: pg.Client, key: number, deadline: number, log: Logger, name: string): Promise<boolean> {
-  const q = <R extends pg.QueryResultRow>(text: string, values: unknown[]) => withDeadline(client.query<R>(text, values), deadline, 'lock');
-  if ((await q<{ ok: boolean }>('select pg_try_advisory_lock($1) as ok', [key])).rows[0].ok) return true;
-  const stale = await q<{ pid: number; state: string | null; silent_s: number }>(
-    `select a.pid, a.state, extract(epoch from clock_timestamp() - a.state_change)::float8 as silent_s
-       from pg_locks l join pg_stat_activity a on a.pid = l.pid
-      where l.locktype = 'advisory' and l.granted and l.database = (select oid from pg_database where datname = current_database())
-        and l.classid = 0 and l.objid = $1 and l.objsubid = 1
-        and a.pid <> pg_backend_pid()
-        and ((a.state is distinct from 'active' and a.state_change < clock_timestamp() - make_interval(secs => $2::float8 / 1000))
-          or (a.state = 'active' and a.state_change < clock_timestamp() - make_interval(secs => ($2::float8 + $3::float8) / 1000)))`,
-    [key, deadline, SESSION_LIMITS.statementTimeoutMs],
-  );
-  if (stale.rows.length === 0) return false;
-  for (const s of stale.rows) {
+async function tryTake(session: Db, key: number, deadline: number, log: Logger, name: string): Promise<boolean> {
+  const bounded = <T>(p: Promise<T>) => withDeadline(p, deadline, 'lock');
+  if ((await bounded(pgOne(session, Locks.tryLock, key)))!.ok) return true;
+  const stale = await bounded(pgRows(session, Locks.staleHolders, key, deadline, SESSION_LIMITS.statementTimeoutMs));
+  if (stale.length === 0) return false;
+  for (const s of stale) {
     log.warn({ lock: key, backend: s.pid, state: s.state, silentSeconds: Math.round(s.silent_s * 10) / 10 }, `${name}: the active instance's session is stale; ending it and taking over`);
-    await q('select pg_terminate_backend($1, $2)', [s.pid, deadline]);
+    await bounded(pgRun(session, Locks.terminateBackend, s.pid, deadline));
   }
-  return (await q<{ ok: boolean }>('select pg_try_advisory_lock($1) as ok', [key])).rows[0].ok;
+  return (await bounded(pgOne(session, Locks.tryLock, key)))!.ok;
 }
 
 /** Resolves with the reason the session is considered lost ('shutdown' when the tenure ends). */
-async function heartbeatLoop(o: { client: pg.Client; url: string; name: string; lockKey: number; pid: number; beat: number; deadline: number; signal: AbortSignal; log: Logger }): Promise<string> {
+async function heartbeatLoop(o: { session: Db; url: string; name: string; lockKey: number; pid: number; beat: number; deadline: number; signal: AbortSignal; log: Logger }): Promise<string> {
   let pending: Promise<unknown> | null = null;
   let since = 0;
   while (!o.signal.aborted) {
@@ -128,7 +124,7 @@ async function heartbeatLoop(o: { client: pg.Client; url: string; name: string; 
     if (!pending) {
       since = Date.now();
       // A server error (e.g. inside a transaction the duty aborted) is still an answer.
-      pending = o.client.query('select 1').then(
+      pending = pgRun(o.session, Probe.select1).then(
         () => {},
         (e: Error & { code?: string }) => {
           if (!e.code) throw e;
@@ -160,17 +156,7 @@ async function heartbeatLoop(o: { client: pg.Client; url: string; name: string; 
 async function stillBusy(o: { url: string; name: string; lockKey: number; pid: number; deadline: number }): Promise<true | string> {
   const c = await withDeadline(connectClient(o.url, `${o.name}-check`), o.deadline, 'check connect');
   try {
-    const r = await withDeadline(
-      c.query<{ state: string | null; held: boolean }>(
-        `select a.state, exists (select 1 from pg_locks l where l.pid = a.pid and l.locktype = 'advisory' and l.granted and l.database = a.datid
-                                   and l.classid = 0 and l.objid = $2 and l.objsubid = 1) as held
-           from pg_stat_activity a where a.pid = $1`,
-        [o.pid, o.lockKey],
-      ),
-      o.deadline,
-      'check',
-    );
-    const row = r.rows[0];
+    const row = await withDeadline(pgOne(createSessionDb(c), Locks.holderState, o.pid, o.lockKey), o.deadline, 'check');
     if (!row) return 'the session is gone';
     if (!row.held) return 'the session no longer holds the lock';
     return row.state === 'active' ? true : `the session is ${row.state} yet did not answer`;

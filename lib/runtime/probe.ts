@@ -10,7 +10,9 @@ import kafkajs from 'kafkajs';
 import mysql from 'mysql2/promise';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { connectionSettings } from '../db/postgres.ts';
+import { connectionSettings, createSessionDb, type Db } from '../db/postgres.ts';
+import { myRows, pgRun } from '../db/statement.ts';
+import * as Probe from '../sql/probe.ts';
 import { sleep, withDeadline } from './leader.ts';
 
 export type Check = () => Promise<void>;
@@ -59,7 +61,7 @@ export const probes = {
       const stream = () => (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream;
       try {
         await withDeadline(c.connect(), timeoutMs, 'postgres probe connect');
-        await withDeadline(c.query('select 1'), timeoutMs, 'postgres probe');
+        await withDeadline(pgRun(createSessionDb(c), Probe.select1), timeoutMs, 'postgres probe');
       } finally {
         await withDeadline(c.end(), 500, 'end').catch(() => stream()?.destroy());
       }
@@ -89,7 +91,7 @@ export const probes = {
         throw e;
       }
       try {
-        await withDeadline(c.query('SELECT 1'), timeoutMs, 'mysql probe');
+        await withDeadline(myRows(c, Probe.mySelect1), timeoutMs, 'mysql probe');
       } finally {
         c.destroy();
       }
@@ -145,6 +147,8 @@ export class PostgresWatch {
   since = new Date();
   lastError: string | null = null;
   private client: pg.Client | null = null;
+  /** Statements on `client` (lib/sql/probe.ts). */
+  private session: Db | null = null;
   private timer: NodeJS.Timeout | null = null;
   private readonly url: string;
   private readonly everyMs: number;
@@ -184,9 +188,10 @@ export class PostgresWatch {
         const c = new pg.Client({ ...connectionSettings(this.url, 'watch'), connectionTimeoutMillis: this.timeoutMs });
         c.on('error', () => {});
         this.client = c;
+        this.session = createSessionDb(c);
         await withDeadline(c.connect(), this.timeoutMs, 'postgres connect');
       }
-      await withDeadline(this.client.query('select 1'), this.timeoutMs, 'postgres select 1');
+      await withDeadline(pgRun(this.session!, Probe.select1), this.timeoutMs, 'postgres select 1');
       this.set(true, null);
     } catch (e) {
       this.drop();
@@ -207,6 +212,7 @@ export class PostgresWatch {
   private drop(): void {
     const c = this.client;
     this.client = null;
+    this.session = null;
     (c as unknown as { connection?: { stream?: { destroy(): void } } } | null)?.connection?.stream?.destroy();
   }
 }

@@ -5,7 +5,10 @@ import { Logger as GraphileLogger, run, type Runner, type TaskList } from 'graph
 import type pg from 'pg';
 import { ConfigError, loadConfig, redactUrl, type Config } from '../core/config.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
-import { createDb, createPool, sql, type Db } from '../db/postgres.ts';
+import { createDb, createPool, type Db } from '../db/postgres.ts';
+import { pgRows, pgRun } from '../db/statement.ts';
+import * as Jobs from '../sql/jobs.ts';
+import * as Probe from '../sql/probe.ts';
 import { createHttpServer } from './http.ts';
 import { createLogger, type Logger } from './log.ts';
 import { exportProcessMetrics, metrics, registry } from './metrics.ts';
@@ -99,7 +102,7 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
       return reply.code(503).send({ ok: false, process: spec.name, postgres: 'unreachable', since: watch.since.toISOString(), error: watch.lastError });
     }
     try {
-      await withDeadline(sql`select 1`.execute(rt.db), 2000, 'postgres select 1');
+      await withDeadline(pgRun(rt.db, Probe.select1), 2000, 'postgres select 1');
       return { ok: true, process: spec.name, postgres: 'up', ...(spec.health ? await withDeadline(spec.health(rt), 2000, 'health') : {}) };
     } catch (e) {
       return reply.code(503).send({ ok: false, process: spec.name, error: (e as Error).message });
@@ -175,15 +178,9 @@ const STALE_LOCK_MS = 5 * 60_000;
  */
 export async function keepDutiesAlive(rt: Pick<Runtime, 'db' | 'log'>, tasks: string[]): Promise<void> {
   try {
-    const r = await sql<{ task: string }>`
-      select t as task, (graphile_worker.add_job(t, '{}'::json, job_key := t)).id as id
-      from unnest(${tasks}::text[]) as t
-      where not exists (
-        select 1 from graphile_worker.jobs j
-        where j.key = t
-          and (j.locked_at > now() - ${STALE_LOCK_MS} * interval '1 millisecond' or (j.locked_at is null and j.attempts < j.max_attempts)))`.execute(rt.db);
+    const added = await pgRows(rt.db, Jobs.keepDutiesAlive, tasks, STALE_LOCK_MS);
     // the pump and backfill end their job when idle (a wake-up adds the next): no job is normal there
-    if (r.rows.length) rt.log.info({ tasks: r.rows.map((x) => x.task) }, 'keep-alive: duty had no job (idle, or its loop died, or the job was removed); added one');
+    if (added.length) rt.log.info({ tasks: added.map((x) => x.task) }, 'keep-alive: duty had no job (idle, or its loop died, or the job was removed); added one');
   } catch (e) {
     rt.log.error({ err: e }, 'keep-alive check of the duties failed; retried in a minute');
   }
@@ -191,11 +188,9 @@ export async function keepDutiesAlive(rt: Pick<Runtime, 'db' | 'log'>, tasks: st
 
 /** Jobs of a single-writer duty locked by a dead worker would wait hours for graphile-worker's timeout. */
 async function unlockStaleJobs(rt: Runtime, tasks: string[]): Promise<void> {
-  const r = await sql<{ locked_by: string }>`
-    select distinct locked_by from graphile_worker.jobs where task_identifier = any(${tasks}) and locked_by is not null`.execute(rt.db);
-  const ids = r.rows.map((x) => x.locked_by);
+  const ids = (await pgRows(rt.db, Jobs.lockingWorkers, tasks)).map((x) => x.locked_by);
   if (ids.length) {
-    await sql`select graphile_worker.force_unlock_workers(${ids}::text[])`.execute(rt.db);
+    await pgRun(rt.db, Jobs.forceUnlockWorkers, ids);
     rt.log.warn({ workers: ids }, 'unlocked jobs of workers that are gone');
   }
 }

@@ -17,6 +17,14 @@ beforeAll(async () => {
 });
 afterAll(async () => s?.close());
 
+/** The statement without its `-- <name>` line, lower case. */
+const body = (text: string) =>
+  text
+    .replace(/^--[^\n]*\n/, '')
+    .trim()
+    .toLowerCase();
+const isTransactionControl = (text: string) => /^(savepoint|release|rollback)\b/.test(body(text));
+
 function catalogue() {
   return [...declaredStatements()].map(([name, x]) => ({ name, ...x }));
 }
@@ -29,7 +37,7 @@ describe('the statement catalogue (lib/sql/)', () => {
   });
 
   it('every Postgres statement PREPAREs against the migrated schema', async () => {
-    const pg = catalogue().filter((x) => x.engine === 'pg');
+    const pg = catalogue().filter((x) => x.engine === 'pg' && !isTransactionControl(x.text));
     expect(pg.length).toBeGreaterThan(0);
     const failures: string[] = [];
     for (const [i, x] of pg.entries()) {
@@ -39,6 +47,30 @@ describe('the statement catalogue (lib/sql/)', () => {
       } catch (e) {
         failures.push(`${x.name}: ${(e as Error).message}`);
       }
+    }
+    expect(failures).toEqual([]);
+  });
+
+  // PREPARE takes no transaction control (a savepoint of the pump's business transaction): those
+  // run, in a transaction of their own — savepoints first, then rollbacks to them, then releases.
+  it('every Postgres savepoint statement runs inside a transaction', async () => {
+    const order = (t: string) => (body(t).startsWith('savepoint') ? 0 : body(t).startsWith('rollback') ? 1 : 2);
+    const control = catalogue()
+      .filter((x) => x.engine === 'pg' && isTransactionControl(x.text))
+      .sort((a, b) => order(a.text) - order(b.text));
+    expect(control.length).toBeGreaterThan(0);
+    const failures: string[] = [];
+    await s.sessionClient.query('begin');
+    try {
+      for (const x of control) {
+        try {
+          await s.sessionClient.query(x.text);
+        } catch (e) {
+          failures.push(`${x.name}: ${(e as Error).message}`);
+        }
+      }
+    } finally {
+      await s.sessionClient.query('rollback');
     }
     expect(failures).toEqual([]);
   });

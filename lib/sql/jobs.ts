@@ -1,0 +1,46 @@
+// SQL of graphile-worker's queue (graphile_worker.*): wake-ups and job queue reads. Statement
+// conventions: lib/db/statement.ts. Wake-ups that ride inside another table's statement (the
+// pump's PROC_STATE transitions) are in that table's file (lib/sql/proc-state.ts).
+import { pgStatement } from '../db/statement.ts';
+
+// ---- lib/pipeline/transitions.ts
+
+/**
+ * Wakes the tasks of $1 with one statement: graphile-worker's public `add_jobs`, one job per
+ * task with job_key = task name. A job of that key that is waiting is replaced (run now); one
+ * that is running keeps running and a new one is queued behind it (graphile-worker clears the
+ * running job's key) — a wake-up is never lost.
+ */
+export const wakeAll = pgStatement<[tasks: string[]], { woken: number }>(
+  'jobs.wake_all',
+  `select (select count(*) from graphile_worker.add_jobs(
+            array(select (t, '{}'::json, null, null, null, t, null, null)::graphile_worker.job_spec from unnest($1::text[]) as t))) as woken`,
+);
+
+/** Wakes task $1 (coalesced by job_key = task name), at $2 (null: now). */
+export const wake = pgStatement<[task: string, runAt: Date | null]>('jobs.wake', `select graphile_worker.add_job($1::text, '{}'::json, job_key := $1::text, run_at := $2::timestamptz)`);
+
+// ---- lib/runtime/process.ts
+
+/**
+ * Adds the job of each duty of $1 that has none running or waiting (attempts left); running =
+ * locked less than $2 ms ago. Returns the duties that got a job.
+ */
+export const keepDutiesAlive = pgStatement<[tasks: string[], staleLockMs: number], { task: string; id: number }>(
+  'jobs.keep_duties_alive',
+  `select t as task, (graphile_worker.add_job(t, '{}'::json, job_key := t)).id as id
+     from unnest($1::text[]) as t
+    where not exists (
+      select 1 from graphile_worker.jobs j
+       where j.key = t
+         and (j.locked_at > now() - $2::float8 * interval '1 millisecond' or (j.locked_at is null and j.attempts < j.max_attempts)))`,
+);
+
+/** The workers that hold a lock on a job of the tasks $1. */
+export const lockingWorkers = pgStatement<[tasks: string[]], { locked_by: string }>(
+  'jobs.locking_workers',
+  'select distinct locked_by from graphile_worker.jobs where task_identifier = any($1::text[]) and locked_by is not null',
+);
+
+/** Releases the jobs locked by the workers $1 (workers that are gone). */
+export const forceUnlockWorkers = pgStatement<[workers: string[]]>('jobs.force_unlock_workers', 'select graphile_worker.force_unlock_workers($1::text[])');

@@ -1,0 +1,68 @@
+// SQL of advisory locks. Statement conventions: lib/db/statement.ts.
+import { pgStatement } from '../db/statement.ts';
+
+// ---- lib/pipeline/pump.ts, lib/lifecycle/common.ts, lib/pipeline/backfill.ts, lib/pipeline/operator.ts
+
+/** Takes the session-level advisory lock $1, waiting for it (up to lock_timeout). */
+export const lock = pgStatement<[key: number]>('locks.lock', 'select pg_advisory_lock($1::bigint)');
+
+/** Releases the session-level advisory lock $1. */
+export const unlock = pgStatement<[key: number], { released: boolean }>('locks.unlock', 'select pg_advisory_unlock($1::bigint) as released');
+
+/** Takes the transaction-scoped advisory lock $1, waiting for it (up to lock_timeout). */
+export const xactLock = pgStatement<[key: number]>('locks.xact_lock', 'select pg_advisory_xact_lock($1::bigint)');
+
+/** Is another session of this database waiting for the advisory lock $1? */
+export const lockWanted = pgStatement<[key: number], { w: boolean }>(
+  'locks.lock_wanted',
+  `select exists (select 1 from pg_locks where locktype = 'advisory' and objid = $1::oid and objsubid = 1 and not granted
+                    and database = (select oid from pg_database where datname = current_database())) as w`,
+);
+
+/** Sets this session's lock_timeout ($1, e.g. '60000ms'). */
+export const setLockTimeout = pgStatement<[timeout: string]>('locks.set_lock_timeout', `select set_config('lock_timeout', $1::text, false)`);
+
+/** Back to the session's own lock_timeout (its connection setting): set_config with NULL is RESET. */
+export const resetLockTimeout = pgStatement('locks.reset_lock_timeout', `select set_config('lock_timeout', null, false)`);
+
+// ---- workers/pump.ts
+
+/** Sets this session's statement_timeout ($1) and lock_timeout ($2), e.g. '60s'. */
+export const setSessionTimeouts = pgStatement<[statementTimeout: string, lockTimeout: string]>(
+  'locks.set_session_timeouts',
+  `select set_config('statement_timeout', $1::text, false), set_config('lock_timeout', $2::text, false)`,
+);
+
+// ---- lib/runtime/leader.ts
+
+/** Takes the session-level advisory lock $1 if it is free: ok = taken. */
+export const tryLock = pgStatement<[key: number], { ok: boolean }>('locks.try_lock', 'select pg_try_advisory_lock($1::bigint) as ok');
+
+/** This session's backend process ID. */
+export const backendPid = pgStatement<[], { pid: number }>('locks.backend_pid', 'select pg_backend_pid() as pid');
+
+/**
+ * The other sessions holding the advisory lock $1 that are stale: not running a statement and
+ * silent for longer than $2 ms, or running one statement longer than $2 + $3 (statement_timeout) ms.
+ */
+export const staleHolders = pgStatement<[key: number, deadlineMs: number, statementTimeoutMs: number], { pid: number; state: string | null; silent_s: number }>(
+  'locks.stale_holders',
+  `select a.pid, a.state, extract(epoch from clock_timestamp() - a.state_change)::float8 as silent_s
+     from pg_locks l join pg_stat_activity a on a.pid = l.pid
+    where l.locktype = 'advisory' and l.granted and l.database = (select oid from pg_database where datname = current_database())
+      and l.classid = 0 and l.objid = $1::oid and l.objsubid = 1
+      and a.pid <> pg_backend_pid()
+      and ((a.state is distinct from 'active' and a.state_change < clock_timestamp() - make_interval(secs => $2::float8 / 1000))
+        or (a.state = 'active' and a.state_change < clock_timestamp() - make_interval(secs => ($2::float8 + $3::float8) / 1000)))`,
+);
+
+/** Ends backend $1, waiting up to $2 ms for it to go. */
+export const terminateBackend = pgStatement<[pid: number, timeoutMs: number], { terminated: boolean }>('locks.terminate_backend', 'select pg_terminate_backend($1::int, $2::bigint) as terminated');
+
+/** Backend $1's state and whether it holds the advisory lock $2 (no row: the backend is gone). */
+export const holderState = pgStatement<[pid: number, key: number], { state: string | null; held: boolean }>(
+  'locks.holder_state',
+  `select a.state, exists (select 1 from pg_locks l where l.pid = a.pid and l.locktype = 'advisory' and l.granted and l.database = a.datid
+                             and l.classid = 0 and l.objid = $2::oid and l.objsubid = 1) as held
+     from pg_stat_activity a where a.pid = $1::int`,
+);
