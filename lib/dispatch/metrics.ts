@@ -4,8 +4,8 @@
 //   msgx_dispatch_sent_total{target} counter events confirmed by Kafka and marked SENT
 //   msgx_dispatch_oldest_pending_seconds{target} gauge age of the oldest PENDING event (Kafka unreachable alert)
 import client from 'prom-client';
-import { sql } from 'kysely';
-import type { Executor } from '../flight/store.ts';
+import { pgOne, pgRows, type Executor } from '../db/statement.ts';
+import * as Outbox from '../sql/outbox.ts';
 import { kafkaReachable } from './outage.ts';
 
 const { Counter, Gauge, register } = client;
@@ -17,12 +17,9 @@ export const dispatchSent = new Counter({ registers: [], name: 'msgx_dispatch_se
 
 /** Row counts by state for these targets (PENDING uses the partial indexes). */
 export async function countByState(db: Executor, targets: readonly Target[]): Promise<Record<Target, { pending: number; dead: number }>> {
-  const r = await sql<{ target: Target; state: string; n: number }>`
-    select target, state, count(*)::int as n from msg_event
-    where target = any(${[...targets]}::text[]) and state in ('PENDING', 'DEAD')
-    group by target, state`.execute(db);
+  const rows = await pgRows(db, Outbox.countByState, [...targets]);
   const out = { msg: { pending: 0, dead: 0 }, schd: { pending: 0, dead: 0 } };
-  for (const x of r.rows) out[x.target][x.state === 'PENDING' ? 'pending' : 'dead'] = x.n;
+  for (const x of rows) out[x.target][x.state === 'PENDING' ? 'pending' : 'dead'] = x.n;
   return out;
 }
 
@@ -44,10 +41,8 @@ export function registerDispatchGauges(db: Executor, targets: readonly Target[])
     labelNames: ['target'] as const,
     async collect() {
       for (const t of targets) {
-        const r = await sql<{ age: number | null }>`
-          select extract(epoch from now() - created_at)::float8 as age from msg_event
-          where target = ${t} and state = 'PENDING' order by event_id limit 1`.execute(db);
-        this.set({ target: t }, Math.max(0, Number(r.rows[0]?.age ?? 0)));
+        const r = await pgOne(db, Outbox.oldestPendingAge, t);
+        this.set({ target: t }, Math.max(0, Number(r?.age ?? 0)));
       }
     },
   });

@@ -5,7 +5,7 @@
 // can take it over later: the function is all there is).
 import { DISPATCH_RETENTION_TASK } from '../core/tasks.ts';
 import type { Clock } from '../core/clock.ts';
-import type { Executor } from '../flight/store.ts';
+import type { Executor } from '../db/statement.ts';
 import { metrics } from '../runtime/metrics.ts';
 import { deleteSentBefore } from './outbox.ts';
 

@@ -1,6 +1,6 @@
 // schd topic round (dispatch.md "schd topic", C-9): up to msgx.schd.flush-limit due PENDING
-// schd rows → their complete states from the consistent bulk loader (readFlights, one
-// REPEATABLE READ snapshot) → records {"SCHD":{"RECS":n,"FLTR":[…]}} of at most
+// schd rows → their complete states from the consistent bulk loader (readFlights: one
+// statement, hence one snapshot) → records {"SCHD":{"RECS":n,"FLTR":[…]}} of at most
 // msgx.schd.max-record-bytes, fixed key, one send per record (Kafka's size limit applies to a
 // partition's whole batch, so records are not combined into one request).
 // Decisions:

@@ -1,5 +1,6 @@
 // Lifecycle job: the snapshot ledger (SCHD_GEN, SCHD_GEN_FLID) of old operation days. Index of the jobs: tasks.ts.
-import { sql } from 'kysely';
+import { pgRows, pgRun } from '../db/statement.ts';
+import * as Ledger from '../sql/ledger.ts';
 import { batches, count, underPipelineLock, type PurgeOptions, type PurgeSession, type RetentionDeps } from './common.ts';
 import { historyRule } from './flights.ts';
 
@@ -15,20 +16,14 @@ export async function purgeLedger(d: RetentionDeps, session: PurgeSession, o: Pu
     const rule = historyRule(d);
     return underPipelineLock(session, o, () =>
       session.db.transaction().execute(async (tx) => {
-        const days = await sql<{ day: string }>`
-          select g.operation_day::text as day from schd_gen g
-          where g.operation_day < ${rule.dayBefore}::date
-            and not exists (select 1 from schd_gen_flid r join flight_schd f on f.flid = r.flid and f.operation_day = r.operation_day
-                            where r.operation_day = g.operation_day)
-          order by g.operation_day limit ${batch}
-          for update of g`.execute(tx);
-        const list = days.rows.map((x) => x.day);
+        const days = await pgRows(tx, Ledger.purgeableDays, rule.dayBefore, batch);
+        const list = days.map((x) => x.day);
         if (list.length === 0) return [0, 0] as [number, number];
-        const roster = await sql`delete from schd_gen_flid where operation_day = any(${list}::date[])`.execute(tx);
-        const gens = await sql`delete from schd_gen where operation_day = any(${list}::date[])`.execute(tx);
-        count('schd_gen_flid', Number(roster.numAffectedRows ?? 0));
-        count('schd_gen', Number(gens.numAffectedRows ?? 0));
-        return [Number(gens.numAffectedRows ?? 0), list.length] as [number, number];
+        const roster = await pgRun(tx, Ledger.deleteRosters, list);
+        const gens = await pgRun(tx, Ledger.deleteGens, list);
+        count('schd_gen_flid', roster);
+        count('schd_gen', gens);
+        return [gens, list.length] as [number, number];
       }),
     );
   });

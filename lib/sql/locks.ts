@@ -66,3 +66,8 @@ export const holderState = pgStatement<[pid: number, key: number], { state: stri
                              and l.classid = 0 and l.objid = $2::oid and l.objsubid = 1) as held
      from pg_stat_activity a where a.pid = $1::int`,
 );
+
+// ---- lib/dispatch/outbox.ts
+
+/** Takes the transaction-scoped advisory lock $1 if free (a dispatcher's round lock): ok = taken. */
+export const tryRoundXactLock = pgStatement<[key: number], { ok: boolean }>('locks.try_round_xact_lock', 'select pg_try_advisory_xact_lock($1::bigint) as ok');

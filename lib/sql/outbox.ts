@@ -1,6 +1,164 @@
 // SQL of MSG_EVENT (the outbox of both dispatchers). Statement conventions: lib/db/statement.ts.
 import { pgStatement } from '../db/statement.ts';
 
+/** The outbox's targets (MSG_EVENT.TARGET). */
+export type OutboxTarget = 'msg' | 'schd';
+
+// ---- lib/dispatch/outbox.ts
+// Updates lock with SKIP LOCKED: a row the pump is rewriting right now (schd upsert) is left
+// alone (it stays PENDING and goes out again) and the dispatcher never waits on the pump, so
+// the two can never deadlock.
+
+/**
+ * The frozen batch of a msg round: PENDING and due at $1, EVENT_ID order, at most $2, and no
+ * earlier event of the same FLID that is DEAD or PENDING-not-due (plan.ts `releasable`).
+ */
+export const freezeMsgBatch = pgStatement<[now: Date, limit: number], { event_id: number; flid: string; state_version: number; attempts: number; payload: Record<string, unknown> }>(
+  'outbox.freeze_msg_batch',
+  `select e.event_id, e.flid, e.state_version, e.attempts, e.payload
+   from msg_event e
+   where e.target = 'msg' and e.state = 'PENDING'
+     and (e.next_attempt_at is null or e.next_attempt_at <= $1::timestamptz)
+     and not exists (
+       select 1 from msg_event b
+       where b.flid = e.flid and b.event_id < e.event_id and b.target = 'msg'
+         and (b.state = 'DEAD' or (b.state = 'PENDING' and b.next_attempt_at > $1::timestamptz)))
+   order by e.event_id
+   limit $2::bigint`,
+);
+
+/** PENDING schd rows due at $1, in EVENT_ID order (oldest write generation first), at most $2. */
+export const pendingSchdRows = pgStatement<[now: Date, limit: number], { event_id: number; flid: string; state_version: number; attempts: number }>(
+  'outbox.pending_schd_rows',
+  `select event_id, flid, state_version, attempts from msg_event
+   where target = 'schd' and state = 'PENDING' and (next_attempt_at is null or next_attempt_at <= $1::timestamptz)
+   order by event_id
+   limit $2::bigint`,
+);
+
+/**
+ * Marks acknowledged rows SENT at $1 (partition, offset per row); a row rewritten meanwhile (new
+ * event_id / version) or locked by the pump stays PENDING. Returns the event ids marked.
+ */
+export const markSent = pgStatement<[now: Date, eventIds: number[], stateVersions: number[], partitions: number[], offsets: (string | null)[]], { event_id: number }>(
+  'outbox.mark_sent',
+  `update msg_event m set state = 'SENT', sent_at = $1::timestamptz, attempts = m.attempts + 1, next_attempt_at = null,
+     kafka_partition = u.p, kafka_offset = u.o
+   from unnest($2::bigint[], $3::integer[], $4::integer[], $5::text[]) as u(id, ver, p, o)
+   where m.event_id = u.id and m.state_version = u.ver and m.state = 'PENDING'
+     and m.event_id in (select event_id from msg_event where event_id = any($2::bigint[]) for update skip locked)
+   returning m.event_id`,
+);
+
+/**
+ * Records failed sends (backoff or DEAD) with the error text $1; a row changed meanwhile
+ * (attempts differ: replayed, rewritten) or locked by the pump is left alone. Returns the rows
+ * updated with their new state.
+ */
+export const markFailed = pgStatement<
+  [error: string, eventIds: number[], attemptsBefore: number[], states: string[], attempts: number[], nextAttemptAt: (string | null)[]],
+  { event_id: number; state: string }
+>(
+  'outbox.mark_failed',
+  `update msg_event m set state = u.st, attempts = u.att, next_attempt_at = u.nxt, last_error = $1::text
+   from unnest($2::bigint[], $3::integer[], $4::text[], $5::integer[], $6::timestamptz[]) as u(id, before, st, att, nxt)
+   where m.event_id = u.id and m.attempts = u.before and m.state = 'PENDING'
+     and m.event_id in (select event_id from msg_event where event_id = any($2::bigint[]) for update skip locked)
+   returning m.event_id, m.state`,
+);
+
+/** Removes these PENDING schd rows (their flight is missing or DELETED), skipping rows locked by the pump. */
+export const dropGoneSchdRows = pgStatement<[eventIds: number[]]>(
+  'outbox.drop_gone_schd_rows',
+  `delete from msg_event where target = 'schd' and state = 'PENDING'
+     and event_id in (select event_id from msg_event where event_id = any($1::bigint[]) for update skip locked)`,
+);
+
+/** Makes these PENDING events that back off due at once (Kafka answers again, lib/dispatch/outage.ts). */
+export const releaseBackoff = pgStatement<[eventIds: number[]]>(
+  'outbox.release_backoff',
+  `update msg_event set next_attempt_at = null
+   where event_id = any($1::bigint[]) and state = 'PENDING' and next_attempt_at is not null`,
+);
+
+/** Earliest retry after $2 among PENDING rows of target $1 (null: nothing waits on backoff). */
+export const nextAttemptAt = pgStatement<[target: OutboxTarget, now: Date], { at: Date | null }>(
+  'outbox.next_attempt_at',
+  `select min(next_attempt_at) as at from msg_event where target = $1::text and state = 'PENDING' and next_attempt_at > $2::timestamptz`,
+);
+
+// The DEAD selector of the operator actions: event ids $1 (null: any), FLID $2 (null: any),
+// target $3 (null: any); all null selects every DEAD row.
+
+/** DEAD → PENDING with attempts 0, due now (sent again in EVENT_ID order); last_error is kept. */
+export const replayDead = pgStatement<[eventIds: number[] | null, flid: string | null, target: OutboxTarget | null], { event_id: number; target: OutboxTarget }>(
+  'outbox.replay_dead',
+  `update msg_event set state = 'PENDING', attempts = 0, next_attempt_at = null
+   where state = 'DEAD' and ($1::bigint[] is null or event_id = any($1::bigint[]))
+     and ($2::text is null or flid = $2::text) and ($3::text is null or target = $3::text)
+   returning event_id, target`,
+);
+
+/** DEAD → SKIPPED (kept, visible; it no longer holds its FLID's later events). */
+export const skipDead = pgStatement<[eventIds: number[] | null, flid: string | null, target: OutboxTarget | null], { event_id: number; target: OutboxTarget }>(
+  'outbox.skip_dead',
+  `update msg_event set state = 'SKIPPED', next_attempt_at = null
+   where state = 'DEAD' and ($1::bigint[] is null or event_id = any($1::bigint[]))
+     and ($2::text is null or flid = $2::text) and ($3::text is null or target = $3::text)
+   returning event_id, target`,
+);
+
+/** A dead letter with the number of PENDING msg events of its FLID waiting behind it. */
+export interface DeadLetterRow {
+  event_id: number;
+  target: OutboxTarget;
+  flid: string;
+  state_version: number;
+  attempts: number;
+  last_error: string | null;
+  created_at: Date;
+  payload: unknown;
+  /** PENDING events of the same FLID (msg) waiting behind this one. */
+  held: number;
+}
+
+/** DEAD rows of target $1 (null: both) in EVENT_ID order, at most $2. */
+export const listDead = pgStatement<[target: OutboxTarget | null, limit: number], DeadLetterRow>(
+  'outbox.list_dead',
+  `select d.event_id, d.target, d.flid, d.state_version, d.attempts, d.last_error, d.created_at, d.payload,
+     (select count(*)::int from msg_event h where h.flid = d.flid and h.target = 'msg' and d.target = 'msg'
+        and h.event_id > d.event_id and h.state = 'PENDING') as held
+   from msg_event d
+   where d.state = 'DEAD' and ($1::text is null or d.target = $1::text)
+   order by d.event_id
+   limit $2::bigint`,
+);
+
+/** Deletes up to $2 SENT rows sent before $1, oldest first, skipping locked rows. */
+export const deleteSentBefore = pgStatement<[cutoff: Date, batch: number]>(
+  'outbox.delete_sent_before',
+  `delete from msg_event where event_id in (
+     select event_id from msg_event where state = 'SENT' and sent_at < $1::timestamptz
+     order by sent_at limit $2::bigint for update skip locked)`,
+);
+
+// ---- lib/dispatch/metrics.ts
+
+/** Row counts by target and state (PENDING, DEAD) for the targets $1 (PENDING uses the partial indexes). */
+export const countByState = pgStatement<[targets: OutboxTarget[]], { target: OutboxTarget; state: string; n: number }>(
+  'outbox.count_by_state',
+  `select target, state, count(*)::int as n from msg_event
+   where target = any($1::text[]) and state in ('PENDING', 'DEAD')
+   group by target, state`,
+);
+
+/** Age in seconds of the oldest PENDING event of target $1 (no row: none pending). */
+export const oldestPendingAge = pgStatement<[target: OutboxTarget], { age: number | null }>(
+  'outbox.oldest_pending_age',
+  `select extract(epoch from now() - created_at)::float8 as age from msg_event
+   where target = $1::text and state = 'PENDING' order by event_id limit 1`,
+);
+
 // ---- lib/api/console.ts
 
 /** The first $1 dead-lettered outbox events, in event order (console). */
