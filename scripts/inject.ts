@@ -1,7 +1,8 @@
 // npm run inject -- [--renumber-seqn] <files…>
 // Loads .xml files (one message each) and corpus-shaped SQL files into CMINMSGS, in order.
 import { loadConfig } from '../lib/core/config.ts';
-import { createAodbPool, insertInboxRow } from '../lib/db/mysql.ts';
+import { createAodbPool } from '../lib/db/mysql.ts';
+import { insertInboxRow } from '../lib/pipeline/inbox.ts';
 import { messagesFromFile, renumberSeqn, seqnCounter } from '../lib/inject/files.ts';
 import { formatLocalDatetime } from '../lib/sis/values.ts';
 

@@ -6,7 +6,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
-import { insertInboxRow, type Inbox } from '../db/mysql.ts';
+import type { Inbox } from '../db/mysql.ts';
+import { insertInboxRow } from '../pipeline/inbox.ts';
 import { withTimeout } from '../core/timeout.ts';
 import { formatLocalDatetime } from '../sis/values.ts';
 import { auditResult } from './audit.ts';

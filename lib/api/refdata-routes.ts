@@ -3,7 +3,7 @@
 //   GET /reference/:rtype/:rkey    → one record; 404 unknown-rtype / not-found
 //   GET /resources/status?type=GATE&at=<ISO instant> (at defaults to now) → status at that time
 import type { FastifyInstance } from 'fastify';
-import type { Kysely } from 'kysely';
+import type { Db } from '../db/postgres.ts';
 import { anyObject, clientErrors, errors, str } from './schema.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { refCategory, RSTA_RESOURCE_TYPES } from '../sis/refdata-keys.ts';
@@ -11,7 +11,7 @@ import { isResourceType, statusAt } from '../refdata/rsta.ts';
 import { getRecord, listCategory } from '../refdata/store.ts';
 
 export interface RefdataRoutesOptions {
-  db: Kysely<any>;
+  db: Db;
   clock?: Clock;
 }
 

@@ -2,7 +2,7 @@
 // 202 {id, state} once the request is recorded (PENDING) and the `request` job is queued in the
 // same transaction; 400 with the reason for a bad shape. Auth is wired by the api process.
 import type { FastifyInstance } from 'fastify';
-import type { Kysely } from 'kysely';
+import type { Db } from '../db/postgres.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
 import { auditResult } from './audit.ts';
@@ -11,7 +11,7 @@ import { parseRequestSpec } from '../requests/message.ts';
 import { createRequest } from '../requests/outbound.ts';
 
 export interface RequestRoutesOptions {
-  db: Kysely<any>;
+  db: Db;
   config: Config;
   clock: Clock;
   /** Queue graphile-worker's `request` job with the request (default true; needs its schema). */

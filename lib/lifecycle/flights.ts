@@ -3,7 +3,7 @@
 // keys retried), and msgx_flights_without_operation_day refreshed. Index of the jobs: tasks.ts.
 import { sql } from 'kysely';
 import { LOCKS } from '../db/postgres.ts';
-import { readBodies } from '../db/mysql.ts';
+import { readBodies } from '../pipeline/inbox.ts';
 import { withTimeout } from '../core/timeout.ts';
 import { flightKey } from '../flight/mirror.ts';
 import { isoLocal, toJson } from '../flight/state.ts';

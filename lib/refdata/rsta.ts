@@ -5,15 +5,14 @@
 // expired), not refused: the outcome of a message never depends on when it is processed.
 // The answer at time t is computed at query time (no job re-enables anything). A status
 // missing from a message deletes nothing.
-import { sql, type Kysely } from 'kysely';
 import { protocol } from '../core/errors.ts';
 import type { Envelope } from '../sis/envelope.ts';
 import { child, type XmlNode } from '../sis/xml.ts';
 import { fromWallClock, parseSisTime } from '../sis/values.ts';
 import { checkRecs } from './decode.ts';
 import { RSTA_RESOURCE_CATEGORY, RSTA_RESOURCE_TYPES, type ResourceType } from '../sis/refdata-keys.ts';
-
-type Q = Kysely<any>;
+import { pgRows, pgRun, type Executor } from '../db/statement.ts';
+import * as Sql from '../sql/refdata.ts';
 
 export interface ResourceStatusUpdate {
   rtyp: ResourceType;
@@ -84,21 +83,15 @@ export function statusOf(row: Pick<ResourceStatusUpdate, 'stat' | 'stdt' | 'eddt
 }
 
 /** Store: upsert per key (last message wins); keys not carried are untouched. */
-export async function upsertStatuses(db: Q, updates: ResourceStatusUpdate[], msgId: number, now: Date): Promise<void> {
+export async function upsertStatuses(db: Executor, updates: ResourceStatusUpdate[], msgId: number, now: Date): Promise<void> {
   if (updates.length === 0) return;
-  const set = JSON.stringify(updates);
-  await sql`INSERT INTO res_status (rtyp, rsid, stat, stdt, eddt, remk, last_msg_id, updated_at)
-    SELECT x.rtyp, x.rsid, x.stat, x.stdt, x.eddt, x.remk, ${msgId}, ${now}
-      FROM jsonb_to_recordset(${set}::jsonb) AS x(rtyp text, rsid text, stat text, stdt timestamptz, eddt timestamptz, remk text)
-    ON CONFLICT (rtyp, rsid) DO UPDATE SET stat = excluded.stat, stdt = excluded.stdt, eddt = excluded.eddt,
-      remk = excluded.remk, last_msg_id = excluded.last_msg_id, updated_at = excluded.updated_at`.execute(db);
+  await pgRun(db, Sql.upsertStatuses, JSON.stringify(updates), msgId, now);
 }
 
 /** Store: RSTA DEL forgets the keys carried (the resource is back to the default, enabled). */
-export async function deleteStatuses(db: Q, keys: { rtyp: string; rsid: string }[]): Promise<void> {
+export async function deleteStatuses(db: Executor, keys: { rtyp: string; rsid: string }[]): Promise<void> {
   if (keys.length === 0) return;
-  await sql`DELETE FROM res_status s USING jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) AS x(rtyp text, rsid text)
-    WHERE s.rtyp = x.rtyp AND s.rsid = x.rsid`.execute(db);
+  await pgRun(db, Sql.deleteStatuses, JSON.stringify(keys));
 }
 
 export interface ResourceStatus {
@@ -120,13 +113,9 @@ export interface ResourceStatus {
  * Every known resource of a type at time `at`: those with a stored status and those listed in
  * the type's reference category (GLST for GATE, …) without one (enabled by default).
  */
-export async function statusAt(db: Q, a: { type: ResourceType; at: Date }): Promise<ResourceStatus[]> {
-  const r = await sql<Omit<ResourceStatus, 'status'>>`
-    SELECT ${a.type}::text AS rtyp, coalesce(s.rsid, m.rkey) AS rsid, s.stat, s.stdt, s.eddt, s.remk, s.last_msg_id AS "lastMsgId"
-      FROM (SELECT * FROM res_status WHERE rtyp = ${a.type}) s
-      FULL JOIN (SELECT rkey FROM ref_master WHERE rtype = ${RSTA_RESOURCE_CATEGORY[a.type]}) m ON m.rkey = s.rsid
-     ORDER BY 2`.execute(db);
-  return r.rows.map((row) => ({
+export async function statusAt(db: Executor, a: { type: ResourceType; at: Date }): Promise<ResourceStatus[]> {
+  const rows = (await pgRows(db, Sql.statusesOfType, a.type, RSTA_RESOURCE_CATEGORY[a.type])) as Omit<ResourceStatus, 'status' | 'expired'>[];
+  return rows.map((row) => ({
     ...row,
     status: statusOf(row.stat ? { stat: row.stat, stdt: row.stdt, eddt: row.eddt } : undefined, a.at),
     expired: row.stat === 'D' && row.eddt !== null && row.eddt.getTime() <= a.at.getTime(),

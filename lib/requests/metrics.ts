@@ -4,11 +4,11 @@
 // msgx_requests_failed_total is declared once, in lib/runtime/metrics.ts (metrics.requestsFailed):
 // the pump (which applies the AODB's replies) exports it, at 0 for each kind.
 import { Gauge, register } from 'prom-client';
-import type { Kysely } from 'kysely';
+import type { Executor } from '../db/statement.ts';
 import { countByState } from './track.ts';
 
 /** The msgx_requests{state} gauge, read from REQ_TRACK at scrape time. Call once in the process that serves it. */
-export function registerRequestsGauge(db: Kysely<any>): Gauge {
+export function registerRequestsGauge(db: Executor): Gauge {
   const existing = register.getSingleMetric('msgx_requests') as Gauge | undefined;
   if (existing) register.removeSingleMetric('msgx_requests');
   return new Gauge({

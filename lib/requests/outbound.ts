@@ -6,16 +6,18 @@
 //                  request was created, looked for at most reconcile-window back), otherwise insert
 //                  the COUTMSGS row; SENT only after the insert (or the found row) is confirmed.
 import { TASK } from '../core/tasks.ts';
-import { sql, type Kysely } from 'kysely';
-import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import type { Pool } from 'mysql2/promise';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../core/config.ts';
+import type { Db } from '../db/postgres.ts';
+import { myRows, myRun, pgRun } from '../db/statement.ts';
+import * as Coutmsgs from '../sql/coutmsgs.ts';
+import * as Jobs from '../sql/jobs.ts';
+import * as Locks from '../sql/locks.ts';
 import { formatLocalDatetime } from '../sis/values.ts';
 import { buildRequestXml, type RequestSpec } from './message.ts';
 import { expireOpen, findByJobKey, insertPending, listPending, markAttempted, markSent, nextSeqn, type ReqTrackRow } from './track.ts';
-
-type Q = Kysely<any>;
 
 /** Advisory lock keys (class 7100): 1 = creating RQRD, 2 = creating RQFD, 3 = the sender. */
 export const REQUEST_LOCKS = { class: 7_100, RQRD: 1, RQFD: 2, SENDER: 3 } as const;
@@ -28,12 +30,12 @@ export const routingIdOf = (config: Config, kind: RequestSpec['kind']) => (kind 
  * already created one (a retry), that request is returned as it is (`existing`), nothing new.
  */
 export async function createRequest(
-  db: Q,
+  db: Db,
   a: { config: Config; now: Date; spec: RequestSpec; enqueue?: boolean; jobKey?: string },
 ): Promise<{ request: ReqTrackRow; expiredId?: number; existing?: true }> {
   const { config, now, spec } = a;
   return db.transaction().execute(async (tx) => {
-    await sql`SELECT pg_advisory_xact_lock(${REQUEST_LOCKS.class}::int, ${REQUEST_LOCKS[spec.kind]}::int)`.execute(tx);
+    await pgRun(tx, Locks.requestCreateXactLock, REQUEST_LOCKS.class, REQUEST_LOCKS[spec.kind]);
     if (a.jobKey) {
       const mine = await findByJobKey(tx, a.jobKey);
       if (mine) return { request: mine, existing: true as const };
@@ -58,13 +60,13 @@ export async function createRequest(
       now,
       ...(a.jobKey ? { jobKey: a.jobKey } : {}),
     });
-    if (a.enqueue) await sql`SELECT graphile_worker.add_job(${TASK.request}, json_build_object('id', ${request.id}::bigint))`.execute(tx);
+    if (a.enqueue) await pgRun(tx, Jobs.addRequestJob, TASK.request, request.id);
     return { request, expiredId };
   });
 }
 
 export interface OutboundDeps {
-  db: Q;
+  db: Db;
   /** mysql2/promise pool on the AODB interface database (COUTMSGS). */
   outbox: Pool;
   config: Config;
@@ -83,13 +85,13 @@ export type SendResult =
 /** Send every PENDING request (one sender at a time: session advisory lock on one connection). */
 export async function sendPending(deps: OutboundDeps): Promise<SendResult[]> {
   return deps.db.connection().execute(async (conn) => {
-    await sql`SELECT pg_advisory_lock(${REQUEST_LOCKS.class}::int, ${REQUEST_LOCKS.SENDER}::int)`.execute(conn);
+    await pgRun(conn, Locks.requestSenderLock, REQUEST_LOCKS.class, REQUEST_LOCKS.SENDER);
     try {
       const out: SendResult[] = [];
       for (const req of await listPending(conn)) out.push(await sendOne({ ...deps, db: conn }, req));
       return out;
     } finally {
-      await sql`SELECT pg_advisory_unlock(${REQUEST_LOCKS.class}::int, ${REQUEST_LOCKS.SENDER}::int)`.execute(conn);
+      await pgRun(conn, Locks.requestSenderUnlock, REQUEST_LOCKS.class, REQUEST_LOCKS.SENDER);
     }
   });
 }
@@ -122,26 +124,18 @@ async function sendOne(deps: OutboundDeps, req: ReqTrackRow): Promise<SendResult
   }
 }
 
+/** The pool with a per-query timeout (mysql2's `timeout`: the query fails and its connection is dropped). */
+function timed(outbox: Pool, timeout: number): Pick<Pool, 'query'> {
+  return { query: ((text: string, values: unknown[]) => outbox.query({ sql: text, values, timeout })) as Pool['query'] };
+}
+
 /** The row an earlier attempt may have written: exact body and ROUTINGID, inserted since `since` (local). */
 export async function findOutboxRow(outbox: Pool, req: Pick<ReqTrackRow, 'body' | 'routingId'>, since: string, timeout: number) {
-  const [rows] = await outbox.query<RowDataPacket[]>({
-    sql: `SELECT COUTMSGS_ID AS id FROM coutmsgs
-           WHERE ROUTINGID = ? AND COUTMSGS_DATE_INSERTED >= ? AND COUTMSGS_CLOB_MSG = ? COLLATE utf8mb4_bin
-           ORDER BY COUTMSGS_ID LIMIT 1`,
-    values: [req.routingId, since, req.body],
-    timeout,
-  });
+  const rows = await myRows(timed(outbox, timeout), Coutmsgs.findRequestRow, req.routingId, since, req.body);
   return rows.length ? Number(rows[0].id) : undefined;
 }
 
 /** Insert the COUTMSGS row; returns COUTMSGS_ID. Flag columns 0; DATE_INSERTED = local now. */
 export async function insertOutboxRow(outbox: Pool, req: Pick<ReqTrackRow, 'body' | 'routingId'>, insertedAt: string, timeout: number) {
-  const [res] = await outbox.query<ResultSetHeader>({
-    sql: `INSERT INTO coutmsgs (COUTMSGS_CLOB_MSG, COUTMSGS_DATE_INSERTED, ROUTINGID, COUTMSGS_TRUEFALS_GROUP,
-            COUTMSGS_FINAL_GROUP_IND, COUTMSGS_ACK_REQD, COUTMSGS_ACK_RESEND_TIMES, COUTMSGS_ENCRYPT, COUTMSGS_ERROR)
-          VALUES (?, ?, ?, 0, 0, 0, 0, 0, 0)`,
-    values: [req.body, insertedAt, req.routingId],
-    timeout,
-  });
-  return Number(res.insertId);
+  return (await myRun(timed(outbox, timeout), Coutmsgs.insertRequestRow, req.body, insertedAt, req.routingId)).insertId;
 }

@@ -1,12 +1,10 @@
 // How inbound answers close requests (refdata-requests.md, US-09 AC2/AC3). Schedule answers
 // go through schedule-guard.ts; reference-data answers and EROR through here.
-import type { Kysely } from 'kysely';
+import type { Executor } from '../db/statement.ts';
 import { findOpen, markDone, markFailed, type ReqTrackRow } from './track.ts';
 
-type Q = Kysely<any>;
-
 /** A reference-data RESP (always applied) completes the open RQRD when it asked for this TYPE. */
-export async function completeRqrd(db: Q, rtype: string, msgId: number, now: Date): Promise<number | undefined> {
+export async function completeRqrd(db: Executor, rtype: string, msgId: number, now: Date): Promise<number | undefined> {
   const open = await findOpen(db, 'RQRD', { lock: true });
   if (!open || open.rtype !== rtype) return undefined;
   await markDone(db, open.id, msgId, now);
@@ -19,7 +17,7 @@ export async function completeRqrd(db: Q, rtype: string, msgId: number, now: Dat
  * at all → the most recently sent open request (the spec's fallback). A STYP that names a kind
  * or TYPE with no open request, or names nothing we ask for, closes nothing (docs/decisions.md).
  */
-export async function requestNamedByEror(db: Q, styp: string): Promise<ReqTrackRow | undefined> {
+export async function requestNamedByEror(db: Executor, styp: string): Promise<ReqTrackRow | undefined> {
   const rqrd = await findOpen(db, 'RQRD', { lock: true });
   const rqfd = await findOpen(db, 'RQFD', { lock: true });
   if (styp === '') {
@@ -33,7 +31,7 @@ export async function requestNamedByEror(db: Q, styp: string): Promise<ReqTrackR
 }
 
 /** EROR: the named open request becomes FAILED with the error text. Undefined when none is open. */
-export async function failByEror(db: Q, a: { styp: string; errorText: string; msgId: number; now: Date }): Promise<ReqTrackRow | undefined> {
+export async function failByEror(db: Executor, a: { styp: string; errorText: string; msgId: number; now: Date }): Promise<ReqTrackRow | undefined> {
   const req = await requestNamedByEror(db, a.styp);
   if (!req) return undefined;
   await markFailed(db, req.id, a.msgId, a.errorText, a.now);

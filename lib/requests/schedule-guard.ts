@@ -7,12 +7,12 @@
 //   DNLD: always applied; completes the open RQFD when it is for the same day.
 // "Open" = PENDING or SENT: a PENDING request whose COUTMSGS insert outcome is still unknown
 // has evidently been delivered when its answer arrives.
-import type { Kysely, Transaction } from 'kysely';
+import type { Executor } from '../db/statement.ts';
 import { closedRqfdExists, findOpen, markDone } from './track.ts';
 
 export type ScheduleGuardResult = { apply: true; operationDay: string | null } | { apply: false; reason: 'late-response' | 'no-open-request' };
 
-export async function scheduleResponseGuard(tx: Transaction<any> | Kysely<any>, a: { styp: 'DNLD' | 'RESP'; operationDay: string | null; msgId: number; now: Date }): Promise<ScheduleGuardResult> {
+export async function scheduleResponseGuard(tx: Executor, a: { styp: 'DNLD' | 'RESP'; operationDay: string | null; msgId: number; now: Date }): Promise<ScheduleGuardResult> {
   const open = await findOpen(tx, 'RQFD', { lock: true });
   if (a.styp === 'DNLD') {
     if (open && a.operationDay !== null && open.operationDay === a.operationDay) await markDone(tx, open.id, a.msgId, a.now);

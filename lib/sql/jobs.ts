@@ -44,3 +44,8 @@ export const lockingWorkers = pgStatement<[tasks: string[]], { locked_by: string
 
 /** Releases the jobs locked by the workers $1 (workers that are gone). */
 export const forceUnlockWorkers = pgStatement<[workers: string[]]>('jobs.force_unlock_workers', 'select graphile_worker.force_unlock_workers($1::text[])');
+
+// ---- lib/requests/outbound.ts
+
+/** Queues task $1 with payload {id: $2} (the `request` job of a new request, in its transaction). */
+export const addRequestJob = pgStatement<[task: string, id: number]>('jobs.add_request_job', `select graphile_worker.add_job($1::text, json_build_object('id', $2::bigint))`);

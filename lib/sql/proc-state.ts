@@ -484,3 +484,16 @@ export const savepointMessage = pgStatement('proc_state.savepoint_message', 'sav
 export const releaseMessage = pgStatement('proc_state.release_message', 'release savepoint msgx_message');
 /** Takes the message's writes back (skipped or failed). */
 export const rollbackMessage = pgStatement('proc_state.rollback_message', 'rollback to savepoint msgx_message');
+
+// ---- lib/lifecycle/inbox.ts
+
+/**
+ * Inbox retention candidates: messages after $1 in a terminal state of $2 whose backfill
+ * mark (BACKFILL_AT) was written before $3, ascending, at most $4.
+ */
+export const inboxPurgeCandidates = pgStatement<[after: number, terminal: readonly string[], cutoff: Date, limit: number], { msg_id: number }>(
+  'proc_state.inbox_purge_candidates',
+  `select msg_id from proc_state
+    where msg_id > $1::bigint and state = any($2::text[]) and backfill_at is not null and backfill_at < $3::timestamptz
+    order by msg_id limit $4::int`,
+);

@@ -2,6 +2,107 @@
 // Statement conventions: lib/db/statement.ts.
 import { pgStatement } from '../db/statement.ts';
 
+/** A REQ_TRACK row as the statements below return it. */
+export interface ReqTrackRow {
+  id: number;
+  kind: 'RQRD' | 'RQFD';
+  rtype: string | null;
+  /** 'YYYY-MM-DD' */
+  operationDay: string | null;
+  state: 'PENDING' | 'SENT' | 'DONE' | 'EXPIRED' | 'FAILED';
+  seqn: number;
+  body: string;
+  routingId: string;
+  createdAt: Date;
+  attemptedAt: Date | null;
+  sentAt: Date | null;
+  closedAt: Date | null;
+  closedByMsgId: number | null;
+  errorText: string | null;
+  coutmsgsId: number | null;
+  jobKey: string | null;
+}
+
+const COLUMNS = `id, kind, rtype, operation_day::text as "operationDay", state, seqn, body,
+  routing_id as "routingId", created_at as "createdAt", attempted_at as "attemptedAt", sent_at as "sentAt", closed_at as "closedAt",
+  closed_by_msg_id as "closedByMsgId", error_text as "errorText", coutmsgs_id as "coutmsgsId", job_key as "jobKey"`;
+
+/** Next outbound META/SEQN (1..999999, wraps). */
+export const nextSeqn = pgStatement<[], { n: number }>('requests.next_seqn', `select nextval('req_outbound_seqn')::int as n`);
+
+/** The open (PENDING/SENT) request of kind $1 (at most one: a unique index). */
+export const findOpen = pgStatement<[kind: string], ReqTrackRow>('requests.find_open', `select ${COLUMNS} from req_track where kind = $1::text and state in ('PENDING','SENT')`);
+
+/** The open (PENDING/SENT) request of kind $1, locked for the rest of the transaction. */
+export const findOpenForUpdate = pgStatement<[kind: string], ReqTrackRow>(
+  'requests.find_open_for_update',
+  `select ${COLUMNS} from req_track where kind = $1::text and state in ('PENDING','SENT') for update`,
+);
+
+/** One request by id. */
+export const getRequest = pgStatement<[id: number], ReqTrackRow>('requests.get_request', `select ${COLUMNS} from req_track where id = $1::bigint`);
+
+/** The request a graphile-worker job created, if it did (one job = one request). */
+export const findByJobKey = pgStatement<[jobKey: string], ReqTrackRow>('requests.find_by_job_key', `select ${COLUMNS} from req_track where job_key = $1::text`);
+
+/** PENDING requests in creation order (what sendPending works on). */
+export const listPending = pgStatement<[], ReqTrackRow>('requests.list_pending', `select ${COLUMNS} from req_track where state = 'PENDING' order by id`);
+
+/** US-09 AC1: the open request of kind $1 becomes EXPIRED (a newer one supersedes it). */
+export const expireOpen = pgStatement<[kind: string, now: Date, why: string], { id: number }>(
+  'requests.expire_open',
+  `update req_track set state = 'EXPIRED', closed_at = $2::timestamptz, error_text = $3::text
+    where kind = $1::text and state in ('PENDING','SENT') returning id`,
+);
+
+/** A new PENDING request. */
+export const insertPending = pgStatement<
+  [kind: string, rtype: string | null, operationDay: string | null, seqn: number, body: string, routingId: string, now: Date, jobKey: string | null],
+  ReqTrackRow
+>(
+  'requests.insert_pending',
+  `insert into req_track (kind, rtype, operation_day, state, seqn, body, routing_id, created_at, job_key)
+   values ($1::text, $2::text, $3::date, 'PENDING', $4::int, $5::text, $6::text, $7::timestamptz, $8::text)
+   returning ${COLUMNS}`,
+);
+
+/** Records a COUTMSGS insert attempt before it is made (a crash after it means "outcome unknown"). */
+export const markAttempted = pgStatement<[id: number, now: Date]>('requests.mark_attempted', `update req_track set attempted_at = $2::timestamptz where id = $1::bigint and state = 'PENDING'`);
+
+/** PENDING → SENT, once the COUTMSGS insert is confirmed (or reconciled). */
+export const markSent = pgStatement<[id: number, coutmsgsId: number, now: Date]>(
+  'requests.mark_sent',
+  `update req_track set state = 'SENT', sent_at = $3::timestamptz, coutmsgs_id = $2::bigint
+    where id = $1::bigint and state = 'PENDING'`,
+);
+
+/** Open → DONE by the inbox message that answered it. */
+export const markDone = pgStatement<[id: number, msgId: number, now: Date]>(
+  'requests.mark_done',
+  `update req_track set state = 'DONE', closed_at = $3::timestamptz, closed_by_msg_id = $2::bigint
+    where id = $1::bigint and state in ('PENDING','SENT')`,
+);
+
+/** Open → FAILED (EROR reply), with the error text. */
+export const markFailed = pgStatement<[id: number, msgId: number, errorText: string, now: Date]>(
+  'requests.mark_failed',
+  `update req_track set state = 'FAILED', closed_at = $4::timestamptz, closed_by_msg_id = $2::bigint, error_text = $3::text
+    where id = $1::bigint and state in ('PENDING','SENT')`,
+);
+
+/** Whether an RQFD for operation day $1 was ever closed (DONE/EXPIRED/FAILED): a row, or none. */
+export const closedRqfdExists = pgStatement<[operationDay: string], { one: number }>(
+  'requests.closed_rqfd_exists',
+  `select 1 as one from req_track where kind = 'RQFD' and operation_day = $1::date
+    and state in ('DONE','EXPIRED','FAILED') limit 1`,
+);
+
+/** Rows per state (msgx_requests gauge). */
+export const countByState = pgStatement<[], { state: ReqTrackRow['state']; n: number }>('requests.count_by_state', `select state, count(*)::int as n from req_track group by state`);
+
+/** Retention (msgx.req-track.retention): removes closed rows closed before $1. */
+export const deleteClosedBefore = pgStatement<[cutoff: Date]>('requests.delete_closed_before', `delete from req_track where closed_at is not null and closed_at < $1::timestamptz`);
+
 // ---- lib/api/console.ts
 
 /** The open (PENDING/SENT) requests, oldest first (console). */

@@ -14,7 +14,7 @@ import { sql } from 'kysely';
 import { systemClock } from '../../lib/core/clock.ts';
 import type { Config } from '../../lib/core/config.ts';
 import { buildMirror, buildRegistry } from '../../lib/app/composition.ts';
-import { insertInboxRow } from '../../lib/db/mysql.ts';
+import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
 import { createKafkaEdge, kafkaOptions } from '../../lib/dispatch/kafka.ts';
 import { msgRound, type DispatchDeps } from '../../lib/dispatch/msg.ts';
 import { schdRound } from '../../lib/dispatch/schd.ts';

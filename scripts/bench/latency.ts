@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import kafkajs from 'kafkajs';
 import { sql } from 'kysely';
-import { insertInboxRow } from '../../lib/db/mysql.ts';
+import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
 import '../../lib/dispatch/kafka.ts'; // its filter of kafkajs's harmless TimeoutNegativeWarning
 import { bigSnapshot } from '../../test/support/fixtures.ts';
 import { sisMessage } from '../../test/support/services.ts';

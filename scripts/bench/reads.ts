@@ -6,7 +6,7 @@ import Fastify from 'fastify';
 import pg from 'pg';
 import { systemClock } from '../../lib/core/clock.ts';
 import { buildMirror, buildRegistry } from '../../lib/app/composition.ts';
-import { insertInboxRow } from '../../lib/db/mysql.ts';
+import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
 import { flightRoutes, MAX_PAGE } from '../../lib/api/flight-routes.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
 import { drain } from '../../lib/pipeline/pump.ts';

@@ -8,7 +8,7 @@ import { intakeRound } from '../../lib/pipeline/intake.ts';
 import { tick } from '../../lib/pipeline/pump.ts';
 import { decodeEnvelope } from '../../lib/sis/envelope.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
-import { insertInboxRow } from '../../lib/db/mysql.ts';
+import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
 import { bigSnapshot } from '../../test/support/fixtures.ts';
 import { emptyAll, machine, median, openBench } from './setup.ts';
 

@@ -15,7 +15,8 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { loadConfig } from '../../lib/core/config.ts';
 import { createDb, createPool, type Db } from '../../lib/db/postgres.ts';
-import { createAodbPool, insertInboxRow, type Inbox } from '../../lib/db/mysql.ts';
+import { createAodbPool, type Inbox } from '../../lib/db/mysql.ts';
+import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
 import { createRedis, type Redis } from '../../lib/db/redis.ts';
 import { migrate } from '../../lib/db/migrate.ts';
 import '../../lib/dispatch/kafka.ts'; // its filter of kafkajs's harmless TimeoutNegativeWarning

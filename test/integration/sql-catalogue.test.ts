@@ -77,6 +77,7 @@ describe('the statement catalogue (lib/sql/)', () => {
 
   it('every MariaDB statement PREPAREs against the inbox/outbox schema', async () => {
     const my = catalogue().filter((x) => x.engine === 'mysql');
+    expect(my.length).toBeGreaterThan(0);
     const failures: string[] = [];
     const conn = await s.inbox.getConnection();
     try {

@@ -2,7 +2,8 @@
 import { sql } from 'kysely';
 import type pg from 'pg';
 import { createDb, createPool, createSessionDb, connectClient, type Db } from '../../lib/db/postgres.ts';
-import { createAodbPool, insertInboxRow, type Inbox } from '../../lib/db/mysql.ts';
+import { createAodbPool, type Inbox } from '../../lib/db/mysql.ts';
+import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
 import { createRedis, type Redis } from '../../lib/db/redis.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { TEST_INBOX_URL, TEST_PG_URL, TEST_REDIS_URL } from './env.ts';

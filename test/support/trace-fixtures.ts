@@ -4,7 +4,7 @@
 // writes them itself (the corpus test checks the pump's own records).
 import { sql } from 'kysely';
 import type { Db } from '../../lib/db/postgres.ts';
-import { insertInboxRow } from '../../lib/db/mysql.ts';
+import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
 import { sisMessage, type TestServices } from './services.ts';
 
 export const T0 = new Date('2026-12-01T00:30:00Z'); // 08:30 in Asia/Shanghai
