@@ -181,7 +181,13 @@ const SLICES = {
     eventRetentionMs: 'msgx.pipeline.event-retention',
     timeoutMs: 'msgx.io.timeout',
   },
-  dispatch: { msgBatch: 'msgx.msg.batch', schdFlushLimit: 'msgx.schd.flush-limit', maxRecordBytes: 'msgx.schd.max-record-bytes', maxAttempts: 'msgx.dispatch.max-attempts', backoffMs: 'msgx.dispatch.backoff' },
+  dispatch: {
+    msgBatch: 'msgx.msg.batch',
+    schdFlushLimit: 'msgx.schd.flush-limit',
+    maxRecordBytes: 'msgx.schd.max-record-bytes',
+    maxAttempts: 'msgx.dispatch.max-attempts',
+    backoffMs: 'msgx.dispatch.backoff',
+  },
   retention: {
     schedule: 'msgx.retention.schedule',
     historyPurgeAfterMs: 'msgx.history.purge-after',

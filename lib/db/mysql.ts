@@ -26,5 +26,3 @@ export function createAodbPool(url: string, opts: { timeoutMs: number; connectio
     enableKeepAlive: true,
   });
 }
-
-/** The inbox table's name: still read by the statements of lib/lifecycle/proc-state.ts and lib/api/message-trace.ts (to move to lib/sql/inbox.ts). */

@@ -3,7 +3,9 @@
 // flights needs no explicit transaction; a page (two statements that must agree) reads in one
 // REPEATABLE READ (read-only) transaction. A fixed number of queries whatever the page size (no
 // N+1). Used by the HTTP routes, the Redis mirror and the schd dispatcher.
-import { sql } from 'kysely';
+import type { Db } from '../db/postgres.ts';
+import { pgRows } from '../db/statement.ts';
+import * as Flight from '../sql/flight.ts';
 import { loadStates, type Executor } from './store.ts';
 import type { FlightState } from './state.ts';
 
@@ -28,21 +30,16 @@ export interface FlightPage {
 }
 
 /** One page of flights ordered by FLID, in one snapshot. */
-export async function listFlights(db: Executor, q: ListQuery, timeZone: string): Promise<FlightPage> {
+export async function listFlights(db: Db, q: ListQuery, timeZone: string): Promise<FlightPage> {
   return db
     .transaction()
     .setIsolationLevel('repeatable read')
     .setAccessMode('read only')
     .execute(async (tx) => {
-      const r = await sql<{ flid: string }>`
-        select flid from flight_schd
-        where true
-          ${q.operationDay ? sql`and operation_day = ${q.operationDay}::date` : sql``}
-          ${q.includeDeleted ? sql`` : sql`and state = 'ACTIVE'`}
-          ${q.cursor !== undefined ? sql`and flid > ${q.cursor}` : sql``}
-        order by flid
-        limit ${q.limit + 1}`.execute(tx);
-      const ids = r.rows.map((x) => x.flid);
+      const after = q.cursor ?? null;
+      const includeDeleted = q.includeDeleted === true;
+      const rows = q.operationDay ? await pgRows(tx, Flight.pageOfDay, q.operationDay, includeDeleted, after, q.limit + 1) : await pgRows(tx, Flight.page, includeDeleted, after, q.limit + 1);
+      const ids = rows.map((x) => x.flid);
       const more = ids.length > q.limit;
       const page = more ? ids.slice(0, q.limit) : ids;
       const states = await loadStates(tx, page, timeZone);

@@ -4,10 +4,13 @@
 // is gone or was never written (an age-purge tombstone) is still shown from its msg outbox event,
 // with the changed keys only. A purged flight answers from FLIGHT_HISTORY (the archived state).
 // Read-only; times are ISO-8601 in the airport zone with its offset.
-import { sql } from 'kysely';
+import { pgRows, type Executor } from '../db/statement.ts';
 import { fromWallClock } from '../sis/values.ts';
+import * as Flight from '../sql/flight.ts';
+import * as History from '../sql/history.ts';
+import * as Outbox from '../sql/outbox.ts';
+import * as ProcState from '../sql/proc-state.ts';
 import { isoLocal } from './state.ts';
-import type { Executor } from './store.ts';
 
 /** A field of a flight change: JSON values as in the flight state JSON, null = absent. */
 export interface FieldChange {
@@ -81,31 +84,24 @@ export interface FlightTimeline {
 /** The timeline of one flight, or null when nothing about this FLID is retained. */
 export async function flightTimeline(db: Executor, flid: string, tz: string): Promise<FlightTimeline | null> {
   const [cur, hist, changes, events] = await Promise.all([
-    sql<Record<string, any>>`
-      select state, state_version, operation_day::text as operation_day, created_at, updated_at, deleted_at, last_msg_id
-        from flight_schd where flid = ${flid}`.execute(db),
-    sql<Record<string, any>>`
-      select state_version, operation_day::text as operation_day, flight_state, purge_rule, archived_at
-        from flight_history where flid = ${flid} order by state_version`.execute(db),
-    sql<Record<string, any>>`select * from flight_change where flid = ${flid} order by state_version`.execute(db),
-    sql<Record<string, any>>`
-      select state_version, payload, created_at from msg_event where target = 'msg' and flid = ${flid} order by event_id`.execute(db),
+    pgRows(db, Flight.timelineCurrent, flid),
+    pgRows(db, History.timelineArchived, flid),
+    pgRows(db, Flight.timelineChanges, flid),
+    pgRows(db, Outbox.timelineEvents, flid),
   ]);
-  const c = cur.rows[0];
-  if (!c && hist.rows.length === 0 && changes.rows.length === 0 && events.rows.length === 0) return null;
+  const c = cur[0];
+  if (!c && hist.length === 0 && changes.length === 0 && events.length === 0) return null;
 
-  const msgIds = [...new Set([...changes.rows.map((r) => Number(r.msg_id)), ...events.rows.map((e) => Number(e.payload.MSG_ID)).filter((n) => Number.isFinite(n))])];
-  const procs = msgIds.length
-    ? await sql<Record<string, any>>`select msg_id, kind, state, received_at::text as received from proc_state where msg_id = any(${msgIds}::bigint[])`.execute(db)
-    : { rows: [] };
-  const proc = new Map(procs.rows.map((p) => [Number(p.msg_id), p]));
+  const msgIds = [...new Set([...changes.map((r) => Number(r.msg_id)), ...events.map((e) => Number(e.payload.MSG_ID)).filter((n) => Number.isFinite(n))])];
+  const procs = msgIds.length ? await pgRows(db, ProcState.timelineMessages, msgIds) : [];
+  const proc = new Map(procs.map((p) => [Number(p.msg_id), p]));
   const message = (id: number, kind: string | null) => {
     const p = proc.get(id);
     return { id, kind: kind ?? p?.kind ?? null, received: p?.received ? localWall(p.received, tz) : null, state: p?.state ?? null };
   };
 
   const versions = new Map<number, TimelineVersion>();
-  for (const r of changes.rows) {
+  for (const r of changes) {
     const v = changeView(r, tz);
     versions.set(v.stateVersion, {
       stateVersion: v.stateVersion,
@@ -118,7 +114,7 @@ export async function flightTimeline(db: Executor, flid: string, tz: string): Pr
       changedKeys: v.changes.map((x) => x.key),
     });
   }
-  for (const e of events.rows) {
+  for (const e of events) {
     const ver = Number(e.state_version);
     if (versions.has(ver)) continue;
     const p = e.payload as Record<string, any>;
@@ -135,7 +131,7 @@ export async function flightTimeline(db: Executor, flid: string, tz: string): Pr
       changedKeys: Array.isArray(p.CHANGED) ? p.CHANGED.map(String) : [],
     });
   }
-  const archived = hist.rows.map((h) => ({
+  const archived = hist.map((h) => ({
     stateVersion: Number(h.state_version),
     operationDay: h.operation_day ?? null,
     flightState: h.flight_state as string,

@@ -1,8 +1,8 @@
 // Lifecycle job: the flight history purge (US-14, D1): FLIGHT_SCHD rows that became history are
 // archived to FLIGHT_HISTORY and deleted, the Redis keys of purged ACTIVE flights deleted (owed
 // keys retried), and msgx_flights_without_operation_day refreshed. Index of the jobs: tasks.ts.
-import { sql } from 'kysely';
 import { LOCKS } from '../db/postgres.ts';
+import { pgOne, pgRows, pgRun } from '../db/statement.ts';
 import { readBodies } from '../pipeline/inbox.ts';
 import { withTimeout } from '../core/timeout.ts';
 import { flightKey } from '../flight/mirror.ts';
@@ -14,6 +14,10 @@ import { msgTombstone } from '../contract/kafka.ts';
 import { metrics } from '../runtime/metrics.ts';
 import { operationDayOf } from '../sis/values.ts';
 import { raiseVersionFloors } from '../flight/floor.ts';
+import * as Flight from '../sql/flight.ts';
+import * as History from '../sql/history.ts';
+import * as Locks from '../sql/locks.ts';
+import * as ProcState from '../sql/proc-state.ts';
 import { batches, count, IN_PROCESS, underPipelineLock, type PurgeOptions, type PurgeSession, type RetentionDeps } from './common.ts';
 
 /** Flight ids a raw SIS body names: FLID, MAID (a shared flight's master) and TAID, as element or attribute. */
@@ -29,8 +33,8 @@ export function flightIdsIn(body: string): string[] {
  * MSG_ID: a body never changes). Conservative: a FLID merely mentioned is protected too.
  */
 async function flightsOfOpenMessages(d: RetentionDeps, cache: Map<number, string[]>): Promise<Set<string>> {
-  const open = await sql<{ msg_id: string }>`select msg_id from proc_state where state = any(${IN_PROCESS}::text[])`.execute(d.db);
-  const ids = open.rows.map((r) => Number(r.msg_id));
+  const open = await pgRows(d.db, ProcState.idsInStates, [...IN_PROCESS]);
+  const ids = open.map((r) => Number(r.msg_id));
   const unread = ids.filter((id) => !cache.has(id));
   for (let i = 0; i < unread.length; i += 500) {
     const chunk = unread.slice(i, i + 500);
@@ -75,36 +79,31 @@ export function historyReason(f: { state: string; deleted_at: Date | null; opera
  * Also sets msgx_flights_without_operation_day.
  */
 export async function purgeFlights(d: RetentionDeps, session: PurgeSession, o: PurgeOptions = {}): Promise<number> {
-  const got = await sql<{ ok: boolean }>`select pg_try_advisory_lock(${LOCKS.HISTORY_PURGE_LEADER}) as ok`.execute(session.db);
-  if (!got.rows[0].ok) {
+  const got = await pgOne(session.db, Locks.tryPurgeLeader, LOCKS.HISTORY_PURGE_LEADER);
+  if (!got?.ok) {
     d.log.info('retention: another history purge is running; skipped');
     return 0;
   }
   try {
     await refreshFlightsWithoutOperationDay(d);
-    const owed = await sql<{ n: number }>`select count(*)::int as n from flight_purge_redis`.execute(d.db);
-    if (owed.rows[0].n > 0) await underPipelineLock(session, o, () => retryRedisDeletes(d));
+    const owed = await pgOne(d.db, Flight.purgeRedisOwedCount);
+    if (owed!.n > 0) await underPipelineLock(session, o, () => retryRedisDeletes(d));
     let after = '';
     const bodies = new Map<number, string[]>();
     await flightsOfOpenMessages(d, bodies); // read the backlog's bodies before taking the pipeline lock
     const n = await batches(o, 200, async (batch) => {
       const rule = historyRule(d);
-      const c = await sql<{ flid: string; state_version: number }>`
-        select f.flid, f.state_version from flight_schd f
-        where f.flid > ${after}
-          and ((f.state = 'DELETED' and f.deleted_at < ${rule.deletedBefore}) or f.operation_day < ${rule.dayBefore}::date)
-          and not exists (select 1 from proc_state p where p.msg_id = f.last_msg_id and p.state = any(${IN_PROCESS}::text[]))
-        order by f.flid limit ${batch}`.execute(d.db);
-      if (c.rows.length === 0) return [0, 0];
-      after = c.rows[c.rows.length - 1].flid;
-      await o.beforeLock?.(c.rows);
-      const purged = await underPipelineLock(session, o, async () => purgeBatch(d, session, c.rows, rule, await flightsOfOpenMessages(d, bodies)));
-      return [purged, c.rows.length];
+      const c = await pgRows(d.db, Flight.purgeCandidates, after, rule.deletedBefore, rule.dayBefore, [...IN_PROCESS], batch);
+      if (c.length === 0) return [0, 0];
+      after = c[c.length - 1].flid;
+      await o.beforeLock?.(c);
+      const purged = await underPipelineLock(session, o, async () => purgeBatch(d, session, c, rule, await flightsOfOpenMessages(d, bodies)));
+      return [purged, c.length];
     });
     if (n) d.log.info({ purged: n }, 'retention: flights archived to FLIGHT_HISTORY and deleted (US-14)');
     return n;
   } finally {
-    await sql`select pg_advisory_unlock(${LOCKS.HISTORY_PURGE_LEADER})`.execute(session.db).catch(() => {});
+    await pgOne(session.db, Locks.unlockPurgeLeader, LOCKS.HISTORY_PURGE_LEADER).catch(() => {});
   }
 }
 
@@ -135,17 +134,10 @@ async function purgeBatch(d: RetentionDeps, session: PurgeSession, candidates: {
   try {
     await session.db.transaction().execute(async (tx) => {
       const flids = [...read.keys()];
-      const rows = await sql<LockedFlight>`
-        with c as (select coalesce(maid, flid) as root from flight_schd where flid = any(${flids}::text[]))
-        select f.flid, f.state, f.state_version, f.operation_day::text as operation_day, f.deleted_at, f.maid,
-               exists (select 1 from proc_state p where p.msg_id = f.last_msg_id and p.state = any(${IN_PROCESS}::text[])) as in_process
-        from flight_schd f
-        where f.flid = any(${flids}::text[]) or f.flid in (select root from c) or f.maid in (select root from c)
-        order by f.flid
-        for update of f`.execute(tx);
+      const rows: LockedFlight[] = await pgRows(tx, Flight.lockPurgeFamilies, flids, [...IN_PROCESS]);
       const ok = (f: LockedFlight) => historyReason(f, rule) !== null && !f.in_process && !addressed.has(f.flid) && (!read.has(f.flid) || read.get(f.flid) === Number(f.state_version));
       const families = new Map<string, LockedFlight[]>();
-      for (const f of rows.rows) {
+      for (const f of rows) {
         const root = f.maid ?? f.flid;
         families.set(root, [...(families.get(root) ?? []), f]);
       }
@@ -168,13 +160,18 @@ async function purgeBatch(d: RetentionDeps, session: PurgeSession, candidates: {
         if (!s || s.STATE_VERSION !== Number(f.state_version)) throw new Doubt(`complete state of ${f.flid} not readable at version ${f.state_version}`);
       }
       // 1. history (D1: written and confirmed before anything is deleted)
-      const h = await sql`
-        insert into flight_history (flid, state_version, operation_day, flight_state, purge_rule, state, archived_at)
-        select u.flid, u.v, u.day, u.st, u.rule, u.js, ${now}
-        from unnest(${take.map((f) => f.flid)}::text[], ${take.map((f) => Number(f.state_version))}::integer[], ${take.map((f) => f.operation_day)}::date[],
-                    ${take.map((f) => f.state)}::text[], ${take.map((f) => historyReason(f, rule)!)}::text[],
-                    ${take.map((f) => JSON.stringify(toJson(states.get(f.flid)!)))}::jsonb[]) as u(flid, v, day, st, rule, js)`.execute(tx);
-      if (Number(h.numAffectedRows ?? 0) !== take.length) throw new Doubt('history rows not all written');
+      const h = await pgRun(
+        tx,
+        History.archive,
+        take.map((f) => f.flid),
+        take.map((f) => Number(f.state_version)),
+        take.map((f) => f.operation_day),
+        take.map((f) => f.state),
+        take.map((f) => historyReason(f, rule)!),
+        take.map((f) => JSON.stringify(toJson(states.get(f.flid)!))),
+        now,
+      );
+      if (h !== take.length) throw new Doubt('history rows not all written');
 
       // 2. ACTIVE flights purged by age: tombstone (version + 1, no MSG_ID), no pending schd row
       const active = take.filter((f) => f.state === 'ACTIVE');
@@ -197,14 +194,21 @@ async function purgeBatch(d: RetentionDeps, session: PurgeSession, candidates: {
       );
       // 4. Redis keys owed (deleted after the commit; retried next round if that fails)
       if (active.length) {
-        await sql`insert into flight_purge_redis (flid, purged_at) select unnest(${active.map((f) => f.flid)}::text[]), ${now}
-                  on conflict (flid) do update set purged_at = excluded.purged_at`.execute(tx);
+        await pgRun(
+          tx,
+          Flight.owePurgeRedis,
+          active.map((f) => f.flid),
+          now,
+        );
       }
       // 5. delete (detail rows cascade), conditioned on the version re-checked above
-      const del = await sql`
-        delete from flight_schd f using unnest(${take.map((f) => f.flid)}::text[], ${take.map((f) => Number(f.state_version))}::integer[]) as u(flid, v)
-        where f.flid = u.flid and f.state_version = u.v`.execute(tx);
-      if (Number(del.numAffectedRows ?? 0) !== take.length) throw new Doubt('flight rows changed under the purge');
+      const del = await pgRun(
+        tx,
+        Flight.purgeDelete,
+        take.map((f) => f.flid),
+        take.map((f) => Number(f.state_version)),
+      );
+      if (del !== take.length) throw new Doubt('flight rows changed under the purge');
       purged = take.length;
       activePurged = active.map((f) => f.flid);
     });
@@ -234,29 +238,25 @@ async function deleteRedisKeys(d: RetentionDeps, flids: string[]): Promise<boole
     d.log.warn({ err: e, flids: flids.length }, 'retention: Redis keys of purged flights not deleted; retried next round');
     return false;
   }
-  await sql`delete from flight_purge_redis where flid = any(${flids}::text[])`.execute(d.db);
+  await pgRun(d.db, Flight.forgetPurgeRedis, flids);
   return true;
 }
 
 /** Keys owed by an earlier round. A FLID that is ACTIVE again belongs to the pump's mirror: just forget it. */
 async function retryRedisDeletes(d: RetentionDeps): Promise<void> {
-  const r = await sql<{ flid: string; live: boolean }>`
-    select p.flid, exists (select 1 from flight_schd f where f.flid = p.flid and f.state = 'ACTIVE') as live
-    from flight_purge_redis p order by p.flid limit 10000`.execute(d.db);
-  const live = r.rows.filter((x) => x.live).map((x) => x.flid);
-  if (live.length) await sql`delete from flight_purge_redis where flid = any(${live}::text[])`.execute(d.db);
+  const r = await pgRows(d.db, Flight.purgeRedisOwed);
+  const live = r.filter((x) => x.live).map((x) => x.flid);
+  if (live.length) await pgRun(d.db, Flight.forgetPurgeRedis, live);
   await deleteRedisKeys(
     d,
-    r.rows.filter((x) => !x.live).map((x) => x.flid),
+    r.filter((x) => !x.live).map((x) => x.flid),
   );
 }
 
 /** msgx_flights_without_operation_day: ACTIVE flights with no day, untouched for longer than purge-after. */
 export async function refreshFlightsWithoutOperationDay(d: RetentionDeps): Promise<number> {
-  const r = await sql<{ n: number }>`
-    select count(*)::int as n from flight_schd
-    where operation_day is null and state = 'ACTIVE' and updated_at < ${historyRule(d).deletedBefore}`.execute(d.db);
-  const n = Number(r.rows[0].n);
+  const r = await pgOne(d.db, Flight.withoutOperationDayCount, historyRule(d).deletedBefore);
+  const n = Number(r!.n);
   metrics.flightsWithoutOperationDay.set(n);
   return n;
 }

@@ -1,6 +1,356 @@
-// SQL of FLIGHT_SCHD and its detail tables, FLIGHT_CHANGE, FLIGHT_VERSION_FLOOR,
-// FLIGHT_RAW_FRAGMENT and FLIGHT_PURGE_REDIS. Statement conventions: lib/db/statement.ts.
-import { pgStatement } from '../db/statement.ts';
+// SQL of FLIGHT_SCHD and its detail tables, FLIGHT_CHANGE, FLIGHT_VERSION_FLOOR and
+// FLIGHT_PURGE_REDIS. Statement conventions: lib/db/statement.ts.
+import { pgStatement, type PgStatement } from '../db/statement.ts';
+
+// ---- lib/flight/store.ts
+
+/** SQL types a write column's text[] parameter is cast to. */
+export type SqlType = 'text' | 'integer' | 'smallint' | 'bigint' | 'boolean' | 'date' | 'timestamptz' | 'jsonb';
+const SQL_TYPES: ReadonlySet<string> = new Set<SqlType>(['text', 'integer', 'smallint', 'bigint', 'boolean', 'date', 'timestamptz', 'jsonb']);
+
+/** A written column: its name and the SQL type of its values. */
+export interface WriteColumn {
+  name: string;
+  type: SqlType;
+}
+
+/** A detail table as the loader aggregates it. */
+export interface DetailRead {
+  table: string;
+  /** Discriminator column (routes, raw fragments): element[0] of each aggregated element. */
+  disc?: string;
+  /** Columns after the discriminator (source_seq, then the fields or xml); `time` ones travel as epoch milliseconds. */
+  columns: readonly { column: string; time: boolean }[];
+}
+
+/** A collection as the batch write replaces it (delete its rows of the flights, insert the new ones). */
+export interface CollectionWrite {
+  table: string;
+  /** Discriminator column + value when several collections share a table. */
+  discriminator?: { column: string; value: string };
+  /** Inserted columns in parameter order: flid, [discriminator], ordinal, source_seq, the fields (or xml). */
+  columns: readonly WriteColumn[];
+}
+
+/** The column spec of the flight loader and the batch write (built from lib/flight/rules.ts by the caller). */
+export interface FlightColumns {
+  /** flight_schd columns the loader reads after the fixed ones (status keys, then scalar keys), in row order. */
+  mainRead: readonly string[];
+  /** flight_schd columns the batch write upserts, in parameter order: flid first, then every other column written. */
+  mainWrite: readonly WriteColumn[];
+  /** Detail tables the loader aggregates, as columns d0, d1, … in this order. */
+  details: readonly DetailRead[];
+  /** Collections the batch write replaces, in write order (each a delete, then an insert). */
+  collections: readonly CollectionWrite[];
+}
+
+/** A loaded flight: the fixed columns, then `mainRead` by name and `d0…` (JSON arrays of positional elements). */
+export type FlightStateRow = {
+  flid: string;
+  state: string;
+  state_version: number;
+  operation_day: string | null;
+  last_msg_id: number | null;
+  updated_at: Date;
+  mafl: unknown;
+} & Record<string, unknown>;
+
+/**
+ * Parameters of the batch write. The fixed ones ($1–$14) come first; then one text[] per column:
+ * `mainWrite` in order, then per collection (in `collections` order) the FLIDs whose rows it
+ * deletes, then one array per inserted column. Values travel as text and are cast in SQL.
+ */
+export type FlightWriteParams = [
+  now: Date,
+  eventTargets: string[],
+  eventFlids: string[],
+  eventVersions: number[],
+  eventPayloads: (string | null)[],
+  removedSchdFlids: string[],
+  changeFlids: string[],
+  changeVersions: number[],
+  changeMsgIds: number[],
+  changeKinds: string[],
+  changeOps: string[],
+  changeCauses: string[],
+  changeJson: string[],
+  changeAt: string[],
+  ...flightColumns: (string | null)[][],
+];
+
+/** Parameters before the flight columns in FlightWriteParams. */
+const FIXED_WRITE_PARAMS = 14;
+
+/** Identifiers come from constant tables only; quoted as Kysely's `sql.ref` quoted them. */
+function ident(x: string): string {
+  if (!/^[a-z_][a-z0-9_]*$/.test(x)) throw new Error(`flight statements: bad identifier ${x}`);
+  return `"${x}"`;
+}
+function sqlType(t: string): string {
+  if (!SQL_TYPES.has(t)) throw new Error(`flight statements: bad type ${t}`);
+  return t;
+}
+function literal(v: string): string {
+  if (!/^[A-Z0-9_]+$/.test(v)) throw new Error(`flight statements: bad discriminator value ${v}`);
+  return `'${v}'`;
+}
+
+/**
+ * The loader and the batch write, their text built ONCE from the column spec (called once at
+ * module load by lib/flight/store.ts; the same spec gives the same text).
+ */
+export function flightStatements(spec: FlightColumns): {
+  loadStates: PgStatement<[flids: string[]], FlightStateRow>;
+  writeBatch: PgStatement<FlightWriteParams, { n: number }>;
+} {
+  return { loadStates: loaderStatement(spec), writeBatch: writeStatement(spec) };
+}
+
+/**
+ * One correlated aggregate per detail table: `coalesce((select json_agg(json_build_array(…) order by …)
+ * from t d where d.flid = f.flid), '[]')`. Times travel as epoch milliseconds (JSON numbers), so
+ * the zone of the session never matters; everything else keeps its SQL type's JSON form.
+ */
+function loaderStatement(spec: FlightColumns) {
+  const details = spec.details.map((l, i) => {
+    const el = [...(l.disc ? [`d.${ident(l.disc)}`] : []), ...l.columns.map((c) => (c.time ? `(extract(epoch from d.${ident(c.column)}) * 1000)::float8` : `d.${ident(c.column)}`))].join(', ');
+    const order = l.disc ? `d.${ident(l.disc)}, d.ordinal` : 'd.ordinal';
+    return `coalesce((select json_agg(json_build_array(${el}) order by ${order}) from ${ident(l.table)} d where d.flid = f.flid), '[]') as ${ident(`d${i}`)}`;
+  });
+  const fixed = 'f.flid, f.state, f.state_version, f.operation_day::text as operation_day, f.last_msg_id, f.updated_at, f.mafl';
+  const select = [fixed, spec.mainRead.map((c) => `f.${ident(c)}`).join(', '), ...details].join(',\n       ');
+  /**
+   * Complete states of the FLIDs $1: the main rows with every detail table aggregated per flight
+   * (driven by rules.ts). One statement = one consistent snapshot.
+   */
+  return pgStatement<[flids: string[]], FlightStateRow>('flight.load_states', `select ${select}\nfrom flight_schd f where f.flid = any($1::text[])`);
+}
+
+// The batch write is ONE statement: a list of pieces (one data-modifying CTE each, in order),
+// each starting only after the previous one completed (`guard`: a pseudo-constant
+// `(select count(*) from <previous>) >= 0` qual, i.e. a one-time filter evaluated before the
+// piece's first row) — so a collection's delete precedes its insert, and msg EVENT_IDs are taken
+// before schd EVENT_IDs, exactly as when the pieces run one after another. Foreign keys are checked
+// at the end of the statement. Every piece is always there; one with empty arrays writes nothing.
+function writeStatement(spec: FlightColumns) {
+  let next = FIXED_WRITE_PARAMS;
+  const param = () => `$${++next}`;
+  const pieces: ((guard: string | null) => string)[] = [];
+  const whereGuard = (g: string | null) => (g ? `where ${g}` : '');
+  const andGuard = (g: string | null) => (g ? `and ${g}` : '');
+
+  /** `insert into t (cols) select … from unnest($n::text[], …) as u(cols)`: one parameter per column. */
+  const unnestPiece = (table: string, columns: readonly WriteColumn[], suffix = '') => {
+    const cols = columns.map((c) => ident(c.name)).join(', ');
+    const params = columns.map(() => `${param()}::text[]`).join(', ');
+    const casts = columns.map((c) => `u.${ident(c.name)}::${sqlType(c.type)}`).join(', ');
+    return (g: string | null) => `insert into ${ident(table)} (${cols}) select ${casts} from unnest(${params}) as u(${cols}) ${whereGuard(g)} ${suffix}`;
+  };
+
+  // flights changed: main rows upserted
+  const update = spec.mainWrite
+    .filter((c) => c.name !== 'flid' && c.name !== 'created_at' && c.name !== 'deleted_at')
+    .map((c) => `${ident(c.name)} = excluded.${ident(c.name)}`)
+    .join(', ');
+  if (spec.mainWrite[0]?.name !== 'flid') throw new Error('flight statements: mainWrite must start with flid');
+  pieces.push(
+    unnestPiece(
+      'flight_schd',
+      spec.mainWrite,
+      `on conflict (flid) do update set ${update}, deleted_at = case when excluded.state = 'DELETED' then coalesce(flight_schd.deleted_at, excluded.updated_at) end`,
+    ),
+  );
+  // changed collections: deleted, then inserted
+  for (const c of spec.collections) {
+    const flids = param();
+    const disc = c.discriminator ? `and ${ident(c.discriminator.column)} = ${literal(c.discriminator.value)}` : '';
+    pieces.push((g) => `delete from ${ident(c.table)} where flid = any(${flids}::text[]) ${disc} ${andGuard(g)}`);
+    pieces.push(unnestPiece(c.table, c.columns));
+  }
+  // Outbox rows of a batch, msg events and schd upserts interleaved: EVENT_IDs are taken in array
+  // order (as one message after another would take them). One insert for both targets: msg rows
+  // never meet the schd rows' partial unique index; a schd row (one per FLID) replaces the FLID's
+  // row back to PENDING with its new EVENT_ID.
+  pieces.push(
+    (g) => `insert into msg_event (event_id, target, flid, state_version, payload, created_at)
+      select x.id, x.target, x.flid, x.ver,
+             case when x.target = 'msg' then x.p || jsonb_build_object('EVENT_ID', x.id) else jsonb_build_object('FLID', x.flid, 'STATE_VERSION', x.ver) end,
+             $1::timestamptz
+      from (select nextval('msg_event_id_seq') as id, u.target, u.flid, u.ver, u.p
+            from (select * from unnest($2::text[], $3::text[], $4::integer[], $5::jsonb[]) with ordinality as t(target, flid, ver, p, ord)
+                  order by ord) u ${whereGuard(g)}) x
+      on conflict (flid) where target = 'schd' do update set
+        event_id = excluded.event_id, state_version = excluded.state_version, payload = excluded.payload,
+        state = 'PENDING', attempts = 0, next_attempt_at = null, sent_at = null,
+        kafka_partition = null, kafka_offset = null, last_error = null, created_at = excluded.created_at`,
+  );
+  // Deleted flights never go to schd: drop their pending schd rows.
+  pieces.push((g) => `delete from msg_event where target = 'schd' and state in ('PENDING', 'DEAD') and flid = any($6::text[]) ${andGuard(g)}`);
+  // flight_change rows: one per message and flight it changed.
+  pieces.push(
+    (g) => `insert into flight_change (flid, state_version, msg_id, kind, op, cause, changes, created_at)
+      select * from unnest($7::text[], $8::integer[], $9::bigint[], $10::text[], $11::text[], $12::text[], $13::jsonb[], $14::timestamptz[]) ${whereGuard(g)}
+      on conflict (flid, state_version) do nothing`,
+  );
+
+  const ctes = pieces.map((p, i) => `w${i} as (${p(i === 0 ? null : `(select count(*) from w${i - 1}) >= 0`)} returning 1)`);
+  /**
+   * A batch's whole flight write: the flights it changed (net), its outbox rows in EVENT_ID
+   * order, the pending schd rows of flights it left DELETED, and the change records.
+   */
+  return pgStatement<FlightWriteParams, { n: number }>('flight.write_batch', `with ${ctes.join(',\n')}\nselect (select count(*) from w${pieces.length - 1})::int as n`);
+}
+
+/** The flights each of the messages $1 changed (their change records): {msg_id, flid}. */
+export const changedBy = pgStatement<[msgIds: number[]], { msg_id: number; flid: string }>('flight.changed_by', 'select msg_id, flid from flight_change where msg_id = any($1::bigint[])');
+
+/** ACTIVE flights whose MAID is one of the masters $1: {flid, flno, maid}, ordered by FLID. */
+export const sharedOf = pgStatement<[masters: string[]], { flid: string; flno: string | null; maid: string }>(
+  'flight.shared_of',
+  "select flid, flno, maid from flight_schd where state = 'ACTIVE' and maid = any($1::text[]) order by length(flid), flid",
+);
+
+// ---- lib/flight/read.ts
+// A page reads FLIDs after the cursor in text order. Without a cursor it passes null, read as ''
+// (every FLID is a non-empty decimal text, so `flid > ''` holds for all): the condition stays an
+// index range on the primary key / (operation_day, flid) whatever the plan.
+
+/** One page of FLIDs in text order after $2 (null: from the start), at most $3 rows; ACTIVE only unless $1. */
+export const page = pgStatement<[includeDeleted: boolean, after: string | null, limit: number], { flid: string }>(
+  'flight.page',
+  `select flid from flight_schd
+   where ($1::boolean or state = 'ACTIVE') and flid > coalesce($2::text, '')
+   order by flid
+   limit $3::bigint`,
+);
+
+/** As flight.page, the flights of operation day $1 only. */
+export const pageOfDay = pgStatement<[day: string, includeDeleted: boolean, after: string | null, limit: number], { flid: string }>(
+  'flight.page_of_day',
+  `select flid from flight_schd
+   where operation_day = $1::date and ($2::boolean or state = 'ACTIVE') and flid > coalesce($3::text, '')
+   order by flid
+   limit $4::bigint`,
+);
+
+// ---- lib/flight/floor.ts
+
+/** The version floor of each of the FLIDs $1 that was purged before. */
+export const versionFloors = pgStatement<[flids: string[]], { flid: string; state_version: number }>(
+  'flight.version_floors',
+  'select flid, state_version from flight_version_floor where flid = any($1::text[])',
+);
+
+/** Raise (never lower) the floor of the FLIDs $1 to the versions $2, purged at $3. */
+export const raiseVersionFloors = pgStatement<[flids: string[], versions: number[], now: Date]>(
+  'flight.raise_version_floors',
+  `insert into flight_version_floor (flid, state_version, purged_at)
+   select u.flid, u.v, $3::timestamptz from unnest($1::text[], $2::integer[]) as u(flid, v)
+   on conflict (flid) do update set state_version = greatest(flight_version_floor.state_version, excluded.state_version),
+                                    purged_at = excluded.purged_at`,
+);
+
+// ---- lib/flight/timeline.ts
+
+/** The FLIGHT_SCHD row of flight $1 as the timeline shows it (none when purged or never seen). */
+export const timelineCurrent = pgStatement<
+  [flid: string],
+  { state: 'ACTIVE' | 'DELETED'; state_version: number; operation_day: string | null; created_at: Date; updated_at: Date; deleted_at: Date | null; last_msg_id: number | null }
+>(
+  'flight.timeline_current',
+  `select state, state_version, operation_day::text as operation_day, created_at, updated_at, deleted_at, last_msg_id
+     from flight_schd where flid = $1::text`,
+);
+
+/** A FLIGHT_CHANGE row. */
+export interface FlightChangeRow {
+  flid: string;
+  state_version: number;
+  msg_id: number;
+  kind: string;
+  op: string;
+  cause: string;
+  changes: Record<string, [unknown, unknown]>;
+  created_at: Date;
+}
+
+/** The change records of flight $1, in version order. */
+export const timelineChanges = pgStatement<[flid: string], FlightChangeRow>('flight.timeline_changes', 'select * from flight_change where flid = $1::text order by state_version');
+
+// ---- lib/lifecycle/flights.ts
+
+/** Redis keys owed by earlier purge rounds: how many. */
+export const purgeRedisOwedCount = pgStatement<[], { n: number }>('flight.purge_redis_owed_count', 'select count(*)::int as n from flight_purge_redis');
+
+/**
+ * History purge candidates after FLID $1, read without locks: DELETED before $2 or of an
+ * operation day before $3, and whose last message is not open (state in $4); at most $5, FLID order.
+ */
+export const purgeCandidates = pgStatement<[after: string, deletedBefore: Date, dayBefore: string, inProcess: string[], limit: number], { flid: string; state_version: number }>(
+  'flight.purge_candidates',
+  `select f.flid, f.state_version from flight_schd f
+   where f.flid > $1::text
+     and ((f.state = 'DELETED' and f.deleted_at < $2::timestamptz) or f.operation_day < $3::date)
+     and not exists (select 1 from proc_state p where p.msg_id = f.last_msg_id and p.state = any($4::text[]))
+   order by f.flid limit $5::bigint`,
+);
+
+/**
+ * The candidates $1 with their families (their master and every flight whose MAID names the same
+ * master), locked FOR UPDATE in FLID order; in_process: the last message is open (state in $2).
+ */
+export const lockPurgeFamilies = pgStatement<
+  [flids: string[], inProcess: string[]],
+  {
+    flid: string;
+    state: 'ACTIVE' | 'DELETED';
+    state_version: number;
+    operation_day: string | null;
+    deleted_at: Date | null;
+    maid: string | null;
+    in_process: boolean;
+  }
+>(
+  'flight.lock_purge_families',
+  `with c as (select coalesce(maid, flid) as root from flight_schd where flid = any($1::text[]))
+   select f.flid, f.state, f.state_version, f.operation_day::text as operation_day, f.deleted_at, f.maid,
+          exists (select 1 from proc_state p where p.msg_id = f.last_msg_id and p.state = any($2::text[])) as in_process
+   from flight_schd f
+   where f.flid = any($1::text[]) or f.flid in (select root from c) or f.maid in (select root from c)
+   order by f.flid
+   for update of f`,
+);
+
+/** Redis keys owed for the purged FLIDs $1 (purged at $2), deleted after the commit. */
+export const owePurgeRedis = pgStatement<[flids: string[], now: Date]>(
+  'flight.owe_purge_redis',
+  `insert into flight_purge_redis (flid, purged_at) select unnest($1::text[]), $2::timestamptz
+   on conflict (flid) do update set purged_at = excluded.purged_at`,
+);
+
+/** Deletes the flights $1 still at the versions $2 (detail rows cascade). */
+export const purgeDelete = pgStatement<[flids: string[], versions: number[]]>(
+  'flight.purge_delete',
+  `delete from flight_schd f using unnest($1::text[], $2::integer[]) as u(flid, v)
+   where f.flid = u.flid and f.state_version = u.v`,
+);
+
+/** Forgets the owed Redis keys of the FLIDs $1. */
+export const forgetPurgeRedis = pgStatement<[flids: string[]]>('flight.forget_purge_redis', 'delete from flight_purge_redis where flid = any($1::text[])');
+
+/** Owed Redis keys (at most 10,000, FLID order); live: the FLID is ACTIVE again. */
+export const purgeRedisOwed = pgStatement<[], { flid: string; live: boolean }>(
+  'flight.purge_redis_owed',
+  `select p.flid, exists (select 1 from flight_schd f where f.flid = p.flid and f.state = 'ACTIVE') as live
+   from flight_purge_redis p order by p.flid limit 10000`,
+);
+
+/** ACTIVE flights with no operation day, untouched since before $1: how many. */
+export const withoutOperationDayCount = pgStatement<[before: Date], { n: number }>(
+  'flight.without_operation_day_count',
+  `select count(*)::int as n from flight_schd
+   where operation_day is null and state = 'ACTIVE' and updated_at < $1::timestamptz`,
+);
 
 // ---- lib/lifecycle/trace-records.ts
 

@@ -8,3 +8,25 @@ export const deleteArchivedBefore = pgStatement<[cutoff: Date, batch: number]>(
      select flid, state_version from flight_history where archived_at < $1 order by archived_at limit $2) x
    where h.flid = x.flid and h.state_version = x.state_version`,
 );
+
+// ---- lib/flight/timeline.ts
+
+/** The archived versions of flight $1 (purged to FLIGHT_HISTORY), in version order. */
+export const timelineArchived = pgStatement<[flid: string], { state_version: number; operation_day: string | null; flight_state: string; purge_rule: string; archived_at: Date }>(
+  'history.timeline_archived',
+  `select state_version, operation_day::text as operation_day, flight_state, purge_rule, archived_at
+     from flight_history where flid = $1::text order by state_version`,
+);
+
+// ---- lib/lifecycle/flights.ts
+
+/**
+ * Archives flights (the history purge, D1): FLIDs $1 at versions $2, operation days $3, STATE $4,
+ * history rule $5 and complete state JSON $6, archived at $7.
+ */
+export const archive = pgStatement<[flids: string[], versions: number[], days: (string | null)[], flightStates: string[], rules: string[], stateJson: string[], now: Date]>(
+  'history.archive',
+  `insert into flight_history (flid, state_version, operation_day, flight_state, purge_rule, state, archived_at)
+   select u.flid, u.v, u.day, u.st, u.rule, u.js, $7::timestamptz
+   from unnest($1::text[], $2::integer[], $3::date[], $4::text[], $5::text[], $6::jsonb[]) as u(flid, v, day, st, rule, js)`,
+);

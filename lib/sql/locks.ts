@@ -87,3 +87,11 @@ export const requestSenderUnlock = pgStatement<[lockClass: number, key: number]>
 
 /** Waits for the lifecycle gate $1 (transaction-scoped) before the inbox purge reads its evidence. */
 export const inboxPurgeGate = pgStatement<[key: number]>('locks.inbox_purge_gate', 'select pg_advisory_xact_lock($1::bigint)');
+
+// ---- lib/lifecycle/flights.ts
+
+/** Takes the session-level advisory lock $1 if free (the history purge leader): ok = taken. */
+export const tryPurgeLeader = pgStatement<[key: number], { ok: boolean }>('locks.try_purge_leader', 'select pg_try_advisory_lock($1::bigint) as ok');
+
+/** Releases the session-level advisory lock $1 (the history purge leader). */
+export const unlockPurgeLeader = pgStatement<[key: number], { ok: boolean }>('locks.unlock_purge_leader', 'select pg_advisory_unlock($1::bigint) as ok');

@@ -497,3 +497,16 @@ export const inboxPurgeCandidates = pgStatement<[after: number, terminal: readon
     where msg_id > $1::bigint and state = any($2::text[]) and backfill_at is not null and backfill_at < $3::timestamptz
     order by msg_id limit $4::int`,
 );
+
+// ---- lib/flight/timeline.ts
+
+/** Kind, state and reception time (the zone-less local DATETIME as text) of the messages $1. */
+export const timelineMessages = pgStatement<[msgIds: number[]], { msg_id: number; kind: string | null; state: string; received: string | null }>(
+  'proc_state.timeline_messages',
+  'select msg_id, kind, state, received_at::text as received from proc_state where msg_id = any($1::bigint[])',
+);
+
+// ---- lib/lifecycle/flights.ts
+
+/** The messages in one of the states $1 (the open ones: PENDING/FAILED). */
+export const idsInStates = pgStatement<[states: string[]], { msg_id: number }>('proc_state.ids_in_states', 'select msg_id from proc_state where state = any($1::text[])');
