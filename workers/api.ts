@@ -1,6 +1,7 @@
 // api: POST /cminmsgs/send, reads (reference data, resource status), requests to the AODB,
 // operator actions over HTTP, and the operator tasks (replay, backfill-resume, request) for the
 // graphile-worker CLI/SQL, plus the evening crontab line requesting tomorrow's schedule.
+import { slices } from '../lib/core/config.ts';
 import { TASK } from '../lib/core/tasks.ts';
 import type { Task } from 'graphile-worker';
 import { apiToken, bearerGuard } from '../lib/api/auth.ts';
@@ -23,7 +24,7 @@ import { requestsCrontab, requestTasks } from '../lib/requests/tasks.ts';
 
 // Token rules first: without a proper token outside development mode the api does not start.
 try {
-  apiToken(loadConfigOrExit('api'));
+  apiToken(slices(loadConfigOrExit('api')).http);
 } catch (e) {
   process.stderr.write(`api: ${(e as Error).message}\n`);
   process.exit(2);
@@ -32,7 +33,7 @@ try {
 await runProcess({
   name: 'api',
   http: async (app, rt) => {
-    const { token, who, dev } = apiToken(rt.config); // throws (no start) without a proper token outside dev mode
+    const { token, who, dev } = apiToken(slices(rt.config).http); // throws (no start) without a proper token outside dev mode
     if (dev) rt.log.warn({ who }, `development mode (MSGX_DEV_MODE=true)${rt.config.MSGX_API_TOKEN ? '' : ': MSGX_API_TOKEN is empty, token "dev" accepted'}`);
     const audit = auditLog(rt.log);
     await hardenApi(app, { scriptSources: CONSOLE_SCRIPT_SOURCES, log: rt.log });

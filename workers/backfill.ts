@@ -3,6 +3,7 @@ import { TASK } from '../lib/core/tasks.ts';
 import { createAodbPool } from '../lib/db/mysql.ts';
 import { backfillDrain } from '../lib/pipeline/backfill.ts';
 import { runProcess } from '../lib/runtime/process.ts';
+import { dutyTask } from '../lib/runtime/duty.ts';
 
 const BUDGET_MS = 30_000;
 
@@ -15,11 +16,7 @@ await runProcess({
     const deps = { db: rt.db, inbox, clock: rt.clock, config: rt.config, log: rt.log };
     return {
       tasks: {
-        backfill: async (_payload, helpers) => {
-          const next = await backfillDrain(deps, BUDGET_MS);
-          if (next === null || rt.signal.aborted) return;
-          await helpers.addJob(TASK.backfill, {}, { jobKey: TASK.backfill, runAt: next === 'now' ? undefined : next });
-        },
+        [TASK.backfill]: dutyTask({ task: TASK.backfill, stopping: () => rt.signal.aborted, run: async () => (await backfillDrain(deps, BUDGET_MS)) ?? 'idle' }),
       },
       close: () => inbox.end(),
     };

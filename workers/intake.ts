@@ -5,6 +5,7 @@ import { createAodbPool } from '../lib/db/mysql.ts';
 import { LOCKS } from '../lib/db/postgres.ts';
 import { runProcess } from '../lib/runtime/process.ts';
 import { sleep } from '../lib/runtime/leader.ts';
+import { dutyTask } from '../lib/runtime/duty.ts';
 
 const BUDGET_MS = 55_000;
 
@@ -19,10 +20,14 @@ await runProcess({
     const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
     return {
       tasks: {
-        intake: async (_payload, helpers) => {
-          await intakeLoop(deps, BUDGET_MS, stopping, (ms) => sleep(ms, leader!.signal));
-          if (!stopping()) await helpers.addJob(TASK.intake, {}, { jobKey: TASK.intake });
-        },
+        [TASK.intake]: dutyTask({
+          task: TASK.intake,
+          stopping,
+          run: async () => {
+            await intakeLoop(deps, BUDGET_MS, stopping, (ms) => sleep(ms, leader!.signal));
+            return 'now'; // intake polls: the next run follows at once
+          },
+        }),
       },
       close: () => inbox.end(),
     };

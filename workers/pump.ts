@@ -12,6 +12,8 @@ import { drain } from '../lib/pipeline/pump.ts';
 import { crashAt } from '../lib/runtime/crash.ts';
 import { runProcess } from '../lib/runtime/process.ts';
 import * as Locks from '../lib/sql/locks.ts';
+import { dutyTask } from '../lib/runtime/duty.ts';
+import { slices } from '../lib/core/config.ts';
 
 const BUDGET_MS = 30_000;
 const GAUGES_EVERY_MS = 1_000;
@@ -30,17 +32,22 @@ await runProcess({
     const session = createSessionDb(leader!.client);
     await pgRun(session, Locks.setSessionTimeouts, STATEMENT_TIMEOUT, LOCK_TIMEOUT);
     const crash = crashAt(rt.config['msgx.test.crash-at']);
-    const deps = { session, inbox, registry: buildRegistry(), mirror: buildMirror({ db: rt.db, redis, config: rt.config, crash }), clock: rt.clock, config: rt.config, log: rt.log, crash };
+    const deps = {
+      session,
+      inbox,
+      registry: buildRegistry(),
+      mirror: buildMirror({ db: rt.db, redis, airport: slices(rt.config).airport, crash }),
+      clock: rt.clock,
+      config: rt.config,
+      log: rt.log,
+      crash,
+    };
+    const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
     const gauges = setInterval(() => void refreshHeadGauges(rt.db, rt.clock, rt.config), GAUGES_EVERY_MS);
     gauges.unref();
     return {
       tasks: {
-        pump: async (_payload, helpers) => {
-          const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
-          const r = await drain(deps, BUDGET_MS, stopping);
-          if (stopping() || r.next === 'idle') return;
-          await helpers.addJob(TASK.pump, {}, { jobKey: TASK.pump, runAt: r.next === 'now' ? undefined : r.next });
-        },
+        [TASK.pump]: dutyTask({ task: TASK.pump, stopping, run: async () => (await drain(deps, BUDGET_MS, stopping)).next }),
       },
       close: async () => {
         clearInterval(gauges);

@@ -13,7 +13,7 @@
 //   every guarded route, a right token included, until the window ends.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Config } from '../core/config.ts';
+import type { Slices } from '../core/config.ts';
 import type { AuditLog } from './audit.ts';
 
 export const MIN_TOKEN_LENGTH = 32;
@@ -28,16 +28,15 @@ export const whoOf = (req: FastifyRequest): string | null => WHO.get(req) ?? nul
 export type Guard = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
 /** The api's token from the configuration; throws (start-up error) when the rules are not met. */
-export function apiToken(config: Config): { token: string; who: string; dev: boolean } {
-  const dev = config['msgx.dev-mode'];
-  const token = config.MSGX_API_TOKEN;
+export function apiToken(http: Slices['http']): { token: string; who: string; dev: boolean } {
+  const dev = http.devMode;
+  const token = http.apiToken;
   if (!dev) {
     if (!token) throw new Error('MSGX_API_TOKEN is required outside development mode (set it, or MSGX_DEV_MODE=true for local use)');
     if (token.length < MIN_TOKEN_LENGTH) throw new Error(`MSGX_API_TOKEN must have at least ${MIN_TOKEN_LENGTH} characters outside development mode (e.g. openssl rand -hex 32)`);
     if (!/^[\x21-\x7e]+$/.test(token)) throw new Error('MSGX_API_TOKEN must be printable ASCII without spaces');
   }
-  if (dev && !['127.0.0.1', '::1', 'localhost'].includes(config['msgx.http.host']))
-    throw new Error(`development mode (MSGX_DEV_MODE=true) only on a loopback address, not msgx.http.host=${config['msgx.http.host']}`);
+  if (dev && !['127.0.0.1', '::1', 'localhost'].includes(http.host)) throw new Error(`development mode (MSGX_DEV_MODE=true) only on a loopback address, not msgx.http.host=${http.host}`);
   const effective = token || 'dev';
   return { token: effective, dev, who: token ? `token:${digest(token).toString('hex').slice(0, 8)}` : 'dev' };
 }

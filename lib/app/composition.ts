@@ -1,6 +1,6 @@
 // Composition root: which handlers the pump knows, and how Redis is brought in line.
 // Domains plug in here and nowhere else.
-import type { Config } from '../core/config.ts';
+import type { AirportConfig } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Redis } from '../db/redis.ts';
 import type { Crash } from '../runtime/crash.ts';
@@ -32,6 +32,6 @@ export function metricKind(type: string, styp: string): string {
 }
 
 /** Step 2 of the pump's success path: Redis flight snapshots from Postgres. */
-export function buildMirror(deps: { db: Db; redis: Redis; config: Config; crash?: Crash }): Mirror {
-  return createFlightMirror(deps.db, deps.redis, { timeZone: deps.config['msgx.airport.timezone'], crash: deps.crash });
+export function buildMirror(deps: { db: Db; redis: Redis; airport: AirportConfig; crash?: Crash }): Mirror {
+  return createFlightMirror(deps.db, deps.redis, { timeZone: deps.airport.timezone, crash: deps.crash });
 }

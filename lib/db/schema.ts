@@ -1,5 +1,6 @@
-// Kysely table types for the pipeline tables. Domains keep their own table types
-// next to their code and use `db.withTables<…>()`.
+// Kysely table types of PROC_STATE and INTAKE_CURSOR, for the tests' and bench scripts' own
+// queries only: lib/ runs no builder query, every statement of lib/ is static text in lib/sql/
+// with its own row type (docs/decisions.md "SQL").
 import type { ColumnType, Generated } from 'kysely';
 
 type Ts = ColumnType<Date, Date | string, Date | string>;

@@ -15,6 +15,7 @@ import type { KafkaOutage } from './outage.ts';
 import { dispatchSent } from './metrics.ts';
 import { freezeMsgBatch, markFailed, markSent, nextAttemptAt, tryRoundLock, type Acked, type MsgRow } from './outbox.ts';
 import { afterFailure, chunkBySize, type RetryPolicy } from './plan.ts';
+import { TimeBudget } from '../core/budget.ts';
 
 export interface DispatchDeps {
   db: Db;
@@ -104,12 +105,12 @@ export type DrainNext = 'now' | Date | null;
  * should run again: 'now' (budget spent), the next retry time, or null (idle until woken).
  */
 export async function drain(round: (d: DispatchDeps) => Promise<RoundResult>, target: 'msg' | 'schd', d: DispatchDeps, budgetMs: number, signal?: AbortSignal): Promise<DrainNext> {
-  const until = Date.now() + budgetMs;
+  const budget = new TimeBudget(budgetMs);
   for (;;) {
     const r = await round(d);
     if (r.busy) return new Date(d.clock.now().getTime() + 1000); // the other instance drains; look again soon
     if (r.picked > 0 && r.failed === 0 && !signal?.aborted) {
-      if (Date.now() >= until) return 'now';
+      if (budget.spent()) return 'now';
       continue;
     }
     return nextAttemptAt(d.db, target, d.clock.now());

@@ -8,6 +8,7 @@ import type { Clock } from '../core/clock.ts';
 import type { Executor } from '../db/statement.ts';
 import { metrics } from '../runtime/metrics.ts';
 import { deleteSentBefore } from './outbox.ts';
+import { TimeBudget } from '../core/budget.ts';
 
 export const RETENTION_CRONTAB = `0 * * * * ${DISPATCH_RETENTION_TASK} ?jobKey=${DISPATCH_RETENTION_TASK}&max=1`;
 
@@ -15,12 +16,12 @@ export const RETENTION_CRONTAB = `0 * * * * ${DISPATCH_RETENTION_TASK} ?jobKey=$
 export async function purgeSentEvents(db: Executor, clock: Clock, o: { retentionMs: number; batch?: number; budgetMs?: number }): Promise<number> {
   const cutoff = new Date(clock.now().getTime() - o.retentionMs);
   const batch = o.batch ?? 5000;
-  const until = Date.now() + (o.budgetMs ?? 60_000);
+  const budget = new TimeBudget(o.budgetMs ?? 60_000);
   let total = 0;
   for (;;) {
     const n = await deleteSentBefore(db, cutoff, batch);
     total += n;
     if (n) metrics.retentionDeleted.inc({ object: 'msg_event' }, n);
-    if (n < batch || Date.now() >= until) return total;
+    if (n < batch || budget.spent()) return total;
   }
 }

@@ -11,6 +11,7 @@ import type { DispatchDeps, DrainNext } from './msg.ts';
 import { KafkaOutage, PROBE_INTERVAL_MS } from './outage.ts';
 import { releaseBackoff } from './outbox.ts';
 import { probes, probeUntilUp } from '../runtime/probe.ts';
+import { dutyTask } from '../runtime/duty.ts';
 
 /** Time one task run may keep draining before it re-queues itself (other jobs get a turn). */
 export const DRAIN_BUDGET_MS = 30_000;
@@ -54,19 +55,20 @@ export function dispatcherTask(rt: Runtime, target: Target, task: string, drainF
   const outage = new KafkaOutage(rt.log, target);
   const probe = probes.kafka(kafkaOptions(rt.config, rt.log).brokers, Math.min(1000, rt.config['msgx.io.timeout']));
   const deps: DispatchDeps = { db: rt.db, kafka, config: rt.config, clock: rt.clock, log: rt.log, outage };
-  return async (_payload, helpers) => {
-    if (outage.down) {
-      // Kafka was unreachable: probe it on a short interval (within this run's budget) and
-      // resume the moment it answers, not when the events' backoff runs out.
-      const up = await probeUntilUp(probe, { intervalMs: PROBE_INTERVAL_MS, signal: rt.signal, deadlineMs: DRAIN_BUDGET_MS, onFailure: (_n, e) => outage.probeFailed(e.message) });
-      if (rt.signal.aborted) return;
-      if (!up) return void (await helpers.addJob(task, {}, { jobKey: task }));
-      await releaseBackoff(rt.db, outage.recovered());
-    }
-    const next = await drainFn(deps, DRAIN_BUDGET_MS, rt.signal);
-    if (rt.signal.aborted) return;
-    if (outage.down) return void (await helpers.addJob(task, {}, { jobKey: task })); // probe in the next run
-    if (next === null) return;
-    await helpers.addJob(task, {}, { jobKey: task, runAt: next === 'now' ? undefined : next });
-  };
+  return dutyTask({
+    task,
+    stopping: () => rt.signal.aborted,
+    run: async () => {
+      if (outage.down) {
+        // Kafka was unreachable: probe it on a short interval (within this run's budget) and
+        // resume the moment it answers, not when the events' backoff runs out.
+        const up = await probeUntilUp(probe, { intervalMs: PROBE_INTERVAL_MS, signal: rt.signal, deadlineMs: DRAIN_BUDGET_MS, onFailure: (_n, e) => outage.probeFailed(e.message) });
+        if (!up) return 'now'; // still down (or stopping): probe again in the next run
+        await releaseBackoff(rt.db, outage.recovered());
+      }
+      const next = await drainFn(deps, DRAIN_BUDGET_MS, rt.signal);
+      if (outage.down) return 'now'; // probe in the next run
+      return next ?? 'idle';
+    },
+  });
 }

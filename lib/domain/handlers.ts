@@ -10,7 +10,7 @@
 // It sits in lib/domain/, below the pump and beside the domains that implement it: the domains
 // never import the pipeline, the pump never imports a domain (lib/app/composition.ts fills the registry).
 import type { Logger } from 'pino';
-import type { Config } from '../core/config.ts';
+import type { AirportConfig } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Envelope } from '../sis/envelope.ts';
 import { metricKind, type AfterCommitCounts } from '../runtime/metrics.ts';
@@ -22,7 +22,8 @@ export interface HandlerContext {
   env: Envelope;
   /** From the injected clock, once per batch. */
   now: Date;
-  config: Config;
+  /** The one part of the configuration a domain reads (issue 13 item 6). */
+  airport: AirportConfig;
   log: Logger;
 }
 
@@ -71,10 +72,10 @@ export interface DomainBatch<C> {
 
 export interface BatchDomain<C> {
   /** Pure: the message's command. Throws a PipelineError (MALFORMED/PROTOCOL) for a bad message. */
-  decode(env: Envelope, config: Config): C;
+  decode(env: Envelope, airport: AirportConfig): C;
   /** A command that is applied as a batch of its own (a snapshot). */
   alone(cmd: C): boolean;
-  open(ctx: { tx: Db; now: Date; config: Config; log: Logger }): DomainBatch<C>;
+  open(ctx: { tx: Db; now: Date; airport: AirportConfig; log: Logger }): DomainBatch<C>;
   /**
    * Forget anything kept between batches. The pump calls it whenever it (re)takes PIPELINE_LOCK
    * and after a failed business transaction: what a domain keeps is valid only while the pump
@@ -124,7 +125,7 @@ export class HandlerRegistry {
     if (e.kind === 'tx') return e.handler;
     const domain = e.domain;
     return async (ctx) => {
-      const cmd = domain.decode(ctx.env, ctx.config);
+      const cmd = domain.decode(ctx.env, ctx.airport);
       const batch = domain.open(ctx);
       await batch.preload([cmd]);
       const out = await batch.apply({ msgId: ctx.msgId, env: ctx.env, cmd, log: ctx.log });

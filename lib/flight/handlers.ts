@@ -2,7 +2,7 @@
 // as a batch of its own), SCHD ADFT (set-only upsert), FLOP (merge; FDEL = delete path). Each
 // message is decoded to a command here (pure); a batch of them is applied by the planner
 // (plan.ts) through the session (session.ts) inside the pump's business transaction.
-import type { Config } from '../core/config.ts';
+import type { AirportConfig } from '../core/config.ts';
 import type { BatchDomain, HandlerRegistry } from '../domain/handlers.ts';
 import type { Envelope } from '../sis/envelope.ts';
 import { decodeFlop, decodeSchedule } from './decode.ts';
@@ -12,8 +12,8 @@ import { FLOP_STYPS } from './rules.ts';
 import { FlightSession, FlightStateCache, type FlightDomainOptions } from './session.ts';
 
 /** Decode a flight message into the planner's command (pure). PROTOCOL/MALFORMED throw. */
-export function decodeFlightCommand(env: Envelope, config: Config): FlightCommand {
-  const opts = { timeZone: config['msgx.airport.timezone'] };
+export function decodeFlightCommand(env: Envelope, airport: AirportConfig): FlightCommand {
+  const opts = { timeZone: airport.timezone };
   if (env.type === 'FLOP') {
     const m = decodeFlop(env, opts);
     return { kind: 'flop', styp: m.styp, flid: m.flid, delete: m.delete, patch: m.patch, notes: m.notes };
@@ -21,7 +21,7 @@ export function decodeFlightCommand(env: Envelope, config: Config): FlightComman
   const m = decodeSchedule(env, opts);
   if (env.styp === 'ADFT') return { kind: 'adft', styp: m.styp, records: m.records, notes: m.notes };
   // INV-4: PROTOCOL before any write
-  const day = validateSnapshot(m, { timeZone: opts.timeZone, cutover: config['msgx.airport.day-cutover'] });
+  const day = validateSnapshot(m, { timeZone: opts.timeZone, cutover: airport.dayCutover });
   return { kind: 'snapshot', styp: env.styp as 'DNLD' | 'RESP', day, recs: m.recs, records: m.records, notes: m.notes };
 }
 

@@ -5,7 +5,7 @@
 // ledger for a snapshot. Also the snapshot request guard (G-RESP-GUARD), which is the requests
 // domain's and reads/writes REQ_TRACK.
 import type { Logger } from 'pino';
-import type { Config } from '../core/config.ts';
+import type { AirportConfig } from '../core/config.ts';
 import { DISPATCH_TASK } from '../core/tasks.ts';
 import type { DomainBatch, DomainMessage, HandlerOutcome } from '../domain/handlers.ts';
 import { scheduleResponseGuard } from '../requests/schedule-guard.ts';
@@ -65,14 +65,14 @@ export class FlightSession implements DomainBatch<FlightCommand> {
 
   private readonly changeRecords: boolean;
 
-  constructor(ctx: { tx: Executor; now: Date; config: Config; log: Logger }, cache = new FlightStateCache(), opts: FlightDomainOptions = {}) {
+  constructor(ctx: { tx: Executor; now: Date; airport: AirportConfig; log: Logger }, cache = new FlightStateCache(), opts: FlightDomainOptions = {}) {
     this.cache = cache;
     this.changeRecords = opts.changeRecords ?? true;
     this.tx = ctx.tx;
     this.now = ctx.now;
     this.log = ctx.log;
-    this.timeZone = ctx.config['msgx.airport.timezone'];
-    this.plan = new FlightPlan(this.loaded, { timeZone: this.timeZone, cutover: ctx.config['msgx.airport.day-cutover'] });
+    this.timeZone = ctx.airport.timezone;
+    this.plan = new FlightPlan(this.loaded, { timeZone: this.timeZone, cutover: ctx.airport.dayCutover });
   }
 
   async preload(cmds: readonly FlightCommand[], finished: readonly number[] = []): Promise<void> {

@@ -10,6 +10,7 @@ import type { Inbox } from '../db/mysql.ts';
 import { pgRun } from '../db/statement.ts';
 import * as Locks from '../sql/locks.ts';
 import { metrics } from '../runtime/metrics.ts';
+import type { TimeBudget } from '../core/budget.ts';
 
 export interface RetentionDeps {
   /** Pooled Postgres. */
@@ -21,24 +22,10 @@ export interface RetentionDeps {
   log: Logger;
 }
 
-/** Wall-time budget of one job run; `cut` tells the caller that work may remain. */
-export class Budget {
-  private readonly until: number;
-  cut = false;
-  constructor(ms: number) {
-    this.until = Date.now() + ms;
-  }
-  /** True (and remembered) when the budget is spent. */
-  spent(): boolean {
-    if (Date.now() >= this.until) this.cut = true;
-    return this.cut;
-  }
-}
-
 export interface JobOptions {
   /** Rows per batch (flights per purge transaction). */
   batch?: number;
-  budget?: Budget;
+  budget?: TimeBudget;
 }
 
 export const TERMINAL = ['SUCCEEDED', 'SKIPPED', 'DEAD'] as const;

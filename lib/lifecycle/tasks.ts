@@ -22,7 +22,7 @@
 import { parseCrontab, type Task, type TaskList } from 'graphile-worker';
 import { ConfigError, type Config } from '../core/config.ts';
 import { RETENTION_TASK } from '../core/tasks.ts';
-import { Budget, type PurgeSession, type RetentionDeps } from './common.ts';
+import type { PurgeSession, RetentionDeps } from './common.ts';
 import { purgeFlights } from './flights.ts';
 import { purgeHistory } from './history.ts';
 import { purgeInbox } from './inbox.ts';
@@ -31,6 +31,7 @@ import { purgeProcState } from './proc-state.ts';
 import { purgeRequests } from './requests.ts';
 import { purgeSnapLog } from './snap-log.ts';
 import { purgeAttempts, purgeFlightChanges } from './trace-records.ts';
+import { TimeBudget } from '../core/budget.ts';
 
 const SCHEDULE_KEY = 'msgx.retention.schedule';
 const NAMED: Record<string, string> = { hourly: '0 * * * *' };
@@ -73,8 +74,8 @@ export async function runRetention(d: RetentionDeps, openSession: () => Promise<
   const report: RetentionReport = {};
   const failures: string[] = [];
   let more = false;
-  const run = async (name: string, job: (b: Budget) => Promise<number>) => {
-    const budget = new Budget(o.jobBudgetMs ?? 60_000);
+  const run = async (name: string, job: (b: TimeBudget) => Promise<number>) => {
+    const budget = new TimeBudget(o.jobBudgetMs ?? 60_000);
     try {
       report[name] = await job(budget);
     } catch (e) {

@@ -14,6 +14,7 @@ import { withTimeout } from '../core/timeout.ts';
 import { formatLocalDatetime } from '../sis/values.ts';
 import { metrics } from '../runtime/metrics.ts';
 import { abandonBackfill, recordBackfill, recordBackfillFailure } from './transitions.ts';
+import { TimeBudget } from '../core/budget.ts';
 
 export interface BackfillDeps {
   db: Db;
@@ -95,12 +96,12 @@ export async function refreshBackfillGauges(d: BackfillDeps): Promise<void> {
 
 /** Drain due rounds within a budget. Returns when the next run is due ('now' if more work remains). */
 export async function backfillDrain(d: BackfillDeps, budgetMs: number): Promise<'now' | Date | null> {
-  const deadline = Date.now() + budgetMs;
-  while (Date.now() < deadline) {
+  const budget = new TimeBudget(budgetMs);
+  while (!budget.spent()) {
     const r = await backfillRound(d);
     if (r.candidates < d.config['msgx.pipeline.backfill-batch'] || r.transient.length) break;
   }
   await refreshBackfillGauges(d);
-  if (Date.now() >= deadline) return 'now';
+  if (budget.spent()) return 'now';
   return d.config['msgx.inbox.read-only'] ? null : nextBackfillDue(d);
 }

@@ -1,6 +1,6 @@
 // The one failure component: given a failure of the head message, decide its next state.
 // Implements the error-class table of reference.md; the pump only executes the decision.
-import type { Config } from '../core/config.ts';
+import type { Slices } from '../core/config.ts';
 import type { Failure } from '../core/errors.ts';
 
 export type Decision = { next: 'DEAD'; reason: string; countAttempt: boolean } | { next: 'FAILED'; reason: string; countAttempt: boolean; retryInMs: number };
@@ -16,9 +16,9 @@ export function reasonOf(f: Failure): string {
   return `${f.cls}: ${f.detail}`;
 }
 
-export function decide(f: Failure, h: FailureHistory, config: Config): Decision {
-  const ladder = config['msgx.pipeline.backoff'];
-  const max = config['msgx.pipeline.max-attempts'];
+export function decide(f: Failure, h: FailureHistory, policy: Slices['failures']): Decision {
+  const ladder = policy.backoffMs;
+  const max = policy.maxAttempts;
   switch (f.cls) {
     case 'MALFORMED':
     case 'PROTOCOL':
@@ -38,6 +38,6 @@ export function decide(f: Failure, h: FailureHistory, config: Config): Decision 
 }
 
 /** A FAILED head whose counted attempts are already used up (e.g. max-attempts lowered) → DEAD(EXHAUSTED). */
-export function isExhausted(h: { attempts: number; errorClass: string | null }, config: Config): boolean {
-  return h.errorClass !== 'INFRA' && h.attempts >= config['msgx.pipeline.max-attempts'];
+export function isExhausted(h: { attempts: number; errorClass: string | null }, policy: Slices['failures']): boolean {
+  return h.errorClass !== 'INFRA' && h.attempts >= policy.maxAttempts;
 }

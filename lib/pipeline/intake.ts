@@ -25,6 +25,7 @@ import * as ProcState from '../sql/proc-state.ts';
 import { withTimeout } from '../core/timeout.ts';
 import { metrics, noteInboxRead } from '../runtime/metrics.ts';
 import { enqueue, wake } from './transitions.ts';
+import { TimeBudget } from '../core/budget.ts';
 
 export interface IntakeDeps {
   db: Db;
@@ -210,8 +211,8 @@ function split(lo: number, hi: number, known: Gap[], now: Date): Gap[] {
 
 /** Run rounds every idle-poll until the budget is spent (the intake task re-schedules itself). */
 export async function intakeLoop(d: IntakeDeps, budgetMs: number, shouldStop: () => boolean, sleep: (ms: number) => Promise<void>): Promise<void> {
-  const deadline = Date.now() + budgetMs;
-  while (!shouldStop() && Date.now() < deadline) {
+  const budget = new TimeBudget(budgetMs);
+  while (!shouldStop() && !budget.spent()) {
     try {
       const r = await intakeRound(d);
       if (r.enqueued.length) d.log.debug({ enqueued: r.enqueued.length }, 'enqueued');

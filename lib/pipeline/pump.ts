@@ -28,7 +28,7 @@
 // inbox (backfill does), never reorders, never moves a message to DEAD for its age.
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
-import type { Config } from '../core/config.ts';
+import { slices, type Config } from '../core/config.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
 import { readBodies } from './inbox.ts';
@@ -44,6 +44,7 @@ import { classify, describe, PipelineError, type Failure } from '../core/errors.
 import { decide, isExhausted } from './failures.ts';
 import type { BatchDomain, DomainBatch, Handler, HandlerOutcome, HandlerRegistry, Mirror } from '../domain/handlers.ts';
 import * as T from './transitions.ts';
+import { TimeBudget } from '../core/budget.ts';
 
 export interface PumpDeps {
   /** Kysely on the pump's dedicated connection (leader lock held on it; PIPELINE_LOCK taken here). */
@@ -81,22 +82,22 @@ const lockWanted = async (deps: PumpDeps) => (await pgOne(deps.session, Locks.lo
 
 /** Apply batches until none is ready, the budget is spent or `shouldStop` says so. */
 export async function drain(deps: PumpDeps, budgetMs: number, shouldStop: () => boolean = () => false): Promise<{ processed: number; next: 'now' | 'idle' | Date }> {
-  const deadline = Date.now() + budgetMs;
+  const budget = new TimeBudget(budgetMs);
   const maxBatch = deps.config['msgx.pipeline.apply-batch'];
   let batchSize = maxBatch;
   let processed = 0;
   await lock(deps);
-  let sliceEnd = Date.now() + LOCK_SLICE_MS;
+  let lockSlice = new TimeBudget(LOCK_SLICE_MS);
   try {
     while (!shouldStop()) {
-      if (Date.now() >= deadline) return { processed, next: 'now' };
-      if (Date.now() >= sliceEnd) {
+      if (budget.spent()) return { processed, next: 'now' };
+      if (lockSlice.spent()) {
         // let a waiting history purge in (what the domains kept is then forgotten)
         if (await lockWanted(deps)) {
           await unlock(deps);
           await lock(deps);
         }
-        sliceEnd = Date.now() + LOCK_SLICE_MS;
+        lockSlice = new TimeBudget(LOCK_SLICE_MS);
       }
       const result = await applyBatch(deps, batchSize);
       if (result.kind === 'idle') return { processed, next: 'idle' };
@@ -149,7 +150,7 @@ async function applyBatch(deps: PumpDeps, limit: number): Promise<BatchResult> {
   const head = heads[0];
   if (!head) return { kind: 'idle' };
   if (head.state === 'FAILED') {
-    if (isExhausted({ attempts: head.attempts, errorClass: head.error_class }, deps.config)) {
+    if (isExhausted({ attempts: head.attempts, errorClass: head.error_class }, slices(deps.config).failures)) {
       const reason = `EXHAUSTED(${head.error_class}): attempts used up`;
       await T.markTerminal(deps.session, head.msg_id, 'DEAD', reason, deps.clock.now(), head.kind);
       T.countTerminal('DEAD', reason, deps.registry.metricKindOf(head.kind));
@@ -295,7 +296,7 @@ function prepare(d: PumpDeps, h: T.HeadRow, body: string | undefined): Member {
   if (entry.kind === 'tx') return { ...base, todo: { do: 'tx', handler: entry.handler } };
   let cmd: unknown;
   try {
-    cmd = entry.domain.decode(env, d.config);
+    cmd = entry.domain.decode(env, slices(d.config).airport);
   } catch (e) {
     const f = classify(e, 'decode');
     if (h.applied_state) return { ...base, todo: { do: 'finish' } };
@@ -348,7 +349,7 @@ async function business(deps: PumpDeps, members: Member[]): Promise<Business> {
         for (const member of members) {
           const todo = member.todo;
           if ((todo.do === 'domain' || todo.do === 'finish') && todo.domain && !batches.has(todo.domain)) {
-            const batch = todo.domain.open({ tx, now, config: deps.config, log: deps.log });
+            const batch = todo.domain.open({ tx, now, airport: slices(deps.config).airport, log: deps.log });
             const mine = members.filter((other) => (other.todo.do === 'domain' || other.todo.do === 'finish') && other.todo.domain === todo.domain);
             await batch.preload(
               mine.map((other) => (other.todo as { cmd: unknown }).cmd),
@@ -440,7 +441,7 @@ async function applyOne(deps: PumpDeps, tx: Parameters<Handler>[0]['tx'], member
             msgId: member.h.msg_id,
             env: member.env!,
             now,
-            config: deps.config,
+            airport: slices(deps.config).airport,
             get log() {
               return logOf(deps, member);
             },
@@ -469,7 +470,7 @@ function fromError(e: unknown): Applied {
 
 /** Record a failure of a message (the failure component decides FAILED or DEAD on the committed attempt count). */
 async function fail(d: PumpDeps, m: Member, f: Failure): Promise<Done> {
-  const decision = await T.recordFailure(d.session, m.h.msg_id, f, (h) => decide(f, h, d.config), d.clock.now(), m.kind, m.bindKey);
+  const decision = await T.recordFailure(d.session, m.h.msg_id, f, (h) => decide(f, h, slices(d.config).failures), d.clock.now(), m.kind, m.bindKey);
   if (decision.next === 'DEAD') {
     T.countTerminal('DEAD', decision.reason, d.registry.metricKindOf(m.kind));
     logOf(d, m).warn({ state: 'DEAD', reason: decision.reason }, 'message dead');

@@ -46,7 +46,7 @@ export function refdataHandler(cat: RefCategory) {
 }
 
 export async function rstaHandler(ctx: HandlerContext): Promise<HandlerOutcome> {
-  const updates = decodeRsta(ctx.env, ctx.config['msgx.airport.timezone']);
+  const updates = decodeRsta(ctx.env, ctx.airport.timezone);
   for (const u of updates)
     if (u.stat === 'D' && u.eddt && u.eddt.getTime() <= ctx.now.getTime())
       ctx.log.info({ rtyp: u.rtyp, rsid: u.rsid, eddt: u.eddt.toISOString() }, 'RSTA disabled window already expired: stored, the resource answers enabled');

@@ -4,7 +4,7 @@
 // handler that logs every 500 with its request id and never answers internal text.
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { Config } from '../core/config.ts';
+import type { Slices } from '../core/config.ts';
 import type { Logger } from './log.ts';
 
 /** Default body limit; a route that takes more sets its own `bodyLimit`. */
@@ -15,7 +15,7 @@ export const HEADERS_TIMEOUT_MS = 10_000;
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', '[::1]', 'localhost']);
 
-export function createHttpServer(config: Config, log: Logger): FastifyInstance {
+export function createHttpServer(http: Slices['http'], log: Logger): FastifyInstance {
   const app = Fastify({
     logger: false,
     bodyLimit: DEFAULT_BODY_LIMIT,
@@ -28,7 +28,7 @@ export function createHttpServer(config: Config, log: Logger): FastifyInstance {
 
   // DNS rebinding: a page on attacker.example that resolves to 127.0.0.1 reaches a loopback
   // server with `Host: attacker.example`. Bound to loopback, only loopback names are served.
-  if (LOOPBACK.has(config['msgx.http.host'])) {
+  if (LOOPBACK.has(http.host)) {
     app.addHook('onRequest', async (req, reply) => {
       const host = req.headers.host;
       if (host === undefined) return;
@@ -37,7 +37,7 @@ export function createHttpServer(config: Config, log: Logger): FastifyInstance {
         return reply
           .code(400)
           .header('connection', 'close')
-          .send({ error: 'bad-host', reason: `unexpected Host header: this server is bound to ${config['msgx.http.host']} and answers only 127.0.0.1, localhost or [::1]` });
+          .send({ error: 'bad-host', reason: `unexpected Host header: this server is bound to ${http.host} and answers only 127.0.0.1, localhost or [::1]` });
     });
   }
 

@@ -3,7 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Logger as GraphileLogger, run, type Runner, type TaskList } from 'graphile-worker';
 import type pg from 'pg';
-import { ConfigError, loadConfig, redactUrl, type Config } from '../core/config.ts';
+import { ConfigError, loadConfig, redactUrl, slices, type Config } from '../core/config.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { createDb, createPool, type Db } from '../db/postgres.ts';
 import { pgRows, pgRun } from '../db/statement.ts';
@@ -92,7 +92,7 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
   };
   watch.start();
 
-  const app = createHttpServer(config, log);
+  const app = createHttpServer(slices(config).http, log);
   app.get('/metrics', async (_req, reply) => {
     watchGauges();
     return reply.type(registry.contentType).send(await registry.metrics());

@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import kafkajs from 'kafkajs';
 import { sql } from 'kysely';
 import { systemClock } from '../../lib/core/clock.ts';
-import type { Config } from '../../lib/core/config.ts';
+import { type Config, slices } from '../../lib/core/config.ts';
 import { buildMirror, buildRegistry } from '../../lib/app/composition.ts';
 import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
 import { createKafkaEdge, kafkaOptions } from '../../lib/dispatch/kafka.ts';
@@ -106,7 +106,10 @@ await emptyAll(b);
 await insertInboxRow(b.inbox, { body: bigSnapshot(9999, 1, { seqn: 1 }), received: '2026-12-01 08:00:00' });
 await insertInboxRow(b.inbox, { body: bigSnapshot(1, 10_000, { seqn: 2 }).replace(/01DEC26/g, '02DEC26'), received: '2026-12-01 08:00:00' });
 await intakeRound({ db: b.db, inbox: b.inbox, clock: systemClock, config: b.config, log });
-await drain({ session: b.session, inbox: b.inbox, registry: buildRegistry(), mirror: buildMirror({ db: b.db, redis: b.redis, config: b.config }), clock: systemClock, config: b.config, log }, 600_000);
+await drain(
+  { session: b.session, inbox: b.inbox, registry: buildRegistry(), mirror: buildMirror({ db: b.db, redis: b.redis, airport: slices(b.config).airport }), clock: systemClock, config: b.config, log },
+  600_000,
+);
 await sql`delete from msg_event where target = 'msg'`.execute(b.db);
 const pendingSchd = await sql<{ n: number }>`select count(*)::int n from msg_event where target = 'schd' and state = 'PENDING'`.execute(b.db);
 if (pendingSchd.rows[0].n !== SCHD_FLIGHTS) throw new Error(`expected ${SCHD_FLIGHTS} PENDING schd rows after the snapshots, got ${pendingSchd.rows[0].n}`);

@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { sql } from 'kysely';
 import { systemClock } from '../../lib/core/clock.ts';
 import { buildMirror, buildRegistry } from '../../lib/app/composition.ts';
-import { loadConfig } from '../../lib/core/config.ts';
+import { loadConfig, slices } from '../../lib/core/config.ts';
 import { decodeFlightCommand } from '../../lib/flight/handlers.ts';
 import { FlightPlan, Loaded } from '../../lib/flight/plan.ts';
 import { loadStates } from '../../lib/flight/store.ts';
@@ -70,7 +70,7 @@ async function prepare(k: number, changeRecords = true) {
   });
   const base = { clock: systemClock, config, log };
   while ((await intakeRound({ ...base, db: b.db, inbox: b.inbox })).enqueued.length > 0);
-  const deps = { ...base, session: b.session, inbox: b.inbox, registry: buildRegistry({ changeRecords }), mirror: buildMirror({ db: b.db, redis: b.redis, config }) };
+  const deps = { ...base, session: b.session, inbox: b.inbox, registry: buildRegistry({ changeRecords }), mirror: buildMirror({ db: b.db, redis: b.redis, airport: slices(config).airport }) };
   await tick(deps); // the snapshot
   await sql`vacuum analyze proc_state`.execute(b.db);
   return deps;
@@ -124,7 +124,7 @@ const config = runs.at(-1)!.deps.config;
 let t = performance.now();
 const cmds = flops.map((x) => {
   const env = decodeEnvelope(x);
-  return { env, cmd: decodeFlightCommand(env, config) };
+  return { env, cmd: decodeFlightCommand(env, slices(config).airport) };
 });
 const parseSec = (performance.now() - t) / 1000;
 const loaded = new Loaded();

@@ -13,6 +13,7 @@ import { drain } from '../../lib/pipeline/pump.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { bigSnapshot } from '../../test/support/fixtures.ts';
 import { emptyAll, machine, median, openBench } from './setup.ts';
+import { slices } from '../../lib/core/config.ts';
 
 const runs = Number(process.argv[2] ?? 5);
 const b = await openBench();
@@ -21,7 +22,10 @@ await emptyAll(b);
 await insertInboxRow(b.inbox, { body: bigSnapshot(9999, 1, { seqn: 1 }), received: '2026-12-01 08:00:00' });
 await insertInboxRow(b.inbox, { body: bigSnapshot(1, 10_000, { seqn: 2 }).replace(/01DEC26/g, '02DEC26'), received: '2026-12-01 08:00:00' });
 await intakeRound({ db: b.db, inbox: b.inbox, clock: systemClock, config: b.config, log });
-await drain({ session: b.session, inbox: b.inbox, registry: buildRegistry(), mirror: buildMirror({ db: b.db, redis: b.redis, config: b.config }), clock: systemClock, config: b.config, log }, 600_000);
+await drain(
+  { session: b.session, inbox: b.inbox, registry: buildRegistry(), mirror: buildMirror({ db: b.db, redis: b.redis, airport: slices(b.config).airport }), clock: systemClock, config: b.config, log },
+  600_000,
+);
 
 // count statements issued by the route
 let statements = 0;

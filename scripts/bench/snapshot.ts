@@ -11,6 +11,7 @@ import { createLogger } from '../../lib/runtime/log.ts';
 import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
 import { bigSnapshot } from '../../test/support/fixtures.ts';
 import { emptyAll, machine, median, openBench } from './setup.ts';
+import { slices } from '../../lib/core/config.ts';
 
 const flights = Number(process.argv[2] ?? 4000);
 const runs = Number(process.argv[3] ?? 3);
@@ -32,7 +33,7 @@ for (let r = 0; r < runs; r++) {
     session: b.session,
     inbox: b.inbox,
     registry: buildRegistry(),
-    mirror: buildMirror({ db: b.db, redis: b.redis, config: b.config }),
+    mirror: buildMirror({ db: b.db, redis: b.redis, airport: slices(b.config).airport }),
     clock: systemClock,
     config: b.config,
     log,

@@ -1,6 +1,6 @@
 // Run the whole pipeline in-process (intake → pump → backfill) until the inbox is settled.
 import type { Clock } from '../../lib/core/clock.ts';
-import type { Config } from '../../lib/core/config.ts';
+import { type Config, slices } from '../../lib/core/config.ts';
 import { buildMirror, buildRegistry } from '../../lib/app/composition.ts';
 import { backfillRound } from '../../lib/pipeline/backfill.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
@@ -9,7 +9,7 @@ import { silentLog, type TestServices } from './services.ts';
 
 export async function runPipelineUntilSettled(s: TestServices, config: Config, clock: Clock, maxRounds = 200): Promise<void> {
   const registry = buildRegistry();
-  const mirror = buildMirror({ db: s.db, redis: s.redis, config });
+  const mirror = buildMirror({ db: s.db, redis: s.redis, airport: slices(config).airport });
   const base = { clock, config, log: silentLog };
   for (let round = 0; round < maxRounds; round++) {
     const r = await intakeRound({ ...base, db: s.db, inbox: s.inbox });

@@ -7,7 +7,7 @@ import { HandlerRegistry, type HandlerOutcome } from '../../lib/domain/handlers.
 import { PipelineError, type Failure } from '../../lib/core/errors.ts';
 import { decodeEnvelope } from '../../lib/sis/envelope.ts';
 import { registerRefdataHandlers } from '../../lib/refdata/handlers.ts';
-import type { Config } from '../../lib/core/config.ts';
+import { slices, type Config } from '../../lib/core/config.ts';
 import { TEST_INBOX_URL, TEST_PG_URL } from './env.ts';
 
 export const silentLog = pino({ level: 'silent' });
@@ -34,7 +34,7 @@ export async function applyMessage(db: Db, a: { xml: string; msgId: number; now:
     const handler = registry.resolve(env.type, env.styp);
     if (!handler) return { outcome: 'unsupported' };
     return await db.transaction().execute(async (tx) => {
-      const out = await handler({ tx, msgId: a.msgId, env, now: a.now, config: a.config, log: silentLog });
+      const out = await handler({ tx, msgId: a.msgId, env, now: a.now, airport: slices(a.config).airport, log: silentLog });
       if (out.outcome === 'skipped') throw new Rollback(out);
       return out;
     });

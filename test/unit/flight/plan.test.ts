@@ -7,10 +7,11 @@ import { decodeFlightCommand } from '../../../lib/flight/handlers.ts';
 import { FlightPlan, Loaded, NeedData, type FlightCommand, type PlanMessage } from '../../../lib/flight/plan.ts';
 import type { FlightState } from '../../../lib/flight/state.ts';
 import { baseState, flopEnv, fltr, schdEnv, TZ } from './helpers.ts';
+import { slices } from '../../../lib/core/config.ts';
 
 const config = testConfig();
 const NOW = new Date('2026-12-01T02:00:00Z');
-const cmd = (env: ReturnType<typeof flopEnv>) => ({ env, cmd: decodeFlightCommand(env, config) });
+const cmd = (env: ReturnType<typeof flopEnv>) => ({ env, cmd: decodeFlightCommand(env, slices(config).airport) });
 
 /** A world: flights (state), masters' shared lists derived from the states, absent FLIDs, floors, days. */
 function world(states: FlightState[], o: { absent?: string[]; floors?: Record<string, number>; days?: Loaded['days'] extends Map<string, infer D> ? Record<string, D> : never } = {}): Loaded {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { decide } from '../../../lib/pipeline/failures.ts';
 import { classify, PipelineError } from '../../../lib/core/errors.ts';
-import { loadConfig } from '../../../lib/core/config.ts';
+import { loadConfig, slices } from '../../../lib/core/config.ts';
 
 const config = loadConfig({}); // backoff 1s,5s,30s,2m; max-attempts 5
 
@@ -17,7 +17,7 @@ describe('failure decisions (error-class table of reference.md)', () => {
     ['INFRA', 0, 3, { next: 'FAILED', retryInMs: 120_000, countAttempt: false }],
     ['INFRA', 0, 500, { next: 'FAILED', retryInMs: 120_000, countAttempt: false }],
   ] as const)('%s after %i attempts / %i in a row', (cls, attempts, failuresInRow, expected) => {
-    expect(decide({ cls, detail: 'x' }, { attempts, failuresInRow }, config)).toMatchObject(expected);
+    expect(decide({ cls, detail: 'x' }, { attempts, failuresInRow }, slices(config).failures)).toMatchObject(expected);
   });
 
   it('classifies thrown values', () => {
