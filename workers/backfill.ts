@@ -4,6 +4,7 @@ import { createAodbPool } from '../lib/db/mysql.ts';
 import { backfillDrain } from '../lib/pipeline/backfill.ts';
 import { runProcess } from '../lib/runtime/process.ts';
 import { dutyTask } from '../lib/runtime/duty.ts';
+import { slices } from '../lib/core/config.ts';
 
 const BUDGET_MS = 30_000;
 
@@ -13,7 +14,7 @@ await runProcess({
   keepAlive: [TASK.backfill],
   tasks: async (rt) => {
     const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
-    const deps = { db: rt.db, inbox, clock: rt.clock, config: rt.config, log: rt.log };
+    const deps = { db: rt.db, inbox, clock: rt.clock, backfill: slices(rt.config).backfill, log: rt.log };
     return {
       tasks: {
         [TASK.backfill]: dutyTask({ task: TASK.backfill, stopping: () => rt.signal.aborted, run: async () => (await backfillDrain(deps, BUDGET_MS)) ?? 'idle' }),

@@ -6,6 +6,7 @@ import { LOCKS } from '../lib/db/postgres.ts';
 import { runProcess } from '../lib/runtime/process.ts';
 import { sleep } from '../lib/runtime/leader.ts';
 import { dutyTask } from '../lib/runtime/duty.ts';
+import { slices } from '../lib/core/config.ts';
 
 const BUDGET_MS = 55_000;
 
@@ -16,7 +17,7 @@ await runProcess({
   keepAlive: [TASK.intake],
   tasks: async (rt, leader) => {
     const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
-    const deps = { db: rt.db, inbox, clock: rt.clock, config: rt.config, log: rt.log };
+    const deps = { db: rt.db, inbox, clock: rt.clock, intake: slices(rt.config).intake, log: rt.log };
     const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
     return {
       tasks: {

@@ -3,7 +3,7 @@
 // that replay takes too) is held from reading candidates until their BACKFILL_AT is written.
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
-import type { Config } from '../core/config.ts';
+import type { Slices } from '../core/config.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
 import { markProcessed } from './inbox.ts';
@@ -20,7 +20,8 @@ export interface BackfillDeps {
   db: Db;
   inbox: Inbox;
   clock: Clock;
-  config: Config;
+  /** msgx.pipeline.backfill-* / overdue-backfill, msgx.inbox.read-only, the airport's zone, msgx.io.timeout. */
+  backfill: Slices['backfill'];
   log: Logger;
 }
 
@@ -35,27 +36,27 @@ export interface BackfillRound {
 
 export async function backfillRound(d: BackfillDeps): Promise<BackfillRound> {
   const out: BackfillRound = { candidates: 0, written: 0, alreadyMarked: 0, missing: [], transient: [], abandonedDeadline: [] };
-  if (d.config['msgx.inbox.read-only']) return out; // not ours to mark: nothing is written, BACKFILL_AT stays NULL
+  if (d.backfill.readOnly) return out; // not ours to mark: nothing is written, BACKFILL_AT stays NULL
   const now = d.clock.now();
-  const R = d.config['msgx.pipeline.overdue-backfill'];
+  const R = d.backfill.overdueMs;
   const overdueBefore = new Date(now.getTime() - R);
-  const tz = d.config['msgx.airport.timezone'];
+  const tz = d.backfill.timezone;
   await d.db.transaction().execute(async (tx) => {
     await pgRun(tx, Locks.xactLock, LOCKS.LIFECYCLE_GATE);
-    const rows = await pgRows(tx, ProcState.backfillCandidates, now, overdueBefore, d.config['msgx.pipeline.backfill-batch']);
+    const rows = await pgRows(tx, ProcState.backfillCandidates, now, overdueBefore, d.backfill.batch);
     out.candidates = rows.length;
     if (rows.length === 0) return;
     const ids = rows.map((r) => r.msg_id);
     let res: Awaited<ReturnType<typeof markProcessed>>;
     try {
       const marks = rows.map((r) => ({ id: r.msg_id, at: formatLocalDatetime(r.terminal_at ?? now, tz) }));
-      res = await withTimeout(d.config['msgx.io.timeout'], 'inbox backfill', markProcessed(d.inbox, marks));
+      res = await withTimeout(d.backfill.timeoutMs, 'inbox backfill', markProcessed(d.inbox, marks));
     } catch (e) {
       // Transient: back off; at or after TERMINAL_AT + R, abandon (TRANSIENT_DEADLINE).
       const deadline = rows.filter((r) => r.terminal_at && r.terminal_at.getTime() + R <= now.getTime()).map((r) => r.msg_id);
       const retry = ids.filter((id) => !deadline.includes(id));
       await abandonBackfill(tx, deadline, 'TRANSIENT_DEADLINE', now);
-      await recordBackfillFailure(tx, retry, d.config['msgx.pipeline.backfill-backoff'], now);
+      await recordBackfillFailure(tx, retry, d.backfill.backoffMs, now);
       out.transient = retry;
       out.abandonedDeadline = deadline;
       metrics.backfillWritten.inc({ outcome: 'transient' }, rows.length);
@@ -81,15 +82,15 @@ export async function backfillRound(d: BackfillDeps): Promise<BackfillRound> {
 
 /** When the next backfill is due (for scheduling the next run), or null when nothing is owed. */
 export async function nextBackfillDue(d: BackfillDeps): Promise<Date | null> {
-  const R = d.config['msgx.pipeline.overdue-backfill'];
+  const R = d.backfill.overdueMs;
   const r = await pgOne(d.db, ProcState.nextBackfillDue, R);
   return r?.due ?? null;
 }
 
 /** Alert gauges: rows owed a backfill, rows past backfill-max-attempts. Not exported on a read-only instance. */
 export async function refreshBackfillGauges(d: BackfillDeps): Promise<void> {
-  if (d.config['msgx.inbox.read-only']) return;
-  const r = await pgOne(d.db, ProcState.backfillGauges, d.config['msgx.pipeline.backfill-max-attempts']);
+  if (d.backfill.readOnly) return;
+  const r = await pgOne(d.db, ProcState.backfillGauges, d.backfill.maxAttempts);
   metrics.backfillPending.set(Number(r?.pending ?? 0));
   metrics.backfillOverLimit.set(Number(r?.over ?? 0));
 }
@@ -99,9 +100,9 @@ export async function backfillDrain(d: BackfillDeps, budgetMs: number): Promise<
   const budget = new TimeBudget(budgetMs);
   while (!budget.spent()) {
     const r = await backfillRound(d);
-    if (r.candidates < d.config['msgx.pipeline.backfill-batch'] || r.transient.length) break;
+    if (r.candidates < d.backfill.batch || r.transient.length) break;
   }
   await refreshBackfillGauges(d);
   if (budget.spent()) return 'now';
-  return d.config['msgx.inbox.read-only'] ? null : nextBackfillDue(d);
+  return d.backfill.readOnly ? null : nextBackfillDue(d);
 }

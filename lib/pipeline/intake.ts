@@ -16,7 +16,7 @@
 import { TASK } from '../core/tasks.ts';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
-import type { Config } from '../core/config.ts';
+import type { Slices } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
 import { existingRows, nthIdAfter, readUnprocessedAfter, readUnprocessedIn, type InboxRowRef } from './inbox.ts';
@@ -31,7 +31,8 @@ export interface IntakeDeps {
   db: Db;
   inbox: Inbox;
   clock: Clock;
-  config: Config;
+  /** msgx.pipeline.claim-batch / idle-poll / inbox-retention, msgx.intake.*, msgx.io.timeout. */
+  intake: Slices['intake'];
   log: Logger;
 }
 
@@ -64,10 +65,10 @@ const MAX_PASSED_GAPS = 500;
 const RECHECK_RANGES = 100;
 
 export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
-  const timeout = d.config['msgx.io.timeout'];
-  const batch = d.config['msgx.pipeline.claim-batch'];
+  const timeout = d.intake.timeoutMs;
+  const batch = d.intake.claimBatch;
   const now = d.clock.now();
-  const fullEvery = d.config['msgx.intake.full-scan-every'];
+  const fullEvery = d.intake.fullScanEveryMs;
   const cur = await pgOne(d.db, ProcState.intakeCursor);
   if (!cur) throw new Error('intake_cursor has no row');
 
@@ -75,7 +76,7 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
   const fresh = await withTimeout(timeout, 'inbox scan', readUnprocessedAfter(d.inbox, cur.watermark, batch));
   noteInboxRead();
   const settled = await settleGaps(d, cur.watermark, fresh, cur.gaps ?? [], now);
-  const horizon = now.getTime() - d.config['msgx.pipeline.inbox-retention'];
+  const horizon = now.getTime() - d.intake.inboxRetentionMs;
   let passedGaps: PassedGap[] = [...(cur.passed_gaps ?? []), ...settled.passed.map((g) => ({ lo: g.lo, hi: g.hi, at: now.toISOString() }))].filter((g) => Date.parse(g.at) >= horizon);
   if (passedGaps.length > MAX_PASSED_GAPS) {
     const forgotten = passedGaps.slice(0, passedGaps.length - MAX_PASSED_GAPS);
@@ -162,7 +163,7 @@ async function settleGaps(d: IntakeDeps, watermark: number, fresh: InboxRowRef[]
   if (fresh.length === 0) return { take: fresh, open: known.filter((g) => g.hi > watermark), passed: [] as Gap[], blockedAt: null as number | null };
   const hi = fresh[fresh.length - 1].id;
   if (hi - watermark === fresh.length) return { take: fresh, open: keepAbove(hi), passed: [] as Gap[], blockedAt: null };
-  const present = await withTimeout(d.config['msgx.io.timeout'], 'inbox gap check', existingRows(d.inbox, watermark, hi));
+  const present = await withTimeout(d.intake.timeoutMs, 'inbox gap check', existingRows(d.inbox, watermark, hi));
   const freshIds = new Set(fresh.map((r) => r.id));
   const raced = present.find((p) => p.unprocessed && !freshIds.has(p.id))?.id ?? Infinity;
   // missing runs in (watermark, hi], split by what is already known so that each part keeps its sighting
@@ -172,7 +173,7 @@ async function settleGaps(d: IntakeDeps, watermark: number, fresh: InboxRowRef[]
     if (id > next) missing.push(...split(next, id - 1, known, now));
     next = id + 1;
   }
-  const settle = d.config['msgx.intake.gap-settle'];
+  const settle = d.intake.gapSettleMs;
   const passed: Gap[] = [];
   let block = raced;
   for (const g of missing) {
@@ -223,6 +224,6 @@ export async function intakeLoop(d: IntakeDeps, budgetMs: number, shouldStop: ()
       metrics.intakeErrors.inc();
       d.log.error({ err: e }, 'intake round failed; retrying next round');
     }
-    await sleep(d.config['msgx.pipeline.idle-poll']);
+    await sleep(d.intake.idlePollMs);
   }
 }

@@ -11,6 +11,7 @@ import { backfillRound } from '../../lib/pipeline/backfill.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { sisMessage } from '../../test/support/services.ts';
 import { emptyAll, machine, median, openBench } from './setup.ts';
+import { slices } from '../../lib/core/config.ts';
 
 const runs = Number(process.argv[2] ?? 3);
 const batches = (process.argv[3] ?? '500,2000').split(',').map(Number);
@@ -49,7 +50,7 @@ for (let run = 0; run < runs; run++) {
   const order = run % 2 === 0 ? batches : [...batches].reverse();
   for (const batch of order) {
     await reset();
-    const d = { db: b.db, inbox: b.inbox, clock: systemClock, config: { ...b.config, 'msgx.pipeline.backfill-batch': batch }, log };
+    const d = { db: b.db, inbox: b.inbox, clock: systemClock, backfill: { ...slices(b.config).backfill, batch }, log };
     let written = 0;
     let rounds = 0;
     t = performance.now();

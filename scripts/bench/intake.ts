@@ -22,6 +22,7 @@ import { intakeRound } from '../../lib/pipeline/intake.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { sisMessage } from '../../test/support/services.ts';
 import { BENCH_INBOX, emptyAll, machine, median, openBench } from './setup.ts';
+import { slices } from '../../lib/core/config.ts';
 
 const ROUNDS = Number(process.argv[2] ?? 7);
 const SIZES = (process.argv[3] ?? '10000,100000,1000000').split(',').map(Number);
@@ -30,7 +31,7 @@ const b = await openBench();
 const log = createLogger('bench', process.env.BENCH_LOG ?? 'silent');
 // one connection: the handler counters of the session are exactly the round's reads
 const inbox = createAodbPool(BENCH_INBOX, { timeoutMs: 120_000, connectionLimit: 1 });
-const deps = { db: b.db, inbox, clock: systemClock, config: b.config, log };
+const deps = { db: b.db, inbox, clock: systemClock, intake: slices(b.config).intake, log };
 const batch = b.config['msgx.pipeline.claim-batch'];
 const CHUNK = batch * 20; // FULL_SCAN_CHUNK_FACTOR in lib/pipeline/intake.ts
 

@@ -68,7 +68,7 @@ async function prepare(k: number, changeRecords = true) {
     MSGX_PIPELINE_CLAIM_BATCH: '5000',
     MSGX_PIPELINE_APPLY_BATCH: String(k),
   });
-  const base = { clock: systemClock, config, log };
+  const base = { clock: systemClock, config, intake: slices(config).intake, log };
   while ((await intakeRound({ ...base, db: b.db, inbox: b.inbox })).enqueued.length > 0);
   const deps = { ...base, session: b.session, inbox: b.inbox, registry: buildRegistry({ changeRecords }), mirror: buildMirror({ db: b.db, redis: b.redis, airport: slices(config).airport }) };
   await tick(deps); // the snapshot
@@ -148,7 +148,7 @@ const planSec = (performance.now() - t) / 1000;
 t = performance.now();
 let marked = 0;
 for (;;) {
-  const r = await backfillRound({ clock: systemClock, config, log, db: b.db, inbox: b.inbox });
+  const r = await backfillRound({ clock: systemClock, backfill: slices(config).backfill, log, db: b.db, inbox: b.inbox });
   marked += r.written + r.alreadyMarked;
   if (r.candidates === 0) break;
 }

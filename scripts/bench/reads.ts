@@ -21,7 +21,7 @@ const log = createLogger('bench', 'silent');
 await emptyAll(b);
 await insertInboxRow(b.inbox, { body: bigSnapshot(9999, 1, { seqn: 1 }), received: '2026-12-01 08:00:00' });
 await insertInboxRow(b.inbox, { body: bigSnapshot(1, 10_000, { seqn: 2 }).replace(/01DEC26/g, '02DEC26'), received: '2026-12-01 08:00:00' });
-await intakeRound({ db: b.db, inbox: b.inbox, clock: systemClock, config: b.config, log });
+await intakeRound({ db: b.db, inbox: b.inbox, clock: systemClock, intake: slices(b.config).intake, log });
 await drain(
   { session: b.session, inbox: b.inbox, registry: buildRegistry(), mirror: buildMirror({ db: b.db, redis: b.redis, airport: slices(b.config).airport }), clock: systemClock, config: b.config, log },
   600_000,

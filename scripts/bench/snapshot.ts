@@ -28,7 +28,7 @@ const xml = bigSnapshot(flights);
 for (let r = 0; r < runs; r++) {
   await emptyAll(b);
   for (const seqn of [1, 2]) await insertInboxRow(b.inbox, { body: xml.replace(/<SEQN>\d+/, `<SEQN>${seqn}`), received: '2026-12-01 08:00:00' });
-  await intakeRound({ db: b.db, inbox: b.inbox, clock: systemClock, config: b.config, log });
+  await intakeRound({ db: b.db, inbox: b.inbox, clock: systemClock, intake: slices(b.config).intake, log });
   const deps = {
     session: b.session,
     inbox: b.inbox,

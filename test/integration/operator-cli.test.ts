@@ -6,6 +6,7 @@ import { ManualClock } from '../../lib/core/clock.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
 import { testConfig, testEnv } from '../support/env.ts';
 import { openServices, procRows, putInbox, resetPipeline, silentLog, sisMessage, type TestServices } from '../support/services.ts';
+import { slices } from '../../lib/core/config.ts';
 
 let s: TestServices;
 const clock = new ManualClock('2026-12-01T00:00:00Z');
@@ -26,7 +27,7 @@ function cli(script: string, args: string[]): Promise<{ code: number | null; out
 async function rows(n: number, set: Record<string, unknown>): Promise<number[]> {
   const ids: number[] = [];
   for (let i = 0; i < n; i++) ids.push(await putInbox(s.inbox, sisMessage()));
-  await intakeRound({ db: s.db, inbox: s.inbox, clock, config, log: silentLog });
+  await intakeRound({ db: s.db, inbox: s.inbox, clock, intake: slices(config).intake, log: silentLog });
   await s.db.updateTable('proc_state').set(set).where('msg_id', 'in', ids).execute();
   return ids;
 }

@@ -24,6 +24,7 @@ import { intakeRound } from '../../lib/pipeline/intake.ts';
 import { hasLog, startWorker, stopAll, waitFor } from '../support/processes.ts';
 import { deadRedis, openServices, putInbox, resetDomain, resetPipeline, silentLog, sisMessage, type TestServices } from '../support/services.ts';
 import { fltr, flop, rec, schd } from './flight-support.ts';
+import { slices } from '../../lib/core/config.ts';
 
 const DAY = 86_400_000;
 const SEC = 1000;
@@ -313,7 +314,7 @@ describe('flight history purge (US-14)', () => {
     // enqueued, never applied (the first is a held head), so no flight's last_msg_id points at them
     await putInbox(s.inbox, flop('STND', '1', '<STND>S9</STND>'));
     await putInbox(s.inbox, flop('STND', '777', '<MAID>3</MAID>'));
-    const open = (await intakeRound({ db: s.db, inbox: s.inbox, clock, config: testConfig(), log: silentLog })).enqueued;
+    const open = (await intakeRound({ db: s.db, inbox: s.inbox, clock, intake: slices(testConfig()).intake, log: silentLog })).enqueued;
     expect(open).toHaveLength(2);
     await sql`update proc_state set state = 'FAILED', attempts = 1 where msg_id = ${open[0]}`.execute(s.db);
     clock.set(DAY9_PURGEABLE);

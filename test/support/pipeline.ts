@@ -10,7 +10,7 @@ import { silentLog, type TestServices } from './services.ts';
 export async function runPipelineUntilSettled(s: TestServices, config: Config, clock: Clock, maxRounds = 200): Promise<void> {
   const registry = buildRegistry();
   const mirror = buildMirror({ db: s.db, redis: s.redis, airport: slices(config).airport });
-  const base = { clock, config, log: silentLog };
+  const base = { clock, config, intake: slices(config).intake, backfill: slices(config).backfill, log: silentLog };
   for (let round = 0; round < maxRounds; round++) {
     const r = await intakeRound({ ...base, db: s.db, inbox: s.inbox });
     const p = await drain({ ...base, session: s.session, inbox: s.inbox, registry, mirror }, 60_000);

@@ -9,18 +9,19 @@ import { LOCKS } from '../../../lib/db/postgres.ts';
 import { markTerminal } from '../../../lib/pipeline/transitions.ts';
 import { testConfig } from '../../support/env.ts';
 import { deadInbox, inboxProcessed, openServices, procRows, putInbox, resetPipeline, silentLog, sisMessage, type TestServices } from '../../support/services.ts';
+import { slices } from '../../../lib/core/config.ts';
 
 let s: TestServices;
 const clock = new ManualClock('2026-12-01T00:00:00Z'); // 08:00 in Asia/Shanghai
 const config = testConfig({ 'msgx.pipeline.backfill-batch': '2', 'msgx.pipeline.backfill-backoff': '5s,30s', 'msgx.pipeline.overdue-backfill': '24h' });
-const deps = (over: Partial<BackfillDeps> = {}): BackfillDeps => ({ db: s.db, inbox: s.inbox, clock, config, log: silentLog, ...over });
+const deps = (over: Partial<BackfillDeps> = {}): BackfillDeps => ({ db: s.db, inbox: s.inbox, clock, backfill: slices(config).backfill, log: silentLog, ...over });
 const row = async (id: number) => (await procRows(s.db)).find((r) => r.msg_id === id)!;
 
 /** n inbox rows, enqueued and made terminal at the clock's now. */
 async function terminalRows(n: number): Promise<number[]> {
   const ids: number[] = [];
   for (let i = 0; i < n; i++) ids.push(await putInbox(s.inbox, sisMessage()));
-  await intakeRound({ db: s.db, inbox: s.inbox, clock, config, log: silentLog });
+  await intakeRound({ db: s.db, inbox: s.inbox, clock, intake: slices(config).intake, log: silentLog });
   for (const id of ids) await markTerminal(s.db, id, 'SUCCEEDED', null, clock.now(), 'TEST/UPD');
   return ids;
 }
@@ -114,7 +115,7 @@ describe('backfill', () => {
   it('read-only mode writes nothing to the inbox and leaves BACKFILL_AT NULL', async () => {
     const [id] = await terminalRows(1);
     const ro = testConfig({ 'msgx.inbox.read-only': 'true' });
-    expect((await backfillRound(deps({ config: ro }))).candidates).toBe(0);
+    expect((await backfillRound(deps({ backfill: slices(ro).backfill }))).candidates).toBe(0);
     expect((await inboxProcessed(s.inbox)).get(id)).toBeNull();
     expect((await row(id)).backfill_at).toBeNull();
   });

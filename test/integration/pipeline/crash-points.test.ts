@@ -14,6 +14,7 @@ import { testConfig } from '../../support/env.ts';
 import { runPipelineUntilSettled } from '../../support/pipeline.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../../support/processes.ts';
 import { openServices, putInbox, resetDomain, resetPipeline, silentLog, sisMessage, type TestServices } from '../../support/services.ts';
+import { slices } from '../../../lib/core/config.ts';
 
 const TZ = 'Asia/Shanghai';
 const config = testConfig();
@@ -73,7 +74,7 @@ async function fresh() {
   await resetPipeline(s);
   await resetDomain(s);
   for (const xml of workload()) await putInbox(s.inbox, xml);
-  await intakeRound({ db: s.db, inbox: s.inbox, clock: new ManualClock(), config, log: silentLog });
+  await intakeRound({ db: s.db, inbox: s.inbox, clock: new ManualClock(), intake: slices(config).intake, log: silentLog });
 }
 
 let reference: Awaited<ReturnType<typeof snapshotOfStores>>;

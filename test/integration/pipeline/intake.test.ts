@@ -6,11 +6,12 @@ import { metrics } from '../../../lib/runtime/metrics.ts';
 import { enqueue } from '../../../lib/pipeline/transitions.ts';
 import { testConfig } from '../../support/env.ts';
 import { deadInbox, openServices, procRows, putInbox, resetPipeline, silentLog, sisMessage, type TestServices } from '../../support/services.ts';
+import { slices } from '../../../lib/core/config.ts';
 
 let s: TestServices;
 const clock = new ManualClock('2026-12-01T00:00:00Z');
 const config = testConfig({ 'msgx.pipeline.claim-batch': '3', 'msgx.intake.gap-settle': '2s', 'msgx.intake.full-scan-every': '10m' });
-const deps = (over: Partial<IntakeDeps> = {}): IntakeDeps => ({ db: s.db, inbox: s.inbox, clock, config, log: silentLog, ...over });
+const deps = (over: Partial<IntakeDeps> = {}): IntakeDeps => ({ db: s.db, inbox: s.inbox, clock, intake: slices(config).intake, log: silentLog, ...over });
 const enqueued = async () => (await procRows(s.db)).map((r) => r.msg_id);
 const counter = async (c: { get(): Promise<{ values: { value: number }[] }> }) => (await c.get()).values[0]?.value ?? 0;
 
@@ -166,7 +167,7 @@ describe('intake gaps and the full scan (issue 10 item 4)', () => {
     const slow = testConfig({ 'msgx.pipeline.claim-batch': '3', 'msgx.intake.gap-settle': '1h', 'msgx.pipeline.idle-poll': '100ms' });
     const scanned0 = await counter(metrics.intakeScannedRows);
     await intakeLoop(
-      deps({ config: slow, clock: { now: () => new Date() } as never }),
+      deps({ intake: slices(slow).intake, clock: { now: () => new Date() } as never }),
       1000,
       () => false,
       (ms) => new Promise((r) => setTimeout(r, ms)),

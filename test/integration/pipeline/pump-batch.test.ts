@@ -12,6 +12,7 @@ import { drain, type PumpDeps } from '../../../lib/pipeline/pump.ts';
 import { payload } from '../../../lib/sis/envelope.ts';
 import { testConfig } from '../../support/env.ts';
 import { openServices, procRows, putInbox, resetPipeline, silentLog, sisMessage, type TestServices } from '../../support/services.ts';
+import { slices } from '../../../lib/core/config.ts';
 
 let s: TestServices;
 const clock = new ManualClock('2026-12-01T00:00:00Z');
@@ -67,7 +68,7 @@ const mirror = (): Mirror => ({
 });
 
 const deps = (over: Partial<PumpDeps> = {}): PumpDeps => ({ session: s.session, inbox: s.inbox, registry, mirror: mirror(), clock, config, log: silentLog, ...over });
-const enqueueAll = () => intakeRound({ db: s.db, inbox: s.inbox, clock, config, log: silentLog });
+const enqueueAll = () => intakeRound({ db: s.db, inbox: s.inbox, clock, intake: slices(config).intake, log: silentLog });
 const state = async (id: number) => (await procRows(s.db)).find((r) => r.msg_id === id)!;
 const effects = async () => (await sql<{ msg_id: number }>`select msg_id from test_effects order by msg_id`.execute(s.db)).rows.map((r) => Number(r.msg_id));
 const put = async (n: number, o: { type?: string; body?: (i: number) => string } = {}) => {

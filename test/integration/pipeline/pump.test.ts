@@ -9,6 +9,7 @@ import { refreshHeadGauges } from '../../../lib/pipeline/gauges.ts';
 import { metrics } from '../../../lib/runtime/metrics.ts';
 import { testConfig } from '../../support/env.ts';
 import { deadInbox, deadRedis, openServices, procRows, putInbox, resetPipeline, silentLog, sisMessage, type TestServices } from '../../support/services.ts';
+import { slices } from '../../../lib/core/config.ts';
 
 let s: TestServices;
 const clock = new ManualClock('2026-12-01T00:00:00Z');
@@ -29,7 +30,7 @@ function deps(over: Partial<PumpDeps> = {}): PumpDeps {
   return { session: s.session, inbox: s.inbox, registry, mirror: redisMirror(), clock, config, log: silentLog, ...over };
 }
 async function enqueueAll() {
-  await intakeRound({ db: s.db, inbox: s.inbox, clock, config, log: silentLog });
+  await intakeRound({ db: s.db, inbox: s.inbox, clock, intake: slices(config).intake, log: silentLog });
 }
 const state = async (id: number) => (await procRows(s.db)).find((r) => r.msg_id === id)!;
 
@@ -121,13 +122,13 @@ describe('pump', () => {
     expect(row.failures_in_row).toBeGreaterThan(4);
     expect(waits).toBeGreaterThan(10); // the ladder's 30 s and 2 m steps were waited out in probes of 1 s
     // head gauges come from their own refresh (not the pump's loop)
-    await refreshHeadGauges(s.db, clock, config);
+    await refreshHeadGauges(s.db, clock, slices(config).failures);
     expect((await metrics.headBlocked.get()).values[0].value).toBe(1);
     expect((await metrics.backlogMessages.get()).values[0].value).toBe(1);
     // the service is back: the next tick applies it at once, NEXT_ATTEMPT_AT (up to 2 min away) notwithstanding
     expect((await state(a)).next_attempt_at!.getTime()).toBeGreaterThan(clock.now().getTime());
     expect(await tick(deps())).toMatchObject({ msgId: a, state: 'SUCCEEDED' });
-    await refreshHeadGauges(s.db, clock, config);
+    await refreshHeadGauges(s.db, clock, slices(config).failures);
     expect((await metrics.headBlocked.get()).values[0].value).toBe(0);
     expect((await metrics.backlogMessages.get()).values[0].value).toBe(0);
   });

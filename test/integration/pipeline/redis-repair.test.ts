@@ -29,7 +29,7 @@ function deps(redis = s.redis): PumpDeps {
 }
 async function put(xml: string) {
   const id = await putInbox(s.inbox, xml);
-  await intakeRound({ db: s.db, inbox: s.inbox, clock, config, log: silentLog });
+  await intakeRound({ db: s.db, inbox: s.inbox, clock, intake: slices(config).intake, log: silentLog });
   return id;
 }
 const redisFlight = async (f: number) => {
@@ -119,7 +119,7 @@ describe('Redis repaired after a failed Redis step', () => {
   it('a batch of messages whose Redis step failed: every message finished, Redis equal to Postgres', async () => {
     const ids: number[] = [];
     for (const xml of [fdel(5), schd('ADFT', ['<FLTR><FLID>3</FLID><MAID>4</MAID></FLTR>']), fdel(2)]) ids.push(await putInbox(s.inbox, xml));
-    await intakeRound({ db: s.db, inbox: s.inbox, clock, config, log: silentLog });
+    await intakeRound({ db: s.db, inbox: s.inbox, clock, intake: slices(config).intake, log: silentLog });
     const down = deadRedis();
     try {
       await drain(deps(down), 10_000);
