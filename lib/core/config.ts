@@ -182,6 +182,9 @@ const SLICES = {
     timeoutMs: 'msgx.io.timeout',
   },
   dispatch: {
+    msgTopic: 'msgx.kafka.msg-topic',
+    schdTopic: 'msgx.kafka.schd-topic',
+    timezone: 'msgx.airport.timezone',
     msgBatch: 'msgx.msg.batch',
     schdFlushLimit: 'msgx.schd.flush-limit',
     maxRecordBytes: 'msgx.schd.max-record-bytes',

@@ -6,7 +6,7 @@
 import { withTimeout } from '../core/timeout.ts';
 import kafkajs from 'kafkajs';
 import type { Admin, LogEntry, Message, PartitionerArgs, Producer, RecordMetadata } from 'kafkajs';
-import type { Config } from '../core/config.ts';
+import type { Slices } from '../core/config.ts';
 import type { Logger } from '../runtime/log.ts';
 import { offsetsOf } from './plan.ts';
 
@@ -119,15 +119,16 @@ export interface KafkaOptions {
 
 const WEEK_MS = 7 * 24 * 3600 * 1000;
 
-export function kafkaOptions(config: Config, log: Logger): KafkaOptions {
+export function kafkaOptions(config: Slices['kafka'], log: Logger): KafkaOptions {
   return {
-    brokers: config.KAFKA_BROKERS.split(',')
+    brokers: config.brokers
+      .split(',')
       .map((b) => b.trim())
       .filter(Boolean),
-    clientId: config['msgx.kafka.client-id'],
-    timeoutMs: config['msgx.io.timeout'],
-    partitions: config['msgx.kafka.partitions'],
-    retentionMs: config['msgx.pipeline.event-retention'],
+    clientId: config.clientId,
+    timeoutMs: config.timeoutMs,
+    partitions: config.partitions,
+    retentionMs: config.eventRetentionMs,
     log,
   };
 }

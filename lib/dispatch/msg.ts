@@ -7,7 +7,7 @@
 // only). Nothing of a failed send is marked SENT. The round runs under a transaction-scoped advisory lock, so two instances
 // never send the same FLID concurrently.
 import type { Clock } from '../core/clock.ts';
-import type { Config } from '../core/config.ts';
+import type { Slices } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Logger } from '../runtime/log.ts';
 import type { KafkaEdge } from './kafka.ts';
@@ -20,7 +20,8 @@ import { TimeBudget } from '../core/budget.ts';
 export interface DispatchDeps {
   db: Db;
   kafka: KafkaEdge;
-  config: Config;
+  /** Topics, batch sizes, the record size limit, the retry ladder, the airport's zone. */
+  dispatch: Slices['dispatch'];
   clock: Clock;
   log: Logger;
   /** Outage state of a running dispatcher (lib/dispatch/outage.ts): one log line per outage, not per send. */
@@ -37,16 +38,16 @@ export interface RoundResult {
   dead: number;
 }
 
-export const retryPolicy = (c: Config): RetryPolicy => ({ ladder: c['msgx.dispatch.backoff'], maxAttempts: c['msgx.dispatch.max-attempts'] });
+export const retryPolicy = (c: Slices['dispatch']): RetryPolicy => ({ ladder: c.backoffMs, maxAttempts: c.maxAttempts });
 
 /** One msg round. */
 export async function msgRound(d: DispatchDeps): Promise<RoundResult> {
-  const topic = d.config['msgx.kafka.msg-topic'];
+  const topic = d.dispatch.msgTopic;
   const result = await d.db.transaction().execute(async (tx) => {
     const res: RoundResult = { busy: false, picked: 0, sent: 0, failed: 0, dead: 0 };
     if (!(await tryRoundLock(tx, 'msg'))) return { ...res, busy: true };
     const now = d.clock.now();
-    const batch = await freezeMsgBatch(tx, now, d.config['msgx.msg.batch']);
+    const batch = await freezeMsgBatch(tx, now, d.dispatch.msgBatch);
     res.picked = batch.length;
     if (batch.length === 0) return res;
 
@@ -54,7 +55,7 @@ export async function msgRound(d: DispatchDeps): Promise<RoundResult> {
     // stopping at the first failure (later chunks stay untouched for the next round).
     const chunks = chunkBySize(
       batch.map((e) => Buffer.byteLength(e.value) + Buffer.byteLength(e.flid) + 64),
-      d.config['msgx.schd.max-record-bytes'],
+      d.dispatch.maxRecordBytes,
     ).map((idx) => idx.map((i) => batch[i]));
     const acked: Acked[] = [];
     let failed: { rows: MsgRow[]; error: Error } | null = null;
@@ -74,7 +75,7 @@ export async function msgRound(d: DispatchDeps): Promise<RoundResult> {
     const at = d.clock.now();
     res.sent = (await markSent(tx, acked, at)).length;
     if (failed) {
-      const policy = retryPolicy(d.config);
+      const policy = retryPolicy(d.dispatch);
       const unavailable = !(await d.kafka.reachable());
       const error = `${unavailable ? 'broker unreachable: ' : ''}${failed.error.name}: ${failed.error.message}`;
       const dead = await markFailed(

@@ -32,19 +32,19 @@ export interface SchdRoundResult extends RoundResult {
 }
 
 export async function schdRound(d: DispatchDeps): Promise<SchdRoundResult> {
-  const topic = d.config['msgx.kafka.schd-topic'];
-  const maxBytes = d.config['msgx.schd.max-record-bytes'];
+  const topic = d.dispatch.schdTopic;
+  const maxBytes = d.dispatch.maxRecordBytes;
   const result = await d.db.transaction().execute(async (tx) => {
     const res: SchdRoundResult = { busy: false, picked: 0, sent: 0, failed: 0, dead: 0, gone: 0, overtaken: 0, records: 0 };
     if (!(await tryRoundLock(tx, 'schd'))) return { ...res, busy: true };
-    const rows = await pendingSchdRows(tx, d.clock.now(), d.config['msgx.schd.flush-limit']);
+    const rows = await pendingSchdRows(tx, d.clock.now(), d.dispatch.schdFlushLimit);
     res.picked = rows.length;
     if (rows.length === 0) return res;
 
     const states = await readFlights(
       d.db,
       rows.map((r) => r.flid),
-      d.config['msgx.airport.timezone'],
+      d.dispatch.timezone,
     );
     const live: { row: SchdRow; version: number; json: string }[] = [];
     const gone: number[] = [];
@@ -55,7 +55,7 @@ export async function schdRound(d: DispatchDeps): Promise<SchdRoundResult> {
     }
     res.gone = await dropGoneSchdRows(tx, gone);
 
-    const policy = retryPolicy(d.config);
+    const policy = retryPolicy(d.dispatch);
     const { records, oversize } = splitSchd(
       live.map((l) => l.json),
       maxBytes,

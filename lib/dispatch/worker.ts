@@ -12,6 +12,7 @@ import { KafkaOutage, PROBE_INTERVAL_MS } from './outage.ts';
 import { releaseBackoff } from './outbox.ts';
 import { probes, probeUntilUp } from '../runtime/probe.ts';
 import { dutyTask } from '../runtime/duty.ts';
+import { slices } from '../core/config.ts';
 
 /** Time one task run may keep draining before it re-queues itself (other jobs get a turn). */
 export const DRAIN_BUDGET_MS = 30_000;
@@ -22,7 +23,7 @@ export const DRAIN_BUDGET_MS = 30_000;
  */
 export async function connectKafka(rt: Runtime, spec: TopicSpec): Promise<KafkaEdge> {
   const topic = spec.topic;
-  const kafka = createKafkaEdge(kafkaOptions(rt.config, rt.log));
+  const kafka = createKafkaEdge(kafkaOptions(slices(rt.config).kafka, rt.log));
   const started = Date.now();
   let lastLog = 0;
   // Short, capped waits: the dispatcher starts sending ≤ 2 s after Kafka answers (issue 14);
@@ -53,8 +54,8 @@ export async function connectKafka(rt: Runtime, spec: TopicSpec): Promise<KafkaE
 export function dispatcherTask(rt: Runtime, target: Target, task: string, drainFn: (d: DispatchDeps, budgetMs: number, signal?: AbortSignal) => Promise<DrainNext>, kafka: KafkaEdge): Task {
   registerDispatchGauges(rt.db, [target]);
   const outage = new KafkaOutage(rt.log, target);
-  const probe = probes.kafka(kafkaOptions(rt.config, rt.log).brokers, Math.min(1000, rt.config['msgx.io.timeout']));
-  const deps: DispatchDeps = { db: rt.db, kafka, config: rt.config, clock: rt.clock, log: rt.log, outage };
+  const probe = probes.kafka(kafkaOptions(slices(rt.config).kafka, rt.log).brokers, Math.min(1000, slices(rt.config).io.timeoutMs));
+  const deps: DispatchDeps = { db: rt.db, kafka, dispatch: slices(rt.config).dispatch, clock: rt.clock, log: rt.log, outage };
   return dutyTask({
     task,
     stopping: () => rt.signal.aborted,

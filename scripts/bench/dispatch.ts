@@ -39,9 +39,9 @@ const msgTopic = `bench.${tag}.msg`;
 const schdTopic = `bench.${tag}.schd`;
 const b = await openBench({ MSGX_KAFKA_MSG_TOPIC: msgTopic, MSGX_KAFKA_SCHD_TOPIC: schdTopic });
 const log = createLogger('bench', process.env.BENCH_LOG ?? 'silent');
-const kafka = createKafkaEdge(kafkaOptions(b.config, log));
+const kafka = createKafkaEdge(kafkaOptions(slices(b.config).kafka, log));
 await kafka.ensureTopics([msgTopic, schdTopic]);
-const depsWith = (o: Partial<Config>): DispatchDeps => ({ db: b.db, kafka, config: { ...b.config, ...o }, clock: systemClock, log });
+const depsWith = (o: Partial<Config>): DispatchDeps => ({ db: b.db, kafka, dispatch: slices({ ...b.config, ...o } as Config).dispatch, clock: systemClock, log });
 await emptyAll(b);
 
 // ---------------------------------------------------------------------------------------------

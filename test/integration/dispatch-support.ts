@@ -14,6 +14,7 @@ import { createKafkaEdge, type KafkaEdge } from '../../lib/dispatch/kafka.ts';
 import type { DispatchDeps } from '../../lib/dispatch/msg.ts';
 import { insertMsgEvents } from '../../lib/flight/store.ts';
 import { TEST_KAFKA, TEST_PG_URL, testConfig } from '../support/env.ts';
+import { slices } from '../../lib/core/config.ts';
 import { silentLog } from '../support/services.ts';
 
 const { Kafka, logLevel } = kafkajs;
@@ -50,7 +51,7 @@ export function edge(o: { brokers?: string; timeoutMs?: number; partitions?: num
 }
 
 export function deps(db: Db, kafka: KafkaEdge, overrides: Record<string, string>, clock: Clock = new ManualClock(NOW)): DispatchDeps {
-  return { db, kafka, config: testConfig(overrides), clock, log: silentLog };
+  return { db, kafka, dispatch: slices(testConfig(overrides)).dispatch, clock, log: silentLog };
 }
 
 /** Insert msg events (payload like the flight domain's UPSERT) for FLIDs in this order. Returns their event ids. */
