@@ -44,7 +44,7 @@ export function changeList(changes: Record<string, [unknown, unknown]>): FieldCh
 }
 
 /** A FLIGHT_CHANGE row as the trace and the timeline show it. */
-export function changeView(r: Record<string, any>, tz: string): FlightChangeView {
+export function changeView(r: Flight.FlightChangeRow, tz: string): FlightChangeView {
   return {
     flid: r.flid,
     stateVersion: Number(r.state_version),
@@ -117,7 +117,7 @@ export async function flightTimeline(db: Executor, flid: string, tz: string): Pr
   for (const e of events) {
     const ver = Number(e.state_version);
     if (versions.has(ver)) continue;
-    const p = e.payload as Record<string, any>;
+    const p = e.payload as Record<string, unknown>;
     const id = Number(p.MSG_ID);
     const kind = p.TYPE ? `${p.TYPE}/${p.STYP ?? ''}` : null;
     versions.set(ver, {

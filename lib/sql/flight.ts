@@ -268,8 +268,9 @@ export interface FlightChangeRow {
   state_version: number;
   msg_id: number;
   kind: string;
-  op: string;
-  cause: string;
+  op: 'CREATE' | 'UPDATE' | 'DELETE' | 'REVIVE';
+  cause: 'MESSAGE' | 'CASCADE' | 'MAFL' | 'SNAPSHOT_DELETE';
+  /** {"KEY": [before, after], ...} */
   changes: Record<string, [unknown, unknown]>;
   created_at: Date;
 }
@@ -364,20 +365,8 @@ export const purgeChangesBefore = pgStatement<[cutoff: Date, batch: number]>(
 // ---- lib/api/message-trace.ts
 
 /** A FLIGHT_CHANGE row (one message's change of one flight, the version it made). */
-export interface TraceChangeRow {
-  flid: string;
-  state_version: number;
-  msg_id: number;
-  kind: string;
-  op: 'CREATE' | 'UPDATE' | 'DELETE' | 'REVIVE';
-  cause: 'MESSAGE' | 'CASCADE' | 'MAFL' | 'SNAPSHOT_DELETE';
-  /** {"KEY": [before, after], ...} */
-  changes: Record<string, [unknown, unknown]>;
-  created_at: Date;
-}
-
 /** The flight changes message $1 made, per flight in version order. */
-export const traceChanges = pgStatement<[msgId: number], TraceChangeRow>('flight.trace_changes', 'select * from flight_change where msg_id = $1::bigint order by flid, state_version');
+export const traceChanges = pgStatement<[msgId: number], FlightChangeRow>('flight.trace_changes', 'select * from flight_change where msg_id = $1::bigint order by flid, state_version');
 
 /** An outbox event of a version a message made, as the message trace shows it. */
 export interface TraceEventRow {
