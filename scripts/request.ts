@@ -9,6 +9,7 @@ import { loadConfig } from '../lib/core/config.ts';
 import { systemClock } from '../lib/core/clock.ts';
 import { createDb, createPool } from '../lib/db/postgres.ts';
 import { getRequest } from '../lib/requests/track.ts';
+import { requestSettings } from '../lib/requests/outbound.ts';
 import { runRequestTask } from '../lib/requests/tasks.ts';
 
 const USAGE = 'usage: request rqrd <TYPE> | rqfd <YYYY-MM-DD>';
@@ -25,7 +26,7 @@ async function main(argv: string[]): Promise<number> {
   const db = createDb(pool);
   const outbox = mysql.createPool({ uri: config.INBOX_URL, connectionLimit: 1, connectTimeout: config['msgx.io.timeout'] });
   try {
-    const { createdId, results } = await runRequestTask({ db, outbox, config, clock: systemClock }, payload);
+    const { createdId, results } = await runRequestTask({ db, outbox, ...requestSettings(config), clock: systemClock }, payload);
     const request = createdId === undefined ? undefined : await getRequest(db, createdId);
     console.log(JSON.stringify({ request, results }, null, 2));
     return results.some((r) => r.id === createdId && (r.outcome === 'sent' || r.outcome === 'reconciled')) ? 0 : 1;

@@ -20,6 +20,7 @@ import { dispatchOperatorTasks } from '../lib/dispatch/actions.ts';
 import { dispatchRoutes } from '../lib/api/dispatch-routes.ts';
 import { requestRoutes } from '../lib/api/request-routes.ts';
 import { registerRequestsGauge } from '../lib/requests/metrics.ts';
+import { requestSettings } from '../lib/requests/outbound.ts';
 import { requestsCrontab, requestTasks } from '../lib/requests/tasks.ts';
 
 // Token rules first: without a proper token outside development mode the api does not start.
@@ -39,7 +40,7 @@ await runProcess({
     await hardenApi(app, { scriptSources: CONSOLE_SCRIPT_SOURCES, log: rt.log });
     auditRoutes(app, audit);
     const guard = bearerGuard(app, { token, who, audit });
-    const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
+    const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: slices(rt.config).io.timeoutMs });
     app.addHook('onClose', () => inbox.end());
 
     // Registering a route (also for new route files): every route is a plugin or lives in one
@@ -52,20 +53,20 @@ await runProcess({
     //     the guarded scope below, whose onRequest hook is the guard;
     //   - `bodyLimit: JSON_BODY_LIMIT` for a JSON body (the server default is 64 KiB);
     //   - `config: { audit: '<action>' }` for an operator action (lib/api/audit.ts).
-    await app.register(async (scoped) => inboxRoutes(scoped, { inbox, config: rt.config, clock: rt.clock, guard }));
+    await app.register(async (scoped) => inboxRoutes(scoped, { inbox, settings: slices(rt.config).inbox, clock: rt.clock, guard }));
     await app.register(async (scoped) => opsRoutes(scoped, { db: rt.db, clock: rt.clock, guard }));
     await app.register(async (scoped) => consoleRoutes(scoped, { db: rt.db, clock: rt.clock, guard }));
-    await app.register(async (scoped) => traceRoutes(scoped, { db: rt.db, inbox, clock: rt.clock, config: rt.config, guard })); // trace, timeline, console v2 reads
-    await app.register(flightRoutes, { db: rt.db, timeZone: rt.config['msgx.airport.timezone'] });
+    await app.register(async (scoped) => traceRoutes(scoped, { db: rt.db, inbox, clock: rt.clock, settings: slices(rt.config).trace, guard })); // trace, timeline, console v2 reads
+    await app.register(flightRoutes, { db: rt.db, timeZone: slices(rt.config).airport.timezone });
     await app.register(async (scoped) => refdataRoutes(scoped, { db: rt.db, clock: rt.clock }));
     await app.register(async (scoped) => {
       scoped.addHook('onRequest', guard);
-      await requestRoutes(scoped, { db: rt.db, config: rt.config, clock: rt.clock });
+      await requestRoutes(scoped, { db: rt.db, ...requestSettings(rt.config), clock: rt.clock });
       await dispatchRoutes(scoped, { db: rt.db });
     });
     registerRequestsGauge(rt.db);
   },
-  crontab: (config) => requestsCrontab(config) || '# no daily schedule request (msgx.requests.daily-schedule-at is empty)',
+  crontab: (config) => requestsCrontab(requestSettings(config)) || '# no daily schedule request (msgx.requests.daily-schedule-at is empty)',
   tasks: async (rt) => {
     const replay: Task = async (payload) => {
       const r = await replayReport(rt.db, rt.clock, payload as ReplayRequest);
@@ -77,9 +78,14 @@ await runProcess({
       rt.log.info({ msgIds: r.done }, 'backfill-resume task: abandoned backfills resumed');
       if (r.untouched.length) rt.log.warn({ untouched: r.untouched }, 'backfill-resume task: matched messages left as they are');
     };
-    const outbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
+    const outbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: slices(rt.config).io.timeoutMs });
     return {
-      tasks: { [TASK.replay]: replay, [TASK.backfillResume]: resume, ...dispatchOperatorTasks(rt.db, rt.log), ...requestTasks({ db: rt.db, outbox, config: rt.config, clock: rt.clock, log: rt.log }) },
+      tasks: {
+        [TASK.replay]: replay,
+        [TASK.backfillResume]: resume,
+        ...dispatchOperatorTasks(rt.db, rt.log),
+        ...requestTasks({ db: rt.db, outbox, ...requestSettings(rt.config), clock: rt.clock, log: rt.log }),
+      },
       close: () => outbox.end(),
     };
   },

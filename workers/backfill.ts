@@ -13,7 +13,7 @@ await runProcess({
   kick: [TASK.backfill],
   keepAlive: [TASK.backfill],
   tasks: async (rt) => {
-    const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
+    const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: slices(rt.config).io.timeoutMs });
     const deps = { db: rt.db, inbox, clock: rt.clock, backfill: slices(rt.config).backfill, log: rt.log };
     return {
       tasks: {

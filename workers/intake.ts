@@ -16,7 +16,7 @@ await runProcess({
   kick: [TASK.intake],
   keepAlive: [TASK.intake],
   tasks: async (rt, leader) => {
-    const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
+    const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: slices(rt.config).io.timeoutMs });
     const deps = { db: rt.db, inbox, clock: rt.clock, intake: slices(rt.config).intake, log: rt.log };
     const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
     return {

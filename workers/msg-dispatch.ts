@@ -1,6 +1,7 @@
 // msg-dispatch: outbox (target 'msg') → msg topic, key = FLID, EVENT_ID order per FLID, at least
 // once, dead letters (lib/dispatch/msg.ts). Also runs the hourly retention of SENT outbox rows.
 // Any number of instances: a round runs under an advisory lock, so only one sends at a time.
+import { slices } from '../lib/core/config.ts';
 import { msgDrain } from '../lib/dispatch/msg.ts';
 import { DISPATCH_RETENTION_TASK } from '../lib/core/tasks.ts';
 import { purgeSentEvents, RETENTION_CRONTAB } from '../lib/dispatch/retention.ts';
@@ -16,12 +17,12 @@ await runProcess({
   keepAlive: [TASK],
   crontab: () => RETENTION_CRONTAB,
   tasks: async (rt) => {
-    const kafka = await connectKafka(rt, { topic: rt.config['msgx.kafka.msg-topic'] });
+    const kafka = await connectKafka(rt, { topic: slices(rt.config).kafka.msgTopic });
     return {
       tasks: {
         [TASK]: dispatcherTask(rt, 'msg', TASK, msgDrain, kafka),
         [DISPATCH_RETENTION_TASK]: async () => {
-          const n = await purgeSentEvents(rt.db, rt.clock, { retentionMs: rt.config['msgx.pipeline.event-retention'] });
+          const n = await purgeSentEvents(rt.db, rt.clock, { retentionMs: slices(rt.config).kafka.eventRetentionMs });
           if (n) rt.log.info({ deleted: n }, 'outbox retention: SENT rows deleted');
         },
       },

@@ -8,7 +8,7 @@ import { createSessionDb, LOCKS } from '../lib/db/postgres.ts';
 import { pgRun } from '../lib/db/statement.ts';
 import { createRedis } from '../lib/db/redis.ts';
 import { refreshHeadGauges } from '../lib/pipeline/gauges.ts';
-import { drain } from '../lib/pipeline/pump.ts';
+import { drain, pumpSettings } from '../lib/pipeline/pump.ts';
 import { crashAt } from '../lib/runtime/crash.ts';
 import { runProcess } from '../lib/runtime/process.ts';
 import * as Locks from '../lib/sql/locks.ts';
@@ -27,8 +27,8 @@ await runProcess({
   kick: [TASK.pump],
   keepAlive: [TASK.pump],
   tasks: async (rt, leader) => {
-    const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: rt.config['msgx.io.timeout'] });
-    const redis = createRedis(rt.config.REDIS_URL, rt.config['msgx.io.timeout']);
+    const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: slices(rt.config).io.timeoutMs });
+    const redis = createRedis(rt.config.REDIS_URL, slices(rt.config).io.timeoutMs);
     const session = createSessionDb(leader!.client);
     await pgRun(session, Locks.setSessionTimeouts, STATEMENT_TIMEOUT, LOCK_TIMEOUT);
     const crash = crashAt(rt.config['msgx.test.crash-at']);
@@ -38,7 +38,7 @@ await runProcess({
       registry: buildRegistry(),
       mirror: buildMirror({ db: rt.db, redis, airport: slices(rt.config).airport, crash }),
       clock: rt.clock,
-      config: rt.config,
+      ...pumpSettings(rt.config),
       log: rt.log,
       crash,
     };

@@ -1,5 +1,6 @@
 // schd-dispatch: outbox (target 'schd', one row per FLID) → complete states → schd topic as
 // {"SCHD":{"RECS":n,"FLTR":[…]}} records under msgx.schd.max-record-bytes (lib/dispatch/schd.ts).
+import { slices } from '../lib/core/config.ts';
 import { schdDrain } from '../lib/dispatch/schd.ts';
 import { connectKafka, dispatcherTask } from '../lib/dispatch/worker.ts';
 import { DISPATCH_TASK } from '../lib/core/tasks.ts';
@@ -14,7 +15,7 @@ await runProcess({
   tasks: async (rt) => {
     // One partition: every schd record carries a batch of complete states under the fixed key
     // 'schd'; one partition keeps the whole topic in write order (docs/consumers.md).
-    const kafka = await connectKafka(rt, { topic: rt.config['msgx.kafka.schd-topic'], partitions: 1 });
+    const kafka = await connectKafka(rt, { topic: slices(rt.config).kafka.schdTopic, partitions: 1 });
     return { tasks: { [TASK]: dispatcherTask(rt, 'schd', TASK, schdDrain, kafka) }, close: () => kafka.close() };
   },
 });

@@ -5,7 +5,7 @@
 // big messages (envelope-check.ts).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Clock } from '../core/clock.ts';
-import type { Config } from '../core/config.ts';
+import type { Slices } from '../core/config.ts';
 import type { Inbox } from '../db/mysql.ts';
 import { insertInboxRow } from '../pipeline/inbox.ts';
 import { withTimeout } from '../core/timeout.ts';
@@ -15,8 +15,8 @@ import type { Guard } from './auth.ts';
 import { EnvelopeChecker } from './envelope-check.ts';
 import { bearer, clientErrors, dbId, errors, responses } from './schema.ts';
 
-export async function inboxRoutes(app: FastifyInstance, o: { inbox: Inbox; config: Config; clock: Clock; guard: Guard }) {
-  const max = o.config['msgx.inbox.max-message-bytes'];
+export async function inboxRoutes(app: FastifyInstance, o: { inbox: Inbox; settings: Slices['inbox']; clock: Clock; guard: Guard }) {
+  const max = o.settings.maxMessageBytes;
   const checker = new EnvelopeChecker();
   app.addHook('onClose', () => checker.close());
   // Raw body for XML content types; size checked by fastify's bodyLimit (413) and again here.
@@ -48,7 +48,7 @@ export async function inboxRoutes(app: FastifyInstance, o: { inbox: Inbox; confi
       },
     },
     async (req, reply) => {
-      if (o.config['msgx.inbox.read-only']) return reply.code(403).send({ error: 'read-only', reason: 'this instance never writes the inbox (msgx.inbox.read-only)' });
+      if (o.settings.readOnly) return reply.code(403).send({ error: 'read-only', reason: 'this instance never writes the inbox (msgx.inbox.read-only)' });
       const buf = req.body as Buffer;
       if (!buf || buf.length === 0) return reply.code(400).send({ error: 'empty', reason: 'empty body' });
       if (buf.length > max) return reply.code(413).send({ error: 'too-large', reason: `body is ${buf.length} bytes, limit ${max}` });
@@ -58,11 +58,11 @@ export async function inboxRoutes(app: FastifyInstance, o: { inbox: Inbox; confi
       const text = checked.text;
       const meta = checked.meta;
       const id = await withTimeout(
-        o.config['msgx.io.timeout'],
+        o.settings.timeoutMs,
         'inbox insert',
         insertInboxRow(o.inbox, {
           body: text,
-          received: formatLocalDatetime(o.clock.now(), o.config['msgx.airport.timezone']),
+          received: formatLocalDatetime(o.clock.now(), o.settings.timezone),
           type: meta.type,
           styp: meta.styp,
           sndr: meta.sndr,

@@ -4,15 +4,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { Db } from '../db/postgres.ts';
 import type { Clock } from '../core/clock.ts';
-import type { Config } from '../core/config.ts';
 import { auditResult } from './audit.ts';
 import { bearer, clientErrors, dbId, errors, JSON_BODY_LIMIT, str, responses } from './schema.ts';
 import { parseRequestSpec } from '../requests/message.ts';
-import { createRequest } from '../requests/outbound.ts';
+import { createRequest, type RequestSettings } from '../requests/outbound.ts';
 
-export interface RequestRoutesOptions {
+export interface RequestRoutesOptions extends RequestSettings {
   db: Db;
-  config: Config;
   clock: Clock;
   /** Queue graphile-worker's `request` job with the request (default true; needs its schema). */
   enqueue?: boolean;
@@ -56,7 +54,8 @@ export async function requestRoutes(app: FastifyInstance, opts: RequestRoutesOpt
       const spec = parseRequestSpec(req.body);
       if ('error' in spec) return reply.code(400).send({ error: 'bad-request', reason: spec.error });
       const { request, expiredId } = await createRequest(opts.db, {
-        config: opts.config,
+        requests: opts.requests,
+        airport: opts.airport,
         now: opts.clock.now(),
         spec,
         enqueue: opts.enqueue ?? true,

@@ -8,7 +8,7 @@
 // parameter is looked at), full parameter schemas, and response schemas (lib/api/trace-schemas.ts).
 import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../core/clock.ts';
-import type { Config } from '../core/config.ts';
+import type { Slices } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
 import { flightTimeline } from '../flight/timeline.ts';
@@ -22,7 +22,8 @@ export interface TraceRoutesOptions {
   db: Db;
   inbox: Inbox;
   clock: Clock;
-  config: Config;
+  /** Airport zone, topic names, I/O timeout. */
+  settings: Slices['trace'];
   guard: Guard;
 }
 
@@ -45,13 +46,13 @@ const listQuery = {
 
 export async function traceRoutes(app: FastifyInstance, o: TraceRoutesOptions): Promise<void> {
   clientErrors(app);
-  const tz = o.config['msgx.airport.timezone'];
+  const tz = o.settings.timezone;
   const deps = {
     db: o.db,
     inbox: o.inbox,
     timeZone: tz,
-    topics: { msg: o.config['msgx.kafka.msg-topic'], schd: o.config['msgx.kafka.schd-topic'] },
-    ioTimeoutMs: o.config['msgx.io.timeout'],
+    topics: { msg: o.settings.msgTopic, schd: o.settings.schdTopic },
+    ioTimeoutMs: o.settings.timeoutMs,
   };
 
   app.get<{ Params: { id: number } }>(

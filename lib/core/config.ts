@@ -171,7 +171,8 @@ const SLICES = {
     timezone: 'msgx.airport.timezone',
     timeoutMs: 'msgx.io.timeout',
   },
-  inbox: { readOnly: 'msgx.inbox.read-only', maxMessageBytes: 'msgx.inbox.max-message-bytes', timeoutMs: 'msgx.io.timeout' },
+  inbox: { readOnly: 'msgx.inbox.read-only', maxMessageBytes: 'msgx.inbox.max-message-bytes', timezone: 'msgx.airport.timezone', timeoutMs: 'msgx.io.timeout' },
+  trace: { timezone: 'msgx.airport.timezone', msgTopic: 'msgx.kafka.msg-topic', schdTopic: 'msgx.kafka.schd-topic', timeoutMs: 'msgx.io.timeout' },
   kafka: {
     brokers: 'KAFKA_BROKERS',
     clientId: 'msgx.kafka.client-id',

@@ -4,7 +4,7 @@
 import type { Logger } from 'pino';
 import type { Redis } from 'ioredis';
 import type { Clock } from '../core/clock.ts';
-import type { Config } from '../core/config.ts';
+import { slices, type AirportConfig, type Config, type Slices } from '../core/config.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
 import { pgRun } from '../db/statement.ts';
@@ -18,9 +18,17 @@ export interface RetentionDeps {
   inbox: Inbox;
   redis: Redis;
   clock: Clock;
-  config: Config;
+  /** Ages, batches' read-only switch and the I/O timeout (msgx.*.retention, msgx.history.purge-after, …). */
+  retention: Slices['retention'];
+  airport: AirportConfig;
   log: Logger;
 }
+
+/** The config slices the lifecycle jobs read (workers/retention.ts and the tests build RetentionDeps with this). */
+export const retentionSettings = (config: Config) => {
+  const s = slices(config);
+  return { retention: s.retention, airport: s.airport };
+};
 
 export interface JobOptions {
   /** Rows per batch (flights per purge transaction). */
@@ -31,8 +39,11 @@ export interface JobOptions {
 export const TERMINAL = ['SUCCEEDED', 'SKIPPED', 'DEAD'] as const;
 export const IN_PROCESS = ['PENDING', 'FAILED'] as const;
 
-export const ms = (d: RetentionDeps, key: keyof Config) => d.config[key] as number;
-export const before = (d: RetentionDeps, key: keyof Config) => new Date(d.clock.now().getTime() - ms(d, key));
+type Retention = Slices['retention'];
+/** The retention slice's ages (milliseconds). */
+export type Age = { [K in keyof Retention]: Retention[K] extends number ? (K extends 'timeoutMs' ? never : K) : never }[keyof Retention];
+/** The instant `age` before now. */
+export const before = (d: Pick<RetentionDeps, 'clock' | 'retention'>, age: Age) => new Date(d.clock.now().getTime() - d.retention[age]);
 export const count = (object: string, n: number) => {
   if (n > 0) metrics.retentionDeleted.inc({ object }, n);
 };

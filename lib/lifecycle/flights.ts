@@ -18,7 +18,7 @@ import * as Flight from '../sql/flight.ts';
 import * as History from '../sql/history.ts';
 import * as Locks from '../sql/locks.ts';
 import * as ProcState from '../sql/proc-state.ts';
-import { batches, count, IN_PROCESS, underPipelineLock, type PurgeOptions, type PurgeSession, type RetentionDeps } from './common.ts';
+import { batches, before, count, IN_PROCESS, underPipelineLock, type PurgeOptions, type PurgeSession, type RetentionDeps } from './common.ts';
 
 /** Flight ids a raw SIS body names: FLID, MAID (a shared flight's master) and TAID, as element or attribute. */
 const FLIGHT_ID_TAGS = /<(FLID|MAID|TAID)>\s*([^<\s]+)\s*<\/\1>|\b(?:FLID|MAID|TAID)\s*=\s*"([^"]+)"/g;
@@ -38,7 +38,7 @@ async function flightsOfOpenMessages(d: RetentionDeps, cache: Map<number, string
   const unread = ids.filter((id) => !cache.has(id));
   for (let i = 0; i < unread.length; i += 500) {
     const chunk = unread.slice(i, i + 500);
-    const bodies = await withTimeout(d.config['msgx.io.timeout'], 'inbox bodies of open messages', readBodies(d.inbox, chunk));
+    const bodies = await withTimeout(d.retention.timeoutMs, 'inbox bodies of open messages', readBodies(d.inbox, chunk));
     for (const id of chunk) cache.set(id, flightIdsIn(bodies.get(id) ?? ''));
   }
   return new Set(ids.flatMap((id) => cache.get(id) ?? []));
@@ -56,10 +56,10 @@ export interface HistoryRule {
   dayBefore: string;
 }
 
-export function historyRule(d: Pick<RetentionDeps, 'clock' | 'config'>): HistoryRule {
+export function historyRule(d: Pick<RetentionDeps, 'clock' | 'retention' | 'airport'>): HistoryRule {
   const now = d.clock.now();
-  const deletedBefore = new Date(now.getTime() - d.config['msgx.history.purge-after']);
-  return { now, deletedBefore, dayBefore: operationDayOf(deletedBefore, d.config['msgx.airport.timezone'], d.config['msgx.airport.day-cutover']) };
+  const deletedBefore = before(d, 'historyPurgeAfterMs');
+  return { now, deletedBefore, dayBefore: operationDayOf(deletedBefore, d.airport.timezone, d.airport.dayCutover) };
 }
 
 /** Which rule makes this flight history, or null. DELETED wins (no tombstone is owed then). */
@@ -126,7 +126,7 @@ interface LockedFlight {
  * in doubt (the transaction is rolled back).
  */
 async function purgeBatch(d: RetentionDeps, session: PurgeSession, candidates: { flid: string; state_version: number }[], rule: HistoryRule, addressed: Set<string>): Promise<number> {
-  const tz = d.config['msgx.airport.timezone'];
+  const tz = d.airport.timezone;
   const now = rule.now;
   const read = new Map(candidates.map((c) => [c.flid, Number(c.state_version)]));
   let activePurged: string[] = [];

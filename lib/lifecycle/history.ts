@@ -5,7 +5,7 @@ import { batches, before, count, type JobOptions, type RetentionDeps } from './c
 
 /** FLIGHT_HISTORY rows archived longer ago than msgx.history.retention (G-FLIGHT-HIST-RETENTION). */
 export async function purgeHistory(d: RetentionDeps, o: JobOptions = {}): Promise<number> {
-  const cutoff = before(d, 'msgx.history.retention');
+  const cutoff = before(d, 'historyRetentionMs');
   const n = await batches(o, 5000, async (batch) => {
     const k = await pgRun(d.db, History.deleteArchivedBefore, cutoff, batch);
     count('flight_history', k);

@@ -15,9 +15,9 @@ import { batches, before, count, TERMINAL, type JobOptions, type RetentionDeps }
  * clears BACKFILL_AT under the same gate) never interleaves.
  */
 export async function purgeInbox(d: RetentionDeps, o: JobOptions = {}): Promise<number> {
-  if (d.config['msgx.inbox.read-only']) return 0;
-  const cutoff = before(d, 'msgx.pipeline.inbox-retention');
-  const io = d.config['msgx.io.timeout'];
+  if (d.retention.readOnly) return 0;
+  const cutoff = before(d, 'inboxRetentionMs');
+  const io = d.retention.timeoutMs;
   // Every inbox ID below the smallest present one is gone already: start there.
   const minRows = await withTimeout(io, 'inbox min id', myRows(d.inbox, Inbox.minId));
   if (minRows[0]?.m === null || minRows[0]?.m === undefined) return 0;

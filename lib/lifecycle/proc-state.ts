@@ -13,9 +13,9 @@ import { batches, before, count, TERMINAL, type JobOptions, type RetentionDeps }
  * every condition on STATE, so a row a replay has just reset is skipped (0 rows), never lost.
  */
 export async function purgeProcState(d: RetentionDeps, o: JobOptions = {}): Promise<number> {
-  const cutoff = before(d, 'msgx.proc-state.retention');
-  const readOnly = d.config['msgx.inbox.read-only'];
-  const io = d.config['msgx.io.timeout'];
+  const cutoff = before(d, 'procStateRetentionMs');
+  const readOnly = d.retention.readOnly;
+  const io = d.retention.timeoutMs;
   let after = 0;
   const n = await batches(o, 1000, async (batch) => {
     const candidates = await pgRows(d.db, ProcState.purgeCandidates, after, TERMINAL, cutoff, readOnly, batch);

@@ -4,7 +4,7 @@ import { before, count, type RetentionDeps } from './common.ts';
 
 /** Closed REQ_TRACK rows older than msgx.req-track.retention (G-REQ-TRACK-RETENTION). */
 export async function purgeRequests(d: RetentionDeps): Promise<number> {
-  const cutoff = before(d, 'msgx.req-track.retention');
+  const cutoff = before(d, 'reqTrackRetentionMs');
   const n = await deleteClosedBefore(d.db, cutoff);
   count('req_track', n);
   if (n) d.log.info({ deleted: n, before: cutoff.toISOString() }, 'retention: closed requests deleted');

@@ -6,8 +6,8 @@ import { batches, before, count, type JobOptions, type RetentionDeps } from './c
 
 /** SCHD_SNAP_LOG rows whose receive time and scope end (operation day) are both older than msgx.snap-log.retention. */
 export async function purgeSnapLog(d: RetentionDeps, o: JobOptions = {}): Promise<number> {
-  const cutoff = before(d, 'msgx.snap-log.retention');
-  const dayBefore = operationDayOf(cutoff, d.config['msgx.airport.timezone'], d.config['msgx.airport.day-cutover']);
+  const cutoff = before(d, 'snapLogRetentionMs');
+  const dayBefore = operationDayOf(cutoff, d.airport.timezone, d.airport.dayCutover);
   const n = await batches(o, 5000, async (batch) => {
     const k = await pgRun(d.db, SnapLog.deleteBefore, cutoff, dayBefore, batch);
     count('schd_snap_log', k);

@@ -8,7 +8,7 @@
 import { pgRun } from '../db/statement.ts';
 import * as Flight from '../sql/flight.ts';
 import * as ProcState from '../sql/proc-state.ts';
-import type { JobOptions, RetentionDeps } from './common.ts';
+import { before, type JobOptions, type RetentionDeps } from './common.ts';
 import { metrics } from '../runtime/metrics.ts';
 
 async function loop(o: JobOptions, object: string, step: (batch: number) => Promise<number>): Promise<number> {
@@ -23,8 +23,8 @@ async function loop(o: JobOptions, object: string, step: (batch: number) => Prom
 }
 
 /** FLIGHT_CHANGE rows older than msgx.pipeline.event-retention (by CREATED_AT). */
-export async function purgeFlightChanges(d: Pick<RetentionDeps, 'db' | 'clock' | 'config' | 'log'>, o: JobOptions = {}): Promise<number> {
-  const cutoff = new Date(d.clock.now().getTime() - d.config['msgx.pipeline.event-retention']);
+export async function purgeFlightChanges(d: Pick<RetentionDeps, 'db' | 'clock' | 'retention' | 'log'>, o: JobOptions = {}): Promise<number> {
+  const cutoff = before(d, 'eventRetentionMs');
   const n = await loop(o, 'flight_change', async (batch) => {
     return pgRun(d.db, Flight.purgeChangesBefore, cutoff, batch);
   });

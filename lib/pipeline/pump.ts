@@ -28,7 +28,7 @@
 // inbox (backfill does), never reorders, never moves a message to DEAD for its age.
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
-import { slices, type Config } from '../core/config.ts';
+import { slices, type AirportConfig, type Config, type Slices } from '../core/config.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
 import { readBodies } from './inbox.ts';
@@ -53,13 +53,22 @@ export interface PumpDeps {
   registry: HandlerRegistry;
   mirror: Mirror;
   clock: Clock;
-  config: Config;
+  /** apply-batch, identity day boundary, I/O timeout. */
+  pump: Slices['pump'];
+  airport: AirportConfig;
+  failures: Slices['failures'];
   log: Logger;
   /** Crash points of the crash-recovery tests (lib/runtime/crash.ts); none in production. */
   crash?: Crash;
   /** Benchmarks: wall milliseconds per step of applyBatch, added up. */
   timings?: Record<string, number>;
 }
+
+/** The config slices a pump reads (workers/pump.ts, tests and benchmarks build PumpDeps with this). */
+export const pumpSettings = (config: Config) => {
+  const s = slices(config);
+  return { pump: s.pump, airport: s.airport, failures: s.failures };
+};
 
 export type TickResult = { kind: 'idle' } | { kind: 'wait'; until: Date; msgId: number } | { kind: 'processed'; msgId: number; state: string };
 
@@ -83,7 +92,7 @@ const lockWanted = async (deps: PumpDeps) => (await pgOne(deps.session, Locks.lo
 /** Apply batches until none is ready, the budget is spent or `shouldStop` says so. */
 export async function drain(deps: PumpDeps, budgetMs: number, shouldStop: () => boolean = () => false): Promise<{ processed: number; next: 'now' | 'idle' | Date }> {
   const budget = new TimeBudget(budgetMs);
-  const maxBatch = deps.config['msgx.pipeline.apply-batch'];
+  const maxBatch = deps.pump.applyBatch;
   let batchSize = maxBatch;
   let processed = 0;
   await lock(deps);
@@ -150,7 +159,7 @@ async function applyBatch(deps: PumpDeps, limit: number): Promise<BatchResult> {
   const head = heads[0];
   if (!head) return { kind: 'idle' };
   if (head.state === 'FAILED') {
-    if (isExhausted({ attempts: head.attempts, errorClass: head.error_class }, slices(deps.config).failures)) {
+    if (isExhausted({ attempts: head.attempts, errorClass: head.error_class }, deps.failures)) {
       const reason = `EXHAUSTED(${head.error_class}): attempts used up`;
       await T.markTerminal(deps.session, head.msg_id, 'DEAD', reason, deps.clock.now(), head.kind);
       T.countTerminal('DEAD', reason, deps.registry.metricKindOf(head.kind));
@@ -168,7 +177,7 @@ async function applyBatch(deps: PumpDeps, limit: number): Promise<BatchResult> {
   let bodies: Map<number, string>;
   try {
     bodies = await withTimeout(
-      deps.config['msgx.io.timeout'],
+      deps.pump.timeoutMs,
       'inbox read',
       readBodies(
         deps.inbox,
@@ -289,14 +298,14 @@ function prepare(d: PumpDeps, h: T.HeadRow, body: string | undefined): Member {
     kind,
     env,
     bind: { msgId: h.msg_id, kind, ...(flid ? { flid } : {}) },
-    bindKey: h.identity_key ? null : identityKey(env, d.config['msgx.identity.include-day-boundary']),
+    bindKey: h.identity_key ? null : identityKey(env, d.pump.includeDayBoundary),
   };
   const entry = d.registry.entry(env.type, env.styp);
   if (!entry) return { ...base, todo: { do: 'outcome', state: 'SKIPPED', reason: 'unsupported' } };
   if (entry.kind === 'tx') return { ...base, todo: { do: 'tx', handler: entry.handler } };
   let cmd: unknown;
   try {
-    cmd = entry.domain.decode(env, slices(d.config).airport);
+    cmd = entry.domain.decode(env, d.airport);
   } catch (e) {
     const f = classify(e, 'decode');
     if (h.applied_state) return { ...base, todo: { do: 'finish' } };
@@ -349,7 +358,7 @@ async function business(deps: PumpDeps, members: Member[]): Promise<Business> {
         for (const member of members) {
           const todo = member.todo;
           if ((todo.do === 'domain' || todo.do === 'finish') && todo.domain && !batches.has(todo.domain)) {
-            const batch = todo.domain.open({ tx, now, airport: slices(deps.config).airport, log: deps.log });
+            const batch = todo.domain.open({ tx, now, airport: deps.airport, log: deps.log });
             const mine = members.filter((other) => (other.todo.do === 'domain' || other.todo.do === 'finish') && other.todo.domain === todo.domain);
             await batch.preload(
               mine.map((other) => (other.todo as { cmd: unknown }).cmd),
@@ -441,7 +450,7 @@ async function applyOne(deps: PumpDeps, tx: Parameters<Handler>[0]['tx'], member
             msgId: member.h.msg_id,
             env: member.env!,
             now,
-            airport: slices(deps.config).airport,
+            airport: deps.airport,
             get log() {
               return logOf(deps, member);
             },
@@ -470,7 +479,7 @@ function fromError(e: unknown): Applied {
 
 /** Record a failure of a message (the failure component decides FAILED or DEAD on the committed attempt count). */
 async function fail(d: PumpDeps, m: Member, f: Failure): Promise<Done> {
-  const decision = await T.recordFailure(d.session, m.h.msg_id, f, (h) => decide(f, h, slices(d.config).failures), d.clock.now(), m.kind, m.bindKey);
+  const decision = await T.recordFailure(d.session, m.h.msg_id, f, (h) => decide(f, h, d.failures), d.clock.now(), m.kind, m.bindKey);
   if (decision.next === 'DEAD') {
     T.countTerminal('DEAD', decision.reason, d.registry.metricKindOf(m.kind));
     logOf(d, m).warn({ state: 'DEAD', reason: decision.reason }, 'message dead');
@@ -493,7 +502,7 @@ function probeOf(deps: PumpDeps, head: T.HeadRow): (() => Promise<unknown>) | nu
 
 async function answers(probe: () => Promise<unknown>, d: PumpDeps): Promise<boolean> {
   try {
-    await withTimeout(Math.min(d.config['msgx.io.timeout'], PROBE_EVERY_MS), 'probe', probe());
+    await withTimeout(Math.min(d.pump.timeoutMs, PROBE_EVERY_MS), 'probe', probe());
     return true;
   } catch {
     return false;

@@ -9,7 +9,7 @@ import { TASK } from '../core/tasks.ts';
 import type { Pool } from 'mysql2/promise';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
-import type { Config } from '../core/config.ts';
+import { slices, type AirportConfig, type Config, type Slices } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
 import { myRows, myRun, pgRun } from '../db/statement.ts';
 import * as Coutmsgs from '../sql/coutmsgs.ts';
@@ -22,7 +22,17 @@ import { expireOpen, findByJobKey, insertPending, listPending, markAttempted, ma
 /** Advisory lock keys (class 7100): 1 = creating RQRD, 2 = creating RQFD, 3 = the sender. */
 export const REQUEST_LOCKS = { class: 7_100, RQRD: 1, RQFD: 2, SENDER: 3 } as const;
 
-export const routingIdOf = (config: Config, kind: RequestSpec['kind']) => (kind === 'RQRD' ? config['msgx.requests.routing-id-rqrd'] : config['msgx.requests.routing-id-rqfd']);
+/** The config slices requests read: sender, routing ids, daily schedule, reconcile window, I/O timeout; the airport's zone and cutover. */
+export interface RequestSettings {
+  requests: Slices['requests'];
+  airport: AirportConfig;
+}
+export const requestSettings = (config: Config): RequestSettings => {
+  const s = slices(config);
+  return { requests: s.requests, airport: s.airport };
+};
+
+export const routingIdOf = (requests: Slices['requests'], kind: RequestSpec['kind']) => (kind === 'RQRD' ? requests.routingIdRqrd : requests.routingIdRqfd);
 
 /**
  * Create a request (PENDING); the open request of the same kind is EXPIRED first. With a
@@ -31,9 +41,9 @@ export const routingIdOf = (config: Config, kind: RequestSpec['kind']) => (kind 
  */
 export async function createRequest(
   db: Db,
-  a: { config: Config; now: Date; spec: RequestSpec; enqueue?: boolean; jobKey?: string },
+  a: RequestSettings & { now: Date; spec: RequestSpec; enqueue?: boolean; jobKey?: string },
 ): Promise<{ request: ReqTrackRow; expiredId?: number; existing?: true }> {
-  const { config, now, spec } = a;
+  const { requests, airport, now, spec } = a;
   return db.transaction().execute(async (tx) => {
     await pgRun(tx, Locks.requestCreateXactLock, REQUEST_LOCKS.class, REQUEST_LOCKS[spec.kind]);
     if (a.jobKey) {
@@ -44,11 +54,11 @@ export async function createRequest(
     const seqn = await nextSeqn(tx);
     const body = buildRequestXml({
       spec,
-      sender: config['msgx.requests.sender'],
+      sender: requests.sender,
       seqn,
       now,
-      timeZone: config['msgx.airport.timezone'],
-      cutover: config['msgx.airport.day-cutover'],
+      timeZone: airport.timezone,
+      cutover: airport.dayCutover,
     });
     const request = await insertPending(tx, {
       kind: spec.kind,
@@ -56,7 +66,7 @@ export async function createRequest(
       operationDay: spec.kind === 'RQFD' ? spec.operationDay : null,
       seqn,
       body,
-      routingId: routingIdOf(config, spec.kind),
+      routingId: routingIdOf(requests, spec.kind),
       now,
       ...(a.jobKey ? { jobKey: a.jobKey } : {}),
     });
@@ -65,11 +75,10 @@ export async function createRequest(
   });
 }
 
-export interface OutboundDeps {
+export interface OutboundDeps extends RequestSettings {
   db: Db;
   /** mysql2/promise pool on the AODB interface database (COUTMSGS). */
   outbox: Pool;
-  config: Config;
   clock: Clock;
   log?: Pick<Logger, 'info' | 'warn' | 'error'>;
 }
@@ -98,14 +107,14 @@ export async function sendPending(deps: OutboundDeps): Promise<SendResult[]> {
 
 async function sendOne(deps: OutboundDeps, req: ReqTrackRow): Promise<SendResult> {
   const { db, clock, log } = deps;
-  const tz = deps.config['msgx.airport.timezone'];
-  const timeout = deps.config['msgx.io.timeout'];
+  const tz = deps.airport.timezone;
+  const timeout = deps.requests.timeoutMs;
   const attemptAt = clock.now();
   if (!(await markAttempted(db, req.id, attemptAt))) return { id: req.id, outcome: 'unknown', error: 'no longer PENDING' };
   try {
     let found: number | undefined;
     if (req.attemptedAt) {
-      const window = deps.config['msgx.requests.reconcile-window'];
+      const window = deps.requests.reconcileWindowMs;
       const since = new Date(Math.max(req.createdAt.getTime(), attemptAt.getTime() - window) - 1000);
       found = await findOutboxRow(deps.outbox, req, formatLocalDatetime(since, tz), timeout);
     }

@@ -7,19 +7,19 @@
 //     of its exact body) instead of creating and sending another. 'tomorrow' is resolved
 //     from the time the job was scheduled (crontab `_cron.ts`, else the job's creation), so a
 //     retry after midnight still asks for the same day.
-//   requestsCrontab(config): the evening line requesting tomorrow's schedule (UTC, as
+//   requestsCrontab(settings): the evening line requesting tomorrow's schedule (UTC, as
 //     graphile-worker's cron runs in UTC), '' when msgx.requests.daily-schedule-at is empty.
 import { TASK } from '../core/tasks.ts';
 import type { Task } from 'graphile-worker';
-import type { Config } from '../core/config.ts';
+import type { AirportConfig } from '../core/config.ts';
 import { fromWallClock, operationDayOf, wallClock } from '../sis/values.ts';
 import { nextDay, parseRequestSpec } from './message.ts';
-import { createRequest, sendPending, type OutboundDeps, type SendResult } from './outbound.ts';
+import { createRequest, sendPending, type OutboundDeps, type RequestSettings, type SendResult } from './outbound.ts';
 
 /** Resolve 'tomorrow' to the operation day after the one of `at` (airport zone, cutover). */
-export function resolveRequestPayload(payload: unknown, config: Config, at: Date): unknown {
+export function resolveRequestPayload(payload: unknown, airport: AirportConfig, at: Date): unknown {
   const p = (payload ?? {}) as Record<string, unknown>;
-  if (p.type === 'RQFD' && p.operationDay === 'tomorrow') return { ...p, operationDay: nextDay(operationDayOf(at, config['msgx.airport.timezone'], config['msgx.airport.day-cutover'])) };
+  if (p.type === 'RQFD' && p.operationDay === 'tomorrow') return { ...p, operationDay: nextDay(operationDayOf(at, airport.timezone, airport.dayCutover)) };
   return p;
 }
 
@@ -39,13 +39,13 @@ export function scheduledAt(payload: unknown, job: RequestJob | undefined, now: 
 
 /** What the `request` task does, without graphile-worker (CLI and tests use it too). */
 export async function runRequestTask(deps: OutboundDeps, payload: unknown, job?: RequestJob): Promise<{ createdId?: number; results: SendResult[] }> {
-  const p = resolveRequestPayload(payload, deps.config, scheduledAt(payload, job, deps.clock.now())) as Record<string, unknown>;
+  const p = resolveRequestPayload(payload, deps.airport, scheduledAt(payload, job, deps.clock.now())) as Record<string, unknown>;
   let createdId: number | undefined;
   if (p.type !== undefined) {
     const { _cron, ...fields } = p;
     const spec = parseRequestSpec(fields);
     if ('error' in spec) throw new Error(`request task: ${spec.error}`);
-    const created = await createRequest(deps.db, { config: deps.config, now: deps.clock.now(), spec, ...(job ? { jobKey: `job:${job.id}` } : {}) });
+    const created = await createRequest(deps.db, { requests: deps.requests, airport: deps.airport, now: deps.clock.now(), spec, ...(job ? { jobKey: `job:${job.id}` } : {}) });
     createdId = created.request.id;
     if (created.existing) deps.log?.info({ requestId: createdId, job: job?.id }, 'request job retried: its request exists, reconciling it');
   }
@@ -63,11 +63,11 @@ export function requestTasks(deps: OutboundDeps): Record<typeof TASK.request, Ta
   };
 }
 
-export function requestsCrontab(config: Config, now: Date = new Date()): string {
-  const at = config['msgx.requests.daily-schedule-at'];
+export function requestsCrontab(s: RequestSettings, now: Date = new Date()): string {
+  const at = s.requests.dailyScheduleAt;
   if (!at) return '';
   const [h, m] = at.split(':').map(Number);
-  const tz = config['msgx.airport.timezone'];
+  const tz = s.airport.timezone;
   const w = wallClock(now, tz);
   const utc = fromWallClock(w.year, w.month, w.day, h, m, 0, tz);
   return `${utc.getUTCMinutes()} ${utc.getUTCHours()} * * * request {type:"RQFD",operationDay:"tomorrow"}`;

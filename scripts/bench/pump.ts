@@ -15,7 +15,7 @@ import { decodeFlightCommand } from '../../lib/flight/handlers.ts';
 import { FlightPlan, Loaded } from '../../lib/flight/plan.ts';
 import { loadStates } from '../../lib/flight/store.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
-import { drain, tick } from '../../lib/pipeline/pump.ts';
+import { drain, tick, pumpSettings } from '../../lib/pipeline/pump.ts';
 import { backfillRound } from '../../lib/pipeline/backfill.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { decodeEnvelope } from '../../lib/sis/envelope.ts';
@@ -70,7 +70,14 @@ async function prepare(k: number, changeRecords = true) {
   });
   const base = { clock: systemClock, config, intake: slices(config).intake, log };
   while ((await intakeRound({ ...base, db: b.db, inbox: b.inbox })).enqueued.length > 0);
-  const deps = { ...base, session: b.session, inbox: b.inbox, registry: buildRegistry({ changeRecords }), mirror: buildMirror({ db: b.db, redis: b.redis, airport: slices(config).airport }) };
+  const deps = {
+    ...base,
+    session: b.session,
+    inbox: b.inbox,
+    ...pumpSettings(config),
+    registry: buildRegistry({ changeRecords }),
+    mirror: buildMirror({ db: b.db, redis: b.redis, airport: slices(config).airport }),
+  };
   await tick(deps); // the snapshot
   await sql`vacuum analyze proc_state`.execute(b.db);
   return deps;

@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { systemClock } from '../../lib/core/clock.ts';
 import { buildMirror, buildRegistry } from '../../lib/app/composition.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
-import { tick } from '../../lib/pipeline/pump.ts';
+import { tick, pumpSettings } from '../../lib/pipeline/pump.ts';
 import { decodeEnvelope } from '../../lib/sis/envelope.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
@@ -35,7 +35,7 @@ for (let r = 0; r < runs; r++) {
     registry: buildRegistry(),
     mirror: buildMirror({ db: b.db, redis: b.redis, airport: slices(b.config).airport }),
     clock: systemClock,
-    config: b.config,
+    ...pumpSettings(b.config),
     log,
     timings,
   };

@@ -9,7 +9,7 @@ import { sql } from 'kysely';
 import { metrics } from '../../lib/runtime/metrics.ts';
 import { ManualClock } from '../../lib/core/clock.ts';
 import { statusAt } from '../../lib/refdata/rsta.ts';
-import { createRequest } from '../../lib/requests/outbound.ts';
+import { createRequest, requestSettings } from '../../lib/requests/outbound.ts';
 import { getRequest } from '../../lib/requests/track.ts';
 import { testConfig } from '../support/env.ts';
 import { runPipelineUntilSettled } from '../support/pipeline.ts';
@@ -426,7 +426,7 @@ describe('R3 hostile input through the pipeline', () => {
     s = await openServices();
     await resetAll();
     // an open RQRD for SLST: the EROR cases must leave it open (issue 9 item 5)
-    openRqrd = (await createRequest(s.db, { config, now: clock.now(), spec: { kind: 'RQRD', rtype: 'SLST' } })).request.id;
+    openRqrd = (await createRequest(s.db, { ...requestSettings(config), now: clock.now(), spec: { kind: 'RQRD', rtype: 'SLST' } })).request.id;
     entries.push(...setup());
     hostile().forEach((h, i) => {
       entries.push({ ...h, bad: h.state !== 'SUCCEEDED' });

@@ -6,7 +6,7 @@ import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { metrics } from '../../lib/runtime/metrics.ts';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../lib/core/clock.ts';
-import { createRequest, insertOutboxRow, sendPending } from '../../lib/requests/outbound.ts';
+import { createRequest, insertOutboxRow, requestSettings, sendPending } from '../../lib/requests/outbound.ts';
 import { requestRoutes } from '../../lib/api/request-routes.ts';
 import { scheduleResponseGuard } from '../../lib/requests/schedule-guard.ts';
 import { requestTasks, runRequestTask } from '../../lib/requests/tasks.ts';
@@ -20,9 +20,9 @@ const db = testDb();
 const config = testConfig();
 let outbox: Pool;
 const clock = new ManualClock('2026-11-30T12:00:00Z'); // 20:00 local
-const deps = () => ({ db, outbox, config, clock });
-const rqrd = (rtype: string) => createRequest(db, { config, now: clock.now(), spec: { kind: 'RQRD', rtype } });
-const rqfd = (operationDay: string) => createRequest(db, { config, now: clock.now(), spec: { kind: 'RQFD', operationDay } });
+const deps = () => ({ db, outbox, ...requestSettings(config), clock });
+const rqrd = (rtype: string) => createRequest(db, { ...requestSettings(config), now: clock.now(), spec: { kind: 'RQRD', rtype } });
+const rqfd = (operationDay: string) => createRequest(db, { ...requestSettings(config), now: clock.now(), spec: { kind: 'RQFD', operationDay } });
 const state = async (id: number) => (await getRequest(db, id))!.state;
 const outboxRows = async () => (await outbox.query<RowDataPacket[]>('SELECT * FROM coutmsgs ORDER BY COUTMSGS_ID'))[0];
 let msgId = 90_000;
@@ -140,7 +140,7 @@ describe('COUTMSGS', () => {
 
   it('POST /requests → 202 {id, state} and the request job queued; 400 on bad shapes', async () => {
     const app = Fastify();
-    await app.register(requestRoutes, { db, config, clock });
+    await app.register(requestRoutes, { db, ...requestSettings(config), clock });
     const post = (body: unknown) => app.inject({ method: 'POST', url: '/requests', payload: body as object });
     const ok = await post({ type: 'RQRD', rtype: 'SLST' });
     expect(ok.statusCode).toBe(202);
@@ -179,7 +179,7 @@ describe('issue 9 item 3: one request job = one request', () => {
   const runWorkerOnce = (taskList: ReturnType<typeof requestTasks>) => runOnce({ connectionString: TEST_PG_URL, taskList, logger: silent, noHandleSignals: true, concurrency: 1 });
 
   it("the crontab's RQFD: first insert committed but its answer lost; the job runs twice (the retry after midnight) → one request, one COUTMSGS row, the scheduled day", async () => {
-    const taskList = requestTasks({ db, outbox: answerLostOnce(), config, clock });
+    const taskList = requestTasks({ db, outbox: answerLostOnce(), ...requestSettings(config), clock });
     // what graphile-worker's crontab enqueues at 23:59:58 local: the payload plus _cron.ts
     clock.set('2026-11-30T15:59:58Z');
     await quickAddJob({ connectionString: TEST_PG_URL }, 'request', { type: 'RQFD', operationDay: 'tomorrow', _cron: { ts: '2026-11-30T15:59:58.000Z', backfilled: false } });
@@ -199,7 +199,7 @@ describe('issue 9 item 3: one request job = one request', () => {
   });
 
   it('a retried RQRD job reconciles its own request (first insert committed, answer lost) → one request, one COUTMSGS row', async () => {
-    const taskList = requestTasks({ db, outbox: answerLostOnce(), config, clock });
+    const taskList = requestTasks({ db, outbox: answerLostOnce(), ...requestSettings(config), clock });
     await quickAddJob({ connectionString: TEST_PG_URL }, 'request', { type: 'RQRD', rtype: 'SLST' });
     await runWorkerOnce(taskList);
     await sql`UPDATE graphile_worker._private_jobs SET run_at = now()`.execute(db);

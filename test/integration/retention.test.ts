@@ -8,7 +8,7 @@ import { ManualClock } from '../../lib/core/clock.ts';
 import { connectClient, createSessionDb, LOCKS, type Db } from '../../lib/db/postgres.ts';
 import type { Redis } from '../../lib/db/redis.ts';
 import { loadVersionFloors } from '../../lib/flight/floor.ts';
-import type { PurgeOptions, RetentionDeps } from '../../lib/lifecycle/common.ts';
+import { retentionSettings, type PurgeOptions, type RetentionDeps } from '../../lib/lifecycle/common.ts';
 import { purgeFlights, refreshFlightsWithoutOperationDay } from '../../lib/lifecycle/flights.ts';
 import { purgeHistory } from '../../lib/lifecycle/history.ts';
 import { purgeInbox } from '../../lib/lifecycle/inbox.ts';
@@ -49,7 +49,7 @@ beforeEach(async () => {
 });
 
 function deps(clock: ManualClock, overrides: Record<string, string> = {}, redis: Redis = s.redis): RetentionDeps {
-  return { db: s.db, inbox: s.inbox, redis, clock, config: testConfig(overrides), log: silentLog };
+  return { db: s.db, inbox: s.inbox, redis, clock, ...retentionSettings(testConfig(overrides)), log: silentLog };
 }
 
 async function deletedCount(object: string): Promise<number> {

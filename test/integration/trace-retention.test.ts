@@ -5,7 +5,7 @@ import type pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../lib/core/clock.ts';
 import { connectClient, createSessionDb, type Db } from '../../lib/db/postgres.ts';
-import type { RetentionDeps } from '../../lib/lifecycle/common.ts';
+import { retentionSettings, type RetentionDeps } from '../../lib/lifecycle/common.ts';
 import { runRetention } from '../../lib/lifecycle/tasks.ts';
 import { purgeAttempts, purgeFlightChanges } from '../../lib/lifecycle/trace-records.ts';
 import { metrics } from '../../lib/runtime/metrics.ts';
@@ -31,7 +31,14 @@ beforeEach(async () => {
   await resetDomain(s);
 });
 
-const deps = (clock: ManualClock, overrides: Record<string, string> = {}): RetentionDeps => ({ db: s.db, inbox: s.inbox, redis: s.redis, clock, config: testConfig(overrides), log: silentLog });
+const deps = (clock: ManualClock, overrides: Record<string, string> = {}): RetentionDeps => ({
+  db: s.db,
+  inbox: s.inbox,
+  redis: s.redis,
+  clock,
+  ...retentionSettings(testConfig(overrides)),
+  log: silentLog,
+});
 const deleted = async (object: string) => (await metrics.retentionDeleted.get()).values.find((v) => v.labels.object === object)?.value ?? 0;
 
 async function change(flid: string, v: number, msgId: number, at: Date) {

@@ -8,7 +8,7 @@ import { ManualClock } from '../../../lib/core/clock.ts';
 import { protocol } from '../../../lib/core/errors.ts';
 import { HandlerRegistry, type BatchDomain, type Mirror } from '../../../lib/domain/handlers.ts';
 import { intakeRound } from '../../../lib/pipeline/intake.ts';
-import { drain, type PumpDeps } from '../../../lib/pipeline/pump.ts';
+import { drain, type PumpDeps, pumpSettings } from '../../../lib/pipeline/pump.ts';
 import { payload } from '../../../lib/sis/envelope.ts';
 import { testConfig } from '../../support/env.ts';
 import { openServices, procRows, putInbox, resetPipeline, silentLog, sisMessage, type TestServices } from '../../support/services.ts';
@@ -67,7 +67,7 @@ const mirror = (): Mirror => ({
   },
 });
 
-const deps = (over: Partial<PumpDeps> = {}): PumpDeps => ({ session: s.session, inbox: s.inbox, registry, mirror: mirror(), clock, config, log: silentLog, ...over });
+const deps = (over: Partial<PumpDeps> = {}): PumpDeps => ({ session: s.session, inbox: s.inbox, registry, mirror: mirror(), clock, ...pumpSettings(config), log: silentLog, ...over });
 const enqueueAll = () => intakeRound({ db: s.db, inbox: s.inbox, clock, intake: slices(config).intake, log: silentLog });
 const state = async (id: number) => (await procRows(s.db)).find((r) => r.msg_id === id)!;
 const effects = async () => (await sql<{ msg_id: number }>`select msg_id from test_effects order by msg_id`.execute(s.db)).rows.map((r) => Number(r.msg_id));
@@ -110,7 +110,7 @@ describe('pump: batches', () => {
   it('msgx.pipeline.apply-batch bounds a batch: 5 messages with K = 2 are three batches, in order', async () => {
     const ids = await put(5);
     await enqueueAll();
-    await drain(deps({ config: testConfig({ 'msgx.pipeline.apply-batch': '2' }) }), 10_000);
+    await drain(deps(pumpSettings(testConfig({ 'msgx.pipeline.apply-batch': '2' }))), 10_000);
     expect(mirrorCalls.map((c) => c.flids)).toEqual([[`T${ids[0]}`, `T${ids[1]}`], [`T${ids[2]}`, `T${ids[3]}`], [`T${ids[4]}`]]);
     for (const id of ids) expect((await state(id)).state).toBe('SUCCEEDED');
   });

@@ -3,6 +3,7 @@ import { buildRequestXml, isIsoDay, nextDay, parseRequestSpec } from '../../../l
 import { resolveRequestPayload, requestsCrontab } from '../../../lib/requests/tasks.ts';
 import { decodeEnvelope, payload } from '../../../lib/sis/envelope.ts';
 import { child } from '../../../lib/sis/xml.ts';
+import { slices } from '../../../lib/core/config.ts';
 import { testConfig } from '../../support/env.ts';
 
 const base = { sender: 'MSGX', now: new Date('2026-11-30T12:34:56Z'), timeZone: 'Asia/Shanghai', cutover: '00:00' };
@@ -60,10 +61,10 @@ describe('days and the evening crontab', () => {
   it("'tomorrow' is the operation day after the current one", () => {
     const config = testConfig({ 'msgx.airport.day-cutover': '04:00' });
     // 2026-12-01 02:00 local is still operation day 2026-11-30 → tomorrow = 2026-12-01
-    expect(resolveRequestPayload({ type: 'RQFD', operationDay: 'tomorrow' }, config, new Date('2026-11-30T18:00:00Z'))).toEqual({ type: 'RQFD', operationDay: '2026-12-01' });
+    expect(resolveRequestPayload({ type: 'RQFD', operationDay: 'tomorrow' }, slices(config).airport, new Date('2026-11-30T18:00:00Z'))).toEqual({ type: 'RQFD', operationDay: '2026-12-01' });
   });
   it('20:00 Asia/Shanghai is 12:00 UTC; empty = off', () => {
-    expect(requestsCrontab(testConfig({ 'msgx.requests.daily-schedule-at': '20:00' }))).toBe('0 12 * * * request {type:"RQFD",operationDay:"tomorrow"}');
-    expect(requestsCrontab(testConfig())).toBe('');
+    expect(requestsCrontab(slices(testConfig({ 'msgx.requests.daily-schedule-at': '20:00' })))).toBe('0 12 * * * request {type:"RQFD",operationDay:"tomorrow"}');
+    expect(requestsCrontab(slices(testConfig()))).toBe('');
   });
 });
