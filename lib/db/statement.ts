@@ -27,6 +27,9 @@ export interface PgStatement<P extends readonly unknown[], R> {
   readonly [ROW]?: R;
 }
 
+/** The row type of a statement (for a caller that names it, e.g. a function parameter). */
+export type RowOf<S> = S extends PgStatement<infer _P, infer R> ? R : S extends MyStatement<infer _Q, infer W> ? W : never;
+
 /** A MariaDB statement (the AODB inbox/outbox): `?` placeholders typed by `P`, rows typed by `R`. */
 export interface MyStatement<P extends readonly unknown[], R> {
   readonly name: string;

@@ -2,7 +2,7 @@
 // archived to FLIGHT_HISTORY and deleted, the Redis keys of purged ACTIVE flights deleted (owed
 // keys retried), and msgx_flights_without_operation_day refreshed. Index of the jobs: tasks.ts.
 import { LOCKS } from '../db/postgres.ts';
-import { pgOne, pgRows, pgRun } from '../db/statement.ts';
+import { pgOne, pgRows, pgRun, type RowOf } from '../db/statement.ts';
 import { readBodies } from '../pipeline/inbox.ts';
 import { withTimeout } from '../core/timeout.ts';
 import { flightKey } from '../flight/mirror.ts';
@@ -109,15 +109,7 @@ export async function purgeFlights(d: RetentionDeps, session: PurgeSession, o: P
 
 class Doubt extends Error {}
 
-interface LockedFlight {
-  flid: string;
-  state: 'ACTIVE' | 'DELETED';
-  state_version: number;
-  operation_day: string | null;
-  deleted_at: Date | null;
-  maid: string | null;
-  in_process: boolean;
-}
+type LockedFlight = RowOf<typeof Flight.lockPurgeFamilies>;
 
 /**
  * One purge transaction. Master/shared flights are decided per family (a master and the flights

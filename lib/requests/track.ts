@@ -7,30 +7,9 @@
 import { pgOne, pgRows, pgRun, type Executor } from '../db/statement.ts';
 import * as Sql from '../sql/requests.ts';
 
-export type RequestKind = 'RQRD' | 'RQFD';
-export type RequestState = 'PENDING' | 'SENT' | 'DONE' | 'EXPIRED' | 'FAILED';
+import type { ReqTrackRow, RequestKind, RequestState } from '../sql/requests.ts';
 
-export interface ReqTrackRow {
-  id: number;
-  kind: RequestKind;
-  rtype: string | null;
-  /** 'YYYY-MM-DD' */
-  operationDay: string | null;
-  state: RequestState;
-  seqn: number;
-  body: string;
-  routingId: string;
-  createdAt: Date;
-  /** Last COUTMSGS insert attempt; set = the outcome of an earlier attempt may be unknown. */
-  attemptedAt: Date | null;
-  sentAt: Date | null;
-  closedAt: Date | null;
-  closedByMsgId: number | null;
-  errorText: string | null;
-  coutmsgsId: number | null;
-  /** The graphile-worker job that created it ('job:<id>'), null when made directly. */
-  jobKey: string | null;
-}
+export type { ReqTrackRow, RequestKind, RequestState };
 
 /** Next outbound META/SEQN (1..999999, wraps). */
 export async function nextSeqn(db: Executor): Promise<number> {

@@ -2,24 +2,29 @@
 // Statement conventions: lib/db/statement.ts.
 import { pgStatement } from '../db/statement.ts';
 
+export type RequestKind = 'RQRD' | 'RQFD';
+export type RequestState = 'PENDING' | 'SENT' | 'DONE' | 'EXPIRED' | 'FAILED';
+
 /** A REQ_TRACK row as the statements below return it. */
 export interface ReqTrackRow {
   id: number;
-  kind: 'RQRD' | 'RQFD';
+  kind: RequestKind;
   rtype: string | null;
   /** 'YYYY-MM-DD' */
   operationDay: string | null;
-  state: 'PENDING' | 'SENT' | 'DONE' | 'EXPIRED' | 'FAILED';
+  state: RequestState;
   seqn: number;
   body: string;
   routingId: string;
   createdAt: Date;
+  /** Last COUTMSGS insert attempt; set = the outcome of an earlier attempt may be unknown. */
   attemptedAt: Date | null;
   sentAt: Date | null;
   closedAt: Date | null;
   closedByMsgId: number | null;
   errorText: string | null;
   coutmsgsId: number | null;
+  /** The graphile-worker job that created it ('job:<id>'), null when made directly. */
   jobKey: string | null;
 }
 

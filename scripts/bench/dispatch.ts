@@ -13,17 +13,12 @@ import kafkajs from 'kafkajs';
 import { sql } from 'kysely';
 import { systemClock } from '../../lib/core/clock.ts';
 import { type Config, slices } from '../../lib/core/config.ts';
-import { buildMirror, buildRegistry } from '../../lib/app/composition.ts';
-import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
 import { createKafkaEdge, kafkaOptions } from '../../lib/dispatch/kafka.ts';
 import { msgRound, type DispatchDeps } from '../../lib/dispatch/msg.ts';
 import { schdRound } from '../../lib/dispatch/schd.ts';
 import { insertMsgEvents, type MsgEvent } from '../../lib/flight/store.ts';
-import { intakeRound } from '../../lib/pipeline/intake.ts';
-import { drain, pumpSettings } from '../../lib/pipeline/pump.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
-import { bigSnapshot } from '../../test/support/fixtures.ts';
-import { emptyAll, machine, median, openBench } from './setup.ts';
+import { emptyAll, machine, median, openBench, pumpTenThousandFlights } from './setup.ts';
 
 const { Kafka, logLevel } = kafkajs;
 
@@ -102,22 +97,7 @@ for (let run = 0; run < runs; run++) {
 
 // ---------------------------------------------------------------------------------------------
 // schd topic: 10,000 real flights through the pump
-await emptyAll(b);
-await insertInboxRow(b.inbox, { body: bigSnapshot(9999, 1, { seqn: 1 }), received: '2026-12-01 08:00:00' });
-await insertInboxRow(b.inbox, { body: bigSnapshot(1, 10_000, { seqn: 2 }).replace(/01DEC26/g, '02DEC26'), received: '2026-12-01 08:00:00' });
-await intakeRound({ db: b.db, inbox: b.inbox, clock: systemClock, intake: slices(b.config).intake, log });
-await drain(
-  {
-    session: b.session,
-    inbox: b.inbox,
-    registry: buildRegistry(),
-    mirror: buildMirror({ db: b.db, redis: b.redis, airport: slices(b.config).airport }),
-    clock: systemClock,
-    ...pumpSettings(b.config),
-    log,
-  },
-  600_000,
-);
+await pumpTenThousandFlights(b, log);
 await sql`delete from msg_event where target = 'msg'`.execute(b.db);
 const pendingSchd = await sql<{ n: number }>`select count(*)::int n from msg_event where target = 'schd' and state = 'PENDING'`.execute(b.db);
 if (pendingSchd.rows[0].n !== SCHD_FLIGHTS) throw new Error(`expected ${SCHD_FLIGHTS} PENDING schd rows after the snapshots, got ${pendingSchd.rows[0].n}`);

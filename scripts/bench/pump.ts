@@ -9,19 +9,19 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { sql } from 'kysely';
 import { systemClock } from '../../lib/core/clock.ts';
-import { buildMirror, buildRegistry } from '../../lib/app/composition.ts';
+import { buildRegistry } from '../../lib/app/composition.ts';
 import { loadConfig, slices } from '../../lib/core/config.ts';
 import { decodeFlightCommand } from '../../lib/flight/handlers.ts';
 import { FlightPlan, Loaded } from '../../lib/flight/plan.ts';
 import { loadStates } from '../../lib/flight/store.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
-import { drain, tick, pumpSettings } from '../../lib/pipeline/pump.ts';
+import { drain, tick } from '../../lib/pipeline/pump.ts';
 import { backfillRound } from '../../lib/pipeline/backfill.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { decodeEnvelope } from '../../lib/sis/envelope.ts';
 import { bigSnapshot } from '../../test/support/fixtures.ts';
 import { sisMessage } from '../../test/support/services.ts';
-import { BENCH_PG, BENCH_INBOX, BENCH_REDIS, emptyAll, machine, median, openBench, stateCounts } from './setup.ts';
+import { BENCH_PG, BENCH_INBOX, BENCH_REDIS, emptyAll, machine, median, openBench, pumpDeps, stateCounts } from './setup.ts';
 
 const N = Number(process.argv[2] ?? 20_000);
 const F = Number(process.argv[3] ?? 2_000);
@@ -68,23 +68,17 @@ async function prepare(k: number, changeRecords = true) {
     MSGX_PIPELINE_CLAIM_BATCH: '5000',
     MSGX_PIPELINE_APPLY_BATCH: String(k),
   });
-  const base = { clock: systemClock, config, intake: slices(config).intake, log };
-  while ((await intakeRound({ ...base, db: b.db, inbox: b.inbox })).enqueued.length > 0);
-  const deps = {
-    ...base,
-    session: b.session,
-    inbox: b.inbox,
-    ...pumpSettings(config),
-    registry: buildRegistry({ changeRecords }),
-    mirror: buildMirror({ db: b.db, redis: b.redis, airport: slices(config).airport }),
-  };
+  while ((await intakeRound({ db: b.db, inbox: b.inbox, clock: systemClock, intake: slices(config).intake, log })).enqueued.length > 0);
+  const deps = pumpDeps(b, { log, config, registry: buildRegistry({ changeRecords }) });
   await tick(deps); // the snapshot
   await sql`vacuum analyze proc_state`.execute(b.db);
-  return deps;
+  return { deps, config };
 }
 
 async function runPump(k: number, changeRecords = true) {
-  const deps = { ...(await prepare(k, changeRecords)), timings: {} as Record<string, number> };
+  const { deps, config } = await prepare(k, changeRecords);
+  const timings: Record<string, number> = {};
+  deps.timings = timings;
   const cpu0 = process.cpuUsage();
   const t = performance.now();
   let processed = 0;
@@ -95,7 +89,7 @@ async function runPump(k: number, changeRecords = true) {
   }
   const wall = (performance.now() - t) / 1000;
   const cpu = process.cpuUsage(cpu0);
-  return { k, processed, wall, nodeCpu: (cpu.user + cpu.system) / 1e6, deps, steps: Object.fromEntries(Object.entries(deps.timings).map(([n, ms]) => [n, +(ms / 1000).toFixed(2)])) };
+  return { k, processed, wall, nodeCpu: (cpu.user + cpu.system) / 1e6, config, steps: Object.fromEntries(Object.entries(timings).map(([n, ms]) => [n, +(ms / 1000).toFixed(2)])) };
 }
 
 // pgbench: single client, one-row insert per transaction, same server, same run.
@@ -127,7 +121,7 @@ for (let i = 0; i < 2; i++) {
 const tps = (tpsBefore + pgbench()) / 2;
 
 // CPU split of the largest-K run's work, measured apart: parse (XML + envelope + decode) and plan
-const config = runs.at(-1)!.deps.config;
+const config = runs.at(-1)!.config;
 let t = performance.now();
 const cmds = flops.map((x) => {
   const env = decodeEnvelope(x);

@@ -4,36 +4,14 @@
 //   npm run bench:reads -- [runs=5]
 import Fastify from 'fastify';
 import pg from 'pg';
-import { systemClock } from '../../lib/core/clock.ts';
-import { buildMirror, buildRegistry } from '../../lib/app/composition.ts';
-import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
 import { flightRoutes, MAX_PAGE } from '../../lib/api/flight-routes.ts';
-import { intakeRound } from '../../lib/pipeline/intake.ts';
-import { drain, pumpSettings } from '../../lib/pipeline/pump.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
-import { bigSnapshot } from '../../test/support/fixtures.ts';
-import { emptyAll, machine, median, openBench } from './setup.ts';
-import { slices } from '../../lib/core/config.ts';
+import { machine, median, openBench, pumpTenThousandFlights } from './setup.ts';
 
 const runs = Number(process.argv[2] ?? 5);
 const b = await openBench();
 const log = createLogger('bench', 'silent');
-await emptyAll(b);
-await insertInboxRow(b.inbox, { body: bigSnapshot(9999, 1, { seqn: 1 }), received: '2026-12-01 08:00:00' });
-await insertInboxRow(b.inbox, { body: bigSnapshot(1, 10_000, { seqn: 2 }).replace(/01DEC26/g, '02DEC26'), received: '2026-12-01 08:00:00' });
-await intakeRound({ db: b.db, inbox: b.inbox, clock: systemClock, intake: slices(b.config).intake, log });
-await drain(
-  {
-    session: b.session,
-    inbox: b.inbox,
-    registry: buildRegistry(),
-    mirror: buildMirror({ db: b.db, redis: b.redis, airport: slices(b.config).airport }),
-    clock: systemClock,
-    ...pumpSettings(b.config),
-    log,
-  },
-  600_000,
-);
+await pumpTenThousandFlights(b, log);
 
 // count statements issued by the route
 let statements = 0;

@@ -9,6 +9,15 @@ import { connectClient, createDb, createPool, createSessionDb, type Db } from '.
 import { createAodbPool, type Inbox } from '../../lib/db/mysql.ts';
 import { createRedis, type Redis } from '../../lib/db/redis.ts';
 import { migrate } from '../../lib/db/migrate.ts';
+import type { Logger } from 'pino';
+import { systemClock } from '../../lib/core/clock.ts';
+import { slices } from '../../lib/core/config.ts';
+import { buildMirror, buildRegistry } from '../../lib/app/composition.ts';
+import type { HandlerRegistry } from '../../lib/domain/handlers.ts';
+import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
+import { intakeRound } from '../../lib/pipeline/intake.ts';
+import { drain, pumpSettings, type PumpDeps } from '../../lib/pipeline/pump.ts';
+import { bigSnapshot } from '../../test/support/fixtures.ts';
 
 export const BENCH_PG = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/msgx_bench';
 export const BENCH_INBOX = process.env.BENCH_INBOX_URL ?? 'mysql://root@127.0.0.1:3306/aodbinterface_bench';
@@ -78,4 +87,28 @@ export async function stateCounts(b: Bench): Promise<Record<string, number>> {
     .groupBy('state')
     .execute();
   return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
+}
+
+/** PumpDeps as workers/pump.ts wires them, on the bench's databases (config: the bench's, or one per run). */
+export function pumpDeps(b: Bench, o: { log: Logger; config?: Config; registry?: HandlerRegistry; timings?: Record<string, number> }): PumpDeps {
+  const config = o.config ?? b.config;
+  return {
+    session: b.session,
+    inbox: b.inbox,
+    registry: o.registry ?? buildRegistry(),
+    mirror: buildMirror({ db: b.db, redis: b.redis, airport: slices(config).airport }),
+    clock: systemClock,
+    ...pumpSettings(config),
+    log: o.log,
+    ...(o.timings ? { timings: o.timings } : {}),
+  };
+}
+
+/** 10,000 flights through intake and the real pump: a 9,999-flight snapshot of 01DEC26 and one of 02DEC26. */
+export async function pumpTenThousandFlights(b: Bench, log: Logger): Promise<void> {
+  await emptyAll(b);
+  await insertInboxRow(b.inbox, { body: bigSnapshot(9999, 1, { seqn: 1 }), received: '2026-12-01 08:00:00' });
+  await insertInboxRow(b.inbox, { body: bigSnapshot(1, 10_000, { seqn: 2 }).replace(/01DEC26/g, '02DEC26'), received: '2026-12-01 08:00:00' });
+  await intakeRound({ db: b.db, inbox: b.inbox, clock: systemClock, intake: slices(b.config).intake, log });
+  await drain(pumpDeps(b, { log }), 600_000);
 }

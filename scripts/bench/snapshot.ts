@@ -3,14 +3,13 @@
 //   npm run bench:snapshot -- [flights=4000] [runs=3]
 import { sql } from 'kysely';
 import { systemClock } from '../../lib/core/clock.ts';
-import { buildMirror, buildRegistry } from '../../lib/app/composition.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
-import { tick, pumpSettings } from '../../lib/pipeline/pump.ts';
+import { tick } from '../../lib/pipeline/pump.ts';
 import { decodeEnvelope } from '../../lib/sis/envelope.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
 import { bigSnapshot } from '../../test/support/fixtures.ts';
-import { emptyAll, machine, median, openBench } from './setup.ts';
+import { emptyAll, machine, median, openBench, pumpDeps } from './setup.ts';
 import { slices } from '../../lib/core/config.ts';
 
 const flights = Number(process.argv[2] ?? 4000);
@@ -29,16 +28,8 @@ for (let r = 0; r < runs; r++) {
   await emptyAll(b);
   for (const seqn of [1, 2]) await insertInboxRow(b.inbox, { body: xml.replace(/<SEQN>\d+/, `<SEQN>${seqn}`), received: '2026-12-01 08:00:00' });
   await intakeRound({ db: b.db, inbox: b.inbox, clock: systemClock, intake: slices(b.config).intake, log });
-  const deps = {
-    session: b.session,
-    inbox: b.inbox,
-    registry: buildRegistry(),
-    mirror: buildMirror({ db: b.db, redis: b.redis, airport: slices(b.config).airport }),
-    clock: systemClock,
-    ...pumpSettings(b.config),
-    log,
-    timings,
-  };
+  const deps = pumpDeps(b, { log, timings });
+
   let t = performance.now();
   const r1 = await tick(deps);
   first.push(performance.now() - t);
