@@ -43,7 +43,7 @@ await runProcess({
       crash,
     };
     const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
-    const gauges = setInterval(() => void refreshHeadGauges(rt.db, rt.clock, slices(rt.config).failures), GAUGES_EVERY_MS);
+    const gauges = setInterval(() => void refreshHeadGauges(rt.db, rt.clock, deps.failures), GAUGES_EVERY_MS);
     gauges.unref();
     return {
       tasks: {

@@ -79,7 +79,7 @@ export function historyReason(f: { state: string; deleted_at: Date | null; opera
  * Also sets msgx_flights_without_operation_day.
  */
 export async function purgeFlights(d: RetentionDeps, session: PurgeSession, o: PurgeOptions = {}): Promise<number> {
-  const got = await pgOne(session.db, Locks.tryPurgeLeader, LOCKS.HISTORY_PURGE_LEADER);
+  const got = await pgOne(session.db, Locks.tryLock, LOCKS.HISTORY_PURGE_LEADER);
   if (!got?.ok) {
     d.log.info('retention: another history purge is running; skipped');
     return 0;
@@ -103,7 +103,7 @@ export async function purgeFlights(d: RetentionDeps, session: PurgeSession, o: P
     if (n) d.log.info({ purged: n }, 'retention: flights archived to FLIGHT_HISTORY and deleted (US-14)');
     return n;
   } finally {
-    await pgOne(session.db, Locks.unlockPurgeLeader, LOCKS.HISTORY_PURGE_LEADER).catch(() => {});
+    await pgOne(session.db, Locks.unlock, LOCKS.HISTORY_PURGE_LEADER).catch(() => {});
   }
 }
 

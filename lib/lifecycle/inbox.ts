@@ -24,7 +24,7 @@ export async function purgeInbox(d: RetentionDeps, o: JobOptions = {}): Promise<
   let after = Number(minRows[0].m) - 1;
   const n = await batches(o, 1000, (batch) =>
     d.db.transaction().execute(async (tx) => {
-      await pgRun(tx, Locks.inboxPurgeGate, LOCKS.LIFECYCLE_GATE);
+      await pgRun(tx, Locks.xactLock, LOCKS.LIFECYCLE_GATE);
       const c = await pgRows(tx, ProcState.inboxPurgeCandidates, after, TERMINAL, cutoff, batch);
       const ids = c.map((r) => Number(r.msg_id));
       if (ids.length === 0) return [0, 0] as [number, number];

@@ -1,7 +1,7 @@
 // SQL of advisory locks. Statement conventions: lib/db/statement.ts.
 import { pgStatement } from '../db/statement.ts';
 
-// ---- lib/pipeline/pump.ts, lib/lifecycle/common.ts, lib/pipeline/backfill.ts, lib/pipeline/operator.ts
+// ---- lib/pipeline/pump.ts, lib/lifecycle/common.ts, lib/lifecycle/inbox.ts, lib/lifecycle/flights.ts, lib/pipeline/backfill.ts, lib/pipeline/operator.ts
 
 /** Takes the session-level advisory lock $1, waiting for it (up to lock_timeout). */
 export const lock = pgStatement<[key: number]>('locks.lock', 'select pg_advisory_lock($1::bigint)');
@@ -33,7 +33,7 @@ export const setSessionTimeouts = pgStatement<[statementTimeout: string, lockTim
   `select set_config('statement_timeout', $1::text, false), set_config('lock_timeout', $2::text, false)`,
 );
 
-// ---- lib/runtime/leader.ts
+// ---- lib/runtime/leader.ts, lib/lifecycle/flights.ts (the history purge leader)
 
 /** Takes the session-level advisory lock $1 if it is free: ok = taken. */
 export const tryLock = pgStatement<[key: number], { ok: boolean }>('locks.try_lock', 'select pg_try_advisory_lock($1::bigint) as ok');
@@ -82,16 +82,3 @@ export const requestSenderLock = pgStatement<[lockClass: number, key: number]>('
 
 /** Releases the request sender's session-level two-key advisory lock. */
 export const requestSenderUnlock = pgStatement<[lockClass: number, key: number]>('locks.request_sender_unlock', 'select pg_advisory_unlock($1::int, $2::int)');
-
-// ---- lib/lifecycle/inbox.ts
-
-/** Waits for the lifecycle gate $1 (transaction-scoped) before the inbox purge reads its evidence. */
-export const inboxPurgeGate = pgStatement<[key: number]>('locks.inbox_purge_gate', 'select pg_advisory_xact_lock($1::bigint)');
-
-// ---- lib/lifecycle/flights.ts
-
-/** Takes the session-level advisory lock $1 if free (the history purge leader): ok = taken. */
-export const tryPurgeLeader = pgStatement<[key: number], { ok: boolean }>('locks.try_purge_leader', 'select pg_try_advisory_lock($1::bigint) as ok');
-
-/** Releases the session-level advisory lock $1 (the history purge leader). */
-export const unlockPurgeLeader = pgStatement<[key: number], { ok: boolean }>('locks.unlock_purge_leader', 'select pg_advisory_unlock($1::bigint) as ok');
