@@ -251,18 +251,6 @@ export async function insertMsgEvents(tx: Executor, events: readonly MsgEvent[],
   );
 }
 
-/** schd topic: one row per FLID, upserted back to PENDING with a new EVENT_ID and the latest version. */
-export async function upsertSchdRows(tx: Executor, rows: readonly { flid: string; stateVersion: number }[], now: Date): Promise<void> {
-  if (rows.length === 0) return;
-  await pgRun(
-    tx,
-    Outbox.upsertSchdRows,
-    now,
-    rows.map((r) => r.flid),
-    rows.map((r) => r.stateVersion),
-  );
-}
-
 /** Deleted flights never go to schd: drop their pending schd rows. */
 export async function removePendingSchdRows(tx: Executor, flids: readonly string[]): Promise<void> {
   if (flids.length === 0) return;

@@ -200,19 +200,6 @@ export const insertMsgEvents = pgStatement<[now: Date, flids: string[], versions
                order by ord) u) x`,
 );
 
-/** schd topic: one row per FLID ($2, versions $3), upserted back to PENDING with a new EVENT_ID and the latest version, at $1. */
-export const upsertSchdRows = pgStatement<[now: Date, flids: string[], versions: number[]]>(
-  'outbox.upsert_schd_rows',
-  `insert into msg_event (target, flid, state_version, payload, created_at)
-   select 'schd', t.flid, t.ver, jsonb_build_object('FLID', t.flid, 'STATE_VERSION', t.ver), $1::timestamptz
-   from unnest($2::text[], $3::integer[]) with ordinality as t(flid, ver, ord)
-   order by t.ord
-   on conflict (flid) where target = 'schd' do update set
-     event_id = excluded.event_id, state_version = excluded.state_version, payload = excluded.payload,
-     state = 'PENDING', attempts = 0, next_attempt_at = null, sent_at = null,
-     kafka_partition = null, kafka_offset = null, last_error = null, created_at = excluded.created_at`,
-);
-
 /** Deleted flights never go to schd: drop the pending (or dead) schd rows of the FLIDs $1. */
 export const removePendingSchd = pgStatement<[flids: string[]]>(
   'outbox.remove_pending_schd',

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../lib/core/clock.ts';
 import type { Db } from '../../lib/db/postgres.ts';
 import { purgeSentEvents } from '../../lib/dispatch/retention.ts';
-import { upsertSchdRows } from '../../lib/flight/store.ts';
+import { writePlan } from '../../lib/flight/store.ts';
 import { wake } from '../../lib/pipeline/transitions.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 import { consume, createdTopics, deleteTopics, NOW, openDb, payloadOf, putMsgEvents, resetOutbox, rows, stateCounts, uniqueTopic } from './dispatch-support.ts';
@@ -60,7 +60,7 @@ describe('worker processes', () => {
     await sql`truncate flight_schd cascade`.execute(db);
     await sql`insert into flight_schd (flid, state, state_version, created_at, updated_at, mafl) values ('55', 'ACTIVE', 3, now(), now(), '[]')`.execute(db);
     await db.transaction().execute(async (tx) => {
-      await upsertSchdRows(tx, [{ flid: '55', stateVersion: 3 }], new Date());
+      await writePlan(tx, { flights: [], events: [{ target: 'schd', flid: '55', stateVersion: 3 }], schdRemovals: [], changes: [] }, new Date());
       await wake(tx, 'schd-dispatch');
     });
     await waitFor('SENT', async () => (await rows(db, 'schd'))[0]?.state === 'SENT', 30_000);
