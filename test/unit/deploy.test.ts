@@ -149,8 +149,7 @@ describe('docker-compose.yml', () => {
   it('ops/prometheus-local.yml (for `npm start`) is ops/prometheus.yml with 127.0.0.1 at each default port', () => {
     const compose = shippedConfig('prometheus.yml');
     const local = shippedConfig('prometheus-local.yml');
-    for (const job of compose.scrape_configs)
-      for (const s of job.static_configs) s.targets = s.targets.map((t) => `127.0.0.1:${defaultPort(t.split(':')[0])}`);
+    for (const job of compose.scrape_configs) for (const s of job.static_configs) s.targets = s.targets.map((t) => `127.0.0.1:${defaultPort(t.split(':')[0])}`);
     expect(local).toEqual(compose);
   });
 });
