@@ -9,14 +9,12 @@
 //     validates real answers against them); answers are serialised with JSON.stringify, so a
 //     response schema never changes or drops what a route returns.
 import helmet from '@fastify/helmet';
-import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from '../runtime/log.ts';
-import { anyObject, errors } from './schema.ts';
+import { anyObject, errors, strictParameters } from './schema.ts';
 
 export async function hardenApi(app: FastifyInstance, o: { scriptSources: string[]; log: Logger }): Promise<void> {
-  await app.register(rateLimit, { global: false });
   await app.register(helmet, {
     contentSecurityPolicy: {
       useDefaults: false,
@@ -46,6 +44,7 @@ export async function hardenApi(app: FastifyInstance, o: { scriptSources: string
     if (route.method === 'HEAD' || route.schema?.hide) return;
     if (!route.schema) unschematised.push(`${route.method} ${route.url}`);
   });
+  app.addHook('onRoute', strictParameters); // every route: a strict query schema, decimal integers (schema.ts)
   app.addHook('onReady', async () => {
     if (unschematised.length) o.log.warn({ routes: unschematised }, 'routes without a schema: not validated, missing from /openapi.json');
   });

@@ -89,11 +89,21 @@ const shown = (s: string) => (s.length > 40 ? `${s.slice(0, 40)}…` : s);
 
 const PREDEFINED = new Set(['amp', 'lt', 'gt', 'quot', 'apos']);
 
+/** What the pass saw of the top of the document: enough to read the SIS envelope without building the tree. */
+export interface Outline {
+  /** The root element's name. */
+  root: string;
+  /** [start, end) of the root's first child element named META, when there is one. */
+  meta?: [number, number];
+  /** Whether the root has a child element other than META. */
+  payload: boolean;
+}
+
 /**
  * Checks that `xml` is a well-formed document of one root element that the tree builder may be
- * given. Throws XmlError with the reason; returns nothing.
+ * given. Throws XmlError with the reason; returns the outline of the root element.
  */
-export function checkXml(xml: string): void {
+export function checkXml(xml: string): Outline {
   // A literal search, linear; anywhere in the text (also inside comments and CDATA) as before.
   if (/<!DOCTYPE|<!ENTITY/i.test(xml)) throw new XmlError('DOCTYPE/ENTITY declarations are not accepted');
   const n = xml.length;
@@ -115,7 +125,8 @@ export function checkXml(xml: string): void {
   const chars = (from: number, to: number) => {
     for (let k = from; k < to; ) {
       const c = xml.charCodeAt(k);
-      if (c >= 0x20 && c < 0xd800) k++; // the common case, inline
+      if (c >= 0x20 && c < 0xd800)
+        k++; // the common case, inline
       else k = char(k);
     }
   };
@@ -169,6 +180,8 @@ export function checkXml(xml: string): void {
   const open: { name: string; at: number }[] = []; // at most MAX_DEPTH entries
   let roots = 0;
   let rootClosed = false;
+  const outline: Outline = { root: '', payload: false };
+  let metaStart = -1;
   const first = code(0) === 0xfeff ? 1 : 0;
   let i = first;
 
@@ -218,6 +231,7 @@ export function checkXml(xml: string): void {
         if (!top) fail(`Closing tag '${shown(name)}' has not been opened.`, i);
         else if (top.name !== name) fail(`Expected closing tag '${top.name}' (opened in ${position(xml, top.at)}) instead of closing tag '${shown(name)}'.`, i);
         if (open.length === 0) rootClosed = true;
+        else if (open.length === 1 && metaStart !== -1 && !outline.meta) outline.meta = [metaStart, k + 1];
         i = k + 1;
         continue;
       }
@@ -231,7 +245,11 @@ export function checkXml(xml: string): void {
         fail(`Tag '${token(j)}' is an invalid name.`, i);
       }
       if (isReservedName(name)) throw new XmlError(`element name "${name}" is not accepted (reserved JavaScript property name) (${position(xml, i)})`);
-      if (open.length === 0) roots++;
+      if (open.length === 0 && roots++ === 0) outline.root = name;
+      if (open.length === 1 && roots === 1) {
+        if (name !== 'META') outline.payload = true;
+        else if (metaStart === -1) metaStart = i;
+      }
       let k = j + name.length;
       let attrs: Set<string> | undefined;
       let selfClosing = false;
@@ -277,6 +295,7 @@ export function checkXml(xml: string): void {
         if (attrs.has(attr)) fail(`Attribute '${attr}' is repeated.`, at);
         attrs.add(attr);
       }
+      if (selfClosing && open.length === 1 && metaStart === i) outline.meta = [i, k];
       if (!selfClosing) {
         if (open.length >= MAX_DEPTH) throw new XmlError(`elements nested deeper than ${MAX_DEPTH} levels (<${name}> at ${position(xml, i)})`);
         open.push({ name, at: i });
@@ -313,4 +332,5 @@ export function checkXml(xml: string): void {
   if (open.length > 1) fail(`Unclosed tags ${open.map((o) => `'${o.name}'`).join(', ')}.`, open[open.length - 1].at);
   if (roots === 0) throw new XmlError('not well-formed XML: Start tag expected. (line 1)');
   if (roots > 1) throw new XmlError(`expected one root element, found ${roots}`);
+  return outline;
 }

@@ -7,8 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { checkXml } from '../../../lib/sis/scan.ts';
 import { parseXml } from '../../../lib/sis/xml.ts';
 
-const env = (body: string) =>
-  `<?xml version="1.0" encoding="UTF-8"?>\n<MSG><META><SNDR>AODB</SNDR><SEQN>1</SEQN><DTTM>20261201083000</DTTM><TYPE>FLOP</TYPE><STYP>REMC</STYP></META>${body}</MSG>`;
+const env = (body: string) => `<?xml version="1.0" encoding="UTF-8"?>\n<MSG><META><SNDR>AODB</SNDR><SEQN>1</SEQN><DTTM>20261201083000</DTTM><TYPE>FLOP</TYPE><STYP>REMC</STYP></META>${body}</MSG>`;
 const fill = (unit: string, size: number) => unit.repeat(Math.ceil(size / unit.length));
 const refusal = (xml: string) => {
   try {
