@@ -4,6 +4,8 @@
 //     inline script or style (an inline script of the console page would be allowed by its hash;
 //     today it has none: /ops/console.js and /ops/console.css), frame-ancestors 'none',
 //     X-Content-Type-Options: nosniff, no referrer; Cache-Control: no-store (operational data);
+//   - the parameter rules of every route (schema.ts strictParameters, applied as each route is
+//     declared): a query schema that refuses unknown keys, integer parameters in decimal digits;
 //   - the OpenAPI 3 document of every route, from the route schemas (@fastify/swagger), at
 //     GET /openapi.json. Response schemas are documentation and contract (the OpenAPI test
 //     validates real answers against them); answers are serialised with JSON.stringify, so a
