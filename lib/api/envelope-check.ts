@@ -135,9 +135,9 @@ export class EnvelopeChecker {
       done(r);
     };
     // The bytes come back with the answer: the text is decoded here once, not copied across.
-    const onMessage = (m: { id: number; result: WorkerResult; body: Uint8Array }) => {
+    const onMessage = (m: { id: number; result: WorkerResult; body?: Uint8Array }) => {
       if (m.id !== id) return;
-      done(m.result.ok ? { ok: true, meta: m.result.meta, text: new TextDecoder('utf-8').decode(m.body) } : m.result);
+      done(m.result.ok && m.body ? { ok: true, meta: m.result.meta, text: new TextDecoder('utf-8').decode(m.body) } : (m.result as CheckResult));
     };
     const onExit = () => {
       this.worker = undefined;
