@@ -85,7 +85,7 @@ export function position(xml: string, index: number): string {
 }
 
 /** A piece of the message for a reason: at most 40 characters. */
-const shown = (s: string) => (s.length > 40 ? `${s.slice(0, 40)}…` : s);
+const shown = (s: string) => (s.length > 40 ? `${s.slice(0, 40)}…` : s); // a name or token can be megabytes long
 
 const PREDEFINED = new Set(['amp', 'lt', 'gt', 'quot', 'apos']);
 
@@ -229,7 +229,7 @@ export function checkXml(xml: string): Outline {
         if (code(k) !== GT) fail(k >= n ? `Closing tag '${shown(name)}' doesn't have proper closing.` : `Closing tag '${shown(name)}' can't have attributes or invalid starting.`, i);
         const top = open.pop();
         if (!top) fail(`Closing tag '${shown(name)}' has not been opened.`, i);
-        else if (top.name !== name) fail(`Expected closing tag '${top.name}' (opened in ${position(xml, top.at)}) instead of closing tag '${shown(name)}'.`, i);
+        else if (top.name !== name) fail(`Expected closing tag '${shown(top.name)}' (opened in ${position(xml, top.at)}) instead of closing tag '${shown(name)}'.`, i);
         if (open.length === 0) rootClosed = true;
         else if (open.length === 1 && metaStart !== -1 && !outline.meta) outline.meta = [metaStart, k + 1];
         i = k + 1;
@@ -273,31 +273,31 @@ export function checkXml(xml: string): Outline {
         if (k === ws) fail(`Attribute '${token(k)}' has no space in starting.`, at);
         if (!isName(attr) || !(isWs(code(k + attr.length)) || code(k + attr.length) === EQ)) {
           if (k + attr.length >= n) fail(`start tag <${shown(name)}> is not closed`, i);
-          if (isName(attr) && (code(k + attr.length) === GT || code(k + attr.length) === SLASH)) fail(`boolean attribute '${attr}' is not allowed.`, at);
+          if (isName(attr) && (code(k + attr.length) === GT || code(k + attr.length) === SLASH)) fail(`boolean attribute '${shown(attr)}' is not allowed.`, at);
           fail(`Attribute '${token(k)}' is an invalid name.`, at);
         }
         if (isReservedName(attr)) throw new XmlError(`attribute name "${attr}" is not accepted (reserved JavaScript property name) (${position(xml, at)})`);
         k = skipWs(k + attr.length);
-        if (code(k) !== EQ) fail(`boolean attribute '${attr}' is not allowed.`, at);
+        if (code(k) !== EQ) fail(`boolean attribute '${shown(attr)}' is not allowed.`, at);
         k = skipWs(k + 1);
         const q = code(k);
-        if (q !== DQ && q !== SQ) fail(`Attribute '${attr}' is without value.`, at);
+        if (q !== DQ && q !== SQ) fail(`Attribute '${shown(attr)}' is without value.`, at);
         k++;
         for (;;) {
           const v = code(k);
           if (k >= n) fail(`Attributes for '${shown(name)}' have open quote.`, i);
           if (v === q) break;
-          if (v === LT) fail(`'<' is not allowed in the value of attribute ${attr} of <${name}>`, k);
+          if (v === LT) fail(`'<' is not allowed in the value of attribute ${shown(attr)} of <${shown(name)}>`, k);
           k = v === AMP ? reference(k) : char(k);
         }
         k++;
         attrs ??= new Set();
-        if (attrs.has(attr)) fail(`Attribute '${attr}' is repeated.`, at);
+        if (attrs.has(attr)) fail(`Attribute '${shown(attr)}' is repeated.`, at);
         attrs.add(attr);
       }
       if (selfClosing && open.length === 1 && metaStart === i) outline.meta = [i, k];
       if (!selfClosing) {
-        if (open.length >= MAX_DEPTH) throw new XmlError(`elements nested deeper than ${MAX_DEPTH} levels (<${name}> at ${position(xml, i)})`);
+        if (open.length >= MAX_DEPTH) throw new XmlError(`elements nested deeper than ${MAX_DEPTH} levels (<${shown(name)}> at ${position(xml, i)})`);
         open.push({ name, at: i });
       } else if (open.length === 0) rootClosed = true;
       i = k;
@@ -328,8 +328,8 @@ export function checkXml(xml: string): Outline {
     }
   }
 
-  if (open.length === 1) fail(`Unclosed tag '${open[0].name}'.`, open[0].at);
-  if (open.length > 1) fail(`Unclosed tags ${open.map((o) => `'${o.name}'`).join(', ')}.`, open[open.length - 1].at);
+  if (open.length === 1) fail(`Unclosed tag '${shown(open[0].name)}'.`, open[0].at);
+  if (open.length > 1) fail(`Unclosed tags ${open.map((o) => `'${shown(o.name)}'`).join(', ')}.`, open[open.length - 1].at);
   if (roots === 0) throw new XmlError('not well-formed XML: Start tag expected. (line 1)');
   if (roots > 1) throw new XmlError(`expected one root element, found ${roots}`);
   return outline;

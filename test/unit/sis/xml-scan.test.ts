@@ -24,6 +24,7 @@ describe('checkXml: reasons', () => {
     ['this is not xml', /^not well-formed XML: char 't' is not expected\. \(line 1, col 1\)$/],
     ['<MSG><A>x</MSG>', /^not well-formed XML: Expected closing tag 'A' \(opened in line 1, col 6\) instead of closing tag 'MSG'\./],
     ['<MSG>', /^not well-formed XML: Unclosed tag 'MSG'\. \(line 1, col 1\)$/],
+    [`<MSG><${'a'.repeat(100_000)}></MSG>`, /^not well-formed XML: Expected closing tag 'a{40}…' \(opened in line 1, col 6\) instead of closing tag 'MSG'\. \(line 1, col \d+\)$/],
     ['<MSG></MSG>junk', /^not well-formed XML: Extra text at the end/],
     ['<MSG/><MSG/><MSG></MSG>', /^expected one root element, found 3$/],
     ['<MSG>a & b</MSG>', /^not well-formed XML: char '&' is not expected\./],
