@@ -5,7 +5,10 @@
 // references (&#65; &#x4E2D;) are decoded, once, as XML requires. Every refusal is an XmlError
 // with a reason (the envelope turns it into MALFORMED); nothing the parser throws escapes as a
 // plain Error.
-import { XMLParser, XMLValidator } from 'fast-xml-parser';
+import { XMLParser } from 'fast-xml-parser';
+import { checkXml, XmlError } from './scan.ts';
+
+export { MAX_DEPTH, XmlError } from './scan.ts';
 
 export interface XmlNode {
   tag: string;
@@ -14,8 +17,6 @@ export interface XmlNode {
   text: string;
   children: XmlNode[];
 }
-
-export class XmlError extends Error {}
 
 const parser = new XMLParser({
   preserveOrder: true,
@@ -30,17 +31,14 @@ const parser = new XMLParser({
   processEntities: true,
   // Decodes character references (&#65; &#x4E2D;) in the same single pass as &amp; &lt; …
   // (so "&amp;#65;" stays the text "&#65;"). The HTML named entities it would also decode never
-  // reach it: checkCharsAndReferences refuses every named reference but the five of XML.
+  // reach it: checkXml (scan.ts) refuses every named reference but the five of XML.
   htmlEntities: true,
-  // Belt and braces: scanStructure refuses these names before the parser sees them.
+  // Belt and braces: checkXml (scan.ts) refuses these names before the parser sees them.
   onDangerousProperty: (name: string) => {
     throw new XmlError(`name "${name}" is not accepted (reserved JavaScript property name)`);
   },
   maxNestedTags: 1000,
 });
-
-/** Deepest element nesting accepted (SIS nests at most 5 levels: MSG/FLOP/VIPF/VIPT/…). */
-export const MAX_DEPTH = 32;
 
 type Raw = Record<string, unknown> & { ':@'?: Record<string, string> };
 
@@ -61,100 +59,6 @@ function toNode(raw: Raw): XmlNode | null {
   return { tag, attrs, text: text.trim(), children };
 }
 
-/** Characters XML 1.0 forbids (Char production): C0 controls except TAB/LF/CR, U+FFFE/U+FFFF, lone surrogates. */
-const FORBIDDEN_CHAR = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-const isXmlChar = (cp: number) => cp === 0x9 || cp === 0xa || cp === 0xd || (cp >= 0x20 && cp <= 0xd7ff) || (cp >= 0xe000 && cp <= 0xfffd) || (cp >= 0x10000 && cp <= 0x10ffff);
-
-function position(xml: string, index: number): string {
-  const before = xml.slice(0, index);
-  const line = before.split('\n').length;
-  return `line ${line}, col ${index - before.lastIndexOf('\n')}`;
-}
-
-/** What fast-xml-parser's validator lets through: forbidden characters, undeclared entities, references to forbidden characters. */
-function checkCharsAndReferences(xml: string): void {
-  const bad = FORBIDDEN_CHAR.exec(xml);
-  if (bad) throw new XmlError(`not well-formed XML: character U+${bad[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')} is not allowed in XML (${position(xml, bad.index)})`);
-  // References outside CDATA sections and comments: only the five predefined entities and character references to allowed characters.
-  const masked = xml.replace(/<!\[CDATA\[[\s\S]*?\]\]>|<!--[\s\S]*?-->/g, (m) => ' '.repeat(m.length));
-  for (const m of masked.matchAll(/&([^;&<\s]*);/g)) {
-    const name = m[1];
-    if (['amp', 'lt', 'gt', 'quot', 'apos'].includes(name)) continue;
-    const num = /^#x([0-9a-fA-F]+)$/.exec(name) ?? /^#([0-9]+)$/.exec(name);
-    const cp = num ? parseInt(num[1], name.startsWith('#x') ? 16 : 10) : NaN;
-    if (num && isXmlChar(cp)) continue;
-    throw new XmlError(`not well-formed XML: ${num ? `character reference &${name}; names a character not allowed in XML` : `undeclared entity reference &${name};`} (${position(xml, m.index)})`);
-  }
-}
-
-/** Names the parser builds objects with: a tag or attribute named like this would pollute, throw or be renamed. */
-const isReservedName = (name: string) => name in Object.prototype || name === 'prototype' || name === '#text' || name === ':@';
-
-/**
- * What fast-xml-parser's validator lets through, checked on a document it accepted: `<` inside
- * an attribute value, `]]>` in text, names that are JavaScript object properties, nesting
- * deeper than MAX_DEPTH. One pass over the document (comments, CDATA and PIs skipped).
- */
-function scanStructure(xml: string): void {
-  const NAME = /[^\s/>=]+/y;
-  const nameAt = (i: number) => {
-    NAME.lastIndex = i;
-    return NAME.exec(xml)?.[0] ?? '';
-  };
-  const checkName = (name: string, what: string, i: number) => {
-    if (isReservedName(name)) throw new XmlError(`${what} name "${name}" is not accepted (reserved JavaScript property name) (${position(xml, i)})`);
-  };
-  let depth = 0;
-  let i = 0;
-  const n = xml.length;
-  while (i < n) {
-    const lt = xml.indexOf('<', i);
-    const text = xml.slice(i, lt === -1 ? n : lt);
-    const cdataEnd = text.indexOf(']]>');
-    if (cdataEnd !== -1) throw new XmlError(`not well-formed XML: "]]>" is not allowed in text (${position(xml, i + cdataEnd)})`);
-    if (lt === -1) return;
-    const skip = (open: string, close: string) => {
-      if (!xml.startsWith(open, lt)) return false;
-      const end = xml.indexOf(close, lt + open.length);
-      i = end === -1 ? n : end + close.length;
-      return true;
-    };
-    if (skip('<!--', '-->') || skip('<![CDATA[', ']]>') || skip('<?', '?>') || skip('<!', '>')) continue;
-    if (xml[lt + 1] === '/') {
-      depth--;
-      i = xml.indexOf('>', lt) + 1 || n;
-      continue;
-    }
-    const tag = nameAt(lt + 1);
-    checkName(tag, 'element', lt);
-    let j = lt + 1 + tag.length;
-    for (;;) {
-      while (j < n && /\s/.test(xml[j])) j++;
-      if (j >= n) return; // the validator accepted the document: cannot happen
-      if (xml.startsWith('/>', j)) {
-        j += 2;
-        break;
-      }
-      if (xml[j] === '>') {
-        j++;
-        if (++depth > MAX_DEPTH) throw new XmlError(`elements nested deeper than ${MAX_DEPTH} levels (<${tag}> at ${position(xml, lt)})`);
-        break;
-      }
-      const attr = nameAt(j);
-      checkName(attr, 'attribute', j);
-      j = xml.indexOf('=', j + attr.length);
-      while (j !== -1 && j < n && xml[j] !== '"' && xml[j] !== "'") j++;
-      if (j === -1 || j >= n) return;
-      const end = xml.indexOf(xml[j], j + 1);
-      if (end === -1) return;
-      const lessThan = xml.slice(j + 1, end).indexOf('<');
-      if (lessThan !== -1) throw new XmlError(`not well-formed XML: '<' is not allowed in the value of attribute ${attr} of <${tag}> (${position(xml, j + 1 + lessThan)})`);
-      j = end + 1;
-    }
-    i = j;
-  }
-}
-
 /** The parser's own errors (plain Error) are the document's fault too: XmlError with its reason. */
 function parseTree(xml: string): Raw[] {
   try {
@@ -167,11 +71,7 @@ function parseTree(xml: string): Raw[] {
 
 /** Parse a whole document; returns its root element. Throws XmlError with a reason. */
 export function parseXml(xml: string): XmlNode {
-  if (/<!DOCTYPE|<!ENTITY/i.test(xml)) throw new XmlError('DOCTYPE/ENTITY declarations are not accepted');
-  checkCharsAndReferences(xml);
-  const v = XMLValidator.validate(xml);
-  if (v !== true) throw new XmlError(`not well-formed XML: ${v.err.msg} (line ${v.err.line}${v.err.col === undefined ? '' : `, col ${v.err.col}`})`);
-  scanStructure(xml);
+  checkXml(xml); // one linear pass: well-formed, no DOCTYPE, allowed characters and names (scan.ts)
   const top = parseTree(xml)
     .map(toNode)
     .filter((n): n is XmlNode => n !== null);
