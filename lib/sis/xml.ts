@@ -51,7 +51,11 @@ function toNode(raw: Raw): XmlNode | null {
   for (const [k, v] of Object.entries(raw[':@'] ?? {})) attrs[k] = String(v).trim();
   const children: XmlNode[] = [];
   let text = '';
-  for (const c of (raw[tag] as Raw[]) ?? []) {
+  const kids = (raw[tag] as (Raw | null)[]) ?? [];
+  for (let i = 0; i < kids.length; i++) {
+    const c = kids[i]!;
+    // the parser's tree is let go as ours grows: a snapshot's two trees are never whole at once
+    kids[i] = null;
     if ('#text' in c) text += String(c['#text']);
     else {
       const n = toNode(c);
