@@ -5,7 +5,7 @@
 // references (&#65; &#x4E2D;) are decoded, once, as XML requires. Every refusal is an XmlError
 // with a reason (the envelope turns it into MALFORMED); nothing the parser throws escapes as a
 // plain Error.
-import { XMLParser, XMLValidator } from 'fast-xml-parser';
+import { XMLValidator } from 'fast-xml-parser';
 
 export interface XmlNode {
   tag: string;
@@ -17,53 +17,8 @@ export interface XmlNode {
 
 export class XmlError extends Error {}
 
-const parser = new XMLParser({
-  preserveOrder: true,
-  ignoreAttributes: false,
-  attributeNamePrefix: '',
-  parseTagValue: false,
-  parseAttributeValue: false,
-  trimValues: true,
-  ignoreDeclaration: true,
-  ignorePiTags: true,
-  commentPropName: false,
-  processEntities: true,
-  // Decodes character references (&#65; &#x4E2D;) in the same single pass as &amp; &lt; …
-  // (so "&amp;#65;" stays the text "&#65;"). The HTML named entities it would also decode never
-  // reach it: checkCharsAndReferences refuses every named reference but the five of XML.
-  htmlEntities: true,
-  // Belt and braces: scanStructure refuses these names before the parser sees them.
-  onDangerousProperty: (name: string) => {
-    throw new XmlError(`name "${name}" is not accepted (reserved JavaScript property name)`);
-  },
-  maxNestedTags: 1000,
-});
-
 /** Deepest element nesting accepted (SIS nests at most 5 levels: MSG/FLOP/VIPF/VIPT/…). */
 export const MAX_DEPTH = 32;
-
-type Raw = Record<string, unknown> & { ':@'?: Record<string, string> };
-
-function toNode(raw: Raw): XmlNode | null {
-  const tag = Object.keys(raw).find((k) => k !== ':@');
-  if (!tag || tag === '#text') return null;
-  const attrs: Record<string, string> = {};
-  for (const [k, v] of Object.entries(raw[':@'] ?? {})) attrs[k] = String(v).trim();
-  const children: XmlNode[] = [];
-  let text = '';
-  const kids = (raw[tag] as (Raw | null)[]) ?? [];
-  for (let i = 0; i < kids.length; i++) {
-    const c = kids[i]!;
-    // the parser's tree is let go as ours grows: a snapshot's two trees are never whole at once
-    kids[i] = null;
-    if ('#text' in c) text += String(c['#text']);
-    else {
-      const n = toNode(c);
-      if (n) children.push(n);
-    }
-  }
-  return { tag, attrs, text: text.trim(), children };
-}
 
 /** Characters XML 1.0 forbids (Char production): C0 controls except TAB/LF/CR, U+FFFE/U+FFFF, lone surrogates. */
 const FORBIDDEN_CHAR = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -159,14 +114,105 @@ function scanStructure(xml: string): void {
   }
 }
 
-/** The parser's own errors (plain Error) are the document's fault too: XmlError with its reason. */
-function parseTree(xml: string): Raw[] {
-  try {
-    return parser.parse(xml) as Raw[];
-  } catch (e) {
-    if (e instanceof XmlError) throw e;
-    throw new XmlError(`not accepted by the XML parser: ${(e as Error).message}`);
+// ---------------------------------------------------------------------------------------------
+// The tree, built in one pass over a document the checks above accepted (well-formed, no
+// DOCTYPE, only the five entities and character references to allowed characters): XmlNode
+// directly, without an intermediate parser tree — a 9,999-flight snapshot's tree is tens of MB,
+// the parser's preserveOrder tree that used to be built first was as large again
+// (docs/decisions.md, "Snapshots in bounded memory"). What it makes of a document is what the
+// parser (fast-xml-parser, preserveOrder, trimValues, processEntities) made of it:
+//   - line ends normalised (CR LF and CR → LF);
+//   - text: each run of character data between two pieces of markup is trimmed, then its
+//     references decoded (one pass: "&amp;#65;" is the text "&#65;"); a comment does not end a
+//     run; CDATA content is taken as it is; an element's text is its runs and CDATA joined, trimmed;
+//   - attributes: value trimmed, references decoded, trimmed again; comments and processing
+//     instructions dropped.
+
+const REFERENCE = /&(?:(amp|lt|gt|quot|apos)|#x([0-9a-fA-F]+)|#([0-9]+));/g;
+const PREDEFINED: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
+const decodeRefs = (s: string) =>
+  s.indexOf('&') === -1
+    ? s
+    : s.replace(REFERENCE, (_m, name: string | undefined, hex: string | undefined, dec: string | undefined) => (name ? PREDEFINED[name] : String.fromCodePoint(parseInt(hex ?? dec!, hex ? 16 : 10))));
+const lineEnds = (s: string) => (s.indexOf('\r') === -1 ? s : s.replace(/\r\n?/g, '\n'));
+const ATTRIBUTE = /([^\s=]+)\s*(=\s*(?:"([^"]*)"|'([^']*)'))?/g;
+const TAG_NAME = /^[^\s]+/;
+
+/** Top-level elements of the document (text outside them is not kept). */
+function buildTree(xml: string): XmlNode[] {
+  const top: XmlNode[] = [];
+  const open: XmlNode[] = [];
+  const n = xml.length;
+  let run = '';
+  let pos = 0;
+  /** End the current run of character data: trimmed, decoded, added to the open element's text. */
+  const endRun = () => {
+    const t = run.trim();
+    run = '';
+    if (t !== '' && open.length > 0) open[open.length - 1].text += decodeRefs(lineEnds(t));
+  };
+  /** Index just past `close`, searched from `from` (the end of the document when absent: cannot happen once validated). */
+  const past = (close: string, from: number) => {
+    const k = xml.indexOf(close, from);
+    return k === -1 ? n : k + close.length;
+  };
+  while (pos < n) {
+    const lt = xml.indexOf('<', pos);
+    run += xml.slice(pos, lt === -1 ? n : lt);
+    if (lt === -1) break;
+    if (xml.startsWith('<!--', lt)) {
+      pos = past('-->', lt + 4); // the run goes on after a comment
+      continue;
+    }
+    if (xml.startsWith('<![CDATA[', lt)) {
+      endRun();
+      const end = xml.indexOf(']]>', lt + 9);
+      if (open.length > 0) open[open.length - 1].text += lineEnds(xml.slice(lt + 9, end === -1 ? n : end));
+      pos = end === -1 ? n : end + 3;
+      continue;
+    }
+    if (xml[lt + 1] === '!') throw new XmlError(`not well-formed XML: "<!" that opens neither a comment nor a CDATA section (${position(xml, lt)})`);
+    if (xml[lt + 1] === '?') {
+      endRun();
+      pos = past('?>', lt + 2);
+      continue;
+    }
+    if (xml[lt + 1] === '/') {
+      endRun();
+      const done = open.pop();
+      if (done) done.text = done.text.trim();
+      pos = past('>', lt + 2);
+      continue;
+    }
+    // a start tag: its end is the first '>' outside a quoted attribute value
+    let j = lt + 1;
+    while (j < n && xml[j] !== '>') {
+      if (xml[j] === '"' || xml[j] === "'") {
+        const q = xml.indexOf(xml[j], j + 1);
+        j = q === -1 ? n : q;
+      }
+      j++;
+    }
+    if (open.length > 0) endRun();
+    else run = ''; // only blanks can stand outside the root element
+    let exp = xml.slice(lt + 1, j);
+    const empty = exp.endsWith('/');
+    if (empty) exp = exp.slice(0, -1);
+    const tag = TAG_NAME.exec(exp)?.[0] ?? '';
+    const attrs: Record<string, string> = {};
+    if (exp.length > tag.length)
+      for (const m of exp.slice(tag.length).matchAll(ATTRIBUTE)) {
+        const value = m[3] ?? m[4];
+        if (value === undefined) continue;
+        if (m[1] in Object.prototype || m[1] === 'prototype') throw new XmlError(`name "${m[1]}" is not accepted (reserved JavaScript property name)`);
+        attrs[m[1]] = decodeRefs(lineEnds(value.trim())).trim();
+      }
+    const node: XmlNode = { tag, attrs, text: '', children: [] };
+    (open.length > 0 ? open[open.length - 1].children : top).push(node);
+    if (!empty) open.push(node);
+    pos = j + 1;
   }
+  return top;
 }
 
 /** Parse a whole document; returns its root element. Throws XmlError with a reason. */
@@ -176,9 +222,7 @@ export function parseXml(xml: string): XmlNode {
   const v = XMLValidator.validate(xml);
   if (v !== true) throw new XmlError(`not well-formed XML: ${v.err.msg} (line ${v.err.line}${v.err.col === undefined ? '' : `, col ${v.err.col}`})`);
   scanStructure(xml);
-  const top = parseTree(xml)
-    .map(toNode)
-    .filter((n): n is XmlNode => n !== null);
+  const top = buildTree(xml);
   if (top.length !== 1) throw new XmlError(`expected one root element, found ${top.length}`);
   // Text after the root element (junk after </MSG>) is not well-formed either.
   const afterRoot = xml.slice(xml.lastIndexOf('>') + 1);
