@@ -138,9 +138,18 @@ const lineEnds = (s: string) => (s.indexOf('\r') === -1 ? s : s.replace(/\r\n?/g
 const ATTRIBUTE = /([^\s=]+)\s*(=\s*(?:"([^"]*)"|'([^']*)'))?/g;
 const TAG_NAME = /^[^\s]+/;
 
+/**
+ * Shared by every element without attributes / without child elements (most of a snapshot's
+ * hundreds of thousands): frozen, so that nothing can add to them by mistake.
+ */
+const NO_ATTRS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+const NO_CHILDREN: XmlNode[] = Object.freeze([]) as unknown as XmlNode[];
+
 /** Top-level elements of the document (text outside them is not kept). */
 function buildTree(xml: string): XmlNode[] {
   const top: XmlNode[] = [];
+  /** Each element name once (a snapshot repeats a few dozen names 300,000 times). */
+  const names = new Map<string, string>();
   const open: XmlNode[] = [];
   const n = xml.length;
   let run = '';
@@ -198,17 +207,23 @@ function buildTree(xml: string): XmlNode[] {
     let exp = xml.slice(lt + 1, j);
     const empty = exp.endsWith('/');
     if (empty) exp = exp.slice(0, -1);
-    const tag = TAG_NAME.exec(exp)?.[0] ?? '';
-    const attrs: Record<string, string> = {};
+    const name = TAG_NAME.exec(exp)?.[0] ?? '';
+    let tag = names.get(name);
+    if (tag === undefined) names.set(name, (tag = name));
+    let attrs = NO_ATTRS;
     if (exp.length > tag.length)
       for (const m of exp.slice(tag.length).matchAll(ATTRIBUTE)) {
         const value = m[3] ?? m[4];
         if (value === undefined) continue;
         if (m[1] in Object.prototype || m[1] === 'prototype') throw new XmlError(`name "${m[1]}" is not accepted (reserved JavaScript property name)`);
+        if (attrs === NO_ATTRS) attrs = {};
         attrs[m[1]] = decodeRefs(lineEnds(value.trim())).trim();
       }
-    const node: XmlNode = { tag, attrs, text: '', children: [] };
-    (open.length > 0 ? open[open.length - 1].children : top).push(node);
+    const node: XmlNode = { tag, attrs, text: '', children: NO_CHILDREN };
+    const parent = open.length > 0 ? open[open.length - 1] : null;
+    if (!parent) top.push(node);
+    else if (parent.children === NO_CHILDREN) parent.children = [node];
+    else parent.children.push(node);
     if (!empty) open.push(node);
     pos = j + 1;
   }
