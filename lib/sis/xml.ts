@@ -156,6 +156,7 @@ function buildTree(xml: string): XmlNode[] {
   let pos = 0;
   /** End the current run of character data: trimmed, decoded, added to the open element's text. */
   const endRun = () => {
+    if (run === '') return;
     const t = run.trim();
     run = '';
     if (t !== '' && open.length > 0) open[open.length - 1].text += decodeRefs(lineEnds(t));
@@ -167,26 +168,27 @@ function buildTree(xml: string): XmlNode[] {
   };
   while (pos < n) {
     const lt = xml.indexOf('<', pos);
-    run += xml.slice(pos, lt === -1 ? n : lt);
+    if (lt !== pos) run += xml.slice(pos, lt === -1 ? n : lt);
     if (lt === -1) break;
-    if (xml.startsWith('<!--', lt)) {
-      pos = past('-->', lt + 4); // the run goes on after a comment
-      continue;
-    }
-    if (xml.startsWith('<![CDATA[', lt)) {
+    const c1 = xml.charCodeAt(lt + 1);
+    if (c1 === 0x21 /* ! */) {
+      if (xml.startsWith('<!--', lt)) {
+        pos = past('-->', lt + 4); // the run goes on after a comment
+        continue;
+      }
+      if (!xml.startsWith('<![CDATA[', lt)) throw new XmlError(`not well-formed XML: "<!" that opens neither a comment nor a CDATA section (${position(xml, lt)})`);
       endRun();
       const end = xml.indexOf(']]>', lt + 9);
       if (open.length > 0) open[open.length - 1].text += lineEnds(xml.slice(lt + 9, end === -1 ? n : end));
       pos = end === -1 ? n : end + 3;
       continue;
     }
-    if (xml[lt + 1] === '!') throw new XmlError(`not well-formed XML: "<!" that opens neither a comment nor a CDATA section (${position(xml, lt)})`);
-    if (xml[lt + 1] === '?') {
+    if (c1 === 0x3f /* ? */) {
       endRun();
       pos = past('?>', lt + 2);
       continue;
     }
-    if (xml[lt + 1] === '/') {
+    if (c1 === 0x2f /* / */) {
       endRun();
       const done = open.pop();
       if (done) done.text = done.text.trim();
@@ -194,13 +196,18 @@ function buildTree(xml: string): XmlNode[] {
       continue;
     }
     // a start tag: its end is the first '>' outside a quoted attribute value
-    let j = lt + 1;
-    while (j < n && xml[j] !== '>') {
-      if (xml[j] === '"' || xml[j] === "'") {
-        const q = xml.indexOf(xml[j], j + 1);
-        j = q === -1 ? n : q;
+    let j = xml.indexOf('>', lt + 1);
+    if (j === -1) j = n;
+    for (let k = lt + 1; k < j; k++) {
+      const c = xml.charCodeAt(k);
+      if (c !== 0x22 && c !== 0x27) continue;
+      // a quoted value: skip it; the tag ends at the first '>' after it (or after the next one)
+      const q = xml.indexOf(xml[k], k + 1);
+      k = q === -1 ? n : q;
+      if (k >= j) {
+        j = xml.indexOf('>', k + 1);
+        if (j === -1) j = n;
       }
-      j++;
     }
     if (open.length > 0) endRun();
     else run = ''; // only blanks can stand outside the root element
