@@ -1,12 +1,11 @@
-// XML → a small ordered tree. Rejects what SIS never sends and what could hurt us:
-// anything not well-formed, DOCTYPE and entity declarations (no entity expansion, ever),
-// element/attribute names that are JavaScript object properties (the parser would throw or
-// rename them), nesting deeper than MAX_DEPTH. The five predefined entities and character
-// references (&#65; &#x4E2D;) are decoded, once, as XML requires. Every refusal is an XmlError
-// with a reason (the envelope turns it into MALFORMED); nothing the parser throws escapes as a
-// plain Error.
-import { XMLParser } from 'fast-xml-parser';
-import { checkXml, XmlError } from './scan.ts';
+// XML → a small ordered tree, in two linear passes over the text: the check of lib/sis/scan.ts
+// (well-formed, no DOCTYPE or entity declarations — no entity expansion, ever —, only allowed
+// characters and references, no names that are JavaScript object properties, nesting at most
+// MAX_DEPTH), then the tree builder below, which relies on what the check accepted. The five
+// predefined entities and character references (&#65; &#x4E2D;) are decoded, once, as XML
+// requires. Every refusal is an XmlError with a reason (the envelope turns it into MALFORMED).
+// Why the project's own passes and not a parser library: docs/decisions.md "One XML pass".
+import { checkXml, position, XmlError } from './scan.ts';
 
 export { MAX_DEPTH, XmlError } from './scan.ts';
 
@@ -18,63 +17,133 @@ export interface XmlNode {
   children: XmlNode[];
 }
 
-const parser = new XMLParser({
-  preserveOrder: true,
-  ignoreAttributes: false,
-  attributeNamePrefix: '',
-  parseTagValue: false,
-  parseAttributeValue: false,
-  trimValues: true,
-  ignoreDeclaration: true,
-  ignorePiTags: true,
-  commentPropName: false,
-  processEntities: true,
-  // Decodes character references (&#65; &#x4E2D;) in the same single pass as &amp; &lt; …
-  // (so "&amp;#65;" stays the text "&#65;"). The HTML named entities it would also decode never
-  // reach it: checkXml (scan.ts) refuses every named reference but the five of XML.
-  htmlEntities: true,
-  // Belt and braces: checkXml (scan.ts) refuses these names before the parser sees them.
-  onDangerousProperty: (name: string) => {
-    throw new XmlError(`name "${name}" is not accepted (reserved JavaScript property name)`);
-  },
-  maxNestedTags: 1000,
-});
+// ---------------------------------------------------------------------------------------------
+// The tree, built in one pass over a document checkXml accepted (well-formed, no
+// DOCTYPE, only the five entities and character references to allowed characters): XmlNode
+// directly, without an intermediate parser tree — a 9,999-flight snapshot's tree is tens of MB,
+// the parser's preserveOrder tree that used to be built first was as large again
+// (docs/decisions.md, "Snapshots in bounded memory"). What it makes of a document is what the
+// parser (fast-xml-parser, preserveOrder, trimValues, processEntities) made of it:
+//   - line ends normalised (CR LF and CR → LF);
+//   - text: each run of character data between two pieces of markup is trimmed, then its
+//     references decoded (one pass: "&amp;#65;" is the text "&#65;"); a comment does not end a
+//     run; CDATA content is taken as it is; an element's text is its runs and CDATA joined, trimmed;
+//   - attributes: value trimmed, references decoded, trimmed again; comments and processing
+//     instructions dropped.
 
-type Raw = Record<string, unknown> & { ':@'?: Record<string, string> };
+const REFERENCE = /&(?:(amp|lt|gt|quot|apos)|#x([0-9a-fA-F]+)|#([0-9]+));/g;
+const PREDEFINED: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
+const decodeRefs = (s: string) =>
+  s.indexOf('&') === -1
+    ? s
+    : s.replace(REFERENCE, (_m, name: string | undefined, hex: string | undefined, dec: string | undefined) => (name ? PREDEFINED[name] : String.fromCodePoint(parseInt(hex ?? dec!, hex ? 16 : 10))));
+const lineEnds = (s: string) => (s.indexOf('\r') === -1 ? s : s.replace(/\r\n?/g, '\n'));
+const ATTRIBUTE = /([^\s=]+)\s*(=\s*(?:"([^"]*)"|'([^']*)'))?/g;
+const TAG_NAME = /^[^\s]+/;
 
-function toNode(raw: Raw): XmlNode | null {
-  const tag = Object.keys(raw).find((k) => k !== ':@');
-  if (!tag || tag === '#text') return null;
-  const attrs: Record<string, string> = {};
-  for (const [k, v] of Object.entries(raw[':@'] ?? {})) attrs[k] = String(v).trim();
-  const children: XmlNode[] = [];
-  let text = '';
-  for (const c of (raw[tag] as Raw[]) ?? []) {
-    if ('#text' in c) text += String(c['#text']);
-    else {
-      const n = toNode(c);
-      if (n) children.push(n);
+/**
+ * Shared by every element without attributes / without child elements (most of a snapshot's
+ * hundreds of thousands): frozen, so that nothing can add to them by mistake.
+ */
+const NO_ATTRS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+const NO_CHILDREN: XmlNode[] = Object.freeze([]) as unknown as XmlNode[];
+
+/** Top-level elements of the document (text outside them is not kept). */
+function buildTree(xml: string): XmlNode[] {
+  const top: XmlNode[] = [];
+  /** Each element name once (a snapshot repeats a few dozen names 300,000 times). */
+  const names = new Map<string, string>();
+  const open: XmlNode[] = [];
+  const n = xml.length;
+  let run = '';
+  let pos = 0;
+  /** End the current run of character data: trimmed, decoded, added to the open element's text. */
+  const endRun = () => {
+    if (run === '') return;
+    const t = run.trim();
+    run = '';
+    if (t !== '' && open.length > 0) open[open.length - 1].text += decodeRefs(lineEnds(t));
+  };
+  /** Index just past `close`, searched from `from` (the end of the document when absent: cannot happen once validated). */
+  const past = (close: string, from: number) => {
+    const k = xml.indexOf(close, from);
+    return k === -1 ? n : k + close.length;
+  };
+  while (pos < n) {
+    const lt = xml.indexOf('<', pos);
+    if (lt !== pos) run += xml.slice(pos, lt === -1 ? n : lt);
+    if (lt === -1) break;
+    const c1 = xml.charCodeAt(lt + 1);
+    if (c1 === 0x21 /* ! */) {
+      if (xml.startsWith('<!--', lt)) {
+        pos = past('-->', lt + 4); // the run goes on after a comment
+        continue;
+      }
+      if (!xml.startsWith('<![CDATA[', lt)) throw new XmlError(`not well-formed XML: "<!" that opens neither a comment nor a CDATA section (${position(xml, lt)})`);
+      endRun();
+      const end = xml.indexOf(']]>', lt + 9);
+      if (open.length > 0) open[open.length - 1].text += lineEnds(xml.slice(lt + 9, end === -1 ? n : end));
+      pos = end === -1 ? n : end + 3;
+      continue;
     }
+    if (c1 === 0x3f /* ? */) {
+      endRun();
+      pos = past('?>', lt + 2);
+      continue;
+    }
+    if (c1 === 0x2f /* / */) {
+      endRun();
+      const done = open.pop();
+      if (done) done.text = done.text.trim();
+      pos = past('>', lt + 2);
+      continue;
+    }
+    // a start tag: its end is the first '>' outside a quoted attribute value
+    let j = xml.indexOf('>', lt + 1);
+    if (j === -1) j = n;
+    for (let k = lt + 1; k < j; k++) {
+      const c = xml.charCodeAt(k);
+      if (c !== 0x22 && c !== 0x27) continue;
+      // a quoted value: skip it; the tag ends at the first '>' after it (or after the next one)
+      const q = xml.indexOf(xml[k], k + 1);
+      k = q === -1 ? n : q;
+      if (k >= j) {
+        j = xml.indexOf('>', k + 1);
+        if (j === -1) j = n;
+      }
+    }
+    if (open.length > 0) endRun();
+    else run = ''; // only blanks can stand outside the root element
+    let exp = xml.slice(lt + 1, j);
+    const empty = exp.endsWith('/');
+    if (empty) exp = exp.slice(0, -1);
+    const name = TAG_NAME.exec(exp)?.[0] ?? '';
+    let tag = names.get(name);
+    if (tag === undefined) names.set(name, (tag = name));
+    let attrs = NO_ATTRS;
+    if (exp.length > tag.length)
+      for (const m of exp.slice(tag.length).matchAll(ATTRIBUTE)) {
+        const value = m[3] ?? m[4];
+        if (value === undefined) continue;
+        if (m[1] in Object.prototype || m[1] === 'prototype') throw new XmlError(`name "${m[1]}" is not accepted (reserved JavaScript property name)`);
+        if (attrs === NO_ATTRS) attrs = {};
+        attrs[m[1]] = decodeRefs(lineEnds(value.trim())).trim();
+      }
+    const node: XmlNode = { tag, attrs, text: '', children: NO_CHILDREN };
+    const parent = open.length > 0 ? open[open.length - 1] : null;
+    if (!parent) top.push(node);
+    else if (parent.children === NO_CHILDREN) parent.children = [node];
+    else parent.children.push(node);
+    if (!empty) open.push(node);
+    pos = j + 1;
   }
-  return { tag, attrs, text: text.trim(), children };
-}
-
-/** The parser's own errors (plain Error) are the document's fault too: XmlError with its reason. */
-function parseTree(xml: string): Raw[] {
-  try {
-    return parser.parse(xml) as Raw[];
-  } catch (e) {
-    if (e instanceof XmlError) throw e;
-    throw new XmlError(`not accepted by the XML parser: ${(e as Error).message}`);
-  }
+  return top;
 }
 
 /** Parse a whole document; returns its root element. Throws XmlError with a reason. */
 export function parseXml(xml: string): XmlNode {
   checkXml(xml); // one linear pass: well-formed, no DOCTYPE, allowed characters and names (scan.ts)
-  const top = parseTree(xml)
-    .map(toNode)
-    .filter((n): n is XmlNode => n !== null);
+  const top = buildTree(xml);
   if (top.length !== 1) throw new XmlError(`expected one root element, found ${top.length}`);
   // Text after the root element (junk after </MSG>) is not well-formed either.
   const afterRoot = xml.slice(xml.lastIndexOf('>') + 1);
