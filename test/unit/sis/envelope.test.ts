@@ -35,8 +35,8 @@ describe('SIS envelope', () => {
     ['<MSG><FLOP/></MSG>', 'MALFORMED: no META element'],
     [msg('<SNDR>AODB</SNDR><SEQN>1</SEQN><DTTM>20181105223126</DTTM><STYP>X</STYP>'), 'MALFORMED: META/TYPE missing or empty'],
     [msg(good, ''), 'MALFORMED: payload element missing after META (FLOP/GTDT)'],
-    [msg(good, '<FLOP><FLID>1</FLID><REMC><![DATA[ x ]]></REMC></FLOP>'), 'MALFORMED: not well-formed XML: "<!" that opens neither a comment nor a CDATA section'],
-    [msg(good, '<FLOP><FLID>1</FLID><REMC>a<!-c-->b</REMC></FLOP>'), 'MALFORMED: not well-formed XML: "<!" that opens neither a comment nor a CDATA section'],
+    [msg(good, '<FLOP><FLID>1</FLID><REMC><![DATA[ x ]]></REMC></FLOP>'), "MALFORMED: not well-formed XML: '<!' must begin a comment or a CDATA section"],
+    [msg(good, '<FLOP><FLID>1</FLID><REMC>a<!-c-->b</REMC></FLOP>'), "MALFORMED: not well-formed XML: '<!' must begin a comment or a CDATA section"],
     [msg(good.replace('345935', 'x1')), 'PROTOCOL: META/SEQN="x1" is not an integer'],
     [msg(good.replace('20181105223126', '20181305223126')), 'PROTOCOL: META/DTTM="20181305223126" is not yyyyMMddHHmmss'],
   ])('rejects %#', (raw, expected) => {
