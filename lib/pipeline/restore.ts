@@ -1,0 +1,276 @@
+// Postgres restored from a backup: detected, held, recovered by the operator (docs/operations.md
+// "Postgres restored from a backup"; docs/decisions.md "Restore from backup").
+//
+// After a restore, state and events roll back to the backup point. What Postgres no longer knows
+// is still visible elsewhere, and each is a sign that Postgres is behind:
+//   inbox  rows above intake's watermark already marked processed (only backfill marks rows, and
+//          only rows Postgres enqueued: above the watermark there are none unless Postgres forgot);
+//   redis  a flight whose STATE_VERSION in Redis is newer than Postgres's, or that Postgres lacks
+//          (Redis is written after the business commit, so it is never ahead of a live Postgres);
+//   kafka  the msg topic holds an EVENT_ID above the highest one Postgres handed out
+//          (lib/dispatch/restore.ts; the sequence never goes back otherwise).
+// While any is seen (or before the first check of the inbox and Redis completed) the pump and the
+// intake hold: applying a new message now would publish (FLID, STATE_VERSION) pairs that are
+// already on the topic with other content, and taking in rows above the lost range would move the
+// watermark past it. /healthz answers 503 with the reason (lib/runtime/conditions.ts),
+// msgx_postgres_behind{source} = 1, one ERROR line, then a reminder at most once a minute.
+// Nothing is replayed on its own: `npm run recover-restore` (scripts/recover-restore.ts) takes the
+// lost range in again, re-syncs Redis from Postgres and moves the EVENT_ID sequence past the topic.
+import client from 'prom-client';
+import type { Logger } from 'pino';
+import type { Clock } from '../core/clock.ts';
+import { withTimeout } from '../core/timeout.ts';
+import { TASK } from '../core/tasks.ts';
+import type { Db } from '../db/postgres.ts';
+import type { Inbox } from '../db/mysql.ts';
+import type { Redis } from '../db/redis.ts';
+import { myRows, pgOne, pgRows, pgRun } from '../db/statement.ts';
+import { createFlightMirror, flightKey } from '../flight/mirror.ts';
+import { clearCondition, setCondition } from '../runtime/conditions.ts';
+import * as Restore from '../sql/restore.ts';
+import { enqueue, wake } from './transitions.ts';
+
+export type Source = 'inbox' | 'redis' | 'kafka';
+export const SOURCES: readonly Source[] = ['inbox', 'redis', 'kafka'];
+
+/** The condition name /healthz reports. */
+export const CONDITION = 'postgres-behind';
+
+export const postgresBehind = new client.Gauge({
+  registers: [],
+  name: 'msgx_postgres_behind',
+  help: '1 while this process sees that Postgres is behind the inbox, Redis or the Kafka msg topic (restored from a backup); the pump and the intake hold until recover-restore',
+  labelNames: ['source'] as const,
+});
+
+/** One sign that Postgres is behind. */
+export interface Finding {
+  source: Source;
+  detail: string;
+}
+
+/** Inbox rows above the watermark already marked processed (null: none, or a fresh install). */
+export async function inboxBehind(db: Db, inbox: Inbox, timeoutMs: number): Promise<{ watermark: number; n: number; lo: number; hi: number } | null> {
+  const cur = await pgOne(db, Restore.watermark);
+  if (!cur) throw new Error('intake_cursor has no row');
+  // A fresh install over an inbox that another system processed before: nothing was forgotten.
+  if (!cur.known) return null;
+  const [r] = await withTimeout(timeoutMs, 'inbox restore check', myRows(inbox, Restore.processedAbove, cur.watermark));
+  const n = Number(r?.n ?? 0);
+  return n > 0 ? { watermark: cur.watermark, n, lo: Number(r.lo), hi: Number(r.hi) } : null;
+}
+
+const KEY_PREFIX = flightKey('');
+const SCAN_COUNT = 1000;
+
+/** Redis flight keys, one SCAN page at a time. */
+async function* redisFlights(redis: Redis, timeoutMs: number): AsyncGenerator<string[]> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await withTimeout(timeoutMs, 'redis scan', redis.scan(cursor, 'MATCH', `${KEY_PREFIX}*`, 'COUNT', SCAN_COUNT));
+    cursor = next;
+    if (keys.length) yield keys.map((k) => k.slice(KEY_PREFIX.length));
+  } while (cursor !== '0');
+}
+
+/** Flights Redis holds newer than Postgres (or Postgres lacks): one MGET + one query per SCAN page. */
+export async function redisAhead(db: Db, redis: Redis, timeoutMs: number): Promise<{ flights: number; sample: string[] } | null> {
+  const ahead = async (flids: string[]) => {
+    if (flids.length === 0) return [];
+    // Redis first, then Postgres: the pump commits before it writes Redis, so a live pair never looks ahead
+    const values = await withTimeout(timeoutMs, 'redis mget', redis.mget(...flids.map(flightKey)));
+    const pg = new Map((await pgRows(db, Restore.flightVersions, flids)).map((r) => [r.flid, r.state_version]));
+    return flids.filter((f, i) => {
+      const v = values[i];
+      if (v === null) return false;
+      const redisVersion = Number((JSON.parse(v) as { STATE_VERSION?: number }).STATE_VERSION ?? 0);
+      const pgVersion = pg.get(f);
+      return pgVersion === undefined || redisVersion > pgVersion;
+    });
+  };
+  let suspects: string[] = [];
+  for await (const page of redisFlights(redis, timeoutMs)) suspects.push(...(await ahead(page)));
+  // a flight the history purge is removing right now (Postgres first, then Redis): look again
+  if (suspects.length) suspects = await ahead(suspects);
+  return suspects.length ? { flights: suspects.length, sample: suspects.slice(0, 5) } : null;
+}
+
+export interface WatchDeps {
+  db: Db;
+  inbox: Inbox;
+  /** The pump's client; the intake has none (its check is the inbox alone). */
+  redis?: Redis;
+  /** The Kafka check (lib/dispatch/restore.ts), pump only. */
+  kafka?: () => Promise<Finding | null>;
+  clock: Clock;
+  timeoutMs: number;
+  log: Logger;
+  /** Between checks while nothing is behind (≤ 1 min). */
+  everyMs?: number;
+  /** Between checks while held (the operator's command is seen this soon). */
+  heldEveryMs?: number;
+}
+
+const REMIND_EVERY_MS = 60_000;
+
+/**
+ * The periodic check of one process. `held()` is true until the first check of the inbox (and
+ * of Redis, where there is one) completed, and while any source says Postgres is behind. A check
+ * that fails keeps the source's last verdict; a failing Kafka check never holds (the pump does not
+ * need Kafka; the EVENT_ID check comes back with Kafka).
+ */
+export class RestoreWatch {
+  private readonly behind = new Map<Source, string>();
+  private readonly checked = new Set<Source>();
+  private timer: NodeJS.Timeout | undefined;
+  private remindedAt = 0;
+  private stopped = false;
+  private running: Promise<void> | null = null;
+
+  private readonly d: WatchDeps;
+
+  constructor(d: WatchDeps) {
+    this.d = d;
+    if (!client.register.getSingleMetric('msgx_postgres_behind')) client.register.registerMetric(postgresBehind);
+    for (const s of this.sources()) postgresBehind.set({ source: s }, 0);
+  }
+
+  private sources(): Source[] {
+    return SOURCES.filter((s) => s === 'inbox' || (s === 'redis' && this.d.redis) || (s === 'kafka' && this.d.kafka));
+  }
+
+  held(): boolean {
+    if (this.behind.size > 0) return true;
+    return !this.checked.has('inbox') || (!!this.d.redis && !this.checked.has('redis'));
+  }
+
+  findings(): Finding[] {
+    return [...this.behind].map(([source, detail]) => ({ source, detail }));
+  }
+
+  /** First check now (awaited), then every everyMs (heldEveryMs while held). */
+  async start(): Promise<void> {
+    await this.check();
+    this.schedule();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    const every = this.held() ? (this.d.heldEveryMs ?? 3_000) : (this.d.everyMs ?? 30_000);
+    this.timer = setTimeout(() => void this.check().finally(() => this.schedule()), every);
+    this.timer.unref();
+  }
+
+  /** One check of every source (concurrent calls share one run). */
+  check(): Promise<void> {
+    this.running ??= this.checkOnce().finally(() => (this.running = null));
+    return this.running;
+  }
+
+  private async checkOnce(): Promise<void> {
+    const wasHeld = this.behind.size > 0;
+    const run = async (source: Source, f: () => Promise<string | null>) => {
+      try {
+        const detail = await f();
+        this.checked.add(source);
+        if (detail) this.behind.set(source, detail);
+        else this.behind.delete(source);
+      } catch (e) {
+        this.d.log.warn({ err: e, source }, 'restore check could not run; kept its last verdict');
+      }
+    };
+    const t = this.d.timeoutMs;
+    await run('inbox', async () => {
+      const r = await inboxBehind(this.d.db, this.d.inbox, t);
+      return r ? `${r.n} inbox row(s) in ${r.lo}..${r.hi} are marked processed above intake's watermark ${r.watermark}` : null;
+    });
+    if (this.d.redis) {
+      const redis = this.d.redis;
+      await run('redis', async () => {
+        const r = await redisAhead(this.d.db, redis, t);
+        return r ? `Redis holds ${r.flights} flight(s) newer than Postgres (e.g. ${r.sample.join(', ')})` : null;
+      });
+    }
+    if (this.d.kafka) {
+      const kafka = this.d.kafka;
+      await run('kafka', async () => (await kafka())?.detail ?? null);
+    }
+    for (const s of this.sources()) postgresBehind.set({ source: s }, this.behind.has(s) ? 1 : 0);
+    const now = this.d.clock.now();
+    if (this.behind.size > 0) {
+      const reason = `Postgres is behind (restored from a backup?): ${this.findings()
+        .map((f) => `${f.source}: ${f.detail}`)
+        .join('; ')}. New business is held; see docs/operations.md "Postgres restored from a backup" (npm run recover-restore)`;
+      setCondition(CONDITION, reason, now);
+      if (!wasHeld || now.getTime() - this.remindedAt >= REMIND_EVERY_MS) {
+        this.d.log.error({ findings: this.findings() }, wasHeld ? `still held: ${reason}` : reason);
+        this.remindedAt = now.getTime();
+      }
+    } else {
+      clearCondition(CONDITION);
+      if (wasHeld) this.d.log.warn('Postgres is no longer behind the inbox, Redis or Kafka; holding ends');
+    }
+  }
+}
+
+// ---- the operator's command (scripts/recover-restore.ts)
+
+export interface LostRange {
+  watermark: number;
+  /** Inbox rows above the watermark marked processed: Postgres forgot them. */
+  processed: number;
+  lo: number;
+  hi: number;
+  /** Every row in (watermark, hi]: what is taken in again, in inbox order. */
+  rows: number;
+}
+
+/** The range of the inbox Postgres forgot (null: none). */
+export async function lostRange(db: Db, inbox: Inbox, timeoutMs: number): Promise<LostRange | null> {
+  const r = await inboxBehind(db, inbox, timeoutMs);
+  if (!r) return null;
+  const rows = await withTimeout(timeoutMs, 'inbox rows', myRows(inbox, Restore.rowsUpTo, r.watermark, r.hi));
+  return { watermark: r.watermark, processed: r.n, lo: r.lo, hi: r.hi, rows: rows.length };
+}
+
+/**
+ * Takes the lost range in again, as intake takes in new rows: every inbox row in
+ * (watermark, hi] becomes PENDING (insert-if-absent), the watermark moves to hi, the pump is
+ * woken. The pump applies them strictly in inbox order (they are above every message Postgres
+ * knows); backfill marks them processed again. Returns the IDs taken in.
+ */
+export async function takeInAgain(db: Db, inbox: Inbox, clock: Clock, timeoutMs: number, lost: LostRange): Promise<number[]> {
+  const rows = await withTimeout(timeoutMs, 'inbox rows', myRows(inbox, Restore.rowsUpTo, lost.watermark, lost.hi));
+  return db.transaction().execute(async (tx) => {
+    const cur = await pgOne(tx, Restore.lockCursor);
+    if (!cur || cur.watermark !== lost.watermark) throw new Error(`intake's watermark moved (${lost.watermark} → ${cur?.watermark}); run the command again`);
+    const ids = await enqueue(
+      tx,
+      rows.map((r) => ({ id: Number(r.id), received: r.received })),
+      clock.now(),
+    );
+    await pgRun(tx, Restore.raiseWatermark, lost.hi);
+    if (ids.length) await wake(tx, TASK.pump);
+    return ids;
+  });
+}
+
+/**
+ * Rewrites every Redis flight key from Postgres: ACTIVE flights set, every other key (DELETED,
+ * or a flight Postgres does not have) removed. Returns how many keys were examined.
+ */
+export async function resyncRedis(db: Db, redis: Redis, timeZone: string, timeoutMs: number): Promise<{ flights: number; removed: number }> {
+  const mirror = createFlightMirror(db, redis, { timeZone });
+  const pgFlids = (await pgRows(db, Restore.allFlids)).map((r) => r.flid);
+  const known = new Set(pgFlids);
+  const extra: string[] = [];
+  for await (const page of redisFlights(redis, timeoutMs)) extra.push(...page.filter((f) => !known.has(f)));
+  const all = [...pgFlids, ...extra];
+  for (let i = 0; i < all.length; i += SCAN_COUNT) await withTimeout(timeoutMs * 4, 'redis re-sync', mirror.sync(all.slice(i, i + SCAN_COUNT)));
+  return { flights: all.length, removed: extra.length };
+}
