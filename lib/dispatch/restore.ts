@@ -82,7 +82,7 @@ export function createKafkaRestoreCheck(o: KafkaOptions, topic: string, db: Db):
   /** Highest EVENT_ID in the ranges, read with a consumer group of its own (no offsets committed). */
   async function readRanges(ranges: { partition: number; from: bigint; high: bigint }[]): Promise<{ max: number | null; records: number }> {
     if (ranges.length === 0) return { max: null, records: 0 };
-    const consumer = kafka.consumer({ groupId: `${o.clientId}-restore-check-${randomUUID()}`, sessionTimeout: 10_000, heartbeatInterval: 1000, retry: { retries: 1 } });
+    const consumer = kafka.consumer({ groupId: `${o.clientId}-restore-check-${randomUUID()}`, sessionTimeout: 10_000, heartbeatInterval: 1000, retry: { retries: 1 }, allowAutoTopicCreation: false });
     const left = new Map(ranges.map((r) => [r.partition, r.high - 1n]));
     let max: number | null = null;
     let records = 0;

@@ -49,12 +49,21 @@ export interface Finding {
   detail: string;
 }
 
-/** Inbox rows above the watermark already marked processed (null: none, or a fresh install). */
-export async function inboxBehind(db: Db, inbox: Inbox, timeoutMs: number): Promise<{ watermark: number; n: number; lo: number; hi: number } | null> {
+/**
+ * Has this Postgres ever taken in a message? A fresh install (watermark 0) over an inbox another
+ * system processed, or over a Redis an older installation filled, has forgotten nothing: no check
+ * runs until intake took in its first row.
+ */
+export async function inUse(db: Db): Promise<{ watermark: number } | null> {
   const cur = await pgOne(db, Restore.watermark);
   if (!cur) throw new Error('intake_cursor has no row');
-  // A fresh install over an inbox that another system processed before: nothing was forgotten.
-  if (!cur.known) return null;
+  return cur.watermark > 0 ? cur : null;
+}
+
+/** Inbox rows above the watermark already marked processed (null: none, or a fresh install). */
+export async function inboxBehind(db: Db, inbox: Inbox, timeoutMs: number): Promise<{ watermark: number; n: number; lo: number; hi: number } | null> {
+  const cur = await inUse(db);
+  if (!cur) return null;
   const [r] = await withTimeout(timeoutMs, 'inbox restore check', myRows(inbox, Restore.processedAbove, cur.watermark));
   const n = Number(r?.n ?? 0);
   return n > 0 ? { watermark: cur.watermark, n, lo: Number(r.lo), hi: Number(r.hi) } : null;
@@ -83,7 +92,8 @@ export async function redisAhead(db: Db, redis: Redis, timeoutMs: number): Promi
     return flids.filter((f, i) => {
       const v = values[i];
       if (v === null) return false;
-      const redisVersion = Number((JSON.parse(v) as { STATE_VERSION?: number }).STATE_VERSION ?? 0);
+      // toJson writes FLID, STATE, STATE_VERSION first: no need to parse the whole state
+      const redisVersion = Number(/"STATE_VERSION":(\d+)/.exec(v)?.[1] ?? 0);
       const pgVersion = pg.get(f);
       return pgVersion === undefined || redisVersion > pgVersion;
     });
@@ -192,13 +202,14 @@ export class RestoreWatch {
     if (this.d.redis) {
       const redis = this.d.redis;
       await run('redis', async () => {
+        if (!(await inUse(this.d.db))) return null;
         const r = await redisAhead(this.d.db, redis, t);
         return r ? `Redis holds ${r.flights} flight(s) newer than Postgres (e.g. ${r.sample.join(', ')})` : null;
       });
     }
     if (this.d.kafka) {
       const kafka = this.d.kafka;
-      await run('kafka', async () => (await kafka())?.detail ?? null);
+      await run('kafka', async () => ((await inUse(this.d.db)) ? ((await kafka())?.detail ?? null) : null));
     }
     for (const s of this.sources()) postgresBehind.set({ source: s }, this.behind.has(s) ? 1 : 0);
     const now = this.d.clock.now();

@@ -5,12 +5,8 @@ import { myStatement, pgStatement } from '../db/statement.ts';
 
 // ---- Postgres
 
-/** Intake's watermark and whether Postgres has ever enqueued a message (a fresh install has not). */
-export const watermark = pgStatement<[], { watermark: number; known: boolean }>(
-  'restore.watermark',
-  `select c.watermark::bigint::float8 as watermark, (c.watermark > 0 or exists (select 1 from proc_state)) as known
-     from intake_cursor c where c.id = 1`,
-);
+/** Intake's watermark (0: intake never enqueued a message on this database — a fresh install). */
+export const watermark = pgStatement<[], { watermark: number }>('restore.watermark', 'select watermark::float8 as watermark from intake_cursor where id = 1');
 
 /** STATE_VERSION of the flights $1 that Postgres has (absent: Postgres does not know the flight). */
 export const flightVersions = pgStatement<[flids: string[]], { flid: string; state_version: number }>(
