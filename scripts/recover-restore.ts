@@ -59,14 +59,17 @@ const say = (line: string) => process.stdout.write(`${line}\n`);
 
 try {
   const kafka = createKafkaRestoreCheck(kafkaOptions(s.kafka, log), s.kafka.msgTopic, db);
-  const lost = await lostRange(db, inbox, timeoutMs);
+  // a read-only (shadow) instance: another instance marks the inbox, so processed rows above the watermark say nothing
+  const lost = s.inbox.readOnly ? null : await lostRange(db, inbox, timeoutMs);
   const ahead = await redisAhead(db, redis, timeoutMs);
   const ids = await kafka.eventIds();
   const kafkaAhead = ids.topicHigh !== null && ids.topicHigh > ids.postgresHigh;
   say(
     lost
       ? `inbox: ${lost.processed} row(s) marked processed above intake's watermark ${lost.watermark} (${lost.lo}..${lost.hi}); ${lost.rows} row(s) in ${lost.watermark + 1}..${lost.hi} to take in again`
-      : 'inbox: nothing marked processed above the watermark',
+      : s.inbox.readOnly
+        ? 'inbox: not checked (msgx.inbox.read-only: another instance marks the inbox)'
+        : 'inbox: nothing marked processed above the watermark',
   );
   say(ahead ? `redis: ${ahead.flights} flight(s) newer than Postgres (e.g. ${ahead.sample.join(', ')})` : 'redis: no flight newer than Postgres');
   say(

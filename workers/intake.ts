@@ -23,7 +23,7 @@ await runProcess({
     const deps = { db: rt.db, inbox, clock: rt.clock, intake: slices(rt.config).intake, log: rt.log };
     const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
     // Postgres restored from a backup (lib/pipeline/restore.ts): nothing is taken in while held (the watermark stays below the lost range)
-    const restore = new RestoreWatch({ db: rt.db, inbox, clock: rt.clock, timeoutMs: slices(rt.config).io.timeoutMs, log: rt.log });
+    const restore = new RestoreWatch({ db: rt.db, inbox, inboxReadOnly: slices(rt.config).inbox.readOnly, clock: rt.clock, timeoutMs: slices(rt.config).io.timeoutMs, log: rt.log });
     await restore.start();
     return {
       tasks: {

@@ -50,7 +50,16 @@ await runProcess({
     const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
     // Postgres restored from a backup (lib/pipeline/restore.ts): checked before the first drain; no new business while held
     const kafkaCheck = createKafkaRestoreCheck(kafkaOptions(slices(rt.config).kafka, rt.log), slices(rt.config).kafka.msgTopic, rt.db);
-    const restore = new RestoreWatch({ db: rt.db, inbox, redis, kafka: () => kafkaCheck.check(), clock: rt.clock, timeoutMs: slices(rt.config).io.timeoutMs, log: rt.log });
+    const restore = new RestoreWatch({
+      db: rt.db,
+      inbox,
+      inboxReadOnly: slices(rt.config).inbox.readOnly,
+      redis,
+      kafka: () => kafkaCheck.check(),
+      clock: rt.clock,
+      timeoutMs: slices(rt.config).io.timeoutMs,
+      log: rt.log,
+    });
     await restore.start();
     const gauges = setInterval(() => void refreshHeadGauges(rt.db, rt.clock, deps.failures), GAUGES_EVERY_MS);
     gauges.unref();

@@ -36,7 +36,7 @@ await runProcess({
     };
     // Postgres restored from a backup (lib/pipeline/restore.ts): the history purge would tombstone
     // flights at versions already on the msg topic with other content, so no run while held.
-    const restore = new RestoreWatch({ db: rt.db, inbox, redis, clock: rt.clock, timeoutMs: slices(rt.config).io.timeoutMs, log: rt.log });
+    const restore = new RestoreWatch({ db: rt.db, inbox, inboxReadOnly: slices(rt.config).inbox.readOnly, redis, clock: rt.clock, timeoutMs: slices(rt.config).io.timeoutMs, log: rt.log });
     await restore.start();
     const tasks = retentionTasks(deps, openSession, rt.signal) as Record<string, Task>;
     return {

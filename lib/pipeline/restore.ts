@@ -100,7 +100,7 @@ export async function redisAhead(db: Db, redis: Redis, timeoutMs: number): Promi
   };
   let suspects: string[] = [];
   for await (const page of redisFlights(redis, timeoutMs)) suspects.push(...(await ahead(page)));
-  // a flight the history purge is removing right now (Postgres first, then Redis): look again
+  // a flight written right now (Postgres first, then Redis): look again
   if (suspects.length) suspects = await ahead(suspects);
   return suspects.length ? { flights: suspects.length, sample: suspects.slice(0, 5) } : null;
 }
@@ -110,6 +110,11 @@ export interface WatchDeps {
   inbox: Inbox;
   /** The pump's client; the intake has none (its check is the inbox alone). */
   redis?: Redis;
+  /**
+   * msgx.inbox.read-only: a shadow instance never marks the inbox, another instance does — rows
+   * above its watermark marked processed are no sign; its inbox check is off.
+   */
+  inboxReadOnly?: boolean;
   /** The Kafka check (lib/dispatch/restore.ts), pump only. */
   kafka?: () => Promise<Finding | null>;
   clock: Clock;
@@ -196,6 +201,7 @@ export class RestoreWatch {
     };
     const t = this.d.timeoutMs;
     await run('inbox', async () => {
+      if (this.d.inboxReadOnly) return null;
       const r = await inboxBehind(this.d.db, this.d.inbox, t);
       return r ? `${r.n} inbox row(s) in ${r.lo}..${r.hi} are marked processed above intake's watermark ${r.watermark}` : null;
     });

@@ -8,10 +8,18 @@ import { myStatement, pgStatement } from '../db/statement.ts';
 /** Intake's watermark (0: intake never enqueued a message on this database — a fresh install). */
 export const watermark = pgStatement<[], { watermark: number }>('restore.watermark', 'select watermark::float8 as watermark from intake_cursor where id = 1');
 
-/** STATE_VERSION of the flights $1 that Postgres has (absent: Postgres does not know the flight). */
+/**
+ * The highest STATE_VERSION Postgres knows of each flight of $1: its current row, or its archived
+ * states (a flight the history purge removed; its Redis key may still be owed a delete). Absent:
+ * Postgres never knew the flight.
+ */
 export const flightVersions = pgStatement<[flids: string[]], { flid: string; state_version: number }>(
   'restore.flight_versions',
-  'select flid, state_version from flight_schd where flid = any($1::text[])',
+  `select flid, max(state_version)::int as state_version from (
+     select flid, state_version from flight_schd where flid = any($1::text[])
+     union all
+     select flid, state_version from flight_history where flid = any($1::text[])) v
+   group by flid`,
 );
 
 /** Every FLID Postgres holds, in order (the Redis re-sync rewrites each one). */
