@@ -60,13 +60,36 @@ export async function inUse(db: Db): Promise<{ watermark: number } | null> {
   return cur.watermark > 0 ? cur : null;
 }
 
-/** Inbox rows above the watermark already marked processed (null: none, or a fresh install). */
-export async function inboxBehind(db: Db, inbox: Inbox, timeoutMs: number): Promise<{ watermark: number; n: number; lo: number; hi: number } | null> {
+/** Processed inbox IDs read per query; pages looked at by the periodic check at most. */
+const INBOX_PAGE = 5000;
+const CHECK_PAGES = 20;
+
+/**
+ * Inbox rows above the watermark marked processed that PROC_STATE does not know (null: none, or
+ * a fresh install). Rows PROC_STATE knows are no sign: an operator may lower the watermark to
+ * have a late row read again (docs/operations.md). `all`: every page (the command's lost range);
+ * else the check stops at the first page with such rows.
+ */
+export async function inboxBehind(db: Db, inbox: Inbox, timeoutMs: number, all = false): Promise<{ watermark: number; n: number; lo: number; hi: number } | null> {
   const cur = await inUse(db);
   if (!cur) return null;
-  const [r] = await withTimeout(timeoutMs, 'inbox restore check', myRows(inbox, Restore.processedAbove, cur.watermark));
-  const n = Number(r?.n ?? 0);
-  return n > 0 ? { watermark: cur.watermark, n, lo: Number(r.lo), hi: Number(r.hi) } : null;
+  let after = cur.watermark;
+  let n = 0;
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (let page = 0; all || page < CHECK_PAGES; page++) {
+    const ids = (await withTimeout(timeoutMs, 'inbox restore check', myRows(inbox, Restore.processedAbove, after, INBOX_PAGE))).map((r) => Number(r.id));
+    if (ids.length === 0) break;
+    const unknown = (await pgRows(db, Restore.unknownMessages, ids)).map((r) => Number(r.msg_id));
+    n += unknown.length;
+    for (const id of unknown) {
+      lo = Math.min(lo, id);
+      hi = Math.max(hi, id);
+    }
+    if ((n > 0 && !all) || ids.length < INBOX_PAGE) break;
+    after = ids[ids.length - 1];
+  }
+  return n > 0 ? { watermark: cur.watermark, n, lo, hi } : null;
 }
 
 const KEY_PREFIX = flightKey('');
@@ -127,20 +150,29 @@ export interface WatchDeps {
 }
 
 const REMIND_EVERY_MS = 60_000;
+/** How often the watermark and the EVENT_ID sequence are glanced at (one small query). */
+const GLANCE_EVERY_MS = 1_000;
 
 /**
- * The periodic check of one process. `held()` is true until the first check of the inbox (and
- * of Redis, where there is one) completed, and while any source says Postgres is behind. A check
- * that fails keeps the source's last verdict; a failing Kafka check never holds (the pump does not
- * need Kafka; the EVENT_ID check comes back with Kafka).
+ * The check of one process. `held()` is true until the first check of the inbox (and of Redis,
+ * where there is one) completed, while any source says Postgres is behind, and while a check
+ * triggered by a glance is running. Every GLANCE_EVERY_MS one query reads intake's watermark and
+ * the EVENT_ID sequence: neither goes back unless Postgres did (a restore under running
+ * processes), and then the full check runs at once instead of at its next period. A check that
+ * fails keeps the source's last verdict; a failing Kafka check never holds (the pump does not
+ * need Kafka otherwise; the EVENT_ID check comes back with Kafka).
  */
 export class RestoreWatch {
   private readonly behind = new Map<Source, string>();
   private readonly checked = new Set<Source>();
   private timer: NodeJS.Timeout | undefined;
+  private glancer: NodeJS.Timeout | undefined;
   private remindedAt = 0;
   private stopped = false;
   private running: Promise<void> | null = null;
+  private glancing = false;
+  private wentBack = false;
+  private marks = { watermark: 0, events: 0 };
 
   private readonly d: WatchDeps;
 
@@ -155,23 +187,30 @@ export class RestoreWatch {
   }
 
   held(): boolean {
-    if (this.behind.size > 0) return true;
+    if (this.behind.size > 0 || this.wentBack) return true;
     return !this.checked.has('inbox') || (!!this.d.redis && !this.checked.has('redis'));
   }
 
   findings(): Finding[] {
-    return [...this.behind].map(([source, detail]) => ({ source, detail }));
+    return SOURCES.filter((s) => this.behind.has(s)).map((source) => ({ source, detail: this.behind.get(source)! }));
   }
 
-  /** First check now (awaited), then every everyMs (heldEveryMs while held). */
+  /** First check now (awaited), then every everyMs (heldEveryMs while held), and the glance every second. */
   async start(): Promise<void> {
+    await this.glance();
     await this.check();
     this.schedule();
+    this.glancer = setInterval(() => void this.glance(), GLANCE_EVERY_MS);
+    this.glancer.unref();
   }
 
+  /** Stops checking; this process no longer acts on Postgres (shutdown, lost leadership), so it no longer reports it either. */
   stop(): void {
     this.stopped = true;
     clearTimeout(this.timer);
+    clearInterval(this.glancer);
+    clearCondition(CONDITION);
+    for (const s of this.sources()) postgresBehind.set({ source: s }, 0);
   }
 
   private schedule(): void {
@@ -179,6 +218,29 @@ export class RestoreWatch {
     const every = this.held() ? (this.d.heldEveryMs ?? 3_000) : (this.d.everyMs ?? 30_000);
     this.timer = setTimeout(() => void this.check().finally(() => this.schedule()), every);
     this.timer.unref();
+  }
+
+  /** The watermark or the EVENT_ID sequence went back: hold, and check every source now. */
+  private async glance(): Promise<void> {
+    if (this.glancing || this.stopped) return;
+    this.glancing = true;
+    try {
+      const m = await withTimeout(this.d.timeoutMs, 'restore glance', pgOne(this.d.db, Restore.marks));
+      if (!m) return;
+      const was = this.marks;
+      const back = m.watermark < was.watermark || m.events < was.events;
+      this.marks = back ? m : { watermark: Math.max(m.watermark, was.watermark), events: Math.max(m.events, was.events) };
+      if (back) {
+        this.d.log.warn({ was, now: m }, "intake's watermark or the EVENT_ID sequence went back; checking the inbox, Redis and Kafka now");
+        this.wentBack = true;
+        await this.check();
+      }
+    } catch {
+      // Postgres unreachable: the periodic check and PostgresWatch report it
+    } finally {
+      this.wentBack = false;
+      this.glancing = false;
+    }
   }
 
   /** One check of every source (concurrent calls share one run). */
@@ -200,23 +262,23 @@ export class RestoreWatch {
       }
     };
     const t = this.d.timeoutMs;
-    await run('inbox', async () => {
-      if (this.d.inboxReadOnly) return null;
-      const r = await inboxBehind(this.d.db, this.d.inbox, t);
-      return r ? `${r.n} inbox row(s) in ${r.lo}..${r.hi} are marked processed above intake's watermark ${r.watermark}` : null;
-    });
-    if (this.d.redis) {
-      const redis = this.d.redis;
-      await run('redis', async () => {
-        if (!(await inUse(this.d.db))) return null;
-        const r = await redisAhead(this.d.db, redis, t);
-        return r ? `Redis holds ${r.flights} flight(s) newer than Postgres (e.g. ${r.sample.join(', ')})` : null;
-      });
-    }
-    if (this.d.kafka) {
-      const kafka = this.d.kafka;
-      await run('kafka', async () => ((await inUse(this.d.db)) ? ((await kafka())?.detail ?? null) : null));
-    }
+    const redis = this.d.redis;
+    const kafka = this.d.kafka;
+    await Promise.all([
+      run('inbox', async () => {
+        if (this.d.inboxReadOnly) return null;
+        const r = await inboxBehind(this.d.db, this.d.inbox, t);
+        return r ? `${r.n} inbox row(s) in ${r.lo}..${r.hi} are marked processed above intake's watermark ${r.watermark} but unknown to Postgres` : null;
+      }),
+      redis &&
+        run('redis', async () => {
+          if (!(await inUse(this.d.db))) return null;
+          const r = await redisAhead(this.d.db, redis, t);
+          return r ? `Redis holds ${r.flights} flight(s) newer than Postgres (e.g. ${r.sample.join(', ')})` : null;
+        }),
+      kafka && run('kafka', async () => ((await inUse(this.d.db)) ? ((await kafka())?.detail ?? null) : null)),
+    ]);
+    if (this.stopped) return;
     for (const s of this.sources()) postgresBehind.set({ source: s }, this.behind.has(s) ? 1 : 0);
     const now = this.d.clock.now();
     if (this.behind.size > 0) {
@@ -249,7 +311,7 @@ export interface LostRange {
 
 /** The range of the inbox Postgres forgot (null: none). */
 export async function lostRange(db: Db, inbox: Inbox, timeoutMs: number): Promise<LostRange | null> {
-  const r = await inboxBehind(db, inbox, timeoutMs);
+  const r = await inboxBehind(db, inbox, timeoutMs, true);
   if (!r) return null;
   const rows = await withTimeout(timeoutMs, 'inbox rows', myRows(inbox, Restore.rowsUpTo, r.watermark, r.hi));
   return { watermark: r.watermark, processed: r.n, lo: r.lo, hi: r.hi, rows: rows.length };

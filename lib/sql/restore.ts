@@ -36,6 +36,22 @@ export const sentOffsets = pgStatement<[], { partition: number; offset: string }
 /** The highest EVENT_ID handed out so far (0: none). */
 export const eventIdHigh = pgStatement<[], { high: number }>('restore.event_id_high', `select case when is_called then last_value else last_value - 1 end::float8 as high from msg_event_id_seq`);
 
+/** Of the messages $1, those PROC_STATE does not have, ascending. */
+export const unknownMessages = pgStatement<[msgIds: number[]], { msg_id: number }>(
+  'restore.unknown_messages',
+  `select u.id::float8 as msg_id from unnest($1::bigint[]) as u(id)
+    where not exists (select 1 from proc_state p where p.msg_id = u.id)
+    order by u.id`,
+);
+
+/** Intake's watermark and the highest EVENT_ID handed out: neither ever goes back unless Postgres does. */
+export const marks = pgStatement<[], { watermark: number; events: number }>(
+  'restore.marks',
+  `select c.watermark::float8 as watermark,
+          (select case when is_called then last_value else last_value - 1 end from msg_event_id_seq)::float8 as events
+     from intake_cursor c where c.id = 1`,
+);
+
 /** Moves the EVENT_ID sequence to at least $1 (never back): the next event gets a higher ID. */
 export const advanceEventIds = pgStatement<[to: number], { high: number }>(
   'restore.advance_event_ids',
@@ -50,11 +66,12 @@ export const raiseWatermark = pgStatement<[to: number]>('restore.raise_watermark
 
 // ---- MariaDB (the inbox)
 
-/** Rows above `after` already marked processed: how many, the lowest and the highest ID. */
-export const processedAbove = myStatement<[after: number], { n: number; lo: number | null; hi: number | null }>(
+/** IDs of rows above `after` marked processed, ascending, at most `limit`. */
+export const processedAbove = myStatement<[after: number, limit: number], { id: number }>(
   'restore.processed_above',
-  `SELECT COUNT(*) AS n, MIN(CMINMSGS_ID) AS lo, MAX(CMINMSGS_ID) AS hi FROM cminmsgs
-    WHERE CMINMSGS_ID > ? AND CMINMSGS_DATE_PROCESSED IS NOT NULL`,
+  `SELECT CMINMSGS_ID AS id FROM cminmsgs
+    WHERE CMINMSGS_ID > ? AND CMINMSGS_DATE_PROCESSED IS NOT NULL
+    ORDER BY CMINMSGS_ID LIMIT ?`,
 );
 
 /** Every row in (`after`, `upTo`], processed or not, ascending: the lost range taken in again. */
