@@ -222,10 +222,16 @@ export class RestoreWatch {
 
   /** The watermark or the EVENT_ID sequence went back: hold, and check every source now. */
   private async glance(): Promise<void> {
+    // one query at a time: a glance that timed out keeps its pool connection until Postgres answers
     if (this.glancing || this.stopped) return;
     this.glancing = true;
+    const query = pgOne(this.d.db, Restore.marks);
+    query.then(
+      () => (this.glancing = false),
+      () => (this.glancing = false),
+    );
     try {
-      const m = await withTimeout(this.d.timeoutMs, 'restore glance', pgOne(this.d.db, Restore.marks));
+      const m = await withTimeout(this.d.timeoutMs, 'restore glance', query);
       if (!m) return;
       const was = this.marks;
       const back = m.watermark < was.watermark || m.events < was.events;
@@ -239,7 +245,6 @@ export class RestoreWatch {
       // Postgres unreachable: the periodic check and PostgresWatch report it
     } finally {
       this.wentBack = false;
-      this.glancing = false;
     }
   }
 
