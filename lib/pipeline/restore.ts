@@ -195,10 +195,16 @@ export class RestoreWatch {
     return SOURCES.filter((s) => this.behind.has(s)).map((source) => ({ source, detail: this.behind.get(source)! }));
   }
 
-  /** First check now (awaited), then every everyMs (heldEveryMs while held), and the glance every second. */
+  /**
+   * First check now, then every everyMs (heldEveryMs while held), and the glance every second.
+   * Waits for the first check at most a few I/O timeouts: a process whose connections froze still
+   * starts, held (held() is true until the inbox and Redis were checked once).
+   */
   async start(): Promise<void> {
     await this.glance();
-    await this.check();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.check(), new Promise<void>((resolve) => (timer = setTimeout(resolve, this.d.timeoutMs * 4)))]);
+    clearTimeout(timer);
     this.schedule();
     this.glancer = setInterval(() => void this.glance(), GLANCE_EVERY_MS);
     this.glancer.unref();
