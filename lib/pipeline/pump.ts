@@ -41,7 +41,7 @@ import type { Crash } from '../runtime/crash.ts';
 import { countAfterCommit, metrics, type AfterCommitCounts } from '../runtime/metrics.ts';
 import { decodeEnvelope, identityKey, kindOf, payload, type Envelope } from '../sis/envelope.ts';
 import { classify, describe, PipelineError, type Failure } from '../core/errors.ts';
-import { decide, isExhausted } from './failures.ts';
+import { decide, isExhausted, RAW_MISSING } from './failures.ts';
 import type { BatchDomain, DomainBatch, Handler, HandlerOutcome, HandlerRegistry, Mirror } from '../domain/handlers.ts';
 import * as T from './transitions.ts';
 import { TimeBudget } from '../core/budget.ts';
@@ -283,7 +283,7 @@ function memberOf(h: T.HeadRow): Member {
 function prepare(d: PumpDeps, h: T.HeadRow, body: string | undefined): Member {
   const m = memberOf(h);
   const outcome = (state: T.TerminalState, reason: string): Member => ({ ...m, todo: { do: 'outcome', state, reason } });
-  if (body === undefined) return outcome('DEAD', 'MALFORMED: raw-missing');
+  if (body === undefined) return outcome('DEAD', RAW_MISSING);
   let env: Envelope;
   try {
     env = decodeEnvelope(body);

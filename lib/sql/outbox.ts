@@ -108,6 +108,17 @@ export const skipDead = pgStatement<[eventIds: number[] | null, flid: string | n
    returning event_id, target`,
 );
 
+/**
+ * What an id selection of dispatch-replay / dispatch-skip names ($1): each event's state, and for
+ * one waiting behind a dead letter of its flight, the first such DEAD event (held_by).
+ */
+export const eventSelection = pgStatement<[eventIds: number[]], { event_id: number; target: OutboxTarget; flid: string; state: string; held_by: number | null }>(
+  'outbox.event_selection',
+  `select e.event_id, e.target, e.flid, e.state,
+     (select min(d.event_id) from msg_event d where d.flid = e.flid and d.target = e.target and d.state = 'DEAD' and d.event_id < e.event_id) as held_by
+   from msg_event e where e.event_id = any($1::bigint[]) order by e.event_id`,
+);
+
 /** A dead letter with the number of PENDING msg events of its FLID waiting behind it. */
 export interface DeadLetterRow {
   event_id: number;

@@ -270,9 +270,9 @@ export const lowestOpen = pgStatement<[], { lo: number | null }>('proc_state.low
  * Backfill candidates: terminal, neither backfilled nor abandoned, due ($1) or overdue (terminal
  * before $2); fewest attempts first, then inbox order; at most $3.
  */
-export const backfillCandidates = pgStatement<[now: Date, overdueBefore: Date, limit: number], { msg_id: number; terminal_at: Date | null }>(
+export const backfillCandidates = pgStatement<[now: Date, overdueBefore: Date, limit: number], { msg_id: number; terminal_at: Date | null; state: ProcStateName; reason: string | null }>(
   'proc_state.backfill_candidates',
-  `select msg_id, terminal_at from proc_state
+  `select msg_id, terminal_at, state, reason from proc_state
     where state in ('SUCCEEDED', 'SKIPPED', 'DEAD') and backfill_at is null and backfill_abandoned_at is null
       and (backfill_next_at is null or backfill_next_at <= $1::timestamptz or terminal_at < $2::timestamptz)
     order by backfill_attempts, msg_id
@@ -308,10 +308,10 @@ export const replaySelection = pgStatement<[msgIds: number[] | null, state: 'FAI
 /** What a backfill-resume selection matches (IDs $1, abandon reason $2; null = any), in MSG_ID order. */
 export const resumeSelection = pgStatement<
   [msgIds: number[] | null, reason: AbandonReason | null],
-  { msg_id: number; backfill_abandoned_at: Date | null; backfill_abandoned_reason: AbandonReason | null }
+  { msg_id: number; state: ProcStateName; reason: string | null; backfill_abandoned_at: Date | null; backfill_abandoned_reason: AbandonReason | null }
 >(
   'proc_state.resume_selection',
-  `select msg_id, backfill_abandoned_at, backfill_abandoned_reason from proc_state
+  `select msg_id, state, reason, backfill_abandoned_at, backfill_abandoned_reason from proc_state
     where ($1::bigint[] is null or msg_id = any($1::bigint[]))
       and ($2::text is null or backfill_abandoned_reason = $2::text)
     order by msg_id`,
