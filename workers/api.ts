@@ -54,7 +54,7 @@ await runProcess({
     //   - `bodyLimit: JSON_BODY_LIMIT` for a JSON body (the server default is 64 KiB);
     //   - `config: { audit: '<action>' }` for an operator action (lib/api/audit.ts).
     await app.register(async (scoped) => inboxRoutes(scoped, { inbox, settings: slices(rt.config).inbox, clock: rt.clock, guard }));
-    await app.register(async (scoped) => opsRoutes(scoped, { db: rt.db, clock: rt.clock, guard, inbox, timeoutMs: slices(rt.config).io.timeoutMs }));
+    await app.register(async (scoped) => opsRoutes(scoped, { db: rt.db, clock: rt.clock, guard, inbox, timeoutMs: slices(rt.config).io.timeoutMs, timeZone: slices(rt.config).airport.timezone }));
     await app.register(async (scoped) => consoleRoutes(scoped, { db: rt.db, clock: rt.clock, guard }));
     await app.register(async (scoped) => traceRoutes(scoped, { db: rt.db, inbox, clock: rt.clock, settings: slices(rt.config).trace, guard })); // trace, timeline, console v2 reads
     await app.register(flightRoutes, { db: rt.db, timeZone: slices(rt.config).airport.timezone });

@@ -14,7 +14,7 @@ import { anyObject, bearer, clientErrors, dbIds, errors, JSON_BODY_LIMIT, str, r
 const STATES = ['PENDING', 'FAILED', 'SUCCEEDED', 'SKIPPED', 'DEAD'] as const;
 const idList = { type: 'array', items: { type: 'integer' } } as const;
 
-export async function opsRoutes(app: FastifyInstance, o: { db: Db; clock: Clock; guard: Guard; inbox: Inbox; timeoutMs: number }) {
+export async function opsRoutes(app: FastifyInstance, o: { db: Db; clock: Clock; guard: Guard; inbox: Inbox; timeoutMs: number; timeZone: string }) {
   clientErrors(app);
   app.post(
     '/ops/replay',
@@ -100,7 +100,7 @@ export async function opsRoutes(app: FastifyInstance, o: { db: Db; clock: Clock;
     },
     async (req) => {
       const q = req.query as { state?: (typeof STATES)[number]; limit: number };
-      return { messages: await pgRows(o.db, ProcState.recentMessages, q.state || null, q.limit) };
+      return { messages: await pgRows(o.db, ProcState.recentMessages, q.state || null, q.limit, o.timeZone) };
     },
   );
 }

@@ -175,11 +175,13 @@ export const oldestPendingAge = pgStatement<[target: OutboxTarget], { age: numbe
 /** The first $1 dead-lettered outbox events, in event order (console). */
 export const consoleDeadLetters = pgStatement<
   [limit: number],
-  { event_id: number; target: 'msg' | 'schd'; flid: string; state_version: number; attempts: number; last_error: string | null; created_at: Date }
+  { event_id: number; target: 'msg' | 'schd'; flid: string; state_version: number; attempts: number; last_error: string | null; created_at: Date; held: number }
 >(
   'outbox.console_dead_letters',
-  `select event_id, target, flid, state_version, attempts, last_error, created_at from msg_event
-    where state = 'DEAD' order by event_id limit $1`,
+  `select d.event_id, d.target, d.flid, d.state_version, d.attempts, d.last_error, d.created_at,
+     (select count(*)::int from msg_event h where h.flid = d.flid and h.target = 'msg' and d.target = 'msg'
+        and h.event_id > d.event_id and h.state = 'PENDING') as held
+     from msg_event d where d.state = 'DEAD' order by d.event_id limit $1`,
 );
 
 /** PENDING outbox events per target (console). */

@@ -408,10 +408,19 @@ export const consoleProblems = pgStatement<[limit: number], { msg_id: number; st
 /** The latest $1 abandoned backfills, newest first (console). */
 export const consoleAbandoned = pgStatement<
   [limit: number],
-  { msg_id: number; kind: string | null; backfill_abandoned_reason: AbandonReason | null; backfill_abandoned_at: Date | null; backfill_attempts: number; terminal_at: Date | null }
+  {
+    msg_id: number;
+    kind: string | null;
+    state: ProcStateName;
+    reason: string | null;
+    backfill_abandoned_reason: AbandonReason | null;
+    backfill_abandoned_at: Date | null;
+    backfill_attempts: number;
+    terminal_at: Date | null;
+  }
 >(
   'proc_state.console_abandoned',
-  `select msg_id, kind, backfill_abandoned_reason, backfill_abandoned_at, backfill_attempts, terminal_at from proc_state
+  `select msg_id, kind, state, reason, backfill_abandoned_reason, backfill_abandoned_at, backfill_attempts, terminal_at from proc_state
     where backfill_abandoned_at is not null order by msg_id desc limit $1`,
 );
 
@@ -423,8 +432,12 @@ export const consoleBackfillPending = pgStatement<[], { n: number }>(
 
 // ---- lib/api/console-data.ts
 
-/** The reason class of a PROC_STATE reason: the text before the first ':' (e.g. "EXHAUSTED(INTERNAL)", "PROTOCOL"), at most 60 characters; '' = no reason. */
-const REASON_CLASS = `left(split_part(coalesce(reason, ''), ':', 1), 60)`;
+/**
+ * The reason class of a PROC_STATE reason: the text before the first ':' (e.g. "EXHAUSTED(INTERNAL)",
+ * "PROTOCOL"), at most 60 characters; '' = no reason. "MALFORMED: raw-missing" is a class of its
+ * own, 'raw-missing': the message was never read (its inbox row was gone), not a wrong message.
+ */
+const REASON_CLASS = `case when reason = 'MALFORMED: raw-missing' then 'raw-missing' else left(split_part(coalesce(reason, ''), ':', 1), 60) end`;
 
 /** Messages per state and reason class, the largest groups of a state first. */
 export const reasonCounts = pgStatement<[], { state: string; reason: string; n: number }>(
@@ -469,9 +482,17 @@ export const lastHour = pgStatement<[timeZone: string, from: Date], { state: str
 // ---- lib/api/ops-routes.ts
 
 /** The latest $2 PROC_STATE rows, of state $1 (null = any), newest first. */
-export const recentMessages = pgStatement<[state: ProcStateName | null, limit: number], ProcStateRow>(
+/**
+ * Recent rows, newest first (GET /ops/messages). The inbox's received time is stored zone-less
+ * (airport wall time): it is returned as an instant read in the airport's zone $3, so that its
+ * JSON (UTC, Z) is true like every other time of the API.
+ */
+export const recentMessages = pgStatement<[state: ProcStateName | null, limit: number, timeZone: string], Omit<ProcStateRow, 'received_at'> & { received_at: Date | null }>(
   'proc_state.recent_messages',
-  'select * from proc_state where ($1::text is null or state = $1::text) order by msg_id desc limit $2',
+  `select msg_id, identity_key, state, reason, error_class, kind, attempts, failures_in_row, failing_since, next_attempt_at,
+          (received_at at time zone $3::text) as received_at, enqueued_at, terminal_at, backfill_next_at, backfill_at, backfill_attempts,
+          backfill_abandoned_at, backfill_abandoned_reason, updated_at, applied_state, applied_reason
+     from proc_state where ($1::text is null or state = $1::text) order by msg_id desc limit $2`,
 );
 
 // ---- lib/pipeline/pump.ts

@@ -248,7 +248,13 @@ describe('npm run kafka:tail', () => {
     const topic = await topicWith('tail', {});
     const producer = new Kafka({ clientId: 'msgx-tail-test', brokers: [TEST_KAFKA], logLevel: logLevel.NOTHING }).producer();
     await producer.connect();
-    await producer.send({ topic, messages: [{ key: '15', value: '{"FLID":"15","STATE_VERSION":1}' }, { key: '15', value: null }] });
+    await producer.send({
+      topic,
+      messages: [
+        { key: '15', value: '{"FLID":"15","STATE_VERSION":1}' },
+        { key: '15', value: null },
+      ],
+    });
     await producer.disconnect();
     const r = await cli('kafka-tail', ['--topic', topic, '--from-beginning', '--idle', '3']);
     expect(r.code).toBe(0);
