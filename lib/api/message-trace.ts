@@ -60,9 +60,12 @@ export async function messageTrace(d: TraceDeps, id: number) {
   ]);
   const p = ps[0];
   // After a replay the inbox keeps the processing time of the first outcome (never overwritten,
-  // docs/decisions.md): the backfill of the new outcome found it "already marked".
+  // docs/decisions.md): the backfill of the new outcome found it "already marked" with an
+  // earlier time than its own.
   const inboxValue = inbox.present === true ? inbox.processed : null;
-  const keptEarlier = !!p?.backfill_at && inbox.present === true && !!inbox.processedRaw && !!p.terminal_at && inbox.processedRaw !== formatLocalDatetime(p.terminal_at, tz);
+  const processedRaw = inbox.present === true ? inbox.processedRaw : null;
+  if (inbox.present === true) delete (inbox as { processedRaw?: string | null }).processedRaw; // not part of the answer
+  const keptEarlier = !!p?.backfill_at && !!processedRaw && !!p.terminal_at && processedRaw < formatLocalDatetime(p.terminal_at, tz); // same wall-time format: ordered as text
   const backfill = !p
     ? null
     : {
