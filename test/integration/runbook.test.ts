@@ -186,4 +186,19 @@ describe('the runbook as tests (docs/operations.md, blocks tagged drill=…)', (
     expect(records.filter((r) => r.key === 'K1').map((r) => r.eventId)).toEqual(k1);
     expect(records.filter((r) => r.key === 'K2').map((r) => r.eventId)).toEqual([k2[1]]);
   }, 120_000);
+
+  it('the pump counts messages that go DEAD at once (PROTOCOL, MALFORMED) in msgx_pipeline_failures_total', async () => {
+    const pump = procs.find((p) => p.name === 'pump')!;
+    const count = async (cls: string) => {
+      const text = await (await fetch(`http://127.0.0.1:${pump.port}/metrics`)).text();
+      return Number(new RegExp(`^msgx_pipeline_failures_total\\{class="${cls}"\\} (\\S+)$`, 'm').exec(text)?.[1] ?? 'NaN');
+    };
+    const before = { PROTOCOL: await count('PROTOCOL'), MALFORMED: await count('MALFORMED') };
+    const protocol = await putInbox(s.inbox, sisMessage().replace(/<SEQN>\d+<\/SEQN>/, '<SEQN>12a</SEQN>'));
+    const malformed = await putInbox(s.inbox, 'not xml at all');
+    await intakeRound({ db: s.db, inbox: s.inbox, clock, intake: slices(config).intake, log: silentLog });
+    await waitFor('both DEAD', async () => (await Promise.all([protocol, malformed].map(proc))).every((r) => r.state === 'DEAD'));
+    expect((await proc(protocol)).reason).toMatch(/^PROTOCOL: /);
+    await waitFor('counted', async () => (await count('PROTOCOL')) === before.PROTOCOL + 1 && (await count('MALFORMED')) === before.MALFORMED + 1);
+  }, 120_000);
 });
