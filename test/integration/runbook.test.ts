@@ -21,7 +21,7 @@ import { createdTopics, deleteTopics, putMsgEvents, uniqueTopic } from './dispat
 const DOC = join(import.meta.dirname, '../../docs/operations.md');
 
 /** The drills of the runbook: name → the command lines of its block(s), in document order. */
-export function drills(markdown: string): Map<string, string[]> {
+function drills(markdown: string): Map<string, string[]> {
   const out = new Map<string, string[]>();
   const re = /^([ \t]*)```[a-z]*[ \t]+drill=([\w-]+)[^\n]*\n([\s\S]*?)^[ \t]*```/gm;
   for (const m of markdown.matchAll(re)) {
