@@ -3,6 +3,8 @@
 // 0 before anything is opened or changed. A bad argument prints one line naming the flags the
 // command knows, then its usage, and exits 2. Every message is prefixed once with the name.
 
+import { readFileSync } from 'node:fs';
+
 export interface CliSpec {
   /** The npm script's name (the prefix of every line on stderr). */
   name: string;
@@ -152,4 +154,28 @@ export function dispatchSelection(a: ParsedArgs) {
     all: a.flags.has('--all') || undefined,
     target: target as 'msg' | 'schd' | undefined,
   };
+}
+
+/**
+ * --help for the scripts whose usage is their header comment (benchmarks, reliability runs): the
+ * header's `npm run …` / `node scripts/…` line is the usage, the rest the description. Exits 0
+ * on --help; exits 2 on an option, since these take positional values only.
+ */
+export function scriptHelp(metaUrl: string, argv: readonly string[] = process.argv.slice(2)): void {
+  const asked = wantsHelp(argv);
+  const option = argv.find((a) => a.startsWith('-') && !/^-\d/.test(a));
+  if (!asked && !option) return;
+  const header: string[] = [];
+  for (const line of readFileSync(new URL(metaUrl), 'utf8').split('\n')) {
+    if (!line.startsWith('//')) break;
+    header.push(line.replace(/^\/\/ ?/, ''));
+  }
+  const at = header.findIndex((l) => /^\s*(npm run |node scripts\/)/.test(l));
+  const usage = `usage: ${at >= 0 ? header[at].trim() : 'see the script'}\n${header.filter((_, i) => i !== at).join('\n')}`;
+  const name = /scripts\/(.+)\.ts$/.exec(new URL(metaUrl).pathname)?.[1] ?? 'script';
+  if (asked) {
+    process.stdout.write(`${usage.trimEnd()}\n`);
+    process.exit(0);
+  }
+  usageExit({ name, usage }, `unknown option ${option} (it takes positional values only, and --help)`);
 }

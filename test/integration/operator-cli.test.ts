@@ -119,11 +119,23 @@ describe('npm run backfill-resume', () => {
 });
 
 describe('every CLI answers --help with its usage and exit 0, before touching anything', () => {
-  const CLIS = ['replay', 'backfill-resume', 'dispatch-replay', 'dispatch-skip', 'migrate', 'inject', 'request', 'kafka-tail'];
+  const CLIS = [
+    'replay',
+    'backfill-resume',
+    'dispatch-replay',
+    'dispatch-skip',
+    'migrate',
+    'inject',
+    'request',
+    'kafka-tail',
+    'healthcheck',
+    ...['pump', 'snapshot', 'reads', 'dispatch', 'backfill', 'latency', 'intake', 'e2e'].map((b) => `bench/${b}`),
+    ...['r1-chaos', 'r2-outages', 'r4-takeover'].map((r) => `reliability/${r}`),
+  ];
   it.each(CLIS)('%s --help', async (name) => {
     const r = await cli(name, ['--help']);
     expect(r.code).toBe(0);
-    expect(r.out).toMatch(/^usage: npm run /);
+    expect(r.out).toMatch(/^usage: (npm run |node scripts\/)/);
     expect(r.err).toBe('');
   });
 
