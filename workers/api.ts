@@ -68,12 +68,12 @@ await runProcess({
   },
   crontab: (config) => requestsCrontab(requestSettings(config)) || '# no daily schedule request (msgx.requests.daily-schedule-at is empty)',
   tasks: async (rt) => {
+    const outbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: slices(rt.config).io.timeoutMs });
     const replay: Task = async (payload) => {
-      const r = await replayReport(rt.db, rt.clock, payload as ReplayRequest);
+      const r = await replayReport(rt.db, rt.clock, payload as ReplayRequest, { inbox: outbox, timeoutMs: slices(rt.config).io.timeoutMs });
       rt.log.info({ msgIds: r.done }, 'replay task: messages back to PENDING');
       if (r.untouched.length) rt.log.warn({ untouched: r.untouched }, 'replay task: matched messages left as they are');
     };
-    const outbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: slices(rt.config).io.timeoutMs });
     const resume: Task = async (payload) => {
       const r = await resumeReport({ db: rt.db, inbox: outbox, clock: rt.clock, timeoutMs: slices(rt.config).io.timeoutMs }, payload as ResumeRequest);
       rt.log.info({ msgIds: r.done }, 'backfill-resume task: abandoned backfills resumed');

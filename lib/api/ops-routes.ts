@@ -37,14 +37,21 @@ export async function opsRoutes(app: FastifyInstance, o: { db: Db; clock: Clock;
         },
         response: responses({
           200: { type: 'object', required: ['replayed'], properties: { replayed: idList, untouched: { type: 'array', items: { type: 'string' } } }, additionalProperties: false },
-          ...errors(400, 401, 413, 415, 429, 500),
+          ...errors(400, 401, 413, 415, 429, 500, 503),
         }),
       },
     },
     async (req, reply) => {
       const body = req.body as { ids?: number[]; state?: 'FAILED' | 'DEAD'; reason?: string; force?: boolean };
       if (!body.ids?.length && !body.state) return reply.code(400).send({ error: 'bad-request', reason: 'give ids or state' });
-      const r = await replayReport(o.db, o.clock, body);
+      let r: Awaited<ReturnType<typeof replayReport>>;
+      try {
+        r = await replayReport(o.db, o.clock, body, { inbox: o.inbox, timeoutMs: o.timeoutMs });
+      } catch (e) {
+        if (!(e instanceof InboxUnavailable)) throw e;
+        auditResult(req, { replayed: 0, error: e.message });
+        return reply.code(503).send({ error: 'unavailable', reason: e.message });
+      }
       auditResult(req, { replayed: r.done.length, untouched: r.untouched.length });
       return { replayed: r.done, untouched: r.untouched };
     },

@@ -54,24 +54,54 @@ function describe(byIds: boolean, missing: number[], refused: { id: number; why:
   return [...byWhy].map(([why, ids]) => `${ids.length} message(s) not ${verb}: ${why.replace('<ids>', list(ids))} (${list(ids)})`);
 }
 
-export async function replayReport(db: Db, clock: Clock, req: ReplayRequest): Promise<ActionReport> {
+/** The inbox look-up of a forced replay (optional: without it never-read messages are not checked). */
+export interface InboxCheck {
+  inbox: Inbox;
+  timeoutMs: number;
+}
+
+const RAW_STILL_MISSING = 'never read (MALFORMED: raw-missing) and its inbox row is still missing: replaying it would only make it DEAD again; replay it when the row is back';
+
+/**
+ * replay, checked first: with force and an inbox to ask, a never-read (raw-missing) message whose
+ * row is still missing is left (replaying it would only make it DEAD again and re-fire the alerts).
+ */
+export async function replayReport(db: Db, clock: Clock, req: ReplayRequest, check?: InboxCheck): Promise<ActionReport> {
   const ids = idsOf(req.ids);
   if (!ids && !req.state) throw new Error('give message ids or a state (FAILED or DEAD)');
+  const reasonLike = req.reason ? `${req.reason}%` : null;
+  let held = new Set<number>();
+  if (req.force && check) {
+    const raw = (await pgRows(db, ProcState.replaySelection, ids ?? null, req.state || null, reasonLike)).filter(neverApplied).map((m) => m.msg_id);
+    if (raw.length) {
+      let present: Set<number>;
+      try {
+        present = await withTimeout(check.timeoutMs, 'inbox look-up', existingInboxIds(check.inbox, raw));
+      } catch (e) {
+        throw new InboxUnavailable(`cannot check the inbox rows of never-read messages (${(e as Error).message}): nothing replayed`);
+      }
+      held = new Set(raw.filter((id) => !present.has(id)));
+    }
+  }
   return db.transaction().execute(async (tx) => {
     await pgRun(tx, Locks.xactLock, LOCKS.LIFECYCLE_GATE);
-    const matched = await pgRows(tx, ProcState.replaySelection, ids ?? null, req.state || null, req.reason ? `${req.reason}%` : null);
-    const done = await replay(tx, { ids, state: req.state, reasonPrefix: req.reason, force: req.force }, clock.now());
+    const matched = await pgRows(tx, ProcState.replaySelection, ids ?? null, req.state || null, reasonLike);
+    // Leaving some out turns the selection into the ids that are left (an empty one replays nothing).
+    const selected = held.size ? matched.map((m) => m.msg_id).filter((id) => !held.has(id)) : ids;
+    const done = selected && selected.length === 0 ? [] : await replay(tx, { ids: selected, state: req.state, reasonPrefix: req.reason, force: req.force }, clock.now());
     if (done.length) await wake(tx, TASK.pump);
     const doneSet = new Set(done);
-    const refused = matched.filter((m) => !doneSet.has(m.msg_id)).map((m) => ({ id: m.msg_id, why: replayRefusal(m.state, m.reason, !!req.force) ?? `${m.state} changed meanwhile` }));
+    const refused = matched
+      .filter((m) => !doneSet.has(m.msg_id))
+      .map((m) => ({ id: m.msg_id, why: held.has(m.msg_id) ? RAW_STILL_MISSING : (replayRefusal(m.state, m.reason, !!req.force) ?? `${m.state} changed meanwhile`) }));
     const found = new Set(matched.map((m) => m.msg_id));
     const missing = ids ? ids.filter((id) => !found.has(id) && !doneSet.has(id)) : [];
     return { done, untouched: describe(!!ids, missing, refused, matched.length, 'replayed'), byIds: !!ids };
   });
 }
 
-export async function replayMessages(db: Db, clock: Clock, req: ReplayRequest): Promise<number[]> {
-  return (await replayReport(db, clock, req)).done;
+export async function replayMessages(db: Db, clock: Clock, req: ReplayRequest, check?: InboxCheck): Promise<number[]> {
+  return (await replayReport(db, clock, req, check)).done;
 }
 
 /** What backfill-resume needs: Postgres, and the inbox to check that the rows are there. */

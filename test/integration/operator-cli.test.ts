@@ -194,6 +194,16 @@ describe('backfill-resume checks first', () => {
     expect(await stateOf(id)).toBe('PENDING');
   });
 
+  it('replay --force of a never-read message whose row is still missing: left, says why, exit 1', async () => {
+    const [id] = await rows(1, { state: 'DEAD', reason: 'MALFORMED: raw-missing', ...abandoned });
+    await s.inbox.query('DELETE FROM cminmsgs WHERE CMINMSGS_ID = ?', [id]);
+    const r = await cli('replay', ['--state', 'DEAD', '--reason', 'MALFORMED: raw-missing', '--force']);
+    expect(r.out).toContain('replayed 0 message(s)');
+    expect(r.err).toContain('inbox row is still missing');
+    expect(r.code).toBe(1);
+    expect(await stateOf(id)).toBe('DEAD');
+  });
+
   it('--reason MISSING_ROW while the rows are still missing: nothing resumed, says why, exit 1', async () => {
     const ids = await rows(2, { state: 'SUCCEEDED', ...abandoned });
     await s.inbox.query('DELETE FROM cminmsgs WHERE CMINMSGS_ID IN (?)', [ids]);
