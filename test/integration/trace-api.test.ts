@@ -272,6 +272,13 @@ describe('message trace, flight timeline and console reads over HTTP', () => {
     }
   });
 
+  it('GET /flights/:flid of a flight purged by retention says so in its 404 (not just "no flight")', async () => {
+    const r = await get('/flights/99');
+    expect(r.status).toBe(404);
+    expect(r.body.reason).toMatch(/^flight 99 was purged to history at 2026-12-01T01:00:00.000Z \(rule DELETED: .*msgx\.history\.purge-after.*\); its versions: GET \/flights\/99\/timeline$/);
+    expect((await get('/flights/4242')).body.reason).toBe('no flight with FLID 4242');
+  });
+
   it('raw-missing is a reason class of its own, not MALFORMED', async () => {
     await s.db
       .insertInto('proc_state')
