@@ -120,6 +120,7 @@ describe('npm run backfill-resume', () => {
 
 describe('every CLI answers --help with its usage and exit 0, before touching anything', () => {
   const CLIS = [
+    'start',
     'replay',
     'backfill-resume',
     'dispatch-replay',
