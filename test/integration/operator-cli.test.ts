@@ -136,7 +136,7 @@ describe('every CLI answers --help with its usage and exit 0, before touching an
   it.each(CLIS)('%s --help', async (name) => {
     const r = await cli(name, ['--help']);
     expect(r.code).toBe(0);
-    expect(r.out).toMatch(/^usage: (npm run |node scripts\/)/);
+    expect(r.out).toMatch(/^usage: (npm run |npm start|node scripts\/)/);
     expect(r.err).toBe('');
   });
 
