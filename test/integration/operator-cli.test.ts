@@ -284,4 +284,17 @@ describe('npm run kafka:tail', () => {
     expect(r.out.trim().split('\n')).toEqual([`${topic} 0@0 key=15 {"FLID":"15","STATE_VERSION":1}`, `${topic} 0@1 key=15 (tombstone)`]);
     expect(r.err).toContain('no record for 3 s');
   }, 60_000);
+
+  it('--idle 0 runs until Ctrl-C, then exits 0', async () => {
+    const topic = await topicWith('tail-int', {});
+    const child = spawn(process.execPath, ['scripts/kafka-tail.ts', '--topic', topic, '--idle', '0'], { env: { ...process.env, ...testEnv() }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (b) => (err += b));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    const deadline = Date.now() + 30_000;
+    while (!err.includes('reading') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(err).toContain(`kafka:tail: reading ${topic} (new records only)`);
+    child.kill('SIGINT');
+    expect(await exited).toBe(0);
+  }, 60_000);
 });
