@@ -206,6 +206,7 @@ export const resumeBackfill = pgStatement<[msgIds: number[] | null, reason: Aban
   'proc_state.resume_backfill',
   `update proc_state set backfill_abandoned_at = null, backfill_abandoned_reason = null, backfill_attempts = 0, backfill_next_at = $3::timestamptz, updated_at = $3::timestamptz
     where backfill_abandoned_at is not null
+      and not (state = 'DEAD' and reason = 'MALFORMED: raw-missing') -- never applied: never marked processed
       and ($1::bigint[] is null or msg_id = any($1::bigint[]))
       and ($2::text is null or backfill_abandoned_reason = $2::text)
    returning msg_id`,
