@@ -5,7 +5,7 @@
 // exit 0 (130/143 if something had to be SIGKILLed). Nothing is restarted: see docs/decisions.md.
 //
 //   node scripts/start.ts [--up] [--procfile Procfile]   (--help: usage)
-// `npm start` is `node scripts/start.ts --up`: services up and migrations first, so that
+// `npm start` is `MSGX_DEV_MODE=… node scripts/start.ts --up`: services up and migrations first, so that
 // `npm start -- --help` answers before anything is started or migrated.
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -44,8 +44,8 @@ const SPEC = {
   Runs every process of the Procfile under one runner: each line's log prefixed by its name;
   Ctrl-C stops them all. When any process exits by itself the others are stopped and the runner
   exits 1 naming it. Nothing is restarted.
-  --up              first start (or reuse) the local services (scripts/services up) and migrate;
-                    development mode (MSGX_DEV_MODE=true) unless MSGX_DEV_MODE is set (npm start)
+  --up              first start (or reuse) the local services (scripts/services up) and migrate
+  (npm start also asks for development mode, MSGX_DEV_MODE=true, unless MSGX_DEV_MODE is set)
   --procfile FILE   another Procfile (default Procfile)`,
 };
 
@@ -58,7 +58,6 @@ function up(): void {
     const r = spawnSync(cmd, [...args], { stdio: 'inherit' });
     if (r.status !== 0) process.exit(r.status ?? 1);
   }
-  if (!process.env.MSGX_DEV_MODE) process.env.MSGX_DEV_MODE = 'true';
 }
 
 function main(): void {
