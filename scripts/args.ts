@@ -1,44 +1,122 @@
-// Tiny argument parser shared by the operator CLIs: positional message ids, --opt value, --flag.
-export function parseOperatorArgs(argv: string[], valued: string[], flags: string[]) {
-  const out = { ids: [] as number[], options: {} as Record<string, string>, flags: new Set<string>() };
+// The one argument parser of the CLIs (scripts/*.ts behind the npm scripts): positional ids or
+// words, `--opt value`, `--flag`, and `--help` / `-h`, which prints the command's usage and exits
+// 0 before anything is opened or changed. A bad argument prints one line naming the flags the
+// command knows, then its usage, and exits 2. Every message is prefixed once with the name.
+
+import { readFileSync } from 'node:fs';
+
+export interface CliSpec {
+  /** The npm script's name (the prefix of every line on stderr). */
+  name: string;
+  /** Usage text (printed by --help on stdout, after a bad argument on stderr). */
+  usage: string;
+  /** Options taking a value. */
+  valued?: readonly string[];
+  /** Options without a value. */
+  flags?: readonly string[];
+  /** What positional arguments are: ids (non-negative integers), words (anything), none. */
+  positional?: 'ids' | 'words' | 'none';
+}
+
+export interface ParsedArgs {
+  ids: number[];
+  words: string[];
+  options: Record<string, string>;
+  flags: Set<string>;
+}
+
+/** A bad argument: the CLI frame prints it with the usage and exits 2. */
+export class UsageError extends Error {}
+
+const known = (spec: CliSpec) => [...(spec.valued ?? []), ...(spec.flags ?? [])];
+const knownText = (spec: CliSpec) => (known(spec).length ? `it knows ${known(spec).join(', ')} and --help` : 'it knows --help');
+
+export const wantsHelp = (argv: readonly string[]) => argv.includes('--help') || argv.includes('-h');
+
+/** Parses argv (help is handled by cliArgs); throws UsageError naming the argument and the known flags. */
+export function parseArgs(spec: CliSpec, argv: readonly string[]): ParsedArgs {
+  const out: ParsedArgs = { ids: [], words: [], options: {}, flags: new Set() };
+  const positional = spec.positional ?? 'ids';
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
-    if (valued.includes(a)) {
-      if (argv[i + 1] === undefined) throw new Error(`${a} needs a value`);
-      out.options[a] = argv[++i];
-    } else if (flags.includes(a)) out.flags.add(a);
-    else if (/^\d+$/.test(a)) out.ids.push(Number(a));
-    else throw new Error(`unknown argument ${a}`);
+    if (spec.valued?.includes(a)) {
+      const v = argv[i + 1];
+      if (v === undefined || v.startsWith('--')) throw new UsageError(`${a} needs a value`);
+      out.options[a] = v;
+      i++;
+    } else if (spec.flags?.includes(a)) out.flags.add(a);
+    else if (a.startsWith('-')) throw new UsageError(`unknown option ${a} (${knownText(spec)})`);
+    else if (positional === 'ids' && /^\d+$/.test(a)) out.ids.push(Number(a));
+    else if (positional === 'words') out.words.push(a);
+    else throw new UsageError(positional === 'ids' ? `${a} is not an id (a whole number)` : `unexpected argument ${a}`);
   }
   return out;
+}
+
+/**
+ * The arguments of this process: on --help the usage on stdout and exit 0; on a bad argument
+ * the reason and the usage on stderr and exit 2. Call before opening any connection.
+ */
+export function cliArgs(spec: CliSpec, argv: readonly string[] = process.argv.slice(2)): ParsedArgs {
+  if (wantsHelp(argv)) {
+    process.stdout.write(`${spec.usage.trimEnd()}\n`);
+    process.exit(0);
+  }
+  try {
+    return parseArgs(spec, argv);
+  } catch (e) {
+    usageExit(spec, (e as Error).message);
+  }
+}
+
+/** Prints `name: reason` and the usage on stderr, exit 2. */
+export function usageExit(spec: CliSpec, reason: string): never {
+  process.stderr.write(`${spec.name}: ${reason}\n${spec.usage.trimEnd()}\n`);
+  process.exit(2);
 }
 
 /** What an action answers: its result line, lines explaining what it left untouched (stderr), success. */
 export interface CliOutcome {
   out: string;
   notes?: string[];
+  /** Warnings printed on stderr whatever the outcome (e.g. a forced action's consequence). */
+  warnings?: string[];
   ok?: boolean;
 }
 
 /**
- * The frame of every operator CLI: config and one Postgres connection, the action, one line of
- * result (plus, on stderr, why matched things were left), exit code 1 when the action did not do
- * what was asked (nothing done, or a named id left), 2 with the command's name on any error
- * (bad arguments included).
+ * The frame of every operator CLI: arguments first (--help and bad arguments never open a
+ * connection), then config and one Postgres connection, the action, one line of result (plus,
+ * on stderr, why matched things were left), exit code 1 when the action did not do what was
+ * asked (nothing done, or a named id left), 2 with the command's name on any error.
  */
-export async function runOperatorCli(name: string, action: (db: import('../lib/db/postgres.ts').Db) => Promise<string | CliOutcome>): Promise<void> {
+export async function runOperatorCli(
+  spec: CliSpec,
+  action: (db: import('../lib/db/postgres.ts').Db, args: ParsedArgs, config: import('../lib/core/config.ts').Config) => Promise<string | CliOutcome>,
+): Promise<void> {
+  const args = cliArgs(spec);
   const { loadConfig } = await import('../lib/core/config.ts');
   const { createDb, createPool } = await import('../lib/db/postgres.ts');
-  const config = loadConfig();
+  let config: import('../lib/core/config.ts').Config;
+  try {
+    config = loadConfig();
+  } catch (e) {
+    console.error(`${spec.name}: ${(e as Error).message}`);
+    process.exitCode = 2;
+    return;
+  }
   const pool = createPool(config.DATABASE_URL, { max: 1 });
   try {
-    const r = await action(createDb(pool));
+    const r = await action(createDb(pool), args, config);
     const o: CliOutcome = typeof r === 'string' ? { out: r } : r;
     console.log(o.out);
-    for (const n of o.notes ?? []) console.error(`${name}: ${n}`);
+    for (const w of o.warnings ?? []) console.error(`${spec.name}: WARNING: ${w}`);
+    for (const n of o.notes ?? []) console.error(`${spec.name}: ${n}`);
     if (o.ok === false) process.exitCode = 1;
   } catch (e) {
-    console.error(`${name}: ${(e as Error).message}`);
+    if (e instanceof UsageError) {
+      console.error(`${spec.name}: ${e.message}\n${spec.usage.trimEnd()}`);
+    } else console.error(`${spec.name}: ${(e as Error).message}`);
     process.exitCode = 2;
   } finally {
     await pool.end();
@@ -48,13 +126,56 @@ export async function runOperatorCli(name: string, action: (db: import('../lib/d
 /** "replayed 2 event(s): 14 15" */
 export const listed = (verb: string, what: string, ids: number[]) => `${verb} ${ids.length} ${what}${ids.length ? ': ' + ids.join(' ') : ''}`;
 
-/** The selection of dispatch-replay / dispatch-skip: `<eventId…> | --flid FLID | --all [--target msg|schd]`. */
-export function dispatchSelection(argv: string[]) {
-  const a = parseOperatorArgs(argv, ['--flid', '--target'], ['--all']);
+/** The spec of dispatch-replay / dispatch-skip: `<eventId…> | --flid FLID | --all [--target msg|schd]`. */
+export const dispatchSpec = (name: string, what: string): CliSpec => ({
+  name,
+  valued: ['--flid', '--target'],
+  flags: ['--all'],
+  usage: `usage: npm run ${name} -- <eventId…> | --flid FLID | --all [--target msg|schd]
+  ${what}
+  <eventId…>        these DEAD outbox events
+  --flid FLID       every DEAD event of this flight
+  --all             every DEAD event (after an outage longer than the backoff ladder)
+  --target msg|schd only the events of this topic family
+Prints "<verb> N event(s): ids"; on stderr why a named or matched event was left (not DEAD,
+held behind another event, no such event). Exit 0 when every asked-for event was done,
+1 when nothing was done or a named event was left, 2 on bad arguments.`,
+});
+
+/** The selection of dispatch-replay / dispatch-skip, checked with the flags' names. */
+export function dispatchSelection(a: ParsedArgs) {
+  const given = [a.ids.length > 0, a.options['--flid'] !== undefined, a.flags.has('--all')].filter(Boolean).length;
+  if (given !== 1) throw new UsageError('give exactly one of: <eventId…>, --flid FLID, --all');
+  const target = a.options['--target'];
+  if (target !== undefined && target !== 'msg' && target !== 'schd') throw new UsageError(`--target must be msg or schd, not ${target}`);
   return {
     eventIds: a.ids.length ? a.ids : undefined,
     flid: a.options['--flid'],
     all: a.flags.has('--all') || undefined,
-    target: a.options['--target'] as 'msg' | 'schd' | undefined,
+    target: target as 'msg' | 'schd' | undefined,
   };
+}
+
+/**
+ * --help for the scripts whose usage is their header comment (benchmarks, reliability runs): the
+ * header's `npm run …` / `node scripts/…` line is the usage, the rest the description. Exits 0
+ * on --help; exits 2 on an option, since these take positional values only.
+ */
+export function scriptHelp(metaUrl: string, argv: readonly string[] = process.argv.slice(2)): void {
+  const asked = wantsHelp(argv);
+  const option = argv.find((a) => a.startsWith('-') && !/^-\d/.test(a));
+  if (!asked && !option) return;
+  const header: string[] = [];
+  for (const line of readFileSync(new URL(metaUrl), 'utf8').split('\n')) {
+    if (!line.startsWith('//')) break;
+    header.push(line.replace(/^\/\/ ?/, ''));
+  }
+  const at = header.findIndex((l) => /^\s*(npm run |node scripts\/)/.test(l));
+  const usage = `usage: ${at >= 0 ? header[at].trim() : 'see the script'}\n${header.filter((_, i) => i !== at).join('\n')}`;
+  const name = /scripts\/(.+)\.ts$/.exec(new URL(metaUrl).pathname)?.[1] ?? 'script';
+  if (asked) {
+    process.stdout.write(`${usage.trimEnd()}\n`);
+    process.exit(0);
+  }
+  usageExit({ name, usage }, `unknown option ${option} (it takes positional values only, and --help)`);
 }

@@ -1,6 +1,10 @@
-// npm run dispatch-skip -- <eventId…> | --flid FLID | --all [--target msg|schd]
+// npm run dispatch-skip -- <eventId…> | --flid FLID | --all [--target msg|schd]   (--help: usage)
 // DEAD outbox events → SKIPPED (kept, visible): never sent; the FLID's held events are released.
-import { dispatchSkip } from '../lib/dispatch/actions.ts';
-import { dispatchSelection, listed, runOperatorCli } from './args.ts';
+import { dispatchSkipReport } from '../lib/dispatch/actions.ts';
+import { dispatchSelection, dispatchSpec, listed, runOperatorCli } from './args.ts';
 
-await runOperatorCli('dispatch-skip', async (db) => listed('skipped', 'event(s)', await dispatchSkip(db, dispatchSelection(process.argv.slice(2)))));
+const spec = dispatchSpec('dispatch-skip', "Gives up on DEAD outbox events (kept as SKIPPED, never sent); the flight's held events are released.");
+await runOperatorCli(spec, async (db, args) => {
+  const r = await dispatchSkipReport(db, dispatchSelection(args));
+  return { out: listed('skipped', 'event(s)', r.done), notes: r.untouched, ok: r.done.length > 0 && !(r.byIds && r.untouched.length > 0) };
+});

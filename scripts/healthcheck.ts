@@ -3,13 +3,19 @@
 //   node scripts/healthcheck.ts <intake|pump|backfill|msg-dispatch|schd-dispatch|retention|api>
 import { loadConfig, type Config } from '../lib/core/config.ts';
 import type { ProcessName } from '../lib/runtime/process.ts';
+import { cliArgs, usageExit } from './args.ts';
 
 const NAMES: readonly ProcessName[] = ['intake', 'pump', 'backfill', 'msg-dispatch', 'schd-dispatch', 'retention', 'api'];
-const name = process.argv[2] as ProcessName;
-if (!NAMES.includes(name)) {
-  process.stderr.write(`usage: node scripts/healthcheck.ts <${NAMES.join('|')}>\n`);
-  process.exit(2);
-}
+const spec = {
+  name: 'healthcheck',
+  positional: 'words' as const,
+  usage: `usage: node scripts/healthcheck.ts <${NAMES.join('|')}>
+  Exit 0 when the process answers /healthz with 200 on its configured port, 1 otherwise,
+  2 on a bad name or configuration.`,
+};
+const args = cliArgs(spec);
+const name = args.words[0] as ProcessName;
+if (args.words.length !== 1 || !NAMES.includes(name)) usageExit(spec, args.words.length ? `unknown process ${args.words.join(' ')}` : 'give a process name');
 let config: Config;
 try {
   config = loadConfig();

@@ -1,31 +1,57 @@
-// npm run inject -- [--renumber-seqn] <files…>
+// npm run inject -- [--renumber-seqn] <files…>   (--help: usage)
 // Loads .xml files (one message each) and corpus-shaped SQL files into CMINMSGS, in order.
-import { loadConfig } from '../lib/core/config.ts';
-import { createAodbPool } from '../lib/db/mysql.ts';
-import { insertInboxRow } from '../lib/pipeline/inbox.ts';
-import { messagesFromFile, renumberSeqn, seqnCounter } from '../lib/inject/files.ts';
-import { formatLocalDatetime } from '../lib/sis/values.ts';
+import { existsSync, statSync } from 'node:fs';
+import { cliArgs, usageExit } from './args.ts';
 
-const args = process.argv.slice(2);
-const renumber = args.includes('--renumber-seqn');
-const files = args.filter((a) => !a.startsWith('--'));
-if (files.length === 0) {
-  console.error('usage: npm run inject -- [--renumber-seqn] <file.xml|file.sql …>');
-  process.exit(2);
+const spec = {
+  name: 'inject',
+  flags: ['--renumber-seqn'],
+  positional: 'words' as const,
+  usage: `usage: npm run inject -- [--renumber-seqn] <file.xml|file.sql …>
+  Inserts SIS messages into the inbox (CMINMSGS), in the order given: a .xml file is one
+  message, a .sql file holds INSERT … VALUES ('<xml>', …) statements (the sample corpus's shape).
+  --renumber-seqn   give the messages consecutive SEQN values (a corpus loaded twice is not
+                    taken for duplicates)
+Every file is checked before anything is inserted. Exit 0 when every message was inserted,
+2 on bad arguments or a file that cannot be read.`,
+};
+const a = cliArgs(spec);
+if (a.words.length === 0) usageExit(spec, 'give at least one file');
+for (const f of a.words) {
+  if (!existsSync(f)) usageExit(spec, `no such file: ${f}${f.includes('*') ? ' (the shell found nothing matching this pattern)' : ''}`);
+  if (!statSync(f).isFile()) usageExit(spec, `not a file: ${f}`);
+}
+const { loadConfig } = await import('../lib/core/config.ts');
+const { createAodbPool } = await import('../lib/db/mysql.ts');
+const { insertInboxRow } = await import('../lib/pipeline/inbox.ts');
+const { messagesFromFile, renumberSeqn, seqnCounter } = await import('../lib/inject/files.ts');
+const { formatLocalDatetime } = await import('../lib/sis/values.ts');
+
+const renumber = a.flags.has('--renumber-seqn');
+const batches: { file: string; messages: string[] }[] = [];
+for (const f of a.words) {
+  try {
+    batches.push({ file: f, messages: messagesFromFile(f) });
+  } catch (e) {
+    usageExit(spec, `cannot read ${f}: ${(e as Error).message}`);
+  }
 }
 const config = loadConfig();
 const inbox = createAodbPool(config.INBOX_URL, { timeoutMs: config['msgx.io.timeout'] });
 const next = seqnCounter();
 let inserted = 0;
 try {
-  for (const f of files) {
-    for (const raw of messagesFromFile(f)) {
+  for (const b of batches) {
+    for (const raw of b.messages) {
       const body = renumber ? renumberSeqn(raw, next()) : raw;
       await insertInboxRow(inbox, { body, received: formatLocalDatetime(new Date(), config['msgx.airport.timezone']) });
       inserted++;
     }
   }
   console.log(`inserted ${inserted} rows into CMINMSGS`);
+} catch (e) {
+  console.error(`inject: ${(e as Error).message} (after ${inserted} rows)`);
+  process.exitCode = 1;
 } finally {
   await inbox.end();
 }

@@ -4,8 +4,12 @@
 // 1 with a line naming the process that died. Ctrl-C / SIGTERM stop everything the same way and
 // exit 0 (130/143 if something had to be SIGKILLed). Nothing is restarted: see docs/decisions.md.
 //
-//   node scripts/start.ts [--procfile Procfile]
+//   node scripts/start.ts [--up] [--procfile Procfile]   (--help: usage)
+// `npm start` is `MSGX_DEV_MODE=… node scripts/start.ts --up`: services up and migrations first, so that
+// `npm start -- --help` answers before anything is started or migrated.
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { cliArgs } from './args.ts';
 import { concurrently, type CloseEvent, type Command } from 'concurrently';
 
 /** The processes' own graceful shutdown gets 3 s (it normally takes well under 1 s); with the runner's and npm's exit the whole set is down within 5 s even on a loaded machine. */
@@ -31,9 +35,35 @@ export function parseProcfile(text: string): ProcfileEntry[] {
   return out;
 }
 
+const SPEC = {
+  name: 'start',
+  valued: ['--procfile'],
+  flags: ['--up'],
+  positional: 'none' as const,
+  usage: `usage: npm start   (node scripts/start.ts [--up] [--procfile Procfile])
+  Runs every process of the Procfile under one runner: each line's log prefixed by its name;
+  Ctrl-C stops them all. When any process exits by itself the others are stopped and the runner
+  exits 1 naming it. Nothing is restarted.
+  --up              first start (or reuse) the local services (scripts/services up) and migrate
+  (npm start also asks for development mode, MSGX_DEV_MODE=true, unless MSGX_DEV_MODE is set)
+  --procfile FILE   another Procfile (default Procfile)`,
+};
+
+/** services up, then the migrations, as `npm start` did in its script line; exits on a failure. */
+function up(): void {
+  for (const [cmd, args] of [
+    ['scripts/services', ['up']],
+    [process.execPath, ['scripts/migrate.ts']],
+  ] as const) {
+    const r = spawnSync(cmd, [...args], { stdio: 'inherit' });
+    if (r.status !== 0) process.exit(r.status ?? 1);
+  }
+}
+
 function main(): void {
-  const at = process.argv.indexOf('--procfile');
-  const procfile = at > 0 ? process.argv[at + 1] : 'Procfile';
+  const args = cliArgs(SPEC);
+  if (args.flags.has('--up')) up();
+  const procfile = args.options['--procfile'] ?? 'Procfile';
   const entries = parseProcfile(readFileSync(procfile, 'utf8'));
   const say = (text: string) => process.stderr.write(`start: ${text}\n`);
 

@@ -12,7 +12,7 @@ import { opsRoutes } from '../lib/api/ops-routes.ts';
 import { CONSOLE_SCRIPT_SOURCES, consoleRoutes } from '../lib/api/console.ts';
 import { traceRoutes } from '../lib/api/trace-routes.ts';
 import { createAodbPool } from '../lib/db/mysql.ts';
-import { replayReport, resumeReport, type ReplayRequest } from '../lib/pipeline/operator.ts';
+import { replayReport, resumeReport, type ReplayRequest, type ResumeRequest } from '../lib/pipeline/operator.ts';
 import { loadConfigOrExit, runProcess } from '../lib/runtime/process.ts';
 import { refdataRoutes } from '../lib/api/refdata-routes.ts';
 import { flightRoutes } from '../lib/api/flight-routes.ts';
@@ -54,7 +54,7 @@ await runProcess({
     //   - `bodyLimit: JSON_BODY_LIMIT` for a JSON body (the server default is 64 KiB);
     //   - `config: { audit: '<action>' }` for an operator action (lib/api/audit.ts).
     await app.register(async (scoped) => inboxRoutes(scoped, { inbox, settings: slices(rt.config).inbox, clock: rt.clock, guard }));
-    await app.register(async (scoped) => opsRoutes(scoped, { db: rt.db, clock: rt.clock, guard }));
+    await app.register(async (scoped) => opsRoutes(scoped, { db: rt.db, clock: rt.clock, guard, inbox, timeoutMs: slices(rt.config).io.timeoutMs, timeZone: slices(rt.config).airport.timezone }));
     await app.register(async (scoped) => consoleRoutes(scoped, { db: rt.db, clock: rt.clock, guard }));
     await app.register(async (scoped) => traceRoutes(scoped, { db: rt.db, inbox, clock: rt.clock, settings: slices(rt.config).trace, guard })); // trace, timeline, console v2 reads
     await app.register(flightRoutes, { db: rt.db, timeZone: slices(rt.config).airport.timezone });
@@ -68,17 +68,17 @@ await runProcess({
   },
   crontab: (config) => requestsCrontab(requestSettings(config)) || '# no daily schedule request (msgx.requests.daily-schedule-at is empty)',
   tasks: async (rt) => {
+    const outbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: slices(rt.config).io.timeoutMs });
     const replay: Task = async (payload) => {
-      const r = await replayReport(rt.db, rt.clock, payload as ReplayRequest);
+      const r = await replayReport(rt.db, rt.clock, payload as ReplayRequest, { inbox: outbox, timeoutMs: slices(rt.config).io.timeoutMs });
       rt.log.info({ msgIds: r.done }, 'replay task: messages back to PENDING');
       if (r.untouched.length) rt.log.warn({ untouched: r.untouched }, 'replay task: matched messages left as they are');
     };
     const resume: Task = async (payload) => {
-      const r = await resumeReport(rt.db, rt.clock, payload as { ids?: number[]; reason?: 'MISSING_ROW' | 'TRANSIENT_DEADLINE' });
+      const r = await resumeReport({ db: rt.db, inbox: outbox, clock: rt.clock, timeoutMs: slices(rt.config).io.timeoutMs }, payload as ResumeRequest);
       rt.log.info({ msgIds: r.done }, 'backfill-resume task: abandoned backfills resumed');
       if (r.untouched.length) rt.log.warn({ untouched: r.untouched }, 'backfill-resume task: matched messages left as they are');
     };
-    const outbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: slices(rt.config).io.timeoutMs });
     return {
       tasks: {
         [TASK.replay]: replay,

@@ -130,12 +130,14 @@
     const backfill = !b
       ? 'No backfill record.'
       : b.status === 'WRITTEN'
-        ? `The processing time was written back to the inbox at ${fmt(b.at)}.`
-        : b.status === 'ABANDONED'
-          ? `The backfill was abandoned at ${fmt(b.abandonedAt)} (${b.abandonedReason}) after ${plural(b.attempts, 'attempt')}; resume it from "Backfill abandoned" below.`
-          : b.status === 'OWED'
-            ? `The processing time is still owed to the inbox (${plural(b.attempts, 'attempt')} so far${b.nextAt ? ', next ' + fmt(b.nextAt) : ''}).`
-            : 'No backfill yet: the message is not terminal.';
+        ? `The processing time ${fmt(b.inboxValue)} was written back to the inbox (at ${fmt(b.at)}).`
+        : b.status === 'KEPT_EARLIER'
+          ? `The inbox keeps the processing time ${fmt(b.inboxValue)} of an earlier outcome of this message (before a replay): the AODB sees when it was first processed; this outcome's time is not written over it (checked at ${fmt(b.at)}).`
+          : b.status === 'ABANDONED'
+            ? `The backfill was abandoned at ${fmt(b.abandonedAt)} (${b.abandonedReason}) after ${plural(b.attempts, 'attempt')}; resume it from "Backfill abandoned" below.`
+            : b.status === 'OWED'
+              ? `The processing time is still owed to the inbox (${plural(b.attempts, 'attempt')} so far${b.nextAt ? ', next ' + fmt(b.nextAt) : ''}).`
+              : 'No backfill yet: the message is not terminal.';
     const SHOWN = 100; // a snapshot can change thousands of flights: the page shows the first ones, the API has all
     const flights = t.flights
       .slice(0, SHOWN)
@@ -170,7 +172,8 @@
       { label: 'partition', key: 'partition' },
       { label: 'offset', key: 'offset' },
       { label: 'sent', get: (e) => fmt(e.sentAt) },
-      { label: 'last error', key: 'lastError', cls: 'reason' },
+      // A held event has not been tried since its flight's DEAD event stopped it: name that event, not a stale error.
+      { label: 'last error', get: (e) => (e.heldBy ? `waiting behind DEAD event ${e.heldBy} of flight ${e.flid}` : e.lastError || ''), cls: 'reason' },
     ]);
   }
 
@@ -391,6 +394,11 @@
       { label: 'message', html: (r) => msgLink(r.msg_id) },
       { label: 'kind', key: 'kind' },
       { label: 'reason', key: 'backfill_abandoned_reason', cls: 'reason' },
+      {
+        label: 'message',
+        get: (r) => (r.state === 'DEAD' && r.reason === 'MALFORMED: raw-missing' ? `never applied (raw-missing): when its row is back, replay it with force` : `${r.state} ${r.reason || ''}`),
+        cls: 'reason',
+      },
       { label: 'abandoned', get: (r) => fmt(r.backfill_abandoned_at) },
       { label: 'attempts', key: 'backfill_attempts' },
       { label: '', html: (r) => `<button data-resume="${esc(r.msg_id)}">resume</button>` },
@@ -401,8 +409,19 @@
       { label: 'flight', html: (r) => flidLink(r.flid) },
       { label: 'version', key: 'state_version' },
       { label: 'attempts', key: 'attempts' },
+      { label: 'held', key: 'held' },
       { label: 'last error', key: 'last_error', cls: 'reason' },
       { label: '', html: (r) => `<button data-send="${esc(r.event_id)}">send again</button>` },
+    ]);
+    const recent = await api('/requests?limit=20');
+    table($('recent-requests'), recent.requests, [
+      { label: 'id', key: 'id' },
+      { label: 'kind', get: (r) => `${r.kind} ${r.rtype || r.operationDay || ''}` },
+      { label: 'state', key: 'state' },
+      { label: 'created', get: (r) => fmt(r.createdAt) },
+      { label: 'sent', get: (r) => fmt(r.sentAt) },
+      { label: 'closed', get: (r) => fmt(r.closedAt) },
+      { label: 'AODB error / why', key: 'errorText', cls: 'reason' },
     ]);
     table($('requests'), s.openRequests, [
       { label: 'id', key: 'id' },
@@ -454,7 +473,7 @@
         say(
           r.resumed.length
             ? `Backfill of message ${el.dataset.resume} resumed: the processing time will be written back on the next round.`
-            : `Backfill of message ${el.dataset.resume} was not resumed: it is no longer abandoned.`,
+            : `Backfill of message ${el.dataset.resume} was not resumed: ${(r.untouched || []).join('; ') || 'it is no longer abandoned'}.`,
           r.resumed.length === 0,
         );
       } catch (e) {
@@ -467,7 +486,10 @@
       try {
         const r = await api('/ops/dispatch-replay', { eventIds: [Number(el.dataset.send)] });
         const n = Array.isArray(r.replayed) ? r.replayed.length : Number(r.replayed) || 0;
-        say(n ? `Event ${el.dataset.send} will be sent again by its dispatcher.` : `Event ${el.dataset.send} was not sent again: it is no longer a dead letter.`, n === 0);
+        say(
+          n ? `Event ${el.dataset.send} will be sent again by its dispatcher.` : `Event ${el.dataset.send} was not sent again: ${(r.untouched || []).join('; ') || 'it is no longer a dead letter'}.`,
+          n === 0,
+        );
       } catch (e) {
         say(`Send again failed: ${e.message}.`, true);
       }

@@ -1,12 +1,12 @@
 // Dead-letter actions over HTTP (fastify plugin; the api registers it behind the bearer guard):
-//   POST /ops/dispatch-replay  {eventIds: [...]} | {flid} | {all: true, target?}  → {replayed: [eventId…]}
-//   POST /ops/dispatch-skip    same body                                          → {skipped: [eventId…]}
+//   POST /ops/dispatch-replay  {eventIds: [...]} | {flid} | {all: true, target?}  → {replayed: [eventId…], untouched: [why…]}
+//   POST /ops/dispatch-skip    same body                                          → {skipped: [eventId…], untouched: [why…]}
 //   GET  /ops/dispatch/dead?target=msg|schd&limit=100                               → {dead: [...]}
 import type { FastifyInstance } from 'fastify';
 import type { Db } from '../db/postgres.ts';
 import { auditResult } from './audit.ts';
 import { anyObject, bearer, clientErrors, dbIds, errors, flid, JSON_BODY_LIMIT, responses } from './schema.ts';
-import { dispatchReplay, dispatchSkip, type ReplaySelector } from '../dispatch/actions.ts';
+import { dispatchReplayReport, dispatchSkipReport, type ReplaySelector } from '../dispatch/actions.ts';
 import { listDead } from '../dispatch/outbox.ts';
 import type { Target } from '../dispatch/metrics.ts';
 
@@ -21,7 +21,15 @@ const body = {
     target: { enum: ['msg', 'schd'] },
   },
 } as const;
-const ids = (name: string) => ({ type: 'object', required: [name], properties: { [name]: { type: 'array', items: { type: 'integer' } } }, additionalProperties: false });
+const ids = (name: string) => ({
+  type: 'object',
+  required: [name, 'untouched'],
+  properties: {
+    [name]: { type: 'array', items: { type: 'integer' } },
+    untouched: { type: 'array', items: { type: 'string' }, description: 'why named events were left (not DEAD, held behind another, no such event)' },
+  },
+  additionalProperties: false,
+});
 
 const oneOf = (b: ReplaySelector) => [b.eventIds?.length, b.flid !== undefined, b.all].filter(Boolean).length === 1;
 
@@ -37,9 +45,9 @@ export async function dispatchRoutes(app: FastifyInstance, o: { db: Db }): Promi
     async (req, reply) => {
       const b = req.body as ReplaySelector;
       if (!oneOf(b)) return reply.code(400).send({ error: 'bad-request', reason: 'give exactly one of eventIds, flid, all' });
-      const replayed = await dispatchReplay(o.db, b);
-      auditResult(req, { replayed: replayed.length });
-      return { replayed };
+      const r = await dispatchReplayReport(o.db, b);
+      auditResult(req, { replayed: r.done.length, untouched: r.untouched.length });
+      return { replayed: r.done, untouched: r.untouched };
     },
   );
   app.post(
@@ -52,9 +60,9 @@ export async function dispatchRoutes(app: FastifyInstance, o: { db: Db }): Promi
     async (req, reply) => {
       const b = req.body as ReplaySelector;
       if (!oneOf(b)) return reply.code(400).send({ error: 'bad-request', reason: 'give exactly one of eventIds, flid, all' });
-      const skipped = await dispatchSkip(o.db, b);
-      auditResult(req, { skipped: skipped.length });
-      return { skipped };
+      const r = await dispatchSkipReport(o.db, b);
+      auditResult(req, { skipped: r.done.length, untouched: r.untouched.length });
+      return { skipped: r.done, untouched: r.untouched };
     },
   );
   app.get(

@@ -8,6 +8,8 @@ import { anyObject, boolText, clientErrors, errors, flid as flidSchema } from '.
 import { listFlights, readFlights } from '../flight/read.ts';
 import { toJson } from '../flight/state.ts';
 import type { Executor } from '../flight/store.ts';
+import { pgRows } from '../db/statement.ts';
+import * as History from '../sql/history.ts';
 
 export interface FlightRoutesOptions {
   db: Executor;
@@ -72,7 +74,15 @@ export async function flightRoutes(app: FastifyInstance, opts: FlightRoutesOptio
     if (typeof inc === 'string') return reply.code(400).send(bad(inc));
     const canonical = flid.replace(/^0+(?=\d)/, '');
     const s = (await readFlights(opts.db, [canonical], opts.timeZone)).get(canonical);
-    if (!s) return reply.code(404).send({ error: 'not-found', reason: `no flight with FLID ${canonical}` });
+    if (!s) {
+      // A flight purged by retention is in the history store: say so (a corpus of old flights is purged after a restart).
+      const archived = await pgRows(opts.db, History.timelineArchived, canonical);
+      const last = archived[archived.length - 1];
+      const reason = last
+        ? `flight ${canonical} was purged to history at ${last.archived_at.toISOString()} (rule ${last.purge_rule}: operation day ${last.operation_day ?? 'unknown'} older than msgx.history.purge-after, or deleted long enough); its versions: GET /flights/${canonical}/timeline`
+        : `no flight with FLID ${canonical}`;
+      return reply.code(404).send({ error: 'not-found', reason });
+    }
     if (s.STATE === 'DELETED' && !inc) return reply.code(404).send({ error: 'not-found', reason: `flight ${canonical} is deleted`, stateVersion: s.STATE_VERSION });
     return toJson(s);
   });

@@ -12,6 +12,7 @@ import * as InboxSql from '../sql/inbox.ts';
 import * as ProcState from '../sql/proc-state.ts';
 import { withTimeout } from '../core/timeout.ts';
 import { changeView, iso, localWall } from '../flight/timeline.ts';
+import { formatLocalDatetime } from '../sis/values.ts';
 
 export interface TraceDeps {
   db: Db;
@@ -30,6 +31,8 @@ async function inboxRow(d: TraceDeps, id: number) {
       present: true as const,
       received: localWall(r.received, d.timeZone),
       processed: localWall(r.processed, d.timeZone),
+      /** As stored (zone-less wall time, seconds): compared with this outcome's processing time. */
+      processedRaw: r.processed ? String(r.processed).slice(0, 19).replace('T', ' ') : null,
       sender: r.sndr ?? null,
       sequence: r.seqn === null ? null : Number(r.seqn),
       type: r.type ?? null,
@@ -56,11 +59,19 @@ export async function messageTrace(d: TraceDeps, id: number) {
     pgRows(d.db, Flight.traceEvents, id, String(id)),
   ]);
   const p = ps[0];
+  // After a replay the inbox keeps the processing time of the first outcome (never overwritten,
+  // docs/decisions.md): the backfill of the new outcome found it "already marked" with an
+  // earlier time than its own.
+  const inboxValue = inbox.present === true ? inbox.processed : null;
+  const processedRaw = inbox.present === true ? inbox.processedRaw : null;
+  if (inbox.present === true) delete (inbox as { processedRaw?: string | null }).processedRaw; // not part of the answer
+  const keptEarlier = !!p?.backfill_at && !!processedRaw && !!p.terminal_at && processedRaw < formatLocalDatetime(p.terminal_at, tz); // same wall-time format: ordered as text
   const backfill = !p
     ? null
     : {
-        status: p.backfill_at ? 'WRITTEN' : p.backfill_abandoned_at ? 'ABANDONED' : ['SUCCEEDED', 'SKIPPED', 'DEAD'].includes(p.state) ? 'OWED' : 'NOT_YET',
+        status: keptEarlier ? 'KEPT_EARLIER' : p.backfill_at ? 'WRITTEN' : p.backfill_abandoned_at ? 'ABANDONED' : ['SUCCEEDED', 'SKIPPED', 'DEAD'].includes(p.state) ? 'OWED' : 'NOT_YET',
         at: iso(p.backfill_at, tz),
+        inboxValue,
         nextAt: iso(p.backfill_next_at, tz),
         attempts: Number(p.backfill_attempts),
         abandonedAt: iso(p.backfill_abandoned_at, tz),
@@ -105,6 +116,7 @@ export async function messageTrace(d: TraceDeps, id: number) {
       partition: e.kafka_partition === null ? null : Number(e.kafka_partition),
       offset: (e.kafka_offset as string | null) ?? null,
       lastError: (e.last_error as string | null) ?? null,
+      heldBy: e.held_by === null ? null : Number(e.held_by),
     })),
     backfill,
   };

@@ -5,7 +5,8 @@ import type { Clock } from '../core/clock.ts';
 import type { Db } from '../db/postgres.ts';
 import { pgRows } from '../db/statement.ts';
 import * as ProcState from '../sql/proc-state.ts';
-import { replayReport, resumeReport } from '../pipeline/operator.ts';
+import { InboxUnavailable, replayReport, resumeReport } from '../pipeline/operator.ts';
+import type { Inbox } from '../db/mysql.ts';
 import { auditResult } from './audit.ts';
 import type { Guard } from './auth.ts';
 import { anyObject, bearer, clientErrors, dbIds, errors, JSON_BODY_LIMIT, str, responses } from './schema.ts';
@@ -13,7 +14,7 @@ import { anyObject, bearer, clientErrors, dbIds, errors, JSON_BODY_LIMIT, str, r
 const STATES = ['PENDING', 'FAILED', 'SUCCEEDED', 'SKIPPED', 'DEAD'] as const;
 const idList = { type: 'array', items: { type: 'integer' } } as const;
 
-export async function opsRoutes(app: FastifyInstance, o: { db: Db; clock: Clock; guard: Guard }) {
+export async function opsRoutes(app: FastifyInstance, o: { db: Db; clock: Clock; guard: Guard; inbox: Inbox; timeoutMs: number; timeZone: string }) {
   clientErrors(app);
   app.post(
     '/ops/replay',
@@ -36,14 +37,21 @@ export async function opsRoutes(app: FastifyInstance, o: { db: Db; clock: Clock;
         },
         response: responses({
           200: { type: 'object', required: ['replayed'], properties: { replayed: idList, untouched: { type: 'array', items: { type: 'string' } } }, additionalProperties: false },
-          ...errors(400, 401, 413, 415, 429, 500),
+          ...errors(400, 401, 413, 415, 429, 500, 503),
         }),
       },
     },
     async (req, reply) => {
       const body = req.body as { ids?: number[]; state?: 'FAILED' | 'DEAD'; reason?: string; force?: boolean };
       if (!body.ids?.length && !body.state) return reply.code(400).send({ error: 'bad-request', reason: 'give ids or state' });
-      const r = await replayReport(o.db, o.clock, body);
+      let r: Awaited<ReturnType<typeof replayReport>>;
+      try {
+        r = await replayReport(o.db, o.clock, body, { inbox: o.inbox, timeoutMs: o.timeoutMs });
+      } catch (e) {
+        if (!(e instanceof InboxUnavailable)) throw e;
+        auditResult(req, { replayed: 0, error: e.message });
+        return reply.code(503).send({ error: 'unavailable', reason: e.message });
+      }
       auditResult(req, { replayed: r.done.length, untouched: r.untouched.length });
       return { replayed: r.done, untouched: r.untouched };
     },
@@ -60,14 +68,21 @@ export async function opsRoutes(app: FastifyInstance, o: { db: Db; clock: Clock;
         body: { type: 'object', additionalProperties: false, properties: { ids: dbIds, reason: { enum: ['MISSING_ROW', 'TRANSIENT_DEADLINE'] } } },
         response: responses({
           200: { type: 'object', required: ['resumed'], properties: { resumed: idList, untouched: { type: 'array', items: { type: 'string' } } }, additionalProperties: false },
-          ...errors(400, 401, 413, 415, 429, 500),
+          ...errors(400, 401, 413, 415, 429, 500, 503),
         }),
       },
     },
     async (req, reply) => {
       const body = req.body as { ids?: number[]; reason?: 'MISSING_ROW' | 'TRANSIENT_DEADLINE' };
       if (!body.ids?.length && !body.reason) return reply.code(400).send({ error: 'bad-request', reason: 'give ids or reason' });
-      const r = await resumeReport(o.db, o.clock, body);
+      let r: Awaited<ReturnType<typeof resumeReport>>;
+      try {
+        r = await resumeReport({ db: o.db, inbox: o.inbox, clock: o.clock, timeoutMs: o.timeoutMs }, body);
+      } catch (e) {
+        if (!(e instanceof InboxUnavailable)) throw e;
+        auditResult(req, { resumed: 0, error: e.message });
+        return reply.code(503).send({ error: 'unavailable', reason: e.message });
+      }
       auditResult(req, { resumed: r.done.length, untouched: r.untouched.length });
       return { resumed: r.done, untouched: r.untouched };
     },
@@ -92,7 +107,7 @@ export async function opsRoutes(app: FastifyInstance, o: { db: Db; clock: Clock;
     },
     async (req) => {
       const q = req.query as { state?: (typeof STATES)[number]; limit: number };
-      return { messages: await pgRows(o.db, ProcState.recentMessages, q.state || null, q.limit) };
+      return { messages: await pgRows(o.db, ProcState.recentMessages, q.state || null, q.limit, o.timeZone) };
     },
   );
 }

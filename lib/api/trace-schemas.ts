@@ -82,12 +82,17 @@ export const messageTraceSchema = all({
       partition: intOrNull,
       offset: textOrNull,
       lastError: textOrNull,
+      heldBy: { ...intOrNull, description: 'a PENDING msg event waiting behind this DEAD event of its flight' },
     }),
   },
   backfill: orNull(
     all({
-      status: { enum: ['WRITTEN', 'ABANDONED', 'OWED', 'NOT_YET'] },
+      status: {
+        enum: ['WRITTEN', 'KEPT_EARLIER', 'ABANDONED', 'OWED', 'NOT_YET'],
+        description: 'KEPT_EARLIER: the inbox already held a processing time from an earlier outcome (before a replay) and keeps it (docs/decisions.md)',
+      },
       at: timeOrNull,
+      inboxValue: { ...timeOrNull, description: 'the processing time the inbox holds (what the AODB sees), null when none or the inbox is unavailable' },
       nextAt: timeOrNull,
       attempts: int,
       abandonedAt: timeOrNull,

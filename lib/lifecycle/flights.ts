@@ -100,7 +100,13 @@ export async function purgeFlights(d: RetentionDeps, session: PurgeSession, o: P
       const purged = await underPipelineLock(session, o, async () => purgeBatch(d, session, c, rule, await flightsOfOpenMessages(d, bodies)));
       return [purged, c.length];
     });
-    if (n) d.log.info({ purged: n }, 'retention: flights archived to FLIGHT_HISTORY and deleted (US-14)');
+    if (n) {
+      const rule = historyRule(d);
+      d.log.info(
+        { purged: n, operationDayBefore: rule.dayBefore, deletedBefore: rule.deletedBefore, purgeAfterMs: d.retention.historyPurgeAfterMs },
+        `retention: ${n} flight(s) archived to FLIGHT_HISTORY and deleted: operation day before ${rule.dayBefore} or DELETED before ${rule.deletedBefore.toISOString()} (msgx.history.purge-after); GET /flights/:flid answers 404 naming the purge, GET /flights/:flid/timeline shows their versions`,
+      );
+    }
     return n;
   } finally {
     await pgOne(session.db, Locks.unlock, LOCKS.HISTORY_PURGE_LEADER).catch(() => {});

@@ -15,6 +15,7 @@ import { formatLocalDatetime } from '../sis/values.ts';
 import { metrics } from '../runtime/metrics.ts';
 import { abandonBackfill, recordBackfill, recordBackfillFailure } from './transitions.ts';
 import { TimeBudget } from '../core/budget.ts';
+import { neverApplied } from './failures.ts';
 
 export interface BackfillDeps {
   db: Db;
@@ -43,9 +44,19 @@ export async function backfillRound(d: BackfillDeps): Promise<BackfillRound> {
   const tz = d.backfill.timezone;
   await d.db.transaction().execute(async (tx) => {
     await pgRun(tx, Locks.xactLock, LOCKS.LIFECYCLE_GATE);
-    const rows = await pgRows(tx, ProcState.backfillCandidates, now, overdueBefore, d.backfill.batch);
+    let rows = await pgRows(tx, ProcState.backfillCandidates, now, overdueBefore, d.backfill.batch);
     out.candidates = rows.length;
     if (rows.length === 0) return;
+    // A message never read (its row was gone at its turn) is never marked processed: the inbox
+    // would then say it was applied. It is abandoned as MISSING_ROW (alert) without an inbox write.
+    const unread = rows.filter(neverApplied).map((r) => r.msg_id);
+    if (unread.length) {
+      await abandonBackfill(tx, unread, 'MISSING_ROW', now);
+      out.missing.push(...unread);
+      d.log.error({ msgIds: unread }, 'never applied (DEAD MALFORMED: raw-missing): not marked in the inbox; abandoned (MISSING_ROW); when the row is back, replay it with --force');
+      rows = rows.filter((r) => !neverApplied(r));
+      if (rows.length === 0) return;
+    }
     const ids = rows.map((r) => r.msg_id);
     let res: Awaited<ReturnType<typeof markProcessed>>;
     try {
@@ -72,7 +83,7 @@ export async function backfillRound(d: BackfillDeps): Promise<BackfillRound> {
     await abandonBackfill(tx, missing, 'MISSING_ROW', now);
     out.written = res.written;
     out.alreadyMarked = res.existing.size - res.written;
-    out.missing = missing;
+    out.missing.push(...missing);
     metrics.backfillWritten.inc({ outcome: 'written' }, res.written);
     if (out.alreadyMarked) metrics.backfillWritten.inc({ outcome: 'already-marked' }, out.alreadyMarked);
     if (missing.length) d.log.error({ msgIds: missing }, 'inbox rows gone before backfill: abandoned (MISSING_ROW)');

@@ -41,3 +41,11 @@ export function decide(f: Failure, h: FailureHistory, policy: Slices['failures']
 export function isExhausted(h: { attempts: number; errorClass: string | null }, policy: Slices['failures']): boolean {
   return h.errorClass !== 'INFRA' && h.attempts >= policy.maxAttempts;
 }
+
+/**
+ * The reason of a message whose inbox row was gone when the pump came to read it: it was never
+ * applied, so the inbox must never be told it was processed (backfill leaves it, abandoned as
+ * MISSING_ROW; backfill-resume refuses it). When the row is back, replay with force applies it.
+ */
+export const RAW_MISSING = 'MALFORMED: raw-missing';
+export const neverApplied = (m: { state: string; reason: string | null }) => m.state === 'DEAD' && m.reason === RAW_MISSING;

@@ -58,6 +58,13 @@ export async function markProcessed(inbox: Inbox, marks: { id: number; at: strin
   return { written: res.affectedRows, existing: new Set(rows.map((r) => Number(r.id))) };
 }
 
+/** Which of these IDs have a row in the inbox now (backfill-resume checks before it resumes). */
+export async function existingInboxIds(inbox: Inbox, ids: number[]): Promise<Set<number>> {
+  if (ids.length === 0) return new Set();
+  const rows = await myRows(inbox, Sql.existingIds, ids);
+  return new Set(rows.map((r) => Number(r.id)));
+}
+
 export async function insertInboxRow(inbox: Inbox, row: { body: string; received: string; type?: string; styp?: string; sndr?: string; seqn?: number | null; status?: string }): Promise<number> {
   const res = await myRun(
     inbox,

@@ -38,10 +38,10 @@ import * as Probe from '../sql/probe.ts';
 import * as ProcState from '../sql/proc-state.ts';
 import { withTimeout } from '../core/timeout.ts';
 import type { Crash } from '../runtime/crash.ts';
-import { countAfterCommit, metrics, type AfterCommitCounts } from '../runtime/metrics.ts';
+import { countAfterCommit, metrics, reasonLabel, type AfterCommitCounts } from '../runtime/metrics.ts';
 import { decodeEnvelope, identityKey, kindOf, payload, type Envelope } from '../sis/envelope.ts';
 import { classify, describe, PipelineError, type Failure } from '../core/errors.ts';
-import { decide, isExhausted } from './failures.ts';
+import { decide, isExhausted, RAW_MISSING } from './failures.ts';
 import type { BatchDomain, DomainBatch, Handler, HandlerOutcome, HandlerRegistry, Mirror } from '../domain/handlers.ts';
 import * as T from './transitions.ts';
 import { TimeBudget } from '../core/budget.ts';
@@ -246,6 +246,8 @@ async function applyBatch(deps: PumpDeps, limit: number): Promise<BatchResult> {
       );
       metrics.processingSeconds.observe({ kind: deps.registry.metricKindOf(fin.kind) }, perMessage);
       T.countTerminal(fin.state, fin.reason, deps.registry.metricKindOf(fin.kind));
+      // A DEAD outcome of the batch (MALFORMED / PROTOCOL, raw-missing included) is a failed attempt of its class.
+      if (fin.state === 'DEAD') metrics.failures.inc({ class: reasonLabel(fin.reason) });
       out.push({ msgId: fin.msg_id, state: fin.state });
     }
   }
@@ -283,7 +285,7 @@ function memberOf(h: T.HeadRow): Member {
 function prepare(d: PumpDeps, h: T.HeadRow, body: string | undefined): Member {
   const m = memberOf(h);
   const outcome = (state: T.TerminalState, reason: string): Member => ({ ...m, todo: { do: 'outcome', state, reason } });
-  if (body === undefined) return outcome('DEAD', 'MALFORMED: raw-missing');
+  if (body === undefined) return outcome('DEAD', RAW_MISSING);
   let env: Envelope;
   try {
     env = decodeEnvelope(body);

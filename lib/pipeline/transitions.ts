@@ -146,6 +146,7 @@ export async function recordFailure(
     const d = decideFor({ attempts: h.attempts, failuresInRow: h.failures_in_row });
     await pgRun(tx, ProcState.insertAttempt, msgId, now, f.cls, f.detail.slice(0, 2000), d.next);
     if (d.next === 'DEAD') {
+      metrics.failures.inc({ class: f.cls }); // the failed attempt is counted as a FAILED one is
       if (bindKey) await bindIdentities(tx, [{ msgId, key: bindKey }], now);
       await pgRun(tx, ProcState.countFinalAttempt, msgId, d.countAttempt ? 1 : 0, f.cls);
       await markTerminal(tx, msgId, 'DEAD', d.reason, now, kind);

@@ -26,6 +26,33 @@ export async function getRequest(db: Executor, id: number): Promise<ReqTrackRow 
   return pgOne(db, Sql.getRequest, id);
 }
 
+/** The newest requests, optionally of one state, newest first. */
+export async function listRequests(db: Executor, q: { state?: RequestState; limit: number }): Promise<ReqTrackRow[]> {
+  return pgRows(db, Sql.listRequests, q.state ?? null, q.limit);
+}
+
+/**
+ * What an operator reads about a request: its state and times, and for a FAILED one the AODB's
+ * error text (for an EXPIRED one, what superseded it). The body is left out.
+ */
+export function requestView(r: ReqTrackRow) {
+  return {
+    id: r.id,
+    kind: r.kind,
+    rtype: r.rtype,
+    operationDay: r.operationDay,
+    state: r.state,
+    seqn: r.seqn,
+    createdAt: r.createdAt,
+    attemptedAt: r.attemptedAt,
+    sentAt: r.sentAt,
+    closedAt: r.closedAt,
+    closedByMsgId: r.closedByMsgId,
+    errorText: r.errorText,
+    coutmsgsId: r.coutmsgsId,
+  };
+}
+
 /** The request a graphile-worker job created, if it did (one job = one request). */
 export async function findByJobKey(db: Executor, jobKey: string): Promise<ReqTrackRow | undefined> {
   return pgOne(db, Sql.findByJobKey, jobKey);

@@ -382,6 +382,8 @@ export interface TraceEventRow {
   last_error: string | null;
   created_at: Date;
   deleted: boolean;
+  /** For a PENDING msg event: the first DEAD event of its flight before it (it waits behind it). */
+  held_by: number | null;
 }
 
 /**
@@ -391,7 +393,9 @@ export interface TraceEventRow {
 export const traceEvents = pgStatement<[msgId: number, msgIdText: string], TraceEventRow>(
   'flight.trace_events',
   `select e.event_id, e.target, e.flid, e.state_version, e.state, e.attempts, e.sent_at, e.kafka_partition, e.kafka_offset,
-          e.last_error, e.created_at, coalesce((e.payload->>'DELETED')::boolean, false) as deleted
+          e.last_error, e.created_at, coalesce((e.payload->>'DELETED')::boolean, false) as deleted,
+          case when e.state = 'PENDING' then (select min(d.event_id) from msg_event d where d.flid = e.flid and d.target = e.target
+                                               and d.state = 'DEAD' and d.event_id < e.event_id) end as held_by
      from flight_change c
      join msg_event e on e.flid = c.flid and e.state_version = c.state_version
     where c.msg_id = $1::bigint and (e.target = 'schd' or e.payload->>'MSG_ID' = $2::text)

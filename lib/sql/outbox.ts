@@ -108,6 +108,17 @@ export const skipDead = pgStatement<[eventIds: number[] | null, flid: string | n
    returning event_id, target`,
 );
 
+/**
+ * What an id selection of dispatch-replay / dispatch-skip names ($1): each event's state, and for
+ * one waiting behind a dead letter of its flight, the first such DEAD event (held_by).
+ */
+export const eventSelection = pgStatement<[eventIds: number[]], { event_id: number; target: OutboxTarget; flid: string; state: string; held_by: number | null }>(
+  'outbox.event_selection',
+  `select e.event_id, e.target, e.flid, e.state,
+     (select min(d.event_id) from msg_event d where d.flid = e.flid and d.target = e.target and d.state = 'DEAD' and d.event_id < e.event_id) as held_by
+   from msg_event e where e.event_id = any($1::bigint[]) order by e.event_id`,
+);
+
 /** A dead letter with the number of PENDING msg events of its FLID waiting behind it. */
 export interface DeadLetterRow {
   event_id: number;
@@ -164,11 +175,13 @@ export const oldestPendingAge = pgStatement<[target: OutboxTarget], { age: numbe
 /** The first $1 dead-lettered outbox events, in event order (console). */
 export const consoleDeadLetters = pgStatement<
   [limit: number],
-  { event_id: number; target: 'msg' | 'schd'; flid: string; state_version: number; attempts: number; last_error: string | null; created_at: Date }
+  { event_id: number; target: 'msg' | 'schd'; flid: string; state_version: number; attempts: number; last_error: string | null; created_at: Date; held: number }
 >(
   'outbox.console_dead_letters',
-  `select event_id, target, flid, state_version, attempts, last_error, created_at from msg_event
-    where state = 'DEAD' order by event_id limit $1`,
+  `select d.event_id, d.target, d.flid, d.state_version, d.attempts, d.last_error, d.created_at,
+     (select count(*)::int from msg_event h where h.flid = d.flid and h.target = 'msg' and d.target = 'msg'
+        and h.event_id > d.event_id and h.state = 'PENDING') as held
+     from msg_event d where d.state = 'DEAD' order by d.event_id limit $1`,
 );
 
 /** PENDING outbox events per target (console). */

@@ -206,6 +206,7 @@ export const resumeBackfill = pgStatement<[msgIds: number[] | null, reason: Aban
   'proc_state.resume_backfill',
   `update proc_state set backfill_abandoned_at = null, backfill_abandoned_reason = null, backfill_attempts = 0, backfill_next_at = $3::timestamptz, updated_at = $3::timestamptz
     where backfill_abandoned_at is not null
+      and not (state = 'DEAD' and reason = 'MALFORMED: raw-missing') -- never applied: never marked processed
       and ($1::bigint[] is null or msg_id = any($1::bigint[]))
       and ($2::text is null or backfill_abandoned_reason = $2::text)
    returning msg_id`,
@@ -270,9 +271,9 @@ export const lowestOpen = pgStatement<[], { lo: number | null }>('proc_state.low
  * Backfill candidates: terminal, neither backfilled nor abandoned, due ($1) or overdue (terminal
  * before $2); fewest attempts first, then inbox order; at most $3.
  */
-export const backfillCandidates = pgStatement<[now: Date, overdueBefore: Date, limit: number], { msg_id: number; terminal_at: Date | null }>(
+export const backfillCandidates = pgStatement<[now: Date, overdueBefore: Date, limit: number], { msg_id: number; terminal_at: Date | null; state: ProcStateName; reason: string | null }>(
   'proc_state.backfill_candidates',
-  `select msg_id, terminal_at from proc_state
+  `select msg_id, terminal_at, state, reason from proc_state
     where state in ('SUCCEEDED', 'SKIPPED', 'DEAD') and backfill_at is null and backfill_abandoned_at is null
       and (backfill_next_at is null or backfill_next_at <= $1::timestamptz or terminal_at < $2::timestamptz)
     order by backfill_attempts, msg_id
@@ -308,10 +309,10 @@ export const replaySelection = pgStatement<[msgIds: number[] | null, state: 'FAI
 /** What a backfill-resume selection matches (IDs $1, abandon reason $2; null = any), in MSG_ID order. */
 export const resumeSelection = pgStatement<
   [msgIds: number[] | null, reason: AbandonReason | null],
-  { msg_id: number; backfill_abandoned_at: Date | null; backfill_abandoned_reason: AbandonReason | null }
+  { msg_id: number; state: ProcStateName; reason: string | null; backfill_abandoned_at: Date | null; backfill_abandoned_reason: AbandonReason | null }
 >(
   'proc_state.resume_selection',
-  `select msg_id, backfill_abandoned_at, backfill_abandoned_reason from proc_state
+  `select msg_id, state, reason, backfill_abandoned_at, backfill_abandoned_reason from proc_state
     where ($1::bigint[] is null or msg_id = any($1::bigint[]))
       and ($2::text is null or backfill_abandoned_reason = $2::text)
     order by msg_id`,
@@ -408,10 +409,19 @@ export const consoleProblems = pgStatement<[limit: number], { msg_id: number; st
 /** The latest $1 abandoned backfills, newest first (console). */
 export const consoleAbandoned = pgStatement<
   [limit: number],
-  { msg_id: number; kind: string | null; backfill_abandoned_reason: AbandonReason | null; backfill_abandoned_at: Date | null; backfill_attempts: number; terminal_at: Date | null }
+  {
+    msg_id: number;
+    kind: string | null;
+    state: ProcStateName;
+    reason: string | null;
+    backfill_abandoned_reason: AbandonReason | null;
+    backfill_abandoned_at: Date | null;
+    backfill_attempts: number;
+    terminal_at: Date | null;
+  }
 >(
   'proc_state.console_abandoned',
-  `select msg_id, kind, backfill_abandoned_reason, backfill_abandoned_at, backfill_attempts, terminal_at from proc_state
+  `select msg_id, kind, state, reason, backfill_abandoned_reason, backfill_abandoned_at, backfill_attempts, terminal_at from proc_state
     where backfill_abandoned_at is not null order by msg_id desc limit $1`,
 );
 
@@ -423,8 +433,12 @@ export const consoleBackfillPending = pgStatement<[], { n: number }>(
 
 // ---- lib/api/console-data.ts
 
-/** The reason class of a PROC_STATE reason: the text before the first ':' (e.g. "EXHAUSTED(INTERNAL)", "PROTOCOL"), at most 60 characters; '' = no reason. */
-const REASON_CLASS = `left(split_part(coalesce(reason, ''), ':', 1), 60)`;
+/**
+ * The reason class of a PROC_STATE reason: the text before the first ':' (e.g. "EXHAUSTED(INTERNAL)",
+ * "PROTOCOL"), at most 60 characters; '' = no reason. "MALFORMED: raw-missing" is a class of its
+ * own, 'raw-missing': the message was never read (its inbox row was gone), not a wrong message.
+ */
+const REASON_CLASS = `case when reason = 'MALFORMED: raw-missing' then 'raw-missing' else left(split_part(coalesce(reason, ''), ':', 1), 60) end`;
 
 /** Messages per state and reason class, the largest groups of a state first. */
 export const reasonCounts = pgStatement<[], { state: string; reason: string; n: number }>(
@@ -469,9 +483,17 @@ export const lastHour = pgStatement<[timeZone: string, from: Date], { state: str
 // ---- lib/api/ops-routes.ts
 
 /** The latest $2 PROC_STATE rows, of state $1 (null = any), newest first. */
-export const recentMessages = pgStatement<[state: ProcStateName | null, limit: number], ProcStateRow>(
+/**
+ * Recent rows, newest first (GET /ops/messages). The inbox's received time is stored zone-less
+ * (airport wall time): it is returned as an instant read in the airport's zone $3, so that its
+ * JSON (UTC, Z) is true like every other time of the API.
+ */
+export const recentMessages = pgStatement<[state: ProcStateName | null, limit: number, timeZone: string], Omit<ProcStateRow, 'received_at'> & { received_at: Date | null }>(
   'proc_state.recent_messages',
-  'select * from proc_state where ($1::text is null or state = $1::text) order by msg_id desc limit $2',
+  `select msg_id, identity_key, state, reason, error_class, kind, attempts, failures_in_row, failing_since, next_attempt_at,
+          (received_at at time zone $3::text) as received_at, enqueued_at, terminal_at, backfill_next_at, backfill_at, backfill_attempts,
+          backfill_abandoned_at, backfill_abandoned_reason, updated_at, applied_state, applied_reason
+     from proc_state where ($1::text is null or state = $1::text) order by msg_id desc limit $2`,
 );
 
 // ---- lib/pipeline/pump.ts

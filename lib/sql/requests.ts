@@ -47,6 +47,12 @@ export const findOpenForUpdate = pgStatement<[kind: string], ReqTrackRow>(
 /** One request by id. */
 export const getRequest = pgStatement<[id: number], ReqTrackRow>('requests.get_request', `select ${COLUMNS} from req_track where id = $1::bigint`);
 
+/** The newest requests (in state $1; null: any), at most $2, newest first (GET /requests, the request CLI's list). */
+export const listRequests = pgStatement<[state: RequestState | null, limit: number], ReqTrackRow>(
+  'requests.list_requests',
+  `select ${COLUMNS} from req_track where ($1::text is null or state = $1::text) order by id desc limit $2::int`,
+);
+
 /** The request a graphile-worker job created, if it did (one job = one request). */
 export const findByJobKey = pgStatement<[jobKey: string], ReqTrackRow>('requests.find_by_job_key', `select ${COLUMNS} from req_track where job_key = $1::text`);
 

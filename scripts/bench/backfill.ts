@@ -5,6 +5,7 @@
 // (msgx.pipeline.backfill-batch) in turn, the order alternating between runs. Between
 // measurements both sides are set back to "owed". Medians over RUNS runs.
 //   npm run bench:backfill -- [runs=3] [batches=500,2000] [rows=100000]
+import { scriptHelp } from '../args.ts';
 import { sql } from 'kysely';
 import { systemClock } from '../../lib/core/clock.ts';
 import { backfillRound } from '../../lib/pipeline/backfill.ts';
@@ -13,6 +14,7 @@ import { sisMessage } from '../../test/support/services.ts';
 import { emptyAll, machine, median, openBench } from './setup.ts';
 import { slices } from '../../lib/core/config.ts';
 
+scriptHelp(import.meta.url);
 const runs = Number(process.argv[2] ?? 3);
 const batches = (process.argv[3] ?? '500,2000').split(',').map(Number);
 const ROWS = Number(process.argv[4] ?? 100_000);

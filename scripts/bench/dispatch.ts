@@ -8,6 +8,7 @@
 // Fresh topics per invocation (bench.<random>.msg / .schd); at the end a real consumer reads
 // both topics back and counts: every EVENT_ID sent, every flight of every schd record.
 //   npm run bench:dispatch -- [runs=3] [msgBatches=500,2000,5000] [schdFlushLimits=200,1000,5000] [events=100000] [flids=10000]
+import { scriptHelp } from '../args.ts';
 import { randomUUID } from 'node:crypto';
 import kafkajs from 'kafkajs';
 import { sql } from 'kysely';
@@ -22,6 +23,7 @@ import { emptyAll, machine, median, openBench, pumpTenThousandFlights } from './
 
 const { Kafka, logLevel } = kafkajs;
 
+scriptHelp(import.meta.url);
 const runs = Number(process.argv[2] ?? 3);
 const msgBatches = (process.argv[3] ?? '500,2000,5000').split(',').map(Number);
 const schdLimits = (process.argv[4] ?? '200,1000,5000').split(',').map(Number);

@@ -5,6 +5,7 @@
 // three), with the time each leg finished. Kafka is checked by the topic's high watermarks (the
 // number of records the broker holds) against the msg events written.
 //   npm run bench:e2e -- [messages=20000] [flights=2000] [runs=1]
+import { scriptHelp } from '../args.ts';
 import { randomUUID } from 'node:crypto';
 import kafkajs from 'kafkajs';
 import { sql } from 'kysely';
@@ -14,6 +15,7 @@ import { sisMessage } from '../../test/support/services.ts';
 import { emptyAll, machine, median, openBench, type Bench, stateCounts } from './setup.ts';
 import { failWithLogs, KAFKA, startWorker, stopWorkers, waitFor } from './workers.ts';
 
+scriptHelp(import.meta.url);
 const N = Number(process.argv[2] ?? 20_000);
 const F = Number(process.argv[3] ?? 2_000);
 const RUNS = Number(process.argv[4] ?? 1);

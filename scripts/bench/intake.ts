@@ -14,6 +14,7 @@
 // Rows examined = the InnoDB handler reads of the round's MariaDB session (Handler_read_*,
 // measured on the single connection the round uses, minus the cost of reading the counters).
 //   npm run bench:intake -- [rounds=7] [sizes=10000,100000,1000000]
+import { scriptHelp } from '../args.ts';
 import { sql } from 'kysely';
 import type mysql from 'mysql2/promise';
 import { systemClock } from '../../lib/core/clock.ts';
@@ -24,6 +25,7 @@ import { sisMessage } from '../../test/support/services.ts';
 import { BENCH_INBOX, emptyAll, machine, median, openBench } from './setup.ts';
 import { slices } from '../../lib/core/config.ts';
 
+scriptHelp(import.meta.url);
 const ROUNDS = Number(process.argv[2] ?? 7);
 const SIZES = (process.argv[3] ?? '10000,100000,1000000').split(',').map(Number);
 

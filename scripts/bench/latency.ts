@@ -10,6 +10,7 @@
 // producer when the dispatcher sends it) and until the consumer received it. The processes are
 // stopped with SIGTERM at the end of each run (their exit codes are reported).
 //   npm run bench:latency -- [rate=100] [seconds=60] [runs=1] [flights=400]
+import { scriptHelp } from '../args.ts';
 import { randomUUID } from 'node:crypto';
 import kafkajs from 'kafkajs';
 import { sql } from 'kysely';
@@ -22,6 +23,7 @@ import { failWithLogs, KAFKA, startWorker, stopWorkers, waitFor } from './worker
 
 const { Kafka, logLevel } = kafkajs;
 
+scriptHelp(import.meta.url);
 const RATE = Number(process.argv[2] ?? 100);
 const SECONDS = Number(process.argv[3] ?? 60);
 const RUNS = Number(process.argv[4] ?? 1);

@@ -5,6 +5,7 @@
 // building statements, driver, JSON; wall time not on Node's CPU = waiting for Postgres, MariaDB
 // and Redis), and backfill throughput. The Kafka leg is measured by the dispatch benchmark.
 //   npm run bench:pump -- [messages=20000] [flights=2000] [K list=1,10,50,200,1000]
+import { scriptHelp } from '../args.ts';
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { sql } from 'kysely';
@@ -23,6 +24,7 @@ import { bigSnapshot } from '../../test/support/fixtures.ts';
 import { sisMessage } from '../../test/support/services.ts';
 import { BENCH_PG, BENCH_INBOX, BENCH_REDIS, emptyAll, machine, median, openBench, pumpDeps, stateCounts } from './setup.ts';
 
+scriptHelp(import.meta.url);
 const N = Number(process.argv[2] ?? 20_000);
 const F = Number(process.argv[3] ?? 2_000);
 const KS = (process.argv[4] ?? '1,10,50,200,1000').split(',').map(Number);

@@ -2,12 +2,14 @@
 // The flights come from two snapshots (9,999 + 1) through the real pump; the route is the api's
 // own fastify plugin, called over HTTP on loopback, paging with the maximum page size.
 //   npm run bench:reads -- [runs=5]
+import { scriptHelp } from '../args.ts';
 import Fastify from 'fastify';
 import pg from 'pg';
 import { flightRoutes, MAX_PAGE } from '../../lib/api/flight-routes.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { machine, median, openBench, pumpTenThousandFlights } from './setup.ts';
 
+scriptHelp(import.meta.url);
 const runs = Number(process.argv[2] ?? 5);
 const b = await openBench();
 const log = createLogger('bench', 'silent');

@@ -1,6 +1,7 @@
 // B2: one SCHD DNLD of N flights (default 4,000) from pump pick-up to SUCCEEDED; the same
 // content again as a new message (0 events); parse share; peak RSS. Median of RUNS runs.
 //   npm run bench:snapshot -- [flights=4000] [runs=3]
+import { scriptHelp } from '../args.ts';
 import { sql } from 'kysely';
 import { systemClock } from '../../lib/core/clock.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
@@ -12,6 +13,7 @@ import { bigSnapshot } from '../../test/support/fixtures.ts';
 import { emptyAll, machine, median, openBench, pumpDeps } from './setup.ts';
 import { slices } from '../../lib/core/config.ts';
 
+scriptHelp(import.meta.url);
 const flights = Number(process.argv[2] ?? 4000);
 const runs = Number(process.argv[3] ?? 3);
 const b = await openBench();

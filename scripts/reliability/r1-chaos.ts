@@ -5,8 +5,10 @@
 // same outbox events (FLID, STATE_VERSION), every SENT event on Kafka, per-FLID order on Kafka,
 // nothing DEAD. Prints one JSON document (RELIABILITY.md).
 //   node scripts/reliability/r1-chaos.ts [messages=20000] [flights=400] [timeoutMin=60]
+import { scriptHelp } from '../args.ts';
 import { drained, feedSnapshot, finalState, log, machine, openRig, progress, sleep, waitFor, type FinalState } from './harness.ts';
 
+scriptHelp(import.meta.url);
 const MESSAGES = Number(process.argv[2] ?? 20_000);
 const FLIGHTS = Number(process.argv[3] ?? 400);
 const TIMEOUT_MS = Number(process.argv[4] ?? 60) * 60_000;

@@ -8,8 +8,10 @@
 // first message was applied and the first event sent, and how long until the backlog drained.
 // At the end: every SENT event on Kafka, per-FLID order, nothing DEAD. Prints JSON.
 //   node scripts/reliability/r2-outages.ts [outageSeconds=180] [services=pg,my,redis,kafka] [modes=refuse,blackhole,halfopen] [rate=20]
+import { scriptHelp } from '../args.ts';
 import { drained, feedSnapshot, finalState, firstProgressAfter, log, machine, openRig, progress, sleep, waitFor, type Service } from './harness.ts';
 
+scriptHelp(import.meta.url);
 const OUTAGE_S = Number(process.argv[2] ?? 180);
 const SERVICES = (process.argv[3] ?? 'pg,my,redis,kafka').split(',') as Service[];
 const MODES = (process.argv[4] ?? 'refuse,blackhole,halfopen').split(',') as ('refuse' | 'blackhole' | 'halfopen')[];

@@ -5,11 +5,13 @@
 // the leader lock, and (pump) until it applied its first message. The killed one is started
 // again and stands by. At the end: drained, nothing DEAD, every event on Kafka in order. JSON.
 //   node scripts/reliability/r4-takeover.ts [rounds=3] [rate=20]
+import { scriptHelp } from '../args.ts';
 import { sql } from 'kysely';
 import { LOCKS } from '../../lib/db/postgres.ts';
 import { FaultProxy } from '../../test/support/fault-proxy.ts';
 import { drained, feedSnapshot, finalState, log, machine, openRig, REL_PG, sleep, waitFor, type Worker } from './harness.ts';
 
+scriptHelp(import.meta.url);
 const ROUNDS = Number(process.argv[2] ?? 3);
 const RATE = Number(process.argv[3] ?? 20);
 const FLIGHTS = 200;

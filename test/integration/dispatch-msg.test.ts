@@ -183,7 +183,7 @@ describe('dead letters', () => {
     expect((await app.inject({ method: 'POST', url: '/ops/dispatch-replay', payload: { eventIds: [deadA], flid: 'A' } })).statusCode).toBe(400);
 
     const replayed = (await app.inject({ method: 'POST', url: '/ops/dispatch-replay', payload: { eventIds: [deadA] } })).json();
-    expect(replayed).toEqual({ replayed: [deadA] });
+    expect(replayed).toEqual({ replayed: [deadA], untouched: [] });
     const job = await sql<{ n: number }>`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'msg-dispatch' and key = 'msg-dispatch'`.execute(db);
     expect(job.rows[0].n).toBe(1); // woken in the same transaction
     const replayedRow = (await rows(db))[0];

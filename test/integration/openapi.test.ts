@@ -20,6 +20,8 @@ const ROUTES = [
   'get /reference/{rtype}/{rkey}',
   'get /resources/status',
   'post /requests',
+  'get /requests',
+  'get /requests/{id}',
   'post /ops/dispatch-replay',
   'post /ops/dispatch-skip',
   'get /ops/dispatch/dead',
@@ -133,6 +135,10 @@ describe('GET /openapi.json', () => {
     expect((await call('post', '/requests', '/requests', { body: { type: 'RQRD', rtype: 'SLST' } })).status).toBe(202);
     expect((await call('post', '/requests', '/requests', { body: { type: 'RQFD', operationDay: 'tomorrow' } })).status).toBe(400);
     expect((await call('post', '/requests', '/requests', { body: { type: 'RQRD', rtype: 'SLST' }, auth: false })).status).toBe(401);
+    const made = (await call('get', '/requests', '/requests?limit=5')).json.requests as { id: number }[];
+    expect(made.length).toBeGreaterThan(0);
+    expect((await call('get', '/requests/{id}', `/requests/${made[0].id}`)).json).toMatchObject({ id: made[0].id, kind: 'RQRD' });
+    expect((await call('get', '/requests/{id}', '/requests/99999999')).status).toBe(404);
 
     expect((await call('post', '/ops/replay', '/ops/replay', { body: { ids: [1] } })).json).toMatchObject({ replayed: [], untouched: [expect.stringMatching(/^1: /)] });
     expect((await call('post', '/ops/replay', '/ops/replay', { body: {} })).status).toBe(400);
@@ -141,8 +147,8 @@ describe('GET /openapi.json', () => {
     expect((await call('get', '/ops/summary', '/ops/summary')).status).toBe(200);
     expect((await call('get', '/ops/summary', '/ops/summary', { auth: false })).status).toBe(401);
     expect((await call('get', '/ops/dispatch/dead', '/ops/dispatch/dead?target=msg')).json).toEqual({ dead: [] });
-    expect((await call('post', '/ops/dispatch-replay', '/ops/dispatch-replay', { body: { all: true } })).json).toEqual({ replayed: [] });
-    expect((await call('post', '/ops/dispatch-skip', '/ops/dispatch-skip', { body: { eventIds: [999999] } })).json).toEqual({ skipped: [] });
+    expect((await call('post', '/ops/dispatch-replay', '/ops/dispatch-replay', { body: { all: true } })).json).toEqual({ replayed: [], untouched: ['no DEAD event in the outbox'] });
+    expect((await call('post', '/ops/dispatch-skip', '/ops/dispatch-skip', { body: { eventIds: [999999] } })).json).toEqual({ skipped: [], untouched: ['999999: no such event'] });
     expect((await call('post', '/ops/dispatch-skip', '/ops/dispatch-skip', { body: { eventIds: [1], all: true } })).status).toBe(400);
     expect((await call('get', '/healthz', '/healthz')).json).toMatchObject({ ok: true, process: 'api' });
     expect(String((await call('get', '/metrics', '/metrics')).json)).toContain('# HELP');

@@ -2,14 +2,19 @@
 // operator searches a message and reads its trace, opens a flight's timeline (a deleted one and an
 // archived one), pages through DEAD messages that more recent SKIPPED ones do not hide, replays a
 // DEAD(PROTOCOL) message — cancelled at the confirmation, then confirmed with force — and a
-// DEAD(EXHAUSTED) one without any. Screenshots go to test-output/ops-console/ (gitignored). Any
+// DEAD(EXHAUSTED) one without any; then the drill's traps: a never-applied (raw-missing) message
+// whose resume is refused with the right command, a dead letter's held count and a held event's
+// trace, and a request's outcome with the AODB's error text. Screenshots go to test-output/ops-console/ (gitignored). Any
 // console error or uncaught exception in the page fails the test.
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { openServices, resetDomain, resetPipeline, type TestServices } from '../support/services.ts';
+import { inboxProcessed, openServices, putInbox, resetDomain, resetPipeline, sisMessage, type TestServices } from '../support/services.ts';
+import { createRequest, requestSettings } from '../../lib/requests/outbound.ts';
+import { markFailed } from '../../lib/requests/track.ts';
+import { testConfig } from '../support/env.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 import { writeTraceFixture, type TraceFixture } from '../support/trace-fixtures.ts';
 
@@ -208,5 +213,64 @@ describe.runIf(present)('ops console v2 (headless Chromium)', () => {
     // the token went only into the Authorization header: no URL the page asked for carries it
     expect(urls.length).toBeGreaterThan(10);
     expect(urls.filter((u) => u.includes('test-token'))).toEqual([]);
+  });
+
+  it('raw-missing counted apart and its resume refused with the command; held counts; held events; request outcomes', async () => {
+    const raw = await putInbox(s.inbox, sisMessage());
+    const t = new Date();
+    await sql`insert into proc_state (msg_id, state, reason, kind, enqueued_at, terminal_at, updated_at, backfill_abandoned_at, backfill_abandoned_reason)
+              values (${raw}, 'DEAD', 'MALFORMED: raw-missing', null, ${t}, ${t}, ${t}, ${t}, 'MISSING_ROW')`.execute(s.db);
+    // flight 17's first msg event DEAD: its version-2 event (made by fx.stand) is held behind it
+    const first = (await sql<{ event_id: string }>`select event_id from msg_event where flid = '17' and target = 'msg' order by event_id limit 1`.execute(s.db)).rows[0].event_id;
+    await sql`update msg_event set state = 'DEAD', sent_at = null, attempts = 5, last_error = 'KafkaJSProtocolError: The request included a message larger than the max message size the server will accept' where event_id = ${first}`.execute(
+      s.db,
+    );
+    await sql`truncate req_track`.execute(s.db);
+    const settings = requestSettings(testConfig());
+    const { request } = await createRequest(s.db, { ...settings, now: t, spec: { kind: 'RQRD', rtype: 'SLST' }, enqueue: false });
+    await markFailed(s.db, request.id, 4711, 'EROR 17: reference type SLST unknown', t);
+
+    const page: Page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const errors: string[] = [];
+    page.on('console', (m) => m.type() === 'error' && errors.push(`console: ${m.text()}`));
+    page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+    await page.goto(`http://127.0.0.1:${api.port}/ops`);
+    await page.fill('#token', 'test-token');
+    await page.click('#save');
+    await page.waitForFunction(() => document.querySelector('#status')?.textContent?.startsWith('loaded'));
+
+    // raw-missing is its own reason class
+    expect(await page.textContent('#counts')).toContain('raw-missing 1');
+    expect(await page.$$eval('#counts a.chip[data-reason="MALFORMED"]', (x) => x.length)).toBe(0);
+
+    // the abandoned backfill says what it is; resume refuses with the command that recovers it
+    const row = await page.$eval(`#abandoned button[data-resume="${raw}"]`, (b) => b.closest('tr')!.textContent);
+    expect(row).toContain('never applied (raw-missing)');
+    await page.click(`#abandoned button[data-resume="${raw}"]`);
+    await page.waitForFunction(() => document.querySelector('#action')?.textContent?.startsWith('Backfill of message'));
+    const said = await page.textContent('#action');
+    expect(said).toContain(`Backfill of message ${raw} was not resumed: ${raw}: never applied`);
+    expect(said).toContain(`npm run replay -- ${raw} --force`);
+    expect((await inboxProcessed(s.inbox)).get(raw)).toBeNull();
+    expect((await s.db.selectFrom('proc_state').select('backfill_abandoned_reason').where('msg_id', '=', raw).executeTakeFirstOrThrow()).backfill_abandoned_reason).toBe('MISSING_ROW');
+
+    // the dead letter shows how many events it holds; the held event's trace names it, not a stale error
+    const cells = await page.$$eval('#dead tr', (trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent)));
+    const heldAt = cells[0].indexOf('held');
+    expect(heldAt).toBeGreaterThan(0);
+    const heldCell = cells.find((c) => c[0] === String(first))![heldAt];
+    expect(heldCell).toBe('1');
+    await page.fill('#q', String(fx.stand));
+    await page.click('#trace-btn');
+    await page.waitForSelector('#trace-events');
+    expect(await page.textContent('#trace-events')).toContain(`waiting behind DEAD event ${first} of flight 17`);
+
+    // the request's outcome with the AODB's error text
+    const requests = await page.textContent('#recent-requests');
+    expect(requests).toContain('FAILED');
+    expect(requests).toContain('EROR 17: reference type SLST unknown');
+    await page.screenshot({ path: join(OUT, '5-drill.png'), fullPage: true });
+    expect(errors).toEqual([]);
+    await page.close();
   });
 });

@@ -519,6 +519,24 @@ describe('the retention process (workers/retention.ts)', () => {
     }
   });
 
+  it('purging old flights at a start (a corpus of 2021) is logged with the rule, and GET-able from history', async () => {
+    await resetPipeline(s);
+    await resetDomain(s);
+    await putInbox(s.inbox, schd('DNLD', [rec('2021', 9)]));
+    await runPipelineUntilSettled(s, testConfig(), new ManualClock('2026-12-01T00:00:00Z'));
+    await sql`update flight_schd set operation_day = '2021-05-01' where flid = '2021'`.execute(s.db);
+    const p = startWorker('retention');
+    try {
+      await waitFor('first retention run', () => hasLog(p, 'retention run done'));
+      const line = p.logs.find((l) => l.includes('archived to FLIGHT_HISTORY and deleted'));
+      expect(line).toMatch(/retention: 1 flight\(s\) archived to FLIGHT_HISTORY and deleted: operation day before \d{4}-\d\d-\d\d .*\(msgx\.history\.purge-after\)/);
+      expect(JSON.parse(line!)).toMatchObject({ purged: 1, purgeAfterMs: 7 * DAY });
+      expect((await sql<{ flid: string }>`select flid from flight_history`.execute(s.db)).rows.map((r) => r.flid)).toEqual(['2021']);
+    } finally {
+      await stopAll([p]);
+    }
+  });
+
   it('runs every job once at start (kick) and serves its metrics', async () => {
     const p = startWorker('retention');
     try {

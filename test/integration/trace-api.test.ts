@@ -9,6 +9,8 @@ import { messageTraceSchema } from '../../lib/api/trace-schemas.ts';
 import { deadInbox, openServices, resetDomain, resetPipeline, type TestServices } from '../support/services.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 import { writeTraceFixture, type TraceFixture } from '../support/trace-fixtures.ts';
+import { sql } from 'kysely';
+import { markFailed } from '../../lib/requests/track.ts';
 
 let s: TestServices;
 let api: Proc;
@@ -228,5 +230,115 @@ describe('message trace, flight timeline and console reads over HTTP', () => {
     } finally {
       await s.db.deleteFrom('proc_state').where('msg_id', '=', 900_002).execute();
     }
+  });
+
+  it('GET /ops/messages sends the inbox received time as the true instant (airport wall time converted, not labelled Z)', async () => {
+    const m = (await get('/ops/messages?limit=1000')).body.messages.find((x: any) => x.msg_id === fx.stand);
+    // the trace shows 2026-12-01T08:30:00+08:00 (Asia/Shanghai): the same instant
+    expect(m.received_at).toBe('2026-12-01T00:30:00.000Z');
+    expect(new Date(m.received_at).getTime()).toBe(new Date('2026-12-01T08:30:00+08:00').getTime());
+  });
+
+  it('after a replay the trace shows one write-back time: the inbox keeps the first outcome (KEPT_EARLIER)', async () => {
+    const before = await s.db.selectFrom('proc_state').select(['terminal_at', 'backfill_at']).where('msg_id', '=', fx.create).executeTakeFirstOrThrow();
+    // the replayed outcome ended an hour later and its backfill found the row already marked (08:32)
+    await s.db
+      .updateTable('proc_state')
+      .set({ terminal_at: new Date('2026-12-01T01:40:00Z'), backfill_at: new Date('2026-12-01T01:40:05Z') })
+      .where('msg_id', '=', fx.create)
+      .execute();
+    try {
+      const t = (await get(`/ops/messages/${fx.create}`)).body;
+      expect(t.inbox.processed).toBe('2026-12-01T08:32:00+08:00');
+      expect(t.state.terminalAt).toBe('2026-12-01T09:40:00+08:00');
+      expect(t.backfill).toMatchObject({ status: 'KEPT_EARLIER', inboxValue: '2026-12-01T08:32:00+08:00', at: '2026-12-01T09:40:05+08:00' });
+    } finally {
+      await s.db.updateTable('proc_state').set(before).where('msg_id', '=', fx.create).execute();
+    }
+  });
+
+  it('a held event names the DEAD event it waits behind', async () => {
+    const first = (
+      await sql<{ event_id: string; state: string; sent_at: Date | null }>`select event_id, state, sent_at from msg_event where flid = '17' and target = 'msg' order by event_id limit 1`.execute(s.db)
+    ).rows[0];
+    await sql`update msg_event set state = 'DEAD', sent_at = null where event_id = ${first.event_id}`.execute(s.db);
+    try {
+      const t = (await get(`/ops/messages/${fx.stand}`)).body;
+      const held = t.events.find((e: any) => e.target === 'msg' && e.flid === '17');
+      expect(held).toMatchObject({ state: 'PENDING', heldBy: Number(first.event_id) });
+      expect(t.events.find((e: any) => e.flid === '16').heldBy).toBeNull();
+    } finally {
+      await sql`update msg_event set state = ${first.state}, sent_at = ${first.sent_at} where event_id = ${first.event_id}`.execute(s.db);
+    }
+  });
+
+  it('GET /flights/:flid of a flight purged by retention says so in its 404 (not just "no flight")', async () => {
+    const r = await get('/flights/99');
+    expect(r.status).toBe(404);
+    expect(r.body.reason).toMatch(/^flight 99 was purged to history at 2026-12-01T01:00:00.000Z \(rule DELETED: .*msgx\.history\.purge-after.*\); its versions: GET \/flights\/99\/timeline$/);
+    expect((await get('/flights/4242')).body.reason).toBe('no flight with FLID 4242');
+  });
+
+  it('raw-missing is a reason class of its own, not MALFORMED', async () => {
+    await s.db
+      .insertInto('proc_state')
+      .values({ msg_id: 900_003, state: 'DEAD', reason: 'MALFORMED: raw-missing', enqueued_at: new Date(), updated_at: new Date(), terminal_at: new Date() } as never)
+      .execute();
+    try {
+      const dead = (await get('/ops/states')).body.states.find((x: any) => x.state === 'DEAD');
+      expect(dead.reasons).toContainEqual({ reason: 'raw-missing', count: 1 });
+      expect(dead.reasons.find((r: any) => r.reason === 'MALFORMED')).toBeUndefined();
+      expect((await get('/ops/list?state=DEAD&reason=raw-missing')).body.messages.map((m: any) => m.msgId)).toEqual([900_003]);
+    } finally {
+      await s.db.deleteFrom('proc_state').where('msg_id', '=', 900_003).execute();
+    }
+  });
+});
+
+describe('GET /requests/:id and GET /requests?state= over HTTP', () => {
+  let s2: TestServices;
+  let api2: Proc;
+  beforeAll(async () => {
+    s2 = await openServices();
+    await sql`truncate req_track`.execute(s2.db);
+    api2 = startWorker('api');
+    await waitFor('api up', async () => (await fetch(`http://127.0.0.1:${api2.port}/healthz`)).ok);
+  });
+  afterAll(async () => {
+    await stopAll(api2 ? [api2] : []);
+    await s2?.close();
+  });
+  const get2 = async (path: string, token: string | null = 'test-token') => {
+    const r = await fetch(`http://127.0.0.1:${api2.port}${path}`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+    return { status: r.status, body: (await r.json()) as any };
+  };
+
+  it('tells a FAILED request with the AODB error text, an EXPIRED one with what superseded it; filters by state; 404 / 400 / 401', async () => {
+    const post = (payload: unknown) =>
+      fetch(`http://127.0.0.1:${api2.port}/requests`, { method: 'POST', headers: { authorization: 'Bearer test-token', 'content-type': 'application/json' }, body: JSON.stringify(payload) }).then(
+        async (r) => ({ status: r.status, body: (await r.json()) as any }),
+      );
+    const a = await post({ type: 'RQRD', rtype: 'SLST' });
+    expect(a.status).toBe(202);
+    const b = await post({ type: 'RQRD', rtype: 'SLST' }); // expires a
+    const c = await post({ type: 'RQFD', operationDay: '2026-12-02' });
+    await markFailed(s2.db, c.body.id, 4711, 'EROR: no schedule for 2026-12-02', new Date('2026-12-01T10:00:00Z'));
+    expect((await get2(`/requests/${a.body.id}`)).body).toMatchObject({ id: a.body.id, state: 'EXPIRED', errorText: 'superseded by a newer RQRD' });
+    const failed = (await get2(`/requests/${c.body.id}`)).body;
+    expect(failed).toMatchObject({
+      state: 'FAILED',
+      kind: 'RQFD',
+      operationDay: '2026-12-02',
+      errorText: 'EROR: no schedule for 2026-12-02',
+      closedByMsgId: 4711,
+      closedAt: '2026-12-01T10:00:00.000Z',
+    });
+    expect(failed.createdAt).toMatch(/Z$/);
+    expect((await get2('/requests?state=FAILED')).body.requests.map((r: any) => r.id)).toEqual([c.body.id]);
+    expect((await get2('/requests')).body.requests.map((r: any) => r.id)).toEqual([c.body.id, b.body.id, a.body.id]);
+    expect((await get2('/requests/99999999')).status).toBe(404);
+    expect((await get2('/requests?state=LOST')).status).toBe(400);
+    expect((await get2('/requests/abc')).status).toBe(400);
+    expect((await get2(`/requests/${a.body.id}`, null)).status).toBe(401);
   });
 });

@@ -56,15 +56,28 @@ describe('backfill', () => {
     expect((await row(id)).backfill_at).not.toBeNull();
   });
 
-  it('row missing: abandoned at once (MISSING_ROW), never counted as backfilled; resumable', async () => {
+  it('row missing: abandoned at once (MISSING_ROW), never counted as backfilled; resumable once the row is back', async () => {
     const [a, b] = await terminalRows(2);
+    const [[saved]] = (await s.inbox.query('SELECT * FROM cminmsgs WHERE CMINMSGS_ID = ?', [a])) as unknown as [Record<string, unknown>[]];
     await s.inbox.query('DELETE FROM cminmsgs WHERE CMINMSGS_ID = ?', [a]);
     const r = await backfillRound(deps());
     expect(r.missing).toEqual([a]);
     expect(await row(a)).toMatchObject({ backfill_at: null, backfill_abandoned_reason: 'MISSING_ROW' });
     expect((await row(b)).backfill_at).not.toBeNull();
-    expect(await resumeBackfills(s.db, clock, { reason: 'MISSING_ROW' })).toEqual([a]);
+    const resume = { db: s.db, inbox: s.inbox, clock, timeoutMs: 5000 };
+    expect(await resumeBackfills(resume, { reason: 'MISSING_ROW' })).toEqual([]); // still missing: left abandoned
+    await s.inbox.query('INSERT INTO cminmsgs SET ?', [saved]);
+    expect(await resumeBackfills(resume, { reason: 'MISSING_ROW' })).toEqual([a]);
     expect(await row(a)).toMatchObject({ backfill_abandoned_at: null, backfill_attempts: 0 });
+  });
+
+  it('a message never applied (DEAD MALFORMED: raw-missing) is never marked in the inbox, even when its row is there', async () => {
+    const [id] = await terminalRows(1);
+    await s.db.updateTable('proc_state').set({ state: 'DEAD', reason: 'MALFORMED: raw-missing' }).where('msg_id', '=', id).execute();
+    const r = await backfillRound(deps());
+    expect(r.missing).toEqual([id]);
+    expect((await inboxProcessed(s.inbox)).get(id) ?? null).toBeNull();
+    expect(await row(id)).toMatchObject({ backfill_at: null, backfill_abandoned_reason: 'MISSING_ROW' });
   });
 
   it('transient failure backs off; inside R the backoff is honoured, past R every round retries and a failure abandons (TRANSIENT_DEADLINE)', async () => {
