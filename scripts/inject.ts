@@ -1,17 +1,19 @@
-// npm run inject -- [--renumber-seqn] <files…>   (--help: usage)
+// npm run inject -- [--renumber-seqn] [--schedules-first] <files…>   (--help: usage)
 // Loads .xml files (one message each) and corpus-shaped SQL files into CMINMSGS, in order.
 import { existsSync, statSync } from 'node:fs';
 import { cliArgs, usageExit } from './args.ts';
 
 const spec = {
   name: 'inject',
-  flags: ['--renumber-seqn'],
+  flags: ['--renumber-seqn', '--schedules-first'],
   positional: 'words' as const,
-  usage: `usage: npm run inject -- [--renumber-seqn] <file.xml|file.sql …>
+  usage: `usage: npm run inject -- [--renumber-seqn] [--schedules-first] <file.xml|file.sql …>
   Inserts SIS messages into the inbox (CMINMSGS), in the order given: a .xml file is one
   message, a .sql file holds INSERT … VALUES ('<xml>', …) statements (the sample corpus's shape).
   --renumber-seqn   give the messages consecutive SEQN values (a corpus loaded twice is not
                     taken for duplicates)
+  --schedules-first insert the schedule messages (TYPE SCHD) of all files first, then the
+                    others, each in the order given (flight messages need their flights)
 Every file is checked before anything is inserted. Exit 0 when every message was inserted,
 2 on bad arguments or a file that cannot be read.`,
 };
@@ -24,7 +26,7 @@ for (const f of a.words) {
 const { loadConfig } = await import('../lib/core/config.ts');
 const { createAodbPool } = await import('../lib/db/mysql.ts');
 const { insertInboxRow } = await import('../lib/pipeline/inbox.ts');
-const { messagesFromFile, renumberSeqn, seqnCounter } = await import('../lib/inject/files.ts');
+const { messagesFromFile, renumberSeqn, schedulesFirst, seqnCounter } = await import('../lib/inject/files.ts');
 const { formatLocalDatetime } = await import('../lib/sis/values.ts');
 
 const renumber = a.flags.has('--renumber-seqn');
@@ -39,14 +41,14 @@ for (const f of a.words) {
 const config = loadConfig();
 const inbox = createAodbPool(config.INBOX_URL, { timeoutMs: config['msgx.io.timeout'] });
 const next = seqnCounter();
+const all = batches.flatMap((b) => b.messages);
+const ordered = a.flags.has('--schedules-first') ? schedulesFirst(all) : all;
 let inserted = 0;
 try {
-  for (const b of batches) {
-    for (const raw of b.messages) {
-      const body = renumber ? renumberSeqn(raw, next()) : raw;
-      await insertInboxRow(inbox, { body, received: formatLocalDatetime(new Date(), config['msgx.airport.timezone']) });
-      inserted++;
-    }
+  for (const raw of ordered) {
+    const body = renumber ? renumberSeqn(raw, next()) : raw;
+    await insertInboxRow(inbox, { body, received: formatLocalDatetime(new Date(), config['msgx.airport.timezone']) });
+    inserted++;
   }
   console.log(`inserted ${inserted} rows into CMINMSGS`);
 } catch (e) {

@@ -63,3 +63,20 @@ export function seqnCounter(start = 100_000 + Math.floor(Math.random() * 800_000
     return v;
   };
 }
+
+/**
+ * Schedule messages (TYPE SCHD: full downloads, responses, ad-hoc adds) first, each group in the
+ * order given. A flight message can only apply to a flight that a schedule created; files given
+ * in name order put most FLOPs of the sample corpus before its SCHD (they would end SKIPPED
+ * `no-flight`). The inbox keeps whatever order it is given: this only chooses that order.
+ */
+export function schedulesFirst<T extends string>(messages: readonly T[]): T[] {
+  const isSchedule = (xml: string) => {
+    const meta = xml.indexOf('<META>');
+    const end = meta === -1 ? -1 : xml.indexOf('</META>', meta);
+    if (end === -1) return false;
+    const type = /<TYPE>\s*([^<]*?)\s*<\/TYPE>/.exec(xml.slice(meta, end));
+    return type?.[1] === 'SCHD';
+  };
+  return [...messages.filter(isSchedule), ...messages.filter((m) => !isSchedule(m))];
+}

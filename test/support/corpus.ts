@@ -1,9 +1,8 @@
 // The third-party SIS corpus, read from ../shared (never copied into the repository).
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { messagesFromFile } from '../../lib/inject/files.ts';
 import { decodeEnvelope } from '../../lib/sis/envelope.ts';
-import { sisMessage } from './services.ts';
 
 export const CORPUS_DIR = resolve(process.env.MSGX_CORPUS_DIR ?? join(import.meta.dirname, '../../../shared/corpus/unisys-sis'));
 export const corpusPresent = existsSync(CORPUS_DIR);
@@ -24,15 +23,8 @@ export function corpusMessages(filter: (file: string) => boolean = () => true): 
     .flatMap((file) => messagesFromFile(join(CORPUS_DIR, file)).map((xml) => ({ file, xml })));
 }
 
-/** Hand-written fixture: an ADFT creating the flights the corpus FLOPs address besides 15 and 16. */
-export const CORPUS_ADFT_FIXTURE = sisMessage({
-  type: 'SCHD',
-  styp: 'ADFT',
-  body: `<SCHD><RECS>2</RECS>
-    <FLTR><FLID>121112312</FLID><ALCD>CA</ALCD><FLNO>CA101</FLNO><MVIN>D</MVIN><SODT>15DEC031345</SODT><FLTY>W</FLTY><FLIN>D</FLIN><ACFT>333</ACFT></FLTR>
-    <FLTR><FLID>7610151</FLID><ALCD>MU</ALCD><FLNO>MU5101</FLNO><MVIN>A</MVIN><SODT>15DEC031100</SODT><FLTY>W</FLTY><FLIN>D</FLIN><ACFT>321</ACFT></FLTR>
-  </SCHD>`,
-});
+/** Hand-written fixture (examples/corpus-flights.xml, also the README's): an ADFT creating the flights the corpus FLOPs address besides 15 and 16. */
+export const CORPUS_ADFT_FIXTURE = readFileSync(join(import.meta.dirname, '../../examples/corpus-flights.xml'), 'utf8');
 
 /** The corpus's flight messages: the SCHD DNLD(s), the FLOPs other than FDEL, and the FDEL(s), in file order. */
 /** TYPE/STYP of a raw message ('undecodable' when its envelope does not decode). */
