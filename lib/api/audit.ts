@@ -12,7 +12,7 @@
 // line of their own ("audit auth suppressed") once the minute is over.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from '../runtime/log.ts';
-import { whoOf } from './auth.ts';
+import { whoOf } from './who.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

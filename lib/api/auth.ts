@@ -20,15 +20,12 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Slices } from '../core/config.ts';
 import type { AuditLog } from './audit.ts';
+import { setWho } from './who.ts';
 
 export const MIN_TOKEN_LENGTH = 32;
 export const AUTH_FAILURES_PER_MINUTE = 20;
 
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
-
-/** Who made a request, for the audit log: "dev" or "token:<first 8 hex digits of the token's SHA-256>". */
-const WHO = new WeakMap<FastifyRequest, string>();
-export const whoOf = (req: FastifyRequest): string | null => WHO.get(req) ?? null;
 
 export type Guard = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
@@ -85,7 +82,7 @@ export function bearerGuard(_app: FastifyInstance, o: { token: string; who: stri
   return async (req, reply) => {
     const m = /^Bearer ([\x21-\x7e]{1,512})$/i.exec(req.headers.authorization ?? '');
     if (m !== null && timingSafeEqual(digest(m[1]), want)) {
-      WHO.set(req, o.who);
+      setWho(req, o.who);
       return;
     }
     const why = req.headers.authorization ? (m ? 'wrong token' : 'not "Bearer <token>"') : 'no Authorization header';

@@ -8,7 +8,7 @@ import { auditResult } from './audit.ts';
 import { anyObject, bearer, clientErrors, dbIds, errors, flid, JSON_BODY_LIMIT, responses } from './schema.ts';
 import { dispatchReplayReport, dispatchSkipReport, type ReplaySelector } from '../dispatch/actions.ts';
 import { listDead } from '../dispatch/outbox.ts';
-import type { Target } from '../dispatch/metrics.ts';
+import type { Target } from '../dispatch/plan.ts';
 
 const body = {
   type: 'object',

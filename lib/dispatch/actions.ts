@@ -8,7 +8,7 @@ import type { Task } from 'graphile-worker';
 import { wake } from '../pipeline/transitions.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Logger } from '../runtime/log.ts';
-import type { Target } from './metrics.ts';
+import type { Target } from './plan.ts';
 import { replayDead, skipDead, type DeadSelector } from './outbox.ts';
 import { pgRows } from '../db/statement.ts';
 import * as Outbox from '../sql/outbox.ts';

@@ -7,10 +7,9 @@ import client from 'prom-client';
 import { pgOne, pgRows, type Executor } from '../db/statement.ts';
 import * as Outbox from '../sql/outbox.ts';
 import { kafkaReachable } from './outage.ts';
+import type { Target } from './plan.ts';
 
 const { Counter, Gauge, register } = client;
-
-export type Target = 'msg' | 'schd';
 
 /** Not registered here: the dispatcher of each target exports it (registerDispatchGauges). */
 export const dispatchSent = new Counter({ registers: [], name: 'msgx_dispatch_sent_total', help: 'Outbox events confirmed by Kafka', labelNames: ['target'] as const });

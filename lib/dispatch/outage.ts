@@ -6,7 +6,7 @@
 // backed off during the outage due at once, and sending resumes (≤ 2 s after Kafka is back).
 import client from 'prom-client';
 import type { Logger } from '../runtime/log.ts';
-import type { Target } from './metrics.ts';
+import type { Target } from './plan.ts';
 
 export const PROBE_INTERVAL_MS = 500;
 export const SUMMARY_EVERY_MS = 60_000;

@@ -14,7 +14,7 @@ import { LOCKS } from '../db/postgres.ts';
 import { pgOne, pgRows, pgRun, type Executor } from '../db/statement.ts';
 import * as Locks from '../sql/locks.ts';
 import * as Outbox from '../sql/outbox.ts';
-import type { Target } from './metrics.ts';
+import type { Target } from './plan.ts';
 import { msgValue } from '../contract/kafka.ts';
 import type { AfterFailure } from './plan.ts';
 

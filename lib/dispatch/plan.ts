@@ -9,6 +9,9 @@
 // The values themselves (msg payloads, schd records) are built in lib/contract/kafka.ts.
 import { schdRecord } from '../contract/kafka.ts';
 
+/** The two outbox targets: the msg topic (one change per event) and the schd topic (complete states). */
+export type Target = 'msg' | 'schd';
+
 export type EventState = 'PENDING' | 'SENT' | 'DEAD' | 'SKIPPED';
 
 export interface OutboxEvent {

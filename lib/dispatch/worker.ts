@@ -5,7 +5,7 @@
 import type { Task } from 'graphile-worker';
 import type { Runtime } from '../runtime/process.ts';
 import { createKafkaEdge, kafkaOptions, TopicCreationError, type KafkaEdge, type TopicSpec } from './kafka.ts';
-import type { Target } from './metrics.ts';
+import type { Target } from './plan.ts';
 import { registerDispatchGauges } from './metrics.ts';
 import type { DispatchDeps, DrainNext } from './msg.ts';
 import { KafkaOutage, PROBE_INTERVAL_MS } from './outage.ts';
