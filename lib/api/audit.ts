@@ -1,4 +1,4 @@
-// The audit trail (issue 15 item 4): one structured JSON line per operator action and per
+// The audit trail: one structured JSON line per operator action and per
 // rejected token, whatever msgx.log.level says (unless it is "silent"):
 //   {"audit":true,"requestId":"…","who":"token:1a2b3c4d","action":"replay",
 //    "selection":{"ids":[1041]},"result":{"status":200,"replayed":1},"msg":"audit replay"}

@@ -1,4 +1,4 @@
-// Bearer-token authentication of the api (issue 15 items 1, 4, 5; issue 10 item 6).
+// Bearer-token authentication of the api.
 //
 // - Only `Authorization: Bearer <token>`; the token is compared as fixed-size SHA-256 digests
 //   with timingSafeEqual, so neither its content nor its length leaks through timing.

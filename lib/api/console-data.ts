@@ -1,4 +1,4 @@
-// The reads behind console v2 (issue 12), all from Postgres (the console works without Prometheus):
+// The reads behind console v2, all from Postgres (the console works without Prometheus):
 //   - counts per state and reason class, each one a filter of the paged list (DEAD is never
 //     hidden behind SKIPPED: every group is its own list);
 //   - the paged list of one state (and reason class), newest first, cursor = msg_id;

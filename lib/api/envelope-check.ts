@@ -3,7 +3,7 @@
 // The check is the one linear XML pass (lib/sis/scan.ts) over the whole text, then the envelope
 // read from a skeleton of the document (its root, its META element, a stand-in for the payload):
 // the full tree is never built here, so a 16 MB message costs its text, not a parse tree many
-// times its size. It is bounded (issue 15 item 2):
+// times its size. It is bounded:
 //   - a cheap element count first: more than MAX_ELEMENTS start tags → 413, nothing parsed;
 //   - messages over INLINE_BYTES are checked in one worker thread, one at a time, never on the
 //     event loop (/healthz and small messages keep answering); at most MAX_QUEUED wait;

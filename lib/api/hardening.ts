@@ -1,5 +1,4 @@
-// What the api adds to the process's HTTP server (lib/runtime/http.ts) — issue 15 item 6 and
-// issue 11 item 3:
+// What the api adds to the process's HTTP server (lib/runtime/http.ts):
 //   - security headers on every answer (@fastify/helmet): a Content-Security-Policy without
 //     inline script or style (an inline script of the console page would be allowed by its hash;
 //     today it has none: /ops/console.js and /ops/console.css), frame-ancestors 'none',

@@ -1,4 +1,4 @@
-// "What happened to message 1234?" (issue 12): one read of everything recorded about one inbox
+// "What happened to message 1234?": one read of everything recorded about one inbox
 // message — its inbox row (received, processed time written back), identity, every failed
 // attempt (PROC_ATTEMPT), terminal state and reason, the flights it changed with the fields
 // before -> after (FLIGHT_CHANGE), the outbox events of those versions with topic, partition and

@@ -1,4 +1,4 @@
-// The operator's view over HTTP (issue 12), bearer token like every /ops route:
+// The operator's view over HTTP, bearer token like every /ops route:
 //   GET /ops/messages/:id          → the message trace (lib/api/message-trace.ts); 404 unknown id
 //   GET /flights/:flid/timeline    → the flight timeline (lib/flight/timeline.ts); 404 nothing retained
 //   GET /ops/states                → counts per state and reason class

@@ -1,6 +1,6 @@
 // The time budget of one run of a duty (the pump's drain, an intake round loop, a backfill or
 // dispatch drain, a retention job): a run works until its budget is spent, then hands over to
-// the next run (lib/runtime/duty.ts re-schedules it). Defined once here (issue 13 item 4).
+// the next run (lib/runtime/duty.ts re-schedules it). Defined once here.
 // Budgets measure elapsed wall time (Date.now), never the injected business clock
 // (a test's frozen clock must not make a drain run forever).
 

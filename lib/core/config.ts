@@ -1,4 +1,4 @@
-// Configuration: every PARAM of the spec (reference.md) plus connection settings,
+// Configuration: every setting of the README's configuration table plus connection settings,
 // read from the environment once, validated, typed. Nothing else reads process.env.
 import { z } from 'zod';
 
@@ -166,7 +166,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 }
 
 /**
- * The typed parts of the configuration, one per concern (issue 13 item 6), declared once as
+ * The typed parts of the configuration, one per concern, declared once as
  * data: slice → field → key. A module receives the slice it uses (`slices(config).pump`),
  * never the whole Config; only the composition (workers/, lib/app/, lib/runtime/process.ts)
  * holds the whole object.
@@ -267,7 +267,7 @@ export function slices(config: Config): Slices {
   return s;
 }
 
-/** Start-up self-checks of pipeline.md. */
+/** Start-up self-checks: settings that contradict each other stop the process with the key named. */
 function selfCheck(c: Config): string[] {
   const p: string[] = [];
   const max = c['msgx.pipeline.max-attempts'];

@@ -1,4 +1,4 @@
-// Error classes of reference.md as data. Every failure of a message is one of these;
+// Error classes (docs/design.md "Failure classes") as data. Every failure of a message is one of these;
 // lib/pipeline/failures.ts decides the next state from the class, in one place.
 export type ErrorClass = 'MALFORMED' | 'PROTOCOL' | 'INFRA' | 'CODEC_ERROR' | 'INTERNAL';
 

@@ -1,4 +1,4 @@
-// Dead-letter actions (dispatch.md), shared by the CLI scripts, the HTTP routes and the
+// Dead-letter actions (docs/operations.md "Kafka dead letters"), shared by the CLI scripts, the HTTP routes and the
 // graphile-worker tasks:
 //   dispatch-replay  DEAD → PENDING (attempts 0): sent again in EVENT_ID order, and the FLID's
 //                    held events follow it;

@@ -1,4 +1,4 @@
-// Dispatch metrics (reference.md), prom-client default registry:
+// Dispatch metrics (names in docs/operations.md "Alerts"), prom-client default registry:
 //   msgx_dispatch_pending{target}   gauge    PENDING outbox rows (read from Postgres at scrape time)
 //   msgx_dispatch_dead{target}      gauge    DEAD outbox rows (dead letters, alert on > 0)
 //   msgx_dispatch_sent_total{target} counter events confirmed by Kafka and marked SENT

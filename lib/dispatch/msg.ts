@@ -1,4 +1,4 @@
-// msg topic round (dispatch.md "msg topic"): freeze a batch of due PENDING events that nothing
+// msg topic round (docs/consumers.md "msg topic"): freeze a batch of due PENDING events that nothing
 // holds (EVENT_ID order, never overtaking an earlier event of the same FLID), produce them with
 // key = FLID and value = the stored payload, and in the same transaction mark exactly the
 // acknowledged ones SENT (sent_at, partition, offset). A send that fails or times out while the

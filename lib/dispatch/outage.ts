@@ -1,4 +1,4 @@
-// A dispatcher's view of a Kafka outage (issue 14, items 3 and 5). A send that fails because
+// A dispatcher's view of a Kafka outage. A send that fails because
 // the broker cannot be reached puts the dispatcher in the "down" state: it logs that ONCE,
 // stops sending and probes Kafka every PROBE_INTERVAL_MS (lib/runtime/probe.ts) instead of
 // waiting out the events' backoff; a summary line every SUMMARY_EVERY_MS says it is still down.

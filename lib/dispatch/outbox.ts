@@ -1,5 +1,5 @@
 // Every transition of an outbox row (msg_event) made by the dispatchers and their operator
-// actions, one function each (flight-domain.md "Events", dispatch.md):
+// actions, one function each (docs/flight-state.md "Outbox", docs/consumers.md):
 //   PENDING --send acknowledged--> SENT          markSent (conditional on event_id + version)
 //   PENDING --send failed-------> PENDING+backoff | DEAD    markFailed
 //   PENDING --schd state too big-> DEAD           (markFailed with a forced DEAD)

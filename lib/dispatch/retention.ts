@@ -1,4 +1,4 @@
-// Retention of the outbox (dispatch.md "Retention"): SENT rows older than
+// Retention of the outbox (docs/consumers.md "Topic settings"): SENT rows older than
 // msgx.pipeline.event-retention (by SENT_AT) are deleted in bounded batches. DEAD rows stay
 // until an operator acts; SKIPPED rows stay as the record of that action; PENDING never goes.
 // Runs as a graphile-worker crontab task of the msg-dispatch process (the retention process

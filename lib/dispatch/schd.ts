@@ -1,4 +1,4 @@
-// schd topic round (dispatch.md "schd topic", C-9): up to msgx.schd.flush-limit due PENDING
+// schd topic round (docs/consumers.md "schd topic"): up to msgx.schd.flush-limit due PENDING
 // schd rows → their complete states from the consistent bulk loader (readFlights: one
 // statement, hence one snapshot) → records {"SCHD":{"RECS":n,"FLTR":[…]}} of at most
 // msgx.schd.max-record-bytes, fixed key, one send per record (Kafka's size limit applies to a

@@ -26,7 +26,7 @@ export async function connectKafka(rt: Runtime, spec: TopicSpec): Promise<KafkaE
   const kafka = createKafkaEdge(kafkaOptions(slices(rt.config).kafka, rt.log));
   const started = Date.now();
   let lastLog = 0;
-  // Short, capped waits: the dispatcher starts sending ≤ 2 s after Kafka answers (issue 14);
+  // Short, capped waits: the dispatcher starts sending ≤ 2 s after Kafka answers;
   // one log line at the first failure, then one a minute.
   for (let wait = 500, tries = 1; !rt.signal.aborted; wait = Math.min(wait * 2, 2000), tries++) {
     try {

@@ -22,7 +22,7 @@ export interface HandlerContext {
   env: Envelope;
   /** From the injected clock, once per batch. */
   now: Date;
-  /** The one part of the configuration a domain reads (issue 13 item 6). */
+  /** The one part of the configuration a domain reads. */
   airport: AirportConfig;
   log: Logger;
 }

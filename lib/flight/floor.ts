@@ -1,4 +1,4 @@
-// Version floor of purged FLIDs (lifecycle.md: "If the FLID reappears later, its STATE_VERSION
+// Version floor of purged FLIDs (docs/lifecycle.md: "If the FLID reappears later, its STATE_VERSION
 // continues above the archived one"). The history purge raises the floor in its transaction; the
 // flight store starts a flight it does not know from the floor instead of 0.
 import { pgRows, pgRun, type Executor } from '../db/statement.ts';

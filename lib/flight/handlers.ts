@@ -1,4 +1,4 @@
-// The flight domain as the pump sees it (pipeline.md step 4): SCHD DNLD/RESP (snapshot, applied
+// The flight domain as the pump sees it (docs/design.md "The pump's steps", business): SCHD DNLD/RESP (snapshot, applied
 // as a batch of its own), SCHD ADFT (set-only upsert), FLOP (merge; FDEL = delete path). Each
 // message is decoded to a command here (pure); a batch of them is applied by the planner
 // (plan.ts) through the session (session.ts) inside the pump's business transaction.

@@ -1,4 +1,4 @@
-// The snapshot ledger (flight-domain.md "Snapshot"; current-state-design.md §4–5), Postgres edge:
+// The snapshot ledger (docs/flight-state.md "Snapshot ledger"), Postgres edge:
 // SCHD_GEN (version + latest message per operation day), SCHD_GEN_FLID (roster of the latest
 // snapshot) and SCHD_SNAP_LOG. The decisions (deletion set per INV-7, version, replay = no-op)
 // are the planner's (plan.ts); validation happens before any write (INV-4, validateSnapshot).

@@ -1,4 +1,4 @@
-// Pure merge functions (flight-domain.md): state × patch → next state + the keys that changed.
+// Pure merge functions (docs/flight-state.md "Merge rules as implemented"): state × patch → next state + the keys that changed.
 // No I/O; time, message id and zone are passed in. A result with `changed` empty is "nothing
 // changed": same version, no event (G-FLOP-IDEMPOTENT).
 import { protocol } from '../core/errors.ts';

@@ -21,7 +21,7 @@ const KNOWN_TAGS: ReadonlySet<string> = new Set([
 const KNOWN_TYPES: ReadonlySet<string> = new Set(['FLOP', 'SCHD']);
 const KNOWN_STYPS: ReadonlySet<string> = new Set([...Object.keys(FLOP_STYPS), ...SCHD_SNAPSHOT_STYPS, SCHD_ADFT]);
 
-/** The unknown-tag series of a decoded flight message, labels bounded (issue 9 item 7). */
+/** The unknown-tag series of a decoded flight message, labels bounded. */
 export function unknownTagCounts(type: string, styp: string, notes: DecodeNotes): { type: string; styp: string; tag: string }[] {
   return notes.unknownTags.map((tag) => ({ type: boundedLabel(type, KNOWN_TYPES), styp: boundedLabel(styp, KNOWN_STYPS), tag: boundedLabel(tag, KNOWN_TAGS) }));
 }

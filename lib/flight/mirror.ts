@@ -1,4 +1,4 @@
-// Step 2 of the success path (pipeline.md 5.2, INV-10): bring Redis in line with Postgres for
+// The mirror step of the pump (docs/design.md "The pump's steps", INV-10): bring Redis in line with Postgres for
 // the flights a message addresses. Postgres is the truth (INV-5); Redis is never read back.
 // `msgx:flight:<FLID>` = complete state JSON for ACTIVE flights; DEL for DELETED / unknown ones.
 // The states the business transaction committed are written as they are (the pump is the only

@@ -1,4 +1,4 @@
-// THE rule table of the flight domain (flight-domain.md). Everything about a SIS flight tag is
+// THE rule table of the flight domain (docs/flight-state.md). Everything about a SIS flight tag is
 // declared here once: how it is decoded (kind, format, domain), which state key(s) it feeds,
 // what an empty tag means, which column/table stores it, collection keys and capacities, and
 // which FLOP STYP carries which tags. decode.ts, merge.ts, store.ts, read.ts and state.ts are
@@ -218,7 +218,7 @@ export function keysOf(rule: TagRule): string[] {
 }
 
 // ---------------------------------------------------------------------------------------------
-// FLOP STYPs (flight-domain.md "FLOP"): which tags each carries and what absence means.
+// FLOP STYPs (docs/flight-state.md "Merge rules as implemented"): which tags each carries and what absence means.
 
 export interface FlopStyp {
   /** Tags this STYP carries; other tags in its body are ignored and counted. */

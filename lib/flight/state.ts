@@ -1,4 +1,4 @@
-// The complete state of one flight and its JSON form (flight-domain.md "Events": the shape used
+// The complete state of one flight and its JSON form (docs/flight-state.md "The complete-state JSON": the shape used
 // by Redis, the schd topic and HTTP). Pure: no I/O.
 import { wallClock } from '../sis/values.ts';
 import { COLLECTIONS, SCALAR_KEYS, STATUS_KEYS } from './rules.ts';

@@ -1,4 +1,4 @@
-// "Why does flight CA1234 show gate 21?" (issue 12): every version of a flight still retained, in
+// "Why does flight CA1234 show gate 21?": every version of a flight still retained, in
 // order, with the message that made it (id, TYPE/STYP, time) and the fields it changed, before ->
 // after. Read from FLIGHT_CHANGE (kept msgx.pipeline.event-retention); a version whose change row
 // is gone or was never written (an age-purge tombstone) is still shown from its msg outbox event,

@@ -1,4 +1,4 @@
-// The retention process's graphile-worker task and crontab (lifecycle.md). One task runs every
+// The retention process's graphile-worker task and crontab (docs/lifecycle.md). One task runs every
 // job in order; each job has its own time budget, and a run cut short by a budget schedules the
 // next run at once (job_key: a burst coalesces). msgx.retention.schedule is the crontab.
 //
@@ -15,7 +15,7 @@
 //   schd_snap_log   snap-log.ts     receive time and scope end (operation day) older than msgx.snap-log.retention
 //   req_track       requests.ts     closed longer than msgx.req-track.retention
 //   schd_gen(_flid) ledger.ts       operation day older than purge-after and no roster flight of that day left
-//   flight_change,  trace-records.ts  see there (issue 12)
+//   flight_change,  trace-records.ts  see there
 //   proc_attempt
 //
 // The SENT outbox rows are msg-dispatch's job (lib/dispatch/retention.ts), not repeated here.

@@ -1,4 +1,4 @@
-// Retention of the trace records (issue 12), two jobs of the retention process:
+// Retention of the trace records, two jobs of the retention process:
 //   flight_change  CREATED_AT older than msgx.pipeline.event-retention (as long as the outbox
 //                  events of those versions are kept)
 //   proc_attempt   its PROC_STATE row is gone (purged by purgeProcState, US-11): the attempts

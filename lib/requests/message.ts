@@ -1,4 +1,4 @@
-// The SIS request messages written to COUTMSGS (sis-format.md "Requests"). Pure.
+// The SIS request messages written to COUTMSGS (docs/reference-data.md "Requests"). Pure.
 //   RQRD: TYPE RQRD, STYP = requested TYPE, <RQRD><RTYP>SLST</RTYP></RQRD>
 //   RQFD: TYPE RQFD, STYP NONE,  <RQFD><STDB>t</STDB><STDE>t</STDE></RQFD> (operation day bounds, DDMONYYHHMM local)
 import { formatDttm, formatSisTime, operationDayBounds } from '../sis/values.ts';

@@ -1,4 +1,4 @@
-// How inbound answers close requests (refdata-requests.md, US-09 AC2/AC3). Schedule answers
+// How inbound answers close requests (docs/reference-data.md "Requests"). Schedule answers
 // go through schedule-guard.ts; reference-data answers and EROR through here.
 import type { Executor } from '../db/statement.ts';
 import { findOpen, markDone, markFailed, type ReqTrackRow } from './track.ts';

@@ -1,4 +1,4 @@
-// REQ_TRACK transitions, one function per transition (refdata-requests.md, G-REQ-TRACK):
+// REQ_TRACK transitions, one function per transition (docs/reference-data.md "Requests"):
 //   PENDING ──insert confirmed──► SENT ──matching RESP/DNLD──► DONE
 //   PENDING|SENT ──newer request of the same kind──► EXPIRED
 //   PENDING|SENT ──EROR──► FAILED

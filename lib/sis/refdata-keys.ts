@@ -1,4 +1,4 @@
-// THE one table of truth for reference data (sis-format.md "Reference TYPEs and their keys").
+// THE one table of truth for reference data (docs/reference-data.md "Key table").
 // Record element = TYPE; key = first field. `repeated` children are always stored as arrays
 // (even with zero or one occurrence); `fields` are the tags seen in the sample corpus —
 // anything else is still stored, but reported as an unknown tag. Decoder, store, handlers,
@@ -70,7 +70,7 @@ export const REF_STYPS = {
 export type RefStyp = keyof typeof REF_STYPS;
 export type RefOperation = (typeof REF_STYPS)[RefStyp];
 
-// RSTA (resource status, SIS:3.14; format reconstructed in sis-format.md).
+// RSTA (resource status, SIS:3.14; format reconstructed from the design, not seen in samples: docs/reference-data.md "Resource status").
 export const RSTA_RESOURCE_TYPES = ['BELT', 'CNTR', 'GATE', 'STND'] as const;
 export type ResourceType = (typeof RSTA_RESOURCE_TYPES)[number];
 /** Which reference category lists the resources of an RSTA resource type (for "every known resource"). */

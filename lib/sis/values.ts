@@ -1,4 +1,4 @@
-// SIS value formats (sis-format.md "Values"). Local airport times carry no zone: they are
+// SIS value formats (docs/design.md "Glossary"). Local airport times carry no zone: they are
 // interpreted in msgx.airport.timezone. Pure functions; the zone is always passed in.
 import { protocol } from '../core/errors.ts';
 

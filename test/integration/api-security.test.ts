@@ -1,4 +1,4 @@
-// Issue 15 (API hardening) and issue 10 item 6 (no default token), through real HTTP against the
+// API hardening and the no-default-token rule, through real HTTP against the
 // real api process, configured as in production: a long token, development mode off.
 // Every hostile request of the issue is answered 400/401/413 as intended, the api's /healthz
 // stays under 100 ms while a hostile body is handled, operator actions and rejected tokens
@@ -179,7 +179,7 @@ describe('1. authentication before the body is read', () => {
     expect(r.json.reason).toMatch(/bearer token/);
   });
 
-  // The operator's view (issue 12): GET routes whose parameters are broken too. The guard runs in
+  // The operator's view: GET routes whose parameters are broken too. The guard runs in
   // onRequest, before parameters are validated or a handler looks at them: 401, never 400/404.
   // From an address of their own, so these failures do not use up 127.0.0.1's auth-failure budget.
   it.each([
@@ -385,7 +385,7 @@ describe('5. token rules', () => {
     expect((await http({ path: '/ops/summary', headers: AUTH })).status).toBe(200);
   });
 
-  it('issue 10/6: with neither MSGX_API_TOKEN nor MSGX_DEV_MODE the api refuses to start', async () => {
+  it('with neither MSGX_API_TOKEN nor MSGX_DEV_MODE the api refuses to start', async () => {
     const r = await spawnBare('api', {});
     expect(r.code).not.toBe(0);
     expect(r.out).toContain('MSGX_API_TOKEN is required');

@@ -1,4 +1,4 @@
-// R5 (quality-bars.md): the same inbox content processed twice from empty stores gives the same
+// R5 (RELIABILITY.md): the same inbox content processed twice from empty stores gives the same
 // state and the same event sequence. Clock-valued fields (UPDATED_AT, CREATED_AT, DELETED_AT,
 // updated_at of reference rows…) are removed; EVENT_IDs are compared by rank. The two runs use
 // different clocks, so that anything clock-dependent that is not declared as such shows up.

@@ -1,4 +1,4 @@
-// Issue 4 end to end: corpus + fixtures into the inbox, all six processes running, a real Kafka
+// End to end: corpus + fixtures into the inbox, all six processes running, a real Kafka
 // consumer applying the rules of docs/consumers.md to both topics ends with exactly the flights
 // and states of GET /all/flights. Every record it reads is validated against the contract,
 // docs/asyncapi.yaml (ajv), key and value.

@@ -1,4 +1,4 @@
-// Issue 3 end to end through the pipeline: the corpus SCHD DNLD first (it creates flights 15 and
+// The flight domain end to end through the pipeline: the corpus SCHD DNLD first (it creates flights 15 and
 // 16), a hand-written ADFT creating the other FLIDs the corpus FLOPs address, every corpus FLOP
 // in file order (each applied once for real), the FDEL sample last, then a FLOP for the deleted 15.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// R3 (quality-bars.md), API part: hostile bodies at POST /cminmsgs/send end as a 4xx with a
+// R3 (RELIABILITY.md), API part: hostile bodies at POST /cminmsgs/send end as a 4xx with a
 // reason, and nothing reaches the inbox; the api keeps serving and a good message after them
 // is inserted. The api is a worker entry, so it runs as a real process (test/support/processes.ts).
 // Also the api's edges: pathological bodies in parallel do not hold the envelope checker, integer
@@ -17,7 +17,7 @@ import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.t
 let s: TestServices;
 let api: Proc;
 const procs: Proc[] = [];
-const DEFAULT_MAX = 16_000_000; // msgx.inbox.max-message-bytes default (reference.md)
+const DEFAULT_MAX = 16_000_000; // msgx.inbox.max-message-bytes default (lib/core/config.ts)
 
 const enc = new TextEncoder();
 const bytes = (...parts: (string | number[])[]) => {

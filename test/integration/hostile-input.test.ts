@@ -1,4 +1,4 @@
-// R3 (quality-bars.md), pipeline part: hand-written bad messages, each followed by a good one,
+// R3 (RELIABILITY.md), pipeline part: hand-written bad messages, each followed by a good one,
 // all injected into the inbox and run through intake → pump → backfill with the real handler
 // registry. Every bad message ends DEAD/SKIPPED with a reason that names the problem (tag and
 // value where there is one), writes nothing (no flight row, no ledger, no outbox event, no
@@ -278,7 +278,7 @@ function hostile(): Omit<Entry, 'bad'>[] {
       /^PROTOCOL: SDAT="30FEB26" is not DDMONYY$/,
     ),
     skipped('EROR with no open request', msg('EROR', 'SCHD', '<EROR>unknown request</EROR>'), /^no-open-request$/),
-    // --- issue 9 item 1: parser traps are the message's fault (MALFORMED at once, never CODEC_ERROR retried) ---
+    // --- parser traps are the message's fault (MALFORMED at once, never CODEC_ERROR retried) ---
     dead(
       'element named __proto__',
       flop('REMC', '101', '<REMC>X</REMC><__proto__>x</__proto__>'),
@@ -311,7 +311,7 @@ function hostile(): Omit<Entry, 'bad'>[] {
       /^MALFORMED: not well-formed XML: '<' is not allowed in the value of attribute A of <GCOD>/,
     ),
     dead("']]>' in text", flop('REMC', '101', '<REMC>a ]]> b</REMC>'), /^MALFORMED: not well-formed XML: "\]\]>" is not allowed in text \(line 3, col \d+\)$/),
-    // --- issue 9 item 2: character references (decoded; to a character XML forbids: MALFORMED) ---
+    // --- character references (decoded; to a character XML forbids: MALFORMED) ---
     dead(
       'character reference to a lone surrogate',
       flop('REMC', '101', '<REMC>&#xD800;</REMC>'),
@@ -328,11 +328,11 @@ function hostile(): Omit<Entry, 'bad'>[] {
       flop('GTDT', '103', '<GTDT GTNO="&#xFFFE;"><GATE>G1</GATE></GTDT>'),
       /^MALFORMED: not well-formed XML: character reference &#xFFFE; names a character not allowed in XML/,
     ),
-    // --- issue 9 item 5: an EROR fails only the request it names by kind and TYPE (an RQRD for SLST is open) ---
+    // --- an EROR fails only the request it names by kind and TYPE (an RQRD for SLST is open) ---
     skipped('EROR naming RQFD while only an RQRD is open', msg('EROR', 'RQFD', '<EROR>no schedule</EROR>'), /^no-open-request$/),
     skipped('EROR naming a TYPE no open RQRD asked for', msg('EROR', 'GLST', '<EROR>no such list</EROR>'), /^no-open-request$/),
     skipped('EROR naming something we never request', msg('EROR', 'ZZZZ', '<EROR>?</EROR>'), /^no-open-request$/),
-    // --- issue 9 item 6: every collection has a capacity; MAXP is not negative ---
+    // --- every collection has a capacity; MAXP is not negative ---
     dead(
       '100 DELY elements (capacity 99)',
       flop(
@@ -385,17 +385,17 @@ function hostile(): Omit<Entry, 'bad'>[] {
     good('<DELY></DELY> (no delays)', flop('DELY', '104', '<DELY></DELY>')),
     good('spaces around =, tabs, lower-case month, trailing newlines', `${flop('GTDT', '104', '<GTDT\tGTNO = "1" ><GATE> G2 </GATE>\n\t<PGOT>01dec260700</PGOT></GTDT>')}\n\n  \n`),
     good('6 ROUT points (SIS max; 4 kept)', flop('ROUT', '104', route('ROUT', 6))),
-    good('issue 9 item 2: character references decoded (REMC on 105)', flop('REMC', '105', '<REMC>&#x4E2D;&#25991;&#65;</REMC>')),
-    good('issue 9 item 2: character reference in a raw SRVT fragment, &amp;#65; stays text (105)', flop('SRVT', '105', '<SRVT><SRTC>&#x57;CHR</SRTC><SRQT>&amp;#65;</SRQT></SRVT>')),
+    good('character references decoded (REMC on 105)', flop('REMC', '105', '<REMC>&#x4E2D;&#25991;&#65;</REMC>')),
+    good('character reference in a raw SRVT fragment, &amp;#65; stays text (105)', flop('SRVT', '105', '<SRVT><SRTC>&#x57;CHR</SRTC><SRQT>&amp;#65;</SRQT></SRVT>')),
     good(
-      'issue 9 item 4: RSTA without STDT whose EDDT passed before the pump got to it (stored, expired)',
+      'RSTA without STDT whose EDDT passed before the pump got to it (stored, expired)',
       msg('RSTA', 'DNLD', '<RSTA><RTYP>GATE</RTYP><RSID>G1</RSID><STAT>D</STAT><EDDT>01DEC260730</EDDT></RSTA>', { dttm: '20261201070000' }),
     ),
     good(
-      'issue 9 item 4: RSTA without STDT whose EDDT passed before it was sent (stored, expired)',
+      'RSTA without STDT whose EDDT passed before it was sent (stored, expired)',
       msg('RSTA', 'DNLD', '<RSTA><RTYP>GATE</RTYP><RSID>G2</RSID><STAT>D</STAT><EDDT>01DEC260600</EDDT></RSTA>', { dttm: '20261201070000' }),
     ),
-    good('issue 9 item 7: unknown tags in a FLOP and a reference record', flop('REMC', '104', '<REMC>T</REMC><ZZQ1>1</ZZQ1><Zz-Random-7>2</Zz-Random-7>')),
+    good('unknown tags in a FLOP and a reference record', flop('REMC', '104', '<REMC>T</REMC><ZZQ1>1</ZZQ1><Zz-Random-7>2</Zz-Random-7>')),
     good('Chinese text and a comment after </MSG>', `${flop('REMC', '104', '<REMC>航班延误 — 天气原因</REMC>')}<!-- trailing comment -->`),
   ];
 }
@@ -441,7 +441,7 @@ describe('R3 hostile input through the pipeline', () => {
   beforeAll(async () => {
     s = await openServices();
     await resetAll();
-    // an open RQRD for SLST: the EROR cases must leave it open (issue 9 item 5)
+    // an open RQRD for SLST: the EROR cases must leave it open
     openRqrd = (await createRequest(s.db, { ...requestSettings(config), now: clock.now(), spec: { kind: 'RQRD', rtype: 'SLST' } })).request.id;
     entries.push(...setup());
     hostile().forEach((h, i) => {
@@ -526,19 +526,19 @@ describe('R3 hostile input through the pipeline', () => {
     expect(glst).toContain('G2');
     expect(glst).not.toContain('G3');
     expect(glst).not.toContain('G9');
-    // the only resource statuses are the two valid expired RSTA windows (issue 9 item 4)
+    // the only resource statuses are the two valid expired RSTA windows
     expect((await sql<{ rsid: string }>`select rsid from res_status order by rsid`.execute(s.db)).rows.map((r) => r.rsid)).toEqual(['G1', 'G2']);
     expect(await count(sql<{ n: number }>`select count(*)::int n from schs_season`)).toBe(0);
   });
 
-  it('issue 9 item 2: character references are decoded once, as XML requires (stored value and raw fragment)', async () => {
+  it('character references are decoded once, as XML requires (stored value and raw fragment)', async () => {
     const [f105] = (await sql<{ remc: string }>`select remc from flight_schd where flid = '105'`.execute(s.db)).rows;
     expect(f105.remc).toBe('中文A');
     const raw = await sql<{ xml: string }>`select xml from flight_raw_fragment where flid = '105' and fragment_kind = 'SRVT' order by ordinal`.execute(s.db);
     expect(raw.rows.map((r) => r.xml)).toEqual(['<SRVT><SRTC>WCHR</SRTC><SRQT>&amp;#65;</SRQT></SRVT>']);
   });
 
-  it('issue 9 item 4: an RSTA window already over is stored and reported expired, whatever the processing time', async () => {
+  it('an RSTA window already over is stored and reported expired, whatever the processing time', async () => {
     const rows = await sql<{ rsid: string; stat: string; stdt: Date | null; eddt: Date }>`select rsid, stat, stdt, eddt from res_status order by rsid`.execute(s.db);
     expect(rows.rows).toEqual([
       { rsid: 'G1', stat: 'D', stdt: new Date('2026-11-30T23:00:00Z'), eddt: new Date('2026-11-30T23:30:00Z') }, // from its DTTM 07:00, over at 07:30
@@ -551,11 +551,11 @@ describe('R3 hostile input through the pipeline', () => {
     ]);
   });
 
-  it('issue 9 item 5: the EROR messages naming another kind or TYPE left the open RQRD open', async () => {
+  it('the EROR messages naming another kind or TYPE left the open RQRD open', async () => {
     expect((await getRequest(s.db, openRqrd))?.state).toBe('PENDING');
   });
 
-  it('issue 9 item 7: no metric label carries a string taken from the message (unknown tags, kinds)', async () => {
+  it('no metric label carries a string taken from the message (unknown tags, kinds)', async () => {
     const values = (await metrics.decodeUnknownTags.get()).values;
     const labels = values.flatMap((v) => Object.values(v.labels).map(String));
     expect(labels.filter((l) => /ZZQ1|Zz-Random|ZZZZ|WXYZ|XXXX/.test(l))).toEqual([]);

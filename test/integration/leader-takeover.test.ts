@@ -1,4 +1,4 @@
-// Issue 14, item 2: a leader whose network dies must not hold the pipeline for hours. Two real
+// A leader whose network dies must not hold the pipeline for hours. Two real
 // intake processes, the active one reaching Postgres through a fault proxy; the proxy breaks
 // its path (half-open: the client side is reset while the server keeps the session and its
 // advisory lock; black hole: bytes stop moving). The stand-by must see the stale heartbeat, end

@@ -1,4 +1,4 @@
-// Issue 9 item 7: unknown tags are counted once per message, after the business commit, with
+// Unknown tags are counted once per message, after the business commit, with
 // bounded labels — a rolled-back (retried) attempt counts nothing.
 import { metrics } from '../../lib/runtime/metrics.ts';
 import { afterAll, beforeAll, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// Issue 11 item 3: the HTTP API as an OpenAPI document. The real api (with intake and pump, so
+// The HTTP API as an OpenAPI document. The real api (with intake and pump, so
 // that flights and reference data exist) serves GET /openapi.json; every route is in it, and
 // real answers of every documented operation are validated (ajv) against the document's
 // response schema of their status code.
@@ -156,7 +156,7 @@ describe('GET /openapi.json', () => {
     expect(String((await call('get', '/ops/console.js', '/ops/console.js', { auth: false })).json)).toContain('sessionStorage');
     expect(String((await call('get', '/ops/console.css', '/ops/console.css', { auth: false })).json)).toContain('{');
 
-    // the operator's view (issue 12): a message trace, a flight timeline, counts, a list page, the last hour
+    // the operator's view: a message trace, a flight timeline, counts, a list page, the last hour
     await waitFor(
       'the SCHD message terminal',
       async () => (await (await fetch(`http://127.0.0.1:${api.port}/ops/messages/${schdId}`, { headers: AUTH })).json()).state?.state === 'SUCCEEDED',

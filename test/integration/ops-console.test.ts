@@ -1,4 +1,4 @@
-// Console v2 (issue 12) in a real headless Chromium (Debian's, driven by playwright-core): the
+// Console v2 in a real headless Chromium (Debian's, driven by playwright-core): the
 // operator searches a message and reads its trace, opens a flight's timeline (a deleted one and an
 // archived one), pages through DEAD messages that more recent SKIPPED ones do not hide, replays a
 // DEAD(PROTOCOL) message — cancelled at the confirmation, then confirmed with force — and a

@@ -1,4 +1,4 @@
-// R2 (issue 14): outages of every service while the real processes run — WITHOUT touching the
+// R2: outages of every service while the real processes run — WITHOUT touching the
 // machine's servers. Each process reaches Postgres, MariaDB, Redis and Kafka through a TCP fault
 // proxy (test/support/fault-proxy.ts); Kafka is a private broker of this file advertised through
 // its proxy. The proxies refuse, black-hole or half-open the paths. Beside it all a psql /
@@ -134,7 +134,7 @@ describe("outages through a fault proxy (R2): the machine's services are never t
       MSGX_PIPELINE_BACKOFF: '200ms,500ms,1s,2s',
       MSGX_PIPELINE_INFRA_ALERT_AFTER: '3s',
       MSGX_PIPELINE_BACKFILL_BACKOFF: '500ms,1s,2s',
-      // the default ladder (1s,5s,30s,2m,10m): recovery must not wait for it (issue 14 item 3)
+      // the default ladder (1s,5s,30s,2m,10m): recovery must not wait for it
       MSGX_DISPATCH_MAX_ATTEMPTS: '3', // an outage far longer than this ladder must still not make DEAD
       MSGX_IO_TIMEOUT: '2s',
     };

@@ -119,7 +119,7 @@ describe('RSTA', () => {
     expect(await statusAt(db, { type: 'STND', at: NOW })).toEqual([]);
   });
 
-  it('no STDT = from the message time (META/DTTM 08:00 local), not from when it was processed (issue 9 item 4)', async () => {
+  it('no STDT = from the message time (META/DTTM 08:00 local), not from when it was processed', async () => {
     await apply(rsta('DNLD', ['<RTYP>BELT</RTYP><RSID>3</RSID><STAT>D</STAT>']), new Date('2026-12-01T05:00:00Z'));
     const st = async (iso: string) => (await statusAt(db, { type: 'BELT', at: at(iso) }))[0].status;
     expect([await st('2026-11-30T23:59:59Z'), await st('2026-12-01T00:00:00Z'), await st('2027-01-01T00:00:00Z')]).toEqual(['E', 'D', 'D']);

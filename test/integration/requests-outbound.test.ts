@@ -156,7 +156,7 @@ describe('COUTMSGS', () => {
   });
 });
 
-describe('issue 9 item 3: one request job = one request', () => {
+describe('one request job = one request', () => {
   const silent = new Logger(() => () => {});
   /** The outbox as seen by a worker whose first INSERT commits but whose answer is lost. */
   const answerLostOnce = (): Pool => {

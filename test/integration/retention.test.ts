@@ -1,4 +1,4 @@
-// Lifecycle jobs (lifecycle.md) against the real Postgres, MariaDB and Redis, with a ManualClock:
+// Lifecycle jobs (docs/lifecycle.md) against the real Postgres, MariaDB and Redis, with a ManualClock:
 // eligibility edges of every object, the evidence each deletion needs, and the history purge
 // (archive, tombstone, schd row, Redis key, version floor, concurrency, D1).
 import { sql } from 'kysely';

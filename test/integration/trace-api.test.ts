@@ -1,4 +1,4 @@
-// Issue 12 over real HTTP (the api process): the message trace, the flight timeline (live,
+// The operator view over real HTTP (the api process): the message trace, the flight timeline (live,
 // deleted, archived), counts per state and reason, the paged list and the last-hour charts, from
 // hand-written records of the kind the pump writes (test/support/trace-fixtures.ts).
 import { Ajv, type ValidateFunction } from 'ajv';

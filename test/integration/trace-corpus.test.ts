@@ -1,4 +1,4 @@
-// Issue 12 "must show", end to end: the third-party corpus through the real pump (the order of
+// The operator view end to end: the third-party corpus through the real pump (the order of
 // flight-corpus.test.ts, so every FLOP applies for real: the SCHD DNLD, a hand-written ADFT
 // creating the other FLIDs, every FLOP, the FDEL sample last), then the trace and the timeline
 // over HTTP from the api process. The pump's own outbox is the yardstick: every msg event a

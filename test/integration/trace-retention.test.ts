@@ -1,4 +1,4 @@
-// Retention of the trace records (issue 12) in the retention process's run: FLIGHT_CHANGE after
+// Retention of the trace records in the retention process's run: FLIGHT_CHANGE after
 // msgx.pipeline.event-retention (edge to the second), PROC_ATTEMPT with its PROC_STATE row.
 import { sql } from 'kysely';
 import type pg from 'pg';

@@ -14,7 +14,7 @@ export function testEnv(overrides: Record<string, string> = {}, logLevel = proce
     REDIS_URL: TEST_REDIS_URL,
     KAFKA_BROKERS: TEST_KAFKA,
     MSGX_API_TOKEN: 'test-token',
-    // The short test token needs development mode (it is never the default: issue 10 item 6);
+    // The short test token needs development mode (it is never the default);
     // test/integration/api-security.test.ts runs the api as in production.
     MSGX_DEV_MODE: 'true',
     MSGX_REQUESTS_DAILY_SCHEDULE_AT: '',

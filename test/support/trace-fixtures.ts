@@ -1,4 +1,4 @@
-// Hand-written records of the kind the pump writes for the trace and the timeline (issue 12):
+// Hand-written records of the kind the pump writes for the trace and the timeline:
 // PROC_STATE rows, PROC_ATTEMPT rows, FLIGHT_CHANGE rows and their outbox events, a live flight,
 // a deleted one and an archived (purged) one. Used by the API and browser tests until the pump
 // writes them itself (the corpus test checks the pump's own records).

@@ -1,4 +1,4 @@
-// One home for SQL (issue 13 item 2): outside lib/sql/ (statement text) and lib/db/ (the runner
+// One home for SQL: outside lib/sql/ (statement text) and lib/db/ (the runner
 // and the connections), no module of lib/ or workers/ writes SQL or uses Kysely's builder.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';

@@ -119,7 +119,7 @@ describe('intake', () => {
   });
 });
 
-describe('intake gaps and the full scan (issue 10 item 4)', () => {
+describe('intake gaps and the full scan', () => {
   it('each gap has its own settle time: passing an old gap never passes a new one', async () => {
     await putInbox(s.inbox, sisMessage(), { id: 1 });
     await putInbox(s.inbox, sisMessage(), { id: 3 }); // gap 2, first seen now

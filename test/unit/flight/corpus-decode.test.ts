@@ -10,7 +10,7 @@ import { CORPUS_DIR, corpusMessages, corpusPresent, CTX, t, TZ } from './helpers
 const messages = corpusMessages()
   .filter((m) => /<TYPE>\s*(FLOP|SCHD)\s*<\/TYPE>/.test(m.xml))
   .map((m) => ({ ...m, env: decodeEnvelope(m.xml) }));
-// The invalid FLAB sample `<FLAB ARES=""></FLAB>` is NOT in this list: flight-domain.md names
+// The invalid FLAB sample `<FLAB ARES=""></FLAB>` is NOT in this list: docs/flight-state.md names
 // exactly that form as "clear" (see docs/flight-state.md, decisions).
 const INVALID = [{ styp: 'FDIV', marker: 'DDIR="TOO"', detail: /DDIR="TOO" is not one of TO\/FROM/ }];
 
@@ -45,7 +45,7 @@ describe.runIf(corpusPresent)(`corpus ${CORPUS_DIR}`, () => {
     expect(ok).toBe(70);
   });
 
-  it('the FLAB sample ARES="" decodes as clear (flight-domain.md), FDEL as delete', () => {
+  it('the FLAB sample ARES="" decodes as clear (docs/flight-state.md), FDEL as delete', () => {
     const flab = messages.find((m) => m.env.styp === 'FLAB' && m.xml.includes('ARES=""'))!;
     expect(decodeFlop(flab.env, { timeZone: TZ }).patch).toEqual({ ARES: null, FLAB: null });
     const fdel = messages.find((m) => m.env.styp === 'FDEL')!;

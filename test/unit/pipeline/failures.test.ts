@@ -5,7 +5,7 @@ import { loadConfig, slices } from '../../../lib/core/config.ts';
 
 const config = loadConfig({}); // backoff 1s,5s,30s,2m; max-attempts 5
 
-describe('failure decisions (error-class table of reference.md)', () => {
+describe('failure decisions (failure classes of docs/design.md)', () => {
   it.each([
     ['MALFORMED', 0, 0, { next: 'DEAD', reason: 'MALFORMED: x', countAttempt: false }],
     ['PROTOCOL', 3, 3, { next: 'DEAD', reason: 'PROTOCOL: x', countAttempt: false }],

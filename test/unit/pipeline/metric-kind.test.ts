@@ -1,4 +1,4 @@
-// Issue 9 item 7: metric labels never carry strings chosen by the sender.
+// Metric labels never carry strings chosen by the sender.
 import { describe, expect, it } from 'vitest';
 import { buildRegistry, metricKind } from '../../../lib/app/composition.ts';
 

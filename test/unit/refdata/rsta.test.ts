@@ -49,7 +49,7 @@ describe('decodeRsta', () => {
       expect(f?.detail).toMatch(detail);
     });
 
-  it('issue 9 item 4: no STDT and EDDT already past at the message time: stored as expired, never refused', () => {
+  it('no STDT and EDDT already past at the message time: stored as expired, never refused', () => {
     // sent at 08:00 local, "disabled until 07:30": the window was over when it was sent
     const u = decodeRsta(msg('DNLD', rec('<RTYP>GATE</RTYP><RSID>7</RSID><STAT>D</STAT><EDDT>01DEC260730</EDDT>')), TZ);
     expect(u).toEqual([{ rtyp: 'GATE', rsid: '7', stat: 'D', stdt: null, eddt: new Date('2026-11-30T23:30:00Z'), remk: null }]);

@@ -30,7 +30,7 @@ describe('SIS values', () => {
   });
 });
 
-describe('DST (issue 9 item 8): zones with daylight saving time', () => {
+describe('DST: zones with daylight saving time', () => {
   it.each([
     // spring gap: the wall time does not exist → forward by the gap
     ['29MAR260230', 'Europe/Berlin', '2026-03-29T01:30:00.000Z', '29MAR260330'],
