@@ -1,5 +1,5 @@
 -- Up Migration
--- PROC_STATE: one row per inbox message (pipeline.md "Records"). Head of queue =
+-- PROC_STATE: one row per inbox message (docs/design.md). Head of queue =
 -- smallest msg_id whose state is PENDING or FAILED.
 CREATE TABLE proc_state (
   msg_id                    bigint PRIMARY KEY,              -- = CMINMSGS_ID

@@ -1,5 +1,5 @@
 -- Up Migration
--- Flight domain (flight-domain.md). Column names = SIS tags lower-cased; lib/flight/rules.ts is
+-- Flight domain (docs/flight-state.md). Column names = SIS tags lower-cased; lib/flight/rules.ts is
 -- the one table that maps tags to these columns (test/integration/flight-schema.test.ts checks
 -- that every rule has its column).
 
@@ -171,7 +171,7 @@ CREATE TABLE flight_raw_fragment (
   PRIMARY KEY (flid, fragment_kind, ordinal)
 );
 
--- Snapshot ledger (flight-domain.md "Snapshot"): per operation day the snapshot version, the
+-- Snapshot ledger (docs/flight-state.md "Snapshot ledger"): per operation day the snapshot version, the
 -- latest snapshot's message, and the roster of that snapshot.
 CREATE TABLE schd_gen (
   operation_day    date PRIMARY KEY,
@@ -203,7 +203,7 @@ CREATE TABLE schd_snap_log (
 );
 CREATE INDEX schd_snap_log_created ON schd_snap_log (created_at);
 
--- Outbox (flight-domain.md "Events"). EVENT_ID from one global sequence; every writer holds
+-- Outbox (docs/flight-state.md "Outbox"). EVENT_ID from one global sequence; every writer holds
 -- PIPELINE_LOCK, so ID order = commit order.
 CREATE SEQUENCE msg_event_id_seq START 1;
 CREATE TABLE msg_event (

@@ -1,5 +1,5 @@
 -- Up Migration
--- REQ_TRACK: outbound requests to the AODB (refdata-requests.md, US-09, G-REQ-TRACK).
+-- REQ_TRACK: outbound requests to the AODB (docs/reference-data.md "Requests").
 -- PENDING → SENT → DONE | EXPIRED | FAILED; PENDING → EXPIRED. One open (PENDING/SENT)
 -- slot per kind (RQRD, RQFD), enforced by a partial unique index.
 CREATE TABLE req_track (

@@ -1,5 +1,5 @@
 -- Up Migration
--- Static reference data (refdata-requests.md, US-13): the logical REF_MASTER keyed (RTYPE, RKEY).
+-- Static reference data (docs/reference-data.md): the logical REF_MASTER keyed (RTYPE, RKEY).
 -- One table for every category (lib/refdata/keys.ts is the table of truth for types and keys);
 -- the record is the whole SIS record as JSON (encoding in docs/reference-data.md), repeated
 -- children included. admin-api reads one category by the primary-key prefix (rtype).

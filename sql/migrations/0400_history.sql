@@ -1,5 +1,5 @@
 -- Up Migration
--- Lifecycle (lifecycle.md, US-14, D1): the flight history store and what the purge leaves behind.
+-- Lifecycle (docs/lifecycle.md): the flight history store and what the purge leaves behind.
 
 -- FLIGHT_HISTORY: one row per purged flight = its complete state JSON (the shape of Redis, the schd
 -- topic and HTTP) at the version it had when archived. Written in the same transaction that

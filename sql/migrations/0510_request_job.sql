@@ -1,5 +1,5 @@
 -- Up Migration
--- One `request` job = one request (issue 9 item 3): the graphile-worker job that created a
+-- One `request` job = one request: the graphile-worker job that created a
 -- request is recorded with it, so a retried job finds its own request and reconciles it
 -- instead of creating (and sending) a second one. NULL for requests made by an operator
 -- directly (CLI, POST /requests: their job carries the request id already).

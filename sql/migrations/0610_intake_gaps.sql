@@ -1,5 +1,5 @@
 -- Up Migration
--- Intake ID gaps, each with its own settle time (issue 10 item 4):
+-- Intake ID gaps, each with its own settle time:
 --   gaps         open gaps above the watermark, [{"lo":n,"hi":n,"seen":iso}] — each waited for
 --                msgx.intake.gap-settle from its own first sighting;
 --   passed_gaps  gaps intake moved past, [{"lo":n,"hi":n,"at":iso}] — rechecked for rows that
