@@ -1,7 +1,6 @@
 // intake: inbox → PENDING PROC_STATE rows; wakes the pump. Single active instance.
 import { TASK } from '../lib/core/tasks.ts';
 import { intakeLoop } from '../lib/pipeline/intake.ts';
-import { createAodbPool } from '../lib/db/mysql.ts';
 import { LOCKS } from '../lib/db/postgres.ts';
 import { runProcess } from '../lib/runtime/process.ts';
 import { sleep } from '../lib/runtime/leader.ts';
@@ -13,11 +12,14 @@ const BUDGET_MS = 55_000;
 await runProcess({
   name: 'intake',
   leaderLock: LOCKS.INTAKE_LEADER,
+  needs: ['mariadb'],
   kick: [TASK.intake],
   keepAlive: [TASK.intake],
   tasks: async (rt, leader) => {
-    const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: slices(rt.config).io.timeoutMs });
-    const deps = { db: rt.db, inbox, clock: rt.clock, intake: slices(rt.config).intake, log: rt.log };
+    const inbox = rt.edges.aodbPool();
+    // a failed round: one line, then at most one a minute; none while MariaDB or Postgres is known away
+    const roundFailed = (e: unknown) => void rt.health.quiet('intake-round', e, 'intake round failed; retrying next round', ['mariadb', 'postgres']);
+    const deps = { db: rt.db, inbox, clock: rt.clock, intake: slices(rt.config).intake, log: rt.log, roundFailed };
     const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
     return {
       tasks: {

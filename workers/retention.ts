@@ -1,10 +1,8 @@
 // retention: lifecycle and purge jobs (lib/lifecycle, lifecycle.md) on msgx.retention.schedule.
 // Any number of instances: graphile-worker runs the job once, and the history purge takes its own
 // try-lock (HISTORY_PURGE_LEADER) plus PIPELINE_LOCK per batch on a dedicated connection.
-import { ConfigError, slices } from '../lib/core/config.ts';
-import { createAodbPool } from '../lib/db/mysql.ts';
+import { ConfigError } from '../lib/core/config.ts';
 import { connectClient, createSessionDb } from '../lib/db/postgres.ts';
-import { createRedis } from '../lib/db/redis.ts';
 import { RETENTION_TASK } from '../lib/core/tasks.ts';
 import { retentionSettings } from '../lib/lifecycle/common.ts';
 import { retentionCrontab, retentionTasks } from '../lib/lifecycle/tasks.ts';
@@ -21,11 +19,12 @@ try {
 
 await runProcess({
   name: 'retention',
+  needs: ['mariadb', 'redis'],
   kick: [RETENTION_TASK],
   crontab: (config) => retentionCrontab(config),
   tasks: async (rt) => {
-    const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: slices(rt.config).io.timeoutMs });
-    const redis = createRedis(rt.config.REDIS_URL, slices(rt.config).io.timeoutMs);
+    const inbox = rt.edges.aodbPool();
+    const redis = rt.edges.redis();
     const deps = { db: rt.db, inbox, redis, clock: rt.clock, ...retentionSettings(rt.config), log: rt.log };
     // The purge's session-level locks live on a connection of its own, opened per run.
     const openSession = async () => {
