@@ -106,15 +106,6 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
   const log = createLogger(spec.name, config['msgx.log.level']);
   log.info({ node: process.version, pid: process.pid, database: redactUrl(config.DATABASE_URL) }, `${spec.name} starting`);
   const abort = new AbortController();
-  // graphile-worker can reject an internal promise nobody awaits while Postgres restarts (e.g.
-  // failing a job as the pool dies). That must not take the process down: the leader loop and
-  // graphile-worker's own retries recover once Postgres is back. Logged loudly, counted.
-  // graphile-worker prints a stack with console.trace when its worker dies of a connection error
-  // (the runner is replaced, see startRunner): one quiet line instead.
-  console.trace = (...args: unknown[]) => void rt.health.quiet('console-trace', args[0], 'graphile-worker: a worker ended with an error', 'postgres');
-  process.on('unhandledRejection', (reason) => {
-    log.error({ err: reason }, 'unhandled promise rejection (continuing; the duty recovers on its own)');
-  });
   const pool = createPool(config.DATABASE_URL, { max: 8, name: spec.name });
   // Readiness per dependency, one line when one goes away / comes back (lib/runtime/health.ts).
   const health = new Health({ log });
@@ -135,6 +126,16 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
     },
   };
   const rt: Runtime = { name: spec.name, config, log, clock: systemClock, pool, db: createDb(pool), signal: abort.signal, health, edges };
+  // graphile-worker prints a stack with console.trace when its worker dies of a connection error
+  // (the runner is replaced, see startRunner): one quiet line instead.
+  console.trace = (...args: unknown[]) => void rt.health.quiet('console-trace', args[0], 'graphile-worker: a worker ended with an error', 'postgres');
+  // graphile-worker can reject an internal promise nobody awaits while Postgres restarts (e.g.
+  // failing a job as the pool dies). That must not take the process down: the leader loop and
+  // graphile-worker's own retries recover once Postgres is back. Logged once, then at most once
+  // a minute with the count (an outage makes many of the same).
+  process.on('unhandledRejection', (reason) => {
+    rt.health.quiet('unhandled-rejection', reason, 'unhandled promise rejection (continuing; the duty recovers on its own)');
+  });
 
   exportProcessMetrics(spec.name, [], { readOnly: config['msgx.inbox.read-only'] });
   registerConditions(rt, spec);
