@@ -7,6 +7,7 @@ import { RETENTION_TASK } from '../lib/core/tasks.ts';
 import { retentionSettings } from '../lib/lifecycle/common.ts';
 import { retentionCrontab, retentionTasks } from '../lib/lifecycle/tasks.ts';
 import { loadConfigOrExit, runProcess } from '../lib/runtime/process.ts';
+import { withDeadline } from '../lib/runtime/leader.ts';
 
 // Validate msgx.retention.schedule before anything starts (a bad value names the key, exit 2).
 try {
@@ -29,7 +30,9 @@ await runProcess({
     // The purge's session-level locks live on a connection of its own, opened per run.
     const openSession = async () => {
       const client = await connectClient(rt.config.DATABASE_URL, 'retention-purge');
-      return { db: createSessionDb(client), close: () => client.end().catch(() => {}) };
+      // end() waits for the server's goodbye: bounded, then the socket is destroyed (a frozen path)
+      const close = () => withDeadline(client.end(), 2000, 'purge session end').catch(() => (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy());
+      return { db: createSessionDb(client), close };
     };
     return {
       tasks: retentionTasks(deps, openSession, rt.signal),
