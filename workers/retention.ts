@@ -2,7 +2,7 @@
 // Any number of instances: graphile-worker runs the job once, and the history purge takes its own
 // try-lock (HISTORY_PURGE_LEADER) plus PIPELINE_LOCK per batch on a dedicated connection.
 import { ConfigError } from '../lib/core/config.ts';
-import { connectClient, createSessionDb } from '../lib/db/postgres.ts';
+import { createSessionDb } from '../lib/db/postgres.ts';
 import { RETENTION_TASK } from '../lib/core/tasks.ts';
 import { retentionSettings } from '../lib/lifecycle/common.ts';
 import { retentionCrontab, retentionTasks } from '../lib/lifecycle/tasks.ts';
@@ -29,7 +29,7 @@ await runProcess({
     const deps = { db: rt.db, inbox, redis, clock: rt.clock, ...retentionSettings(rt.config), log: rt.log };
     // The purge's session-level locks live on a connection of its own, opened per run.
     const openSession = async () => {
-      const client = await connectClient(rt.config.DATABASE_URL, 'retention-purge');
+      const client = await rt.edges.pgSession('retention-purge'); // watched: a frozen session is closed and ended on the server
       // end() waits for the server's goodbye: bounded, then the socket is destroyed (a frozen path)
       const close = () => withDeadline(client.end(), 2000, 'purge session end').catch(() => (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy());
       return { db: createSessionDb(client), close };

@@ -10,10 +10,14 @@
 // idle connection of the pool is closed as well: the next calls run on new connections. A
 // statement the server is still running is left alone (statement_timeout bounds it). When the
 // server cannot be reached on a fresh connection either, nothing is destroyed: that is an
-// outage, not a frozen path, and the calls fail on their own.
+// outage, not a frozen path, and the calls fail on their own. The server keeps the session of a
+// frozen connection (its transaction, its locks) until its keepalives give up: the watchdog
+// ends the sessions it abandons (pg_terminate_backend) from its fresh connection. Dedicated
+// connections (a purge session holding locks) are watched the same way (`adopt`).
 import type pg from 'pg';
 import { connectClient, createSessionDb } from '../db/postgres.ts';
-import { pgRows } from '../db/statement.ts';
+import { pgRows, pgRun } from '../db/statement.ts';
+import * as Locks from '../sql/locks.ts';
 import * as Probe from '../sql/probe.ts';
 import { withDeadline } from './leader.ts';
 
@@ -22,6 +26,8 @@ export const SUSPECT_MS = 2000;
 const EVERY_MS = 1000;
 /** Among the other busy connections, a call waiting at least this long on an idle backend is stuck too. */
 const STUCK_MIN_MS = 1000;
+/** On reset, a call younger than this is left alone (its backend may not have read it yet). */
+const RESET_MIN_MS = 500;
 
 interface Inflight {
   n: number;
@@ -37,6 +43,8 @@ export interface PoolWatch {
    * share is suspect): close every idle connection now and sweep the busy ones at once.
    */
   reset(): Promise<void>;
+  /** Watch a dedicated connection (a session holding locks) the same way while it is open. */
+  adopt(c: pg.Client): void;
 }
 
 export function watchPool(pool: pg.Pool, o: { url: string; onStuck?: (err: Error) => void; timeoutMs?: number }): PoolWatch {
@@ -55,9 +63,13 @@ export function watchPool(pool: pg.Pool, o: { url: string; onStuck?: (err: Error
   timer.unref();
   return {
     stop: () => clearInterval(timer),
+    adopt: (c) => {
+      track(c as Client, inflight);
+      c.once('end', () => inflight.delete(c as Client));
+    },
     reset: async () => {
       for (const [c, f] of inflight) if (f.n === 0) destroy(c);
-      await sweep(inflight, o.url, timeoutMs, o.onStuck, 0);
+      await sweep(inflight, o.url, timeoutMs, o.onStuck, RESET_MIN_MS);
     },
   };
 }
@@ -93,8 +105,8 @@ async function sweep(inflight: Map<Client, Inflight>, url: string, timeoutMs: nu
   const now = Date.now();
   const busy = [...inflight.entries()].filter(([c, f]) => f.n > 0 && now - f.since >= minAgeMs && c.processID);
   if (busy.length === 0) return;
-  let states: Map<number, { state: string | null; wait_event: string | null }>;
   let check: pg.Client | undefined;
+  let states: Map<number, { state: string | null; wait_event: string | null }>;
   try {
     check = await withDeadline(connectClient(url, 'pool-watch'), timeoutMs, 'pool watch connect');
     const rows = await withDeadline(
@@ -108,11 +120,11 @@ async function sweep(inflight: Map<Client, Inflight>, url: string, timeoutMs: nu
     );
     states = new Map(rows.map((r) => [r.pid, r]));
   } catch {
-    return; // the server cannot be reached at all: an outage, the calls fail on their own
-  } finally {
     if (check) void withDeadline(check.end(), 500, 'end').catch(() => destroy(check!));
+    return; // the server cannot be reached at all: an outage, the calls fail on their own
   }
   let stuck = 0;
+  const orphans: number[] = [];
   for (const [c, f] of busy) {
     const s = states.get(c.processID!);
     const dead = !s || (s.state !== 'active' && s.state !== 'fastpath function call') || s.wait_event === 'ClientWrite';
@@ -120,11 +132,16 @@ async function sweep(inflight: Map<Client, Inflight>, url: string, timeoutMs: nu
     stuck++;
     onStuck?.(
       new Error(
-        `a pooled Postgres connection (backend ${c.processID}) waited ${Math.round((Date.now() - f.since) / 100) / 10} s while the server says ${s ? `${s.state}${s.wait_event ? `/${s.wait_event}` : ''}` : 'the backend is gone'}: its path is frozen; connection closed`,
+        `a Postgres connection (backend ${c.processID}) waited ${Math.round((Date.now() - f.since) / 100) / 10} s while the server says ${s ? `${s.state}${s.wait_event ? `/${s.wait_event}` : ''}` : 'the backend is gone'}: its path is frozen; connection closed`,
       ),
     );
+    if (s) orphans.push(c.processID!);
     destroy(c);
   }
+  // The server keeps a frozen connection's session (its transaction, its locks) until its own
+  // keepalives give up: end the sessions we just abandoned, from the fresh connection.
+  for (const pid of orphans) await withDeadline(pgRun(createSessionDb(check), Locks.terminateBackend, pid, 0), timeoutMs, 'terminate').catch(() => {});
+  void withDeadline(check.end(), 500, 'end').catch(() => destroy(check!));
   if (stuck === 0) return;
   // Its siblings opened before the same fault are likely frozen too: start over on new connections.
   for (const [c, f] of inflight) if (f.n === 0) destroy(c);

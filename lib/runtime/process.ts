@@ -6,7 +6,7 @@ import type pg from 'pg';
 import { ConfigError, loadConfig, redactUrl, slices, type Config } from '../core/config.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { createAodbPool, dropIdle, type Inbox } from '../db/mysql.ts';
-import { createDb, createPool, type Db } from '../db/postgres.ts';
+import { connectClient, createDb, createPool, type Db } from '../db/postgres.ts';
 import { createRedis, reconnectRedis, type Redis } from '../db/redis.ts';
 import { pgRows, pgRun } from '../db/statement.ts';
 import * as Jobs from '../sql/jobs.ts';
@@ -53,6 +53,8 @@ export interface Runtime {
   edges: {
     aodbPool(opts?: { connectionLimit?: number }): Inbox;
     redis(): Redis;
+    /** A dedicated Postgres connection (session locks), watched like the pool's. */
+    pgSession(name: string): Promise<pg.Client>;
   };
 }
 
@@ -123,6 +125,11 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
       const r = createRedis(config.REDIS_URL, io.timeoutMs, { onFault: health.reporter('redis') });
       health.onDown('redis', () => reconnectRedis(r));
       return r;
+    },
+    pgSession: async (name) => {
+      const c = await connectClient(config.DATABASE_URL, name);
+      poolWatch.adopt(c);
+      return c;
     },
   };
   const rt: Runtime = { name: spec.name, config, log, clock: systemClock, pool, db: createDb(pool), signal: abort.signal, health, edges };
