@@ -11,7 +11,6 @@ import { inboxRoutes } from '../lib/api/inbox-routes.ts';
 import { opsRoutes } from '../lib/api/ops-routes.ts';
 import { CONSOLE_SCRIPT_SOURCES, consoleRoutes } from '../lib/api/console.ts';
 import { traceRoutes } from '../lib/api/trace-routes.ts';
-import { createAodbPool } from '../lib/db/mysql.ts';
 import { replayReport, resumeReport, type ReplayRequest, type ResumeRequest } from '../lib/pipeline/operator.ts';
 import { loadConfigOrExit, runProcess } from '../lib/runtime/process.ts';
 import { refdataRoutes } from '../lib/api/refdata-routes.ts';
@@ -33,6 +32,7 @@ try {
 
 await runProcess({
   name: 'api',
+  needs: ['mariadb'], // POST /cminmsgs/send, the inbox and trace reads, requests to the AODB
   http: async (app, rt) => {
     const { token, who, dev } = apiToken(slices(rt.config).http); // throws (no start) without a proper token outside dev mode
     if (dev) rt.log.warn({ who }, `development mode (MSGX_DEV_MODE=true)${rt.config.MSGX_API_TOKEN ? '' : ': MSGX_API_TOKEN is empty, token "dev" accepted'}`);
@@ -40,7 +40,7 @@ await runProcess({
     await hardenApi(app, { scriptSources: CONSOLE_SCRIPT_SOURCES, log: rt.log });
     auditRoutes(app, audit);
     const guard = bearerGuard(app, { token, who, audit });
-    const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: slices(rt.config).io.timeoutMs });
+    const inbox = rt.edges.aodbPool();
     app.addHook('onClose', () => inbox.end());
 
     // Registering a route (also for new route files): every route is a plugin or lives in one
@@ -68,7 +68,7 @@ await runProcess({
   },
   crontab: (config) => requestsCrontab(requestSettings(config)) || '# no daily schedule request (msgx.requests.daily-schedule-at is empty)',
   tasks: async (rt) => {
-    const outbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: slices(rt.config).io.timeoutMs });
+    const outbox = rt.edges.aodbPool();
     const replay: Task = async (payload) => {
       const r = await replayReport(rt.db, rt.clock, payload as ReplayRequest, { inbox: outbox, timeoutMs: slices(rt.config).io.timeoutMs });
       rt.log.info({ msgIds: r.done }, 'replay task: messages back to PENDING');

@@ -1,6 +1,5 @@
 // backfill: writes the processing time back into CMINMSGS (idempotent; any number of instances).
 import { TASK } from '../lib/core/tasks.ts';
-import { createAodbPool } from '../lib/db/mysql.ts';
 import { backfillDrain } from '../lib/pipeline/backfill.ts';
 import { runProcess } from '../lib/runtime/process.ts';
 import { dutyTask } from '../lib/runtime/duty.ts';
@@ -10,10 +9,11 @@ const BUDGET_MS = 30_000;
 
 await runProcess({
   name: 'backfill',
+  needs: ['mariadb'],
   kick: [TASK.backfill],
   keepAlive: [TASK.backfill],
   tasks: async (rt) => {
-    const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: slices(rt.config).io.timeoutMs });
+    const inbox = rt.edges.aodbPool();
     const deps = { db: rt.db, inbox, clock: rt.clock, backfill: slices(rt.config).backfill, log: rt.log };
     return {
       tasks: {

@@ -1,7 +1,6 @@
 // intake: inbox → PENDING PROC_STATE rows; wakes the pump. Single active instance.
 import { TASK } from '../lib/core/tasks.ts';
 import { intakeLoop } from '../lib/pipeline/intake.ts';
-import { createAodbPool } from '../lib/db/mysql.ts';
 import { LOCKS } from '../lib/db/postgres.ts';
 import { runProcess } from '../lib/runtime/process.ts';
 import { sleep } from '../lib/runtime/leader.ts';
@@ -16,11 +15,14 @@ const HELD_RETRY_MS = 2_000;
 await runProcess({
   name: 'intake',
   leaderLock: LOCKS.INTAKE_LEADER,
+  needs: ['mariadb'],
   kick: [TASK.intake],
   keepAlive: [TASK.intake],
   tasks: async (rt, leader) => {
-    const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: slices(rt.config).io.timeoutMs });
-    const deps = { db: rt.db, inbox, clock: rt.clock, intake: slices(rt.config).intake, log: rt.log };
+    const inbox = rt.edges.aodbPool();
+    // a failed round: one line, then at most one a minute; none while MariaDB or Postgres is known away
+    const roundFailed = (e: unknown) => void rt.health.quiet('intake-round', e, 'intake round failed; retrying next round', ['mariadb', 'postgres']);
+    const deps = { db: rt.db, inbox, clock: rt.clock, intake: slices(rt.config).intake, log: rt.log, roundFailed };
     const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
     // Postgres restored from a backup (lib/pipeline/restore.ts): nothing is taken in while held (the watermark stays below the lost range)
     const restore = new RestoreWatch({ db: rt.db, inbox, inboxReadOnly: slices(rt.config).inbox.readOnly, clock: rt.clock, timeoutMs: slices(rt.config).io.timeoutMs, log: rt.log });

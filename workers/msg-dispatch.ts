@@ -13,6 +13,7 @@ const TASK = DISPATCH_TASK.msg;
 
 await runProcess({
   name: 'msg-dispatch',
+  needs: ['kafka'],
   kick: [TASK],
   keepAlive: [TASK],
   crontab: () => RETENTION_CRONTAB,

@@ -3,10 +3,8 @@
 // The head gauges are refreshed by a timer on the pool, apart from the pump's loop.
 import { TASK } from '../lib/core/tasks.ts';
 import { buildMirror, buildRegistry } from '../lib/app/composition.ts';
-import { createAodbPool } from '../lib/db/mysql.ts';
 import { createSessionDb, LOCKS } from '../lib/db/postgres.ts';
 import { pgRun } from '../lib/db/statement.ts';
-import { createRedis } from '../lib/db/redis.ts';
 import { refreshHeadGauges } from '../lib/pipeline/gauges.ts';
 import { drain, pumpSettings } from '../lib/pipeline/pump.ts';
 import { crashAt } from '../lib/runtime/crash.ts';
@@ -29,11 +27,13 @@ const LOCK_TIMEOUT = '20s';
 await runProcess({
   name: 'pump',
   leaderLock: LOCKS.PUMP_LEADER,
+  needs: ['mariadb', 'redis'],
   kick: [TASK.pump],
   keepAlive: [TASK.pump],
   tasks: async (rt, leader) => {
-    const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: slices(rt.config).io.timeoutMs });
-    const redis = createRedis(rt.config.REDIS_URL, slices(rt.config).io.timeoutMs);
+    // each edge destroys a connection whose call timed out (a frozen path) and says so to readiness
+    const inbox = rt.edges.aodbPool();
+    const redis = rt.edges.redis();
     const session = createSessionDb(leader!.client);
     await pgRun(session, Locks.setSessionTimeouts, STATEMENT_TIMEOUT, LOCK_TIMEOUT);
     const crash = crashAt(rt.config['msgx.test.crash-at']);

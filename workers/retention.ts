@@ -1,16 +1,15 @@
-// retention: lifecycle and purge jobs (lib/lifecycle, lifecycle.md) on msgx.retention.schedule.
+// retention: lifecycle and purge jobs (lib/lifecycle, docs/lifecycle.md) on msgx.retention.schedule.
 // Any number of instances: graphile-worker runs the job once, and the history purge takes its own
 // try-lock (HISTORY_PURGE_LEADER) plus PIPELINE_LOCK per batch on a dedicated connection.
 import { ConfigError, slices } from '../lib/core/config.ts';
-import { createAodbPool } from '../lib/db/mysql.ts';
-import { connectClient, createSessionDb } from '../lib/db/postgres.ts';
-import { createRedis } from '../lib/db/redis.ts';
+import { createSessionDb } from '../lib/db/postgres.ts';
 import { RETENTION_TASK } from '../lib/core/tasks.ts';
 import { retentionSettings } from '../lib/lifecycle/common.ts';
 import { retentionCrontab, retentionTasks } from '../lib/lifecycle/tasks.ts';
 import { loadConfigOrExit, runProcess } from '../lib/runtime/process.ts';
 import { RestoreWatch } from '../lib/pipeline/restore.ts';
 import type { Task } from 'graphile-worker';
+import { withDeadline } from '../lib/runtime/leader.ts';
 
 // Validate msgx.retention.schedule before anything starts (a bad value names the key, exit 2).
 try {
@@ -23,16 +22,19 @@ try {
 
 await runProcess({
   name: 'retention',
+  needs: ['mariadb', 'redis'],
   kick: [RETENTION_TASK],
   crontab: (config) => retentionCrontab(config),
   tasks: async (rt) => {
-    const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: slices(rt.config).io.timeoutMs });
-    const redis = createRedis(rt.config.REDIS_URL, slices(rt.config).io.timeoutMs);
+    const inbox = rt.edges.aodbPool();
+    const redis = rt.edges.redis();
     const deps = { db: rt.db, inbox, redis, clock: rt.clock, ...retentionSettings(rt.config), log: rt.log };
     // The purge's session-level locks live on a connection of its own, opened per run.
     const openSession = async () => {
-      const client = await connectClient(rt.config.DATABASE_URL, 'retention-purge');
-      return { db: createSessionDb(client), close: () => client.end().catch(() => {}) };
+      const client = await rt.edges.pgSession('retention-purge'); // watched: a frozen session is closed and ended on the server
+      // end() waits for the server's goodbye: bounded, then the socket is destroyed (a frozen path)
+      const close = () => withDeadline(client.end(), 2000, 'purge session end').catch(() => (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy());
+      return { db: createSessionDb(client), close };
     };
     // Postgres restored from a backup (lib/pipeline/restore.ts): the history purge would tombstone
     // flights at versions already on the msg topic with other content, so no run while held.

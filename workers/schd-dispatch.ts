@@ -10,6 +10,7 @@ const TASK = DISPATCH_TASK.schd;
 
 await runProcess({
   name: 'schd-dispatch',
+  needs: ['kafka'],
   kick: [TASK],
   keepAlive: [TASK],
   tasks: async (rt) => {

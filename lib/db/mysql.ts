@@ -1,14 +1,23 @@
 // MySQL edge: the pool on the AODB inbox CMINMSGS and outbox COUTMSGS. Zone-less DATETIME columns
 // hold airport local time; the session time zone is set explicitly and values are passed as
 // strings. The statements: lib/sql/inbox.ts, lib/sql/coutmsgs.ts.
+//
+// Every call has a deadline (timeoutMs, or the call's own `timeout` when longer): getting a
+// connection and the query on it. A query that does not answer in time leaves its connection
+// with a command the server may never answer (a frozen path): that connection is destroyed,
+// never given back to the pool, and so are the pool's idle connections (opened before the same
+// fault, likely frozen too); the next call opens a new one. `onFault` hears of each such timeout
+// (the process's readiness, lib/runtime/health.ts).
 import mysql from 'mysql2/promise';
 
 export type Inbox = mysql.Pool;
 
+type QueryArgs = Parameters<mysql.Pool['query']>;
+
 /** A pool on the AODB interface database, which holds both the inbox (CMINMSGS) and the outbox (COUTMSGS). */
-export function createAodbPool(url: string, opts: { timeoutMs: number; connectionLimit?: number }): Inbox {
+export function createAodbPool(url: string, opts: { timeoutMs: number; connectionLimit?: number; onFault?: (err: Error) => void }): Inbox {
   const u = new URL(url);
-  return mysql.createPool({
+  const pool = mysql.createPool({
     host: u.hostname,
     port: Number(u.port || 3306),
     user: decodeURIComponent(u.username || 'root'),
@@ -25,4 +34,58 @@ export function createAodbPool(url: string, opts: { timeoutMs: number; connectio
     charset: 'utf8mb4',
     enableKeepAlive: true,
   });
+  const bounded =
+    (name: 'query' | 'execute') =>
+    async (...args: QueryArgs) => {
+      const own = typeof args[0] === 'object' && args[0] !== null ? (args[0] as { timeout?: number }).timeout : undefined;
+      const ms = Math.max(opts.timeoutMs, own ?? 0);
+      const getting = pool.getConnection();
+      const conn = await deadline(getting, ms, 'mariadb connection').catch((e) => {
+        getting.then(
+          (late) => late.release(),
+          () => {},
+        );
+        throw e;
+      });
+      try {
+        const r = await deadline((conn[name] as (...a: unknown[]) => Promise<unknown>)(...(args as unknown[])), ms, `mariadb ${name}`);
+        conn.release();
+        return r;
+      } catch (e) {
+        const err = e as Error & { code?: string; fatal?: boolean };
+        if (err.code === 'ETIMEDOUT' || err.code === 'PROTOCOL_SEQUENCE_TIMEOUT' || err.fatal) {
+          conn.destroy();
+          if (err.code === 'ETIMEDOUT' || err.code === 'PROTOCOL_SEQUENCE_TIMEOUT') {
+            dropIdle(pool);
+            opts.onFault?.(err);
+          }
+        } else conn.release();
+        throw e;
+      }
+    };
+  return new Proxy(pool, {
+    get(target, prop, receiver) {
+      if (prop === 'query' || prop === 'execute') return bounded(prop);
+      return Reflect.get(target, prop, receiver);
+    },
+  });
+}
+
+/** Close the idle connections of the pool (the next call opens a new one). */
+export function dropIdle(pool: mysql.Pool): void {
+  const free = (pool as unknown as { pool?: { _freeConnections?: { toArray(): { destroy(): void }[] } } }).pool?._freeConnections;
+  for (const c of free?.toArray() ?? []) c.destroy();
+}
+
+async function deadline<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(Object.assign(new Error(`${what} did not answer within ${ms} ms`), { code: 'ETIMEDOUT' })), ms))),
+    ]);
+  } finally {
+    clearTimeout(timer);
+    p.catch(() => {});
+  }
 }

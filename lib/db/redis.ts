@@ -1,19 +1,50 @@
 // Redis edge: a client whose commands fail fast (bounded by msgx.io.timeout) instead of queueing
 // forever while Redis is down — the pump must see the failure and hold the head (INV-10).
-import { Redis } from 'ioredis';
+//
+// A command that times out means the connection did not answer: on a frozen path (NAT / firewall
+// state lost, failover behind a virtual IP) it never will, and ioredis alone would keep sending
+// every later command down the same socket. So a timeout destroys the socket: ioredis reconnects
+// (retryStrategy) on a NEW connection and the next command runs there. `onFault` hears of it
+// (the process's readiness, lib/runtime/health.ts).
+import { Redis, type RedisOptions } from 'ioredis';
 
-export function createRedis(url: string, timeoutMs: number): Redis {
-  const r = new Redis(url, {
+type Sent = Parameters<Redis['sendCommand']>;
+
+class SelfHealingRedis extends Redis {
+  onFault?: (err: Error) => void;
+
+  override sendCommand(...args: Sent): ReturnType<Redis['sendCommand']> {
+    const [command] = args;
+    const stream = (this as unknown as { stream?: { destroy(): void } }).stream;
+    command.promise.catch((e: Error) => {
+      if (e?.message !== 'Command timed out') return;
+      // only the socket the command went down (a reconnect may have replaced it already)
+      if ((this as unknown as { stream?: unknown }).stream === stream) stream?.destroy();
+      this.onFault?.(e);
+    });
+    return super.sendCommand(...args);
+  }
+}
+
+export function createRedis(url: string, timeoutMs: number, o: { onFault?: (err: Error) => void } = {}): Redis {
+  const options = {
     commandTimeout: timeoutMs,
     connectTimeout: timeoutMs,
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
     lazyConnect: false,
     keepAlive: 10_000, // TCP keepalive after 10 s idle: a half-open connection does not linger
-    retryStrategy: (times) => Math.min(times * 200, 2000),
-  });
+    retryStrategy: (times: number) => Math.min(times * 200, 2000),
+  } satisfies RedisOptions;
+  const r = new SelfHealingRedis(url, options);
+  r.onFault = o.onFault;
   r.on('error', () => {}); // surfaced per command
   return r;
+}
+
+/** Start over on a new connection (the current one may hang on a frozen path): ioredis reconnects. */
+export function reconnectRedis(r: Redis): void {
+  (r as unknown as { stream?: { destroy(): void } }).stream?.destroy();
 }
 
 export type { Redis };

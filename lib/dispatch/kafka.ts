@@ -115,12 +115,15 @@ export interface KafkaOptions {
   /** retention.ms of the topics the gateway creates (msgx.pipeline.event-retention). */
   retentionMs?: number;
   log: Logger;
+  /** Hears of each call that did not answer in time (its producer is thrown away): the process's readiness. */
+  onFault?: (err: Error) => void;
 }
 
 const WEEK_MS = 7 * 24 * 3600 * 1000;
 
-export function kafkaOptions(config: Slices['kafka'], log: Logger): KafkaOptions {
+export function kafkaOptions(config: Slices['kafka'], log: Logger, onFault?: (err: Error) => void): KafkaOptions {
   return {
+    onFault,
     brokers: config.brokers
       .split(',')
       .map((b) => b.trim())
@@ -189,6 +192,7 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
         acks = await withTimeout(left, kafkaTimeout(`send to ${topic}`), p.send({ topic, messages, acks: -1, timeout: o.timeoutMs }));
       } catch (e) {
         discard();
+        if (e instanceof KafkaTimeoutError) o.onFault?.(e);
         throw e;
       }
       const partitions = messages.map((m) => placed.get(m) ?? -1);

@@ -23,7 +23,7 @@ export const DRAIN_BUDGET_MS = 30_000;
  */
 export async function connectKafka(rt: Runtime, spec: TopicSpec): Promise<KafkaEdge> {
   const topic = spec.topic;
-  const kafka = createKafkaEdge(kafkaOptions(slices(rt.config).kafka, rt.log));
+  const kafka = createKafkaEdge(kafkaOptions(slices(rt.config).kafka, rt.log, rt.health.reporter('kafka')));
   const started = Date.now();
   let lastLog = 0;
   // Short, capped waits: the dispatcher starts sending ≤ 2 s after Kafka answers;

@@ -34,6 +34,8 @@ export interface IntakeDeps {
   /** msgx.pipeline.claim-batch / idle-poll / inbox-retention, msgx.intake.*, msgx.io.timeout. */
   intake: Slices['intake'];
   log: Logger;
+  /** How a failed round is logged (the process's quiet outage log, lib/runtime/health.ts); default: one error line each. */
+  roundFailed?: (err: unknown) => void;
 }
 
 export interface RoundResult {
@@ -222,7 +224,8 @@ export async function intakeLoop(d: IntakeDeps, budgetMs: number, shouldStop: ()
     } catch (e) {
       // An unreadable inbox is never "no new messages": nothing is marked, the round is retried.
       metrics.intakeErrors.inc();
-      d.log.error({ err: e }, 'intake round failed; retrying next round');
+      if (d.roundFailed) d.roundFailed(e);
+      else d.log.error({ err: e }, 'intake round failed; retrying next round');
     }
     await sleep(d.intake.idlePollMs);
   }

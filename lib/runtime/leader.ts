@@ -8,10 +8,13 @@
 // defaults). So:
 //   - the leader runs `select 1` on its lock session every HEARTBEAT_MS; every statement moves
 //     the session's pg_stat_activity.state_change, which is the heartbeat the others read;
-//   - if a heartbeat does not answer within the deadline the leader asks the server on a fresh
-//     connection whether its session still holds the lock and is busy with a statement (a
-//     legitimately long one); if not — or if that cannot be asked either — it stops the duty
-//     at once and stands by again (its session is destroyed, never reused);
+//   - if a heartbeat does not answer within SUSPECT_MS (2 s) the leader asks the server on a
+//     fresh connection whether its session still holds the lock and is busy with a statement (a
+//     legitimately long one; then it asks again every beat); if not — or if that cannot be
+//     asked either — it stops the duty at once and stands by again: its session is destroyed,
+//     never reused, and ended on the server from a fresh connection (on a frozen path the
+//     server keeps it, holding the lock, until its keepalives give up), so that the next
+//     attempt takes the lock at once instead of waiting for the session to look stale;
 //   - a stand-by that finds the lock held by a session that is idle (or idle in transaction)
 //     with no activity for longer than the deadline, or running one statement far past
 //     statement_timeout, ends that backend (pg_terminate_backend) and takes the lock.
@@ -32,6 +35,8 @@ export interface LeaderHandle {
 
 /** A heartbeat every second; a leader silent for longer than the deadline is stale. */
 export const LEADER_TIMING = { heartbeatMs: 1000, deadlineMs: 6000, pollMs: 1000 } as const;
+/** A heartbeat unanswered for this long makes the leader ask the server whether its session is busy. */
+export const SUSPECT_MS = 2000;
 
 export async function runAsLeader(opts: {
   url: string;
@@ -41,6 +46,8 @@ export async function runAsLeader(opts: {
   /** Start the duty; returns a function that stops it. */
   start: (h: LeaderHandle) => Promise<() => Promise<void>>;
   signal: AbortSignal;
+  /** Called the moment a tenure ends with the session lost (not on shutdown): e.g. start the pool over on new connections. */
+  onLost?: () => Promise<void>;
   pollMs?: number;
   heartbeatMs?: number;
   deadlineMs?: number;
@@ -86,7 +93,12 @@ export async function runAsLeader(opts: {
       tenure.abort(); // the duty's loops stop now, not at the end of their budget
       opts.signal.removeEventListener('abort', onShutdown);
       if (why !== 'shutdown') destroy(c); // never reuse a session that stopped answering
-      await stop();
+      // A session that stopped answering while the server could be asked (a frozen path): the
+      // server keeps it, holding the lock; end it from a fresh connection. (A connection that
+      // failed outright is left to the stale check of the next attempt.)
+      const ended = why.startsWith('no heartbeat answer') ? endOldSession(opts.url, opts.name, pid, Math.min(deadline, 2000), opts.log) : Promise.resolve();
+      const reset = why === 'shutdown' ? Promise.resolve() : (opts.onLost?.().catch(() => {}) ?? Promise.resolve());
+      await Promise.all([stop(), ended, reset]);
     } catch (e) {
       opts.log.error({ err: e }, `${opts.name}: leadership loop error; retrying`);
       if (client) destroy(client);
@@ -117,21 +129,29 @@ async function tryTake(session: Db, key: number, deadline: number, log: Logger, 
 /** Resolves with the reason the session is considered lost ('shutdown' when the tenure ends). */
 async function heartbeatLoop(o: { session: Db; url: string; name: string; lockKey: number; pid: number; beat: number; deadline: number; signal: AbortSignal; log: Logger }): Promise<string> {
   let pending: Promise<unknown> | null = null;
+  let answered = false;
   let since = 0;
+  let warned = false;
+  const suspect = Math.min(SUSPECT_MS, o.deadline);
   while (!o.signal.aborted) {
     await sleep(o.beat, o.signal);
     if (o.signal.aborted) break;
     if (!pending) {
       since = Date.now();
+      answered = false;
+      warned = false;
       // A server error (e.g. inside a transaction the duty aborted) is still an answer.
       pending = pgRun(o.session, Probe.select1).then(
-        () => {},
+        () => {
+          answered = true;
+        },
         (e: Error & { code?: string }) => {
           if (!e.code) throw e;
+          answered = true;
         },
       );
     }
-    const left = Math.max(0, since + o.deadline - Date.now());
+    const left = Math.max(0, since + suspect - Date.now());
     const outcome = await Promise.race([
       pending.then(
         () => 'ok' as const,
@@ -146,8 +166,10 @@ async function heartbeatLoop(o: { session: Db; url: string; name: string; lockKe
     if (outcome !== 'late') return outcome;
     // Late: a long statement of the duty, or a dead path? Ask the server on a fresh connection.
     const busy = await stillBusy(o).catch((e: Error) => `cannot reach the server: ${e.message}`);
-    if (busy !== true) return `no heartbeat answer within ${o.deadline} ms (${busy})`;
-    o.log.warn({ backend: o.pid, waitingMs: Date.now() - since }, `${o.name}: heartbeat waits behind a long statement`);
+    if (answered) continue; // the answer came while we asked (a busy event loop, not a dead path)
+    if (busy !== true) return `no heartbeat answer within ${Date.now() - since} ms (${busy})`;
+    if (!warned) o.log.warn({ backend: o.pid, waitingMs: Date.now() - since }, `${o.name}: heartbeat waits behind a long statement`);
+    warned = true;
   }
   return 'shutdown';
 }
@@ -162,6 +184,20 @@ async function stillBusy(o: { url: string; name: string; lockKey: number; pid: n
     return row.state === 'active' ? true : `the session is ${row.state} yet did not answer`;
   } finally {
     await endClient(c);
+  }
+}
+
+/** End our own former session on the server (it may hold the lock on a frozen path); bounded, best effort. */
+async function endOldSession(url: string, name: string, pid: number, deadline: number, log: Logger): Promise<void> {
+  let c: pg.Client | undefined;
+  try {
+    c = await withDeadline(connectClient(url, `${name}-end-old`), deadline, 'connect');
+    const r = await withDeadline(pgOne(createSessionDb(c), Locks.terminateBackend, pid, deadline), deadline, 'terminate');
+    if (r?.terminated) log.warn({ backend: pid }, `${name}: ended the former leader session on the server`);
+  } catch {
+    // unreachable: a later lock attempt ends it as stale (tryTake)
+  } finally {
+    if (c) await endClient(c);
   }
 }
 

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import client from 'prom-client';
 import type { ProcessName } from './process.ts';
+import { dependencyUp } from './health.ts';
 
 const { Counter, Gauge, Histogram, register } = client;
 const registers: client.Registry[] = [];
@@ -89,7 +90,7 @@ export const metrics = {
   postgresUp: new Gauge({
     registers,
     name: 'msgx_postgres_up',
-    help: '1 while this process reaches Postgres (a select 1 every 2 s on its own connection, 1.5 s deadline), 0 while it does not',
+    help: '1 while this process reaches Postgres (a select 1 every 2 s on its own connection, 1.5 s deadline), 0 while it does not; the same as msgx_dependency_up{dependency="postgres"}',
   }),
   postgresDownSeconds: new Gauge({
     registers,
@@ -153,7 +154,7 @@ function initialiseLabelSets(name: ProcessName): void {
  * of other modules it owns), Node's default metrics and msgx_build_info{version,node,process}.
  */
 export function exportProcessMetrics(name: ProcessName, extra: client.Metric[] = [], opts: { readOnly?: boolean } = {}): void {
-  const own = [...OWNED[name], metrics.postgresUp, metrics.postgresDownSeconds, ...extra];
+  const own = [...OWNED[name], metrics.postgresUp, metrics.postgresDownSeconds, dependencyUp, ...extra];
   if (name === 'backfill' && !opts.readOnly) own.push(metrics.backfillPending, metrics.backfillOverLimit); // not ours to mark on a read-only instance
   for (const m of own) {
     const n = (m as unknown as { name: string }).name;

@@ -147,6 +147,10 @@ export class PostgresWatch {
   since = new Date();
   lastError: string | null = null;
   private client: pg.Client | null = null;
+  /** Whether a connection from an earlier check is open (the next check reuses it). */
+  get connected(): boolean {
+    return this.client !== null;
+  }
   /** Statements on `client` (lib/sql/probe.ts). */
   private session: Db | null = null;
   private timer: NodeJS.Timeout | null = null;
@@ -216,3 +220,141 @@ export class PostgresWatch {
     (c as unknown as { connection?: { stream?: { destroy(): void } } } | null)?.connection?.stream?.destroy();
   }
 }
+
+/**
+ * Marks a failure on a connection that answered earlier checks (`kept`): the signature of a
+ * frozen path, which the next check, on a new connection, would not see again.
+ */
+export function keptFailed(e: unknown, kept: boolean): Error {
+  const err = e instanceof Error ? e : new Error(String(e));
+  return Object.assign(err, { kept });
+}
+
+/** A check on one dedicated connection kept open between checks (rebuilt after a failure), and how to close it. */
+export interface Watch {
+  check: Check;
+  close: () => void;
+}
+
+/**
+ * Checks for lib/runtime/health.ts: one round trip on a DEDICATED connection that stays open
+ * between checks, so that a connection frozen on a dead path fails the check (a fresh one per
+ * check would pass while the process's own connections hang); the connection is destroyed after
+ * a failure and the next check opens a new one. Each step is bounded by timeoutMs.
+ */
+export const watches = {
+  postgres(url: string, timeoutMs = 1500): Watch {
+    const w = new PostgresWatch({ url, timeoutMs });
+    return {
+      check: async () => {
+        const kept = w.connected;
+        if (!(await w.check())) throw keptFailed(new Error(w.lastError ?? 'no answer'), kept);
+      },
+      close: () => w.stop(),
+    };
+  },
+
+  mysql(url: string, timeoutMs = 1500): Watch {
+    let conn: mysql.Connection | null = null;
+    const drop = () => {
+      conn?.destroy();
+      conn = null;
+    };
+    return {
+      check: async () => {
+        const kept = conn !== null;
+        try {
+          if (!conn) {
+            const u = new URL(url);
+            const connecting = mysql.createConnection({
+              host: u.hostname,
+              port: Number(u.port || 3306),
+              user: decodeURIComponent(u.username || 'root'),
+              password: decodeURIComponent(u.password),
+              database: u.pathname.slice(1) || undefined,
+              connectTimeout: timeoutMs,
+            });
+            connecting.then(
+              (c) => c.on('error', () => {}),
+              () => {},
+            );
+            try {
+              conn = await withDeadline(connecting, timeoutMs, 'mariadb connect');
+            } catch (e) {
+              connecting.then(
+                (late) => late.destroy(),
+                () => {},
+              );
+              throw e;
+            }
+          }
+          await withDeadline(myRows(conn, Probe.mySelect1), timeoutMs, 'mariadb SELECT 1');
+        } catch (e) {
+          drop();
+          throw keptFailed(e, kept);
+        }
+      },
+      close: drop,
+    };
+  },
+
+  redis(url: string, timeoutMs = 1500): Watch {
+    let r: Redis | null = null;
+    const drop = () => {
+      r?.disconnect();
+      r = null;
+    };
+    return {
+      check: async () => {
+        const kept = r !== null;
+        try {
+          if (!r) {
+            r = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, commandTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+            r.on('error', () => {});
+            await withDeadline(r.connect(), timeoutMs, 'redis connect');
+          }
+          const pong = await withDeadline(r.ping(), timeoutMs, 'redis PING');
+          if (pong !== 'PONG') throw new Error(`redis PING answered ${pong}`);
+        } catch (e) {
+          drop();
+          throw keptFailed(e, kept);
+        }
+      },
+      close: drop,
+    };
+  },
+
+  kafka(brokers: readonly string[], timeoutMs = 1500): Watch {
+    const kafka = new kafkajs.Kafka({
+      clientId: 'msgx-health',
+      brokers: [...brokers],
+      connectionTimeout: timeoutMs,
+      requestTimeout: timeoutMs,
+      enforceRequestTimeout: true,
+      retry: { retries: 0 },
+      logLevel: kafkajs.logLevel.NOTHING,
+    });
+    let admin: kafkajs.Admin | null = null;
+    const drop = () => {
+      const a = admin;
+      admin = null;
+      if (a) void withDeadline(a.disconnect(), timeoutMs, 'kafka disconnect').catch(() => {});
+    };
+    return {
+      check: async () => {
+        const kept = admin !== null;
+        try {
+          if (!admin) {
+            admin = kafka.admin({ retry: { retries: 0 } });
+            await withDeadline(admin.connect(), timeoutMs, 'kafka connect');
+          }
+          await withDeadline(admin.describeCluster(), timeoutMs, 'kafka metadata request');
+        } catch (e) {
+          drop();
+          throw keptFailed(e, kept);
+        }
+      },
+      close: drop,
+    };
+  },
+};

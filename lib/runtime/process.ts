@@ -5,19 +5,34 @@ import { Logger as GraphileLogger, run, type Runner, type TaskList } from 'graph
 import type pg from 'pg';
 import { ConfigError, loadConfig, redactUrl, slices, type Config } from '../core/config.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
-import { createDb, createPool, type Db } from '../db/postgres.ts';
+import { createAodbPool, dropIdle, type Inbox } from '../db/mysql.ts';
+import { connectClient, createDb, createPool, type Db } from '../db/postgres.ts';
+import { createRedis, reconnectRedis, type Redis } from '../db/redis.ts';
 import { pgRows, pgRun } from '../db/statement.ts';
 import * as Jobs from '../sql/jobs.ts';
-import * as Probe from '../sql/probe.ts';
+import { Health, type ConditionOptions, type HealthCheck } from './health.ts';
 import { createHttpServer } from './http.ts';
 import { createLogger, type Logger } from './log.ts';
 import { exportProcessMetrics, metrics, registry } from './metrics.ts';
 import { runAsLeader, withDeadline, type LeaderHandle } from './leader.ts';
-import { PostgresWatch } from './probe.ts';
 import { conditions } from './conditions.ts';
+import { watchPool } from './pool-watch.ts';
+import { watches } from './probe.ts';
 
 /** After SIGTERM/SIGINT a process exits by force if its clean shutdown takes longer (compose's stop grace must exceed it). */
 export const FORCED_EXIT_MS = 15_000;
+/**
+ * After a lost leadership the old runner gets this long to stop; then it is abandoned (its
+ * duties already stopped on the leader signal, its pooled connections are closed) and the
+ * process stands by again on new connections. A runner waiting on a frozen connection must not
+ * keep the process from leading again.
+ */
+export const RUNNER_STOP_MS = 4000;
+/** Pause before a runner that ended on its own is replaced. */
+const RUNNER_RESTART_MS = 1000;
+
+/** The services a process may need beside Postgres (which every process needs). */
+export type Dependency = 'mariadb' | 'redis' | 'kafka';
 
 export type ProcessName = 'intake' | 'pump' | 'backfill' | 'msg-dispatch' | 'schd-dispatch' | 'retention' | 'api';
 
@@ -29,6 +44,25 @@ export interface Runtime {
   pool: pg.Pool;
   db: Db;
   signal: AbortSignal;
+  /** Readiness per dependency and the outage log lines (lib/runtime/health.ts). */
+  health: Health;
+  /**
+   * The edges of a process, wired to its readiness: a call that timed out reports the
+   * dependency (and its connection is thrown away), and when the dependency goes away the
+   * edge's idle connections are closed so the next calls run on new ones.
+   */
+  edges: {
+    aodbPool(opts?: { connectionLimit?: number }): Inbox;
+    redis(): Redis;
+    /** A dedicated Postgres connection (session locks), watched like the pool's. */
+    pgSession(name: string): Promise<pg.Client>;
+  };
+}
+
+/** A further named readiness condition (see lib/runtime/health.ts "Registering a further condition"). */
+export interface NamedCondition extends ConditionOptions {
+  name: string;
+  check: HealthCheck;
 }
 
 export interface ProcessSpec {
@@ -49,8 +83,13 @@ export interface ProcessSpec {
   keepAlive?: string[];
   /** Extra HTTP routes (the api process). */
   http?: (app: FastifyInstance, rt: Runtime) => Promise<void>;
-  /** Health beyond "Postgres answers". */
-  health?: (rt: Runtime) => Promise<Record<string, unknown>>;
+  /**
+   * The services this process needs beside Postgres: each is checked on a dedicated connection
+   * (lib/runtime/health.ts) and /healthz answers 503 naming it while it does not answer.
+   */
+  needs?: Dependency[];
+  /** Further named readiness conditions of this process (e.g. a consistency check). */
+  conditions?: (rt: Runtime) => NamedCondition[];
 }
 
 export function loadConfigOrExit(name: string): Config {
@@ -70,47 +109,64 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
   const log = createLogger(spec.name, config['msgx.log.level']);
   log.info({ node: process.version, pid: process.pid, database: redactUrl(config.DATABASE_URL) }, `${spec.name} starting`);
   const abort = new AbortController();
+  const pool = createPool(config.DATABASE_URL, { max: 8, name: spec.name });
+  // Readiness per dependency, one line when one goes away / comes back (lib/runtime/health.ts).
+  const health = new Health({ log });
+  // A pooled connection frozen on a dead path is closed instead of hanging its caller (lib/runtime/pool-watch.ts).
+  const poolWatch = watchPool(pool, { url: config.DATABASE_URL, onStuck: health.reporter('postgres') });
+  health.onDown('postgres', () => void poolWatch.reset());
+  const io = slices(config).io;
+  const edges: Runtime['edges'] = {
+    aodbPool: (o = {}) => {
+      const p = createAodbPool(config.INBOX_URL, { timeoutMs: io.timeoutMs, connectionLimit: o.connectionLimit, onFault: health.reporter('mariadb') });
+      health.onDown('mariadb', () => dropIdle(p));
+      return p;
+    },
+    redis: () => {
+      const r = createRedis(config.REDIS_URL, io.timeoutMs, { onFault: health.reporter('redis') });
+      health.onDown('redis', () => reconnectRedis(r));
+      return r;
+    },
+    pgSession: async (name) => {
+      const c = await connectClient(config.DATABASE_URL, name);
+      poolWatch.adopt(c);
+      return c;
+    },
+  };
+  const rt: Runtime = { name: spec.name, config, log, clock: systemClock, pool, db: createDb(pool), signal: abort.signal, health, edges };
+  // graphile-worker prints a stack with console.trace when its worker dies of a connection error
+  // (the runner is replaced, see startRunner): one quiet line instead.
+  console.trace = (...args: unknown[]) => void rt.health.quiet('console-trace', args[0], 'graphile-worker: a worker ended with an error', 'postgres');
   // graphile-worker can reject an internal promise nobody awaits while Postgres restarts (e.g.
   // failing a job as the pool dies). That must not take the process down: the leader loop and
-  // graphile-worker's own retries recover once Postgres is back. Logged loudly, counted.
+  // graphile-worker's own retries recover once Postgres is back. Logged once, then at most once
+  // a minute with the count (an outage makes many of the same).
   process.on('unhandledRejection', (reason) => {
-    log.error({ err: reason }, 'unhandled promise rejection (continuing; the duty recovers on its own)');
+    rt.health.quiet('unhandled-rejection', reason, 'unhandled promise rejection (continuing; the duty recovers on its own)');
   });
-  const pool = createPool(config.DATABASE_URL, { max: 8, name: spec.name });
-  const rt: Runtime = { name: spec.name, config, log, clock: systemClock, pool, db: createDb(pool), signal: abort.signal };
 
   exportProcessMetrics(spec.name, [], { readOnly: config['msgx.inbox.read-only'] });
-  // Postgres as this process sees it, on its own connection (issue 14): /healthz and
-  // msgx_postgres_up say so at once when it cannot be reached, instead of hanging on the pool
-  // or showing the last values of gauges computed from it.
-  const watch = new PostgresWatch({
-    url: config.DATABASE_URL,
-    onChange: (up, forMs, err) => (up ? log.warn({ downForMs: forMs }, 'postgres reachable again') : log.error({ err }, 'postgres unreachable')),
-  });
+  registerConditions(rt, spec);
+  health.start();
   const watchGauges = () => {
-    metrics.postgresUp.set(watch.up ? 1 : 0);
-    metrics.postgresDownSeconds.set(watch.downSeconds());
+    metrics.postgresUp.set(health.isUp('postgres') ? 1 : 0);
+    metrics.postgresDownSeconds.set(health.downSeconds('postgres'));
   };
-  watch.start();
 
   const app = createHttpServer(slices(config).http, log);
   app.get('/metrics', async (_req, reply) => {
     watchGauges();
-    return reply.type(registry.contentType).send(await registry.metrics());
+    return reply.type(registry.contentType).send(await scrape(health));
   });
+  // Readiness: what the checks last saw (no call on the pool, which may hang on a frozen path).
   app.get('/healthz', async (_req, reply) => {
-    if (!watch.up) {
-      return reply.code(503).send({ ok: false, process: spec.name, postgres: 'unreachable', since: watch.since.toISOString(), error: watch.lastError });
-    }
-    // a condition a module of this process set (lib/runtime/conditions.ts): not ready, and why
+    const h = health.snapshot();
+    // a condition a module of this process set (lib/runtime/conditions.ts, e.g. Postgres restored
+    // from a backup): not ready either, and why
     const held = conditions();
-    if (held.length) return reply.code(503).send({ ok: false, process: spec.name, conditions: held });
-    try {
-      await withDeadline(pgRun(rt.db, Probe.select1), 2000, 'postgres select 1');
-      return { ok: true, process: spec.name, postgres: 'up', ...(spec.health ? await withDeadline(spec.health(rt), 2000, 'health') : {}) };
-    } catch (e) {
-      return reply.code(503).send({ ok: false, process: spec.name, error: (e as Error).message });
-    }
+    const ok = h.ok && held.length === 0;
+    const body = { ok, process: spec.name, postgres: health.isUp('postgres') ? 'up' : 'unreachable', dependencies: h.dependencies, ...(held.length ? { conditions: held } : {}) };
+    return ok ? body : reply.code(503).send({ ...body, reason: [...h.reasons, ...held.map((c) => `${c.name}: ${c.reason}`)].join('; ') });
   });
   if (spec.http) await spec.http(app, rt);
   const port = config[`msgx.http.port.${spec.name}`];
@@ -120,28 +176,59 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
   const startRunner = async (leader?: LeaderHandle) => {
     const built = await spec.tasks(rt, leader);
     if (spec.leaderLock) await unlockStaleJobs(rt, Object.keys(built.tasks));
-    const runner: Runner = await run({
-      pgPool: pool,
-      taskList: built.tasks,
-      crontab: spec.crontab?.(config) ?? '# this process has no crontab lines',
-      concurrency: 1,
-      noHandleSignals: true,
-      pollInterval: 1000,
-      logger: graphileLogger(log),
-    });
-    runner.promise.catch((e) => log.error({ err: e }, 'graphile-worker runner ended with an error'));
-    for (const task of spec.kick ?? []) await runner.addJob(task, {}, { jobKey: task });
+    let stopped = false;
+    let runner: Runner;
+    let relaunchTimer: NodeJS.Timeout | undefined;
+    const launch = async () => {
+      const r: Runner = await run({
+        pgPool: pool,
+        taskList: built.tasks,
+        crontab: spec.crontab?.(config) ?? '# this process has no crontab lines',
+        concurrency: 1,
+        noHandleSignals: true,
+        pollInterval: 1000,
+        logger: graphileLogger(log, health),
+      });
+      runner = r;
+      // graphile-worker shuts its runner down when its worker dies of a connection error (a
+      // connection closed under it, e.g. by the pool watch): never leave the process without one.
+      r.promise.then(
+        () => relaunch(null),
+        (e) => relaunch(e),
+      );
+      for (const task of spec.kick ?? []) await r.addJob(task, {}, { jobKey: task });
+    };
+    const relaunch = (err: unknown) => {
+      if (stopped || (leader?.signal.aborted ?? rt.signal.aborted)) return;
+      health.quiet('runner-ended', err ?? new Error('ended'), 'graphile-worker runner ended; starting a new one', 'postgres');
+      relaunchTimer = setTimeout(
+        () =>
+          void launch().catch((e) => {
+            health.quiet('runner-start', e, 'graphile-worker runner did not start; retrying', 'postgres');
+            relaunch(null);
+          }),
+        RUNNER_RESTART_MS,
+      );
+    };
+    await launch();
     const keepAlive = spec.keepAlive?.length ? setInterval(() => void keepDutiesAlive(rt, spec.keepAlive!), KEEP_ALIVE_EVERY_MS) : undefined;
     return async () => {
+      stopped = true;
+      clearTimeout(relaunchTimer);
       clearInterval(keepAlive);
-      await runner.stop().catch((e) => log.error({ err: e }, 'runner stop failed'));
-      await built.close?.();
+      // Bounded: a runner waiting on a connection frozen on a dead path never stops on its own.
+      await withDeadline(runner.stop(), RUNNER_STOP_MS, 'graphile-worker runner stop').catch((e) =>
+        log.warn({ err: (e as Error).message }, 'runner did not stop in time; abandoned, standing by on new connections'),
+      );
+      await withDeadline(built.close?.() ?? Promise.resolve(), RUNNER_STOP_MS, "closing the duty's connections").catch((e) =>
+        log.warn({ err: (e as Error).message }, 'duty connections did not close in time; abandoned'),
+      );
     };
   };
 
   let stopRunner: (() => Promise<void>) | undefined;
   const duty = spec.leaderLock
-    ? runAsLeader({ url: config.DATABASE_URL, name: spec.name, lockKey: spec.leaderLock, log, signal: abort.signal, start: startRunner })
+    ? runAsLeader({ url: config.DATABASE_URL, name: spec.name, lockKey: spec.leaderLock, log, signal: abort.signal, start: startRunner, onLost: () => poolWatch.reset() })
     : (async () => {
         stopRunner = await startRunner();
         await new Promise((r) => (abort.signal.aborted ? r(undefined) : abort.signal.addEventListener('abort', r, { once: true })));
@@ -157,8 +244,9 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
     const force = setTimeout(() => process.exit(1), FORCED_EXIT_MS).unref();
     await duty.catch((e) => log.error({ err: e }, 'duty ended with error'));
     await app.close();
-    watch.stop();
-    await pool.end().catch(() => {});
+    poolWatch.stop();
+    await health.close();
+    await withDeadline(pool.end(), 2000, 'pool end').catch(() => {});
     clearTimeout(force);
     process.exit(0);
   };
@@ -170,6 +258,24 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
   });
 }
 
+/**
+ * The registry's text. Some gauges are collected from Postgres at scrape time: when one cannot
+ * be (an outage, a frozen connection), the others are still served and it is left out (its
+ * absence is what an alert on the series sees); one log line a minute at most.
+ */
+async function scrape(health: Health): Promise<string> {
+  try {
+    return await withDeadline(registry.metrics(), SCRAPE_MS, 'metrics');
+  } catch (e) {
+    health.quiet('metrics-scrape', e, 'a metric could not be collected; served without it', 'postgres');
+    const parts = await Promise.all(
+      registry.getMetricsAsArray().map((m) => withDeadline(registry.getSingleMetricAsString((m as unknown as { name: string }).name), SCRAPE_MS / 2, 'metric').catch(() => '')),
+    );
+    return `${parts.filter(Boolean).join('\n')}\n`;
+  }
+}
+
+const SCRAPE_MS = 3000;
 const KEEP_ALIVE_EVERY_MS = 60_000;
 const STALE_LOCK_MS = 5 * 60_000;
 
@@ -199,11 +305,38 @@ async function unlockStaleJobs(rt: Runtime, tasks: string[]): Promise<void> {
   }
 }
 
-function graphileLogger(log: Logger) {
+function graphileLogger(log: Logger, health: Health) {
   // graphile-worker's own messages go to the same JSON log; its debug chatter is dropped.
   return new GraphileLogger(() => (level, message, meta) => {
-    // Per-job chatter ("Completed task …") is debug; warnings and errors stay visible.
-    const l = level === 'warning' ? 'warn' : level === 'error' ? 'error' : 'debug';
+    // Per-job chatter ("Completed task …") is debug; warnings stay visible; errors (in an outage:
+    // one per poll and per job) at most once a minute per kind, none while Postgres is known down.
+    if (level === 'error') {
+      health.quiet(`graphile:${message.replace(/[0-9]+/g, '#').slice(0, 60)}`, (meta as { error?: unknown } | undefined)?.error ?? message, `graphile-worker: ${message}`, 'postgres');
+      return;
+    }
+    const l = level === 'warning' ? 'warn' : 'debug';
     log[l]({ worker: meta ?? undefined }, `graphile-worker: ${message}`);
   });
+}
+
+/** Postgres always, then what the process needs, then its further conditions. */
+function registerConditions(rt: Runtime, spec: ProcessSpec): void {
+  const s = slices(rt.config);
+  const pg = watches.postgres(rt.config.DATABASE_URL);
+  rt.health.register('postgres', pg.check, { close: pg.close });
+  for (const dep of spec.needs ?? []) {
+    const w =
+      dep === 'mariadb'
+        ? watches.mysql(rt.config.INBOX_URL)
+        : dep === 'redis'
+          ? watches.redis(rt.config.REDIS_URL)
+          : watches.kafka(
+              s.kafka.brokers
+                .split(',')
+                .map((b) => b.trim())
+                .filter(Boolean),
+            );
+    rt.health.register(dep, w.check, { close: w.close });
+  }
+  for (const c of spec.conditions?.(rt) ?? []) rt.health.register(c.name, c.check, c);
 }

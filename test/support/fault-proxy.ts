@@ -11,11 +11,16 @@
 //   halfopen   the client side of every open connection is reset while the server keeps its
 //              session (its socket stays open, what it sends is read and dropped): the state a
 //              dead client host or a NAT timeout leaves behind. New connections pass.
+//   freeze     the connections open when the freeze starts stop moving bytes (nothing is read
+//              on either side; the peers' writes fill the kernel buffers and get no answer)
+//              while NEW connections pass normally: what a NAT / firewall state loss or a
+//              failover behind a virtual IP does to the sessions that were open. Back to pass,
+//              the frozen connections move again (what they held flows).
 // Sessions kept by halfopen stay open until the server ends them (pg_terminate_backend, its
 // own timeouts) or the proxy is closed.
 import net from 'node:net';
 
-export type FaultMode = 'pass' | 'refuse' | 'blackhole' | 'halfopen';
+export type FaultMode = 'pass' | 'refuse' | 'blackhole' | 'halfopen' | 'freeze';
 
 interface Pair {
   client: net.Socket;
@@ -30,6 +35,8 @@ export class FaultProxy {
   private mode: FaultMode = 'pass';
   /** Connections accepted during a black hole: forwarded when the path comes back. */
   private readonly held = new Set<Pair>();
+  /** Connections stalled by freeze (open when it started). */
+  private readonly frozen = new Set<Pair>();
 
   readonly target: { host: string; port: number };
   port: number;
@@ -55,11 +62,11 @@ export class FaultProxy {
     return this.mode;
   }
 
-  /** Open connections (client side alive) and sessions kept by halfopen. */
-  counts(): { open: number; zombies: number } {
+  /** Open connections (client side alive), sessions kept by halfopen, connections frozen by freeze. */
+  counts(): { open: number; zombies: number; frozen: number } {
     let zombies = 0;
     for (const p of this.pairs) if (p.zombie) zombies++;
-    return { open: this.pairs.size - zombies, zombies };
+    return { open: this.pairs.size - zombies, zombies, frozen: this.frozen.size };
   }
 
   /** A url (postgres://, mysql://, redis://) with its host:port replaced by the proxy's. */
@@ -73,6 +80,16 @@ export class FaultProxy {
   async set(mode: FaultMode): Promise<void> {
     const was = this.mode;
     this.mode = mode;
+    if (mode !== 'freeze') this.frozen.clear();
+    if (mode === 'freeze') {
+      if (was === 'refuse') await this.listen();
+      for (const p of this.pairs)
+        if (!p.zombie && p.upstream && !this.held.has(p)) {
+          this.stall(p);
+          this.frozen.add(p);
+        }
+      return;
+    }
     if (mode === 'refuse') {
       const closed = this.unlisten();
       for (const p of this.pairs) this.kill(p);
@@ -181,6 +198,7 @@ export class FaultProxy {
   private kill(p: Pair): void {
     this.pairs.delete(p);
     this.held.delete(p);
+    this.frozen.delete(p);
     if (!p.client.destroyed) p.client.resetAndDestroy();
     if (p.upstream && !p.upstream.destroyed) p.upstream.resetAndDestroy();
   }

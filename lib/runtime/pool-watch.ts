@@ -1,0 +1,152 @@
+// A watchdog over a process's Postgres pool: a frozen connection (its path lost its NAT /
+// firewall state, or a failover moved the address) neither answers nor fails — a call on it
+// would wait until TCP gives up, hours later, and graphile-worker's runner, the duties and the
+// routes with it. A client-side query timeout cannot tell that apart from a long statement, so
+// the watchdog asks the server: every second, if a call has waited longer than SUSPECT_MS, it
+// looks up the backends of the busy connections on a FRESH connection (pg_stat_activity). A
+// backend that is idle (it answered, or never got the call), gone, or blocked writing to the
+// client while the call waits is stuck: its socket is destroyed (the call fails, the pool drops
+// the client) and, since its siblings opened before the same fault are likely frozen too, every
+// idle connection of the pool is closed as well: the next calls run on new connections. A
+// statement the server is still running is left alone (statement_timeout bounds it). When the
+// server cannot be reached on a fresh connection either, nothing is destroyed: that is an
+// outage, not a frozen path, and the calls fail on their own. The server keeps the session of a
+// frozen connection (its transaction, its locks) until its keepalives give up: the watchdog
+// ends the sessions it abandons (pg_terminate_backend) from its fresh connection. Dedicated
+// connections (a purge session holding locks) are watched the same way (`adopt`).
+import type pg from 'pg';
+import { connectClient, createSessionDb } from '../db/postgres.ts';
+import { pgRows, pgRun } from '../db/statement.ts';
+import * as Locks from '../sql/locks.ts';
+import * as Probe from '../sql/probe.ts';
+import { withDeadline } from './leader.ts';
+
+/** A call waiting longer than this makes the watchdog ask the server. */
+export const SUSPECT_MS = 2000;
+const EVERY_MS = 1000;
+/** Among the other busy connections, a call waiting at least this long on an idle backend is stuck too. */
+const STUCK_MIN_MS = 1000;
+/** On reset, a call younger than this is left alone (its backend may not have read it yet). */
+const RESET_MIN_MS = 500;
+
+interface Inflight {
+  n: number;
+  since: number;
+}
+
+type Client = pg.PoolClient & { processID?: number | null };
+
+export interface PoolWatch {
+  stop(): void;
+  /**
+   * Start over on new connections (after a lost leader session: the path the pool's connections
+   * share is suspect): close every idle connection now and sweep the busy ones at once.
+   */
+  reset(): Promise<void>;
+  /** Watch a dedicated connection (a session holding locks) the same way while it is open. */
+  adopt(c: pg.Client): void;
+}
+
+export function watchPool(pool: pg.Pool, o: { url: string; onStuck?: (err: Error) => void; timeoutMs?: number }): PoolWatch {
+  const inflight = new Map<Client, Inflight>();
+  const timeoutMs = o.timeoutMs ?? 2000;
+  pool.on('connect', (c: pg.PoolClient) => track(c as Client, inflight));
+  pool.on('remove', (c: pg.PoolClient) => inflight.delete(c as Client));
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    const now = Date.now();
+    if (![...inflight.values()].some((f) => f.n > 0 && now - f.since >= SUSPECT_MS)) return;
+    running = true;
+    void sweep(inflight, o.url, timeoutMs, o.onStuck, STUCK_MIN_MS).finally(() => (running = false));
+  }, EVERY_MS);
+  timer.unref();
+  return {
+    stop: () => clearInterval(timer),
+    adopt: (c) => {
+      track(c as Client, inflight);
+      c.once('end', () => inflight.delete(c as Client));
+    },
+    reset: async () => {
+      for (const [c, f] of inflight) if (f.n === 0) destroy(c);
+      await sweep(inflight, o.url, timeoutMs, o.onStuck, RESET_MIN_MS);
+    },
+  };
+}
+
+/** Count the calls outstanding on a client (promise and callback forms). */
+function track(c: Client, inflight: Map<Client, Inflight>): void {
+  const state: Inflight = { n: 0, since: 0 };
+  inflight.set(c, state);
+  const query = c.query.bind(c) as (...args: unknown[]) => unknown;
+  const done = () => {
+    state.n = Math.max(0, state.n - 1);
+    state.since = Date.now();
+  };
+  (c as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+    if (state.n++ === 0) state.since = Date.now();
+    const last = args.length - 1;
+    if (typeof args[last] === 'function') {
+      const cb = args[last] as (...r: unknown[]) => unknown;
+      args[last] = (...r: unknown[]) => {
+        done();
+        return cb(...r);
+      };
+      return query(...args);
+    }
+    const r = query(...args) as { then?: (a: () => void, b: () => void) => void } | undefined;
+    if (r && typeof r.then === 'function') r.then(done, done);
+    else done(); // a Submittable (cursor) is not watched: it may rest between reads
+    return r;
+  };
+}
+
+async function sweep(inflight: Map<Client, Inflight>, url: string, timeoutMs: number, onStuck: ((err: Error) => void) | undefined, minAgeMs: number): Promise<void> {
+  const now = Date.now();
+  const busy = [...inflight.entries()].filter(([c, f]) => f.n > 0 && now - f.since >= minAgeMs && c.processID);
+  if (busy.length === 0) return;
+  let check: pg.Client | undefined;
+  let states: Map<number, { state: string | null; wait_event: string | null }>;
+  try {
+    check = await withDeadline(connectClient(url, 'pool-watch'), timeoutMs, 'pool watch connect');
+    const rows = await withDeadline(
+      pgRows(
+        createSessionDb(check),
+        Probe.backendStates,
+        busy.map(([c]) => c.processID!),
+      ),
+      timeoutMs,
+      'pool watch',
+    );
+    states = new Map(rows.map((r) => [r.pid, r]));
+  } catch {
+    if (check) void withDeadline(check.end(), 500, 'end').catch(() => destroy(check!));
+    return; // the server cannot be reached at all: an outage, the calls fail on their own
+  }
+  let stuck = 0;
+  const orphans: number[] = [];
+  for (const [c, f] of busy) {
+    const s = states.get(c.processID!);
+    const dead = !s || (s.state !== 'active' && s.state !== 'fastpath function call') || s.wait_event === 'ClientWrite';
+    if (!dead) continue;
+    stuck++;
+    onStuck?.(
+      new Error(
+        `a Postgres connection (backend ${c.processID}) waited ${Math.round((Date.now() - f.since) / 100) / 10} s while the server says ${s ? `${s.state}${s.wait_event ? `/${s.wait_event}` : ''}` : 'the backend is gone'}: its path is frozen; connection closed`,
+      ),
+    );
+    if (s) orphans.push(c.processID!);
+    destroy(c);
+  }
+  // The server keeps a frozen connection's session (its transaction, its locks) until its own
+  // keepalives give up: end the sessions we just abandoned, from the fresh connection.
+  for (const pid of orphans) await withDeadline(pgRun(createSessionDb(check), Locks.terminateBackend, pid, 0), timeoutMs, 'terminate').catch(() => {});
+  void withDeadline(check.end(), 500, 'end').catch(() => destroy(check!));
+  if (stuck === 0) return;
+  // Its siblings opened before the same fault are likely frozen too: start over on new connections.
+  for (const [c, f] of inflight) if (f.n === 0) destroy(c);
+}
+
+function destroy(c: pg.Client | pg.PoolClient): void {
+  (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+}
