@@ -1,5 +1,5 @@
 // Dependency check (`npm run check`, CI): the folders of lib/ form layers that point one way
-// (issue 13 item 1, docs/decisions.md "Layers"). A folder may import its own files and any
+// (docs/decisions.md "Layers"). A folder may import its own files and any
 // folder of a LOWER layer; folders of the same layer may import each other as long as no two
 // folders import each other (no cycle between folders, checked separately).
 /** Bottom → top. */
@@ -33,6 +33,13 @@ module.exports = {
       scope: 'folder',
       from: { path: '^lib/' },
       to: { path: '^lib/', circular: true },
+    },
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'two modules import each other (directly or through others), types included: a newcomer cannot read either first',
+      from: {},
+      to: { circular: true },
     },
     {
       name: 'lib-not-entry-points',

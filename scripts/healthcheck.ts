@@ -2,10 +2,10 @@
 // with 200 on its configured port, 1 otherwise (or 2 on a bad name or configuration).
 //   node scripts/healthcheck.ts <intake|pump|backfill|msg-dispatch|schd-dispatch|retention|api>
 import { loadConfig, type Config } from '../lib/core/config.ts';
-import type { ProcessName } from '../lib/runtime/process.ts';
+import { PROCESS_NAMES, type ProcessName } from '../lib/core/tasks.ts';
 import { cliArgs, usageExit } from './args.ts';
 
-const NAMES: readonly ProcessName[] = ['intake', 'pump', 'backfill', 'msg-dispatch', 'schd-dispatch', 'retention', 'api'];
+const NAMES: readonly ProcessName[] = PROCESS_NAMES;
 const spec = {
   name: 'healthcheck',
   positional: 'words' as const,

@@ -18,3 +18,7 @@ export const TASK = {
   dispatchReplay: 'dispatch-replay',
   dispatchSkip: 'dispatch-skip',
 } as const;
+
+/** The processes of the Procfile, by name (ports `msgx.http.port.<name>`, metrics' `process` label). */
+export const PROCESS_NAMES = ['intake', 'pump', 'backfill', 'msg-dispatch', 'schd-dispatch', 'retention', 'api'] as const;
+export type ProcessName = (typeof PROCESS_NAMES)[number];

@@ -13,7 +13,7 @@ pg.types.setTypeParser(20, (v) => {
 export type Db = Kysely<Database>;
 
 /**
- * Limits every session gets (issue 14: a session must never stall silently). A statement, a
+ * Limits every session gets (a session must never stall silently). A statement, a
  * lock wait or an open transaction left idle ends with an error after these bounds; the
  * server probes an idle connection after 10 s and drops it after 3 unanswered probes 5 s apart
  * (tcp_keepalives_*, settable per session), and checks a running query's client every 5 s

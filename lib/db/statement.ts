@@ -1,4 +1,4 @@
-// Statements: static SQL text, a stable name, a typed row (issue 13 item 2; docs/decisions.md
+// Statements: static SQL text, a stable name, a typed row (docs/decisions.md
 // "SQL: static statements in lib/sql/"). Every statement of lib/ is declared in
 // `lib/sql/<table group>.ts` with `pgStatement` / `myStatement` and run by the functions
 // below; nothing else in lib/ writes SQL text.

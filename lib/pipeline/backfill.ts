@@ -1,5 +1,5 @@
 // Backfill (US-10): write TERMINAL_AT (airport local time) into CMINMSGS_DATE_PROCESSED.
-// Scan predicate and the four outcomes of pipeline.md; the lifecycle gate (an advisory lock
+// Scan predicate and the four outcomes of docs/design.md "Backfill outcomes"; the lifecycle gate (an advisory lock
 // that replay takes too) is held from reading candidates until their BACKFILL_AT is written.
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';

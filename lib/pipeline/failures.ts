@@ -1,5 +1,5 @@
 // The one failure component: given a failure of the head message, decide its next state.
-// Implements the error-class table of reference.md; the pump only executes the decision.
+// Implements the failure classes of docs/design.md; the pump only executes the decision.
 import type { Slices } from '../core/config.ts';
 import type { Failure } from '../core/errors.ts';
 

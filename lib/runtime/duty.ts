@@ -1,4 +1,4 @@
-// The self-rescheduling duty loop, defined once (issue 13 item 4). A duty (intake, pump,
+// The self-rescheduling duty loop, defined once. A duty (intake, pump,
 // backfill, each dispatcher) is one graphile-worker task whose job_key is its own name: a run
 // drains for at most its budget, then says what follows, and this wrapper adds the next run:
 //   'idle' → nothing (a wake-up `add_job` or the keep-alive check starts the next run)

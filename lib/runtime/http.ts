@@ -1,5 +1,5 @@
-// The HTTP server every process runs (/metrics, /healthz; the api adds its routes), hardened
-// (issue 15): small default body limit (routes that need more say so), request and header
+// The HTTP server every process runs (/metrics, /healthz; the api adds its routes), hardened:
+// small default body limit (routes that need more say so), request and header
 // timeouts, request ids, strict validation, Host check against DNS rebinding, and one error
 // handler that logs every 500 with its request id and never answers internal text.
 import { randomUUID } from 'node:crypto';

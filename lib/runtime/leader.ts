@@ -3,7 +3,7 @@
 // If the dedicated connection dies, the lock is gone with it: the duty is stopped and the
 // instance goes back to standing by (another instance may have taken over meanwhile).
 //
-// Heartbeat (issue 14): a leader whose network dies leaves its server session behind — the
+// Heartbeat: a leader whose network dies leaves its server session behind — the
 // advisory lock stays held until the server's TCP keepalive ends the session (hours with the
 // defaults). So:
 //   - the leader runs `select 1` on its lock session every HEARTBEAT_MS; every statement moves

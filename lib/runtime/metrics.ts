@@ -1,11 +1,11 @@
-// Prometheus metrics of the pipeline (names from reference.md). Metrics are created outside any
+// Prometheus metrics of the pipeline (names and alerts: docs/operations.md "Alerts"). Metrics are created outside any
 // registry; each process registers only the ones it owns (exportProcessMetrics, called by
 // runProcess) on prom-client's default registry, plus Node's default process_*/nodejs_* metrics
 // and msgx_build_info. A counter with known label sets starts at 0 for each of them, so that the
 // first event after a start is an increase Prometheus can see.
 import { readFileSync } from 'node:fs';
 import client from 'prom-client';
-import type { ProcessName } from './process.ts';
+import type { ProcessName } from '../core/tasks.ts';
 import { dependencyUp } from './health.ts';
 
 const { Counter, Gauge, Histogram, register } = client;
@@ -178,7 +178,7 @@ export function reasonLabel(reason: string | null | undefined): string {
 
 /**
  * A label value taken from a message, bounded: the value when it is one of `known`, else
- * 'other'. A hostile sender must never be able to create metric series (issue 9 item 7).
+ * 'other'. A hostile sender must never be able to create metric series.
  */
 export function boundedLabel(value: string, known: ReadonlySet<string>): string {
   return known.has(value) ? value : 'other';

@@ -1,4 +1,4 @@
-// Service probes (issue 14, "recovery waits for the backoff, not for the service"): while work
+// Service probes ("recovery waits for the backoff, not for the service"): while work
 // is held because a service cannot be reached, ask that service on a short interval whether it
 // answers again and resume the moment it does, instead of sleeping out a backoff step that may
 // be minutes long. Each probe is one cheap round trip on a FRESH connection (a pooled one may be

@@ -15,6 +15,7 @@ import { createHttpServer } from './http.ts';
 import { createLogger, type Logger } from './log.ts';
 import { exportProcessMetrics, metrics, registry } from './metrics.ts';
 import { runAsLeader, withDeadline, type LeaderHandle } from './leader.ts';
+import type { ProcessName } from '../core/tasks.ts';
 import { conditions } from './conditions.ts';
 import { watchPool } from './pool-watch.ts';
 import { watches } from './probe.ts';
@@ -33,8 +34,6 @@ const RUNNER_RESTART_MS = 1000;
 
 /** The services a process may need beside Postgres (which every process needs). */
 export type Dependency = 'mariadb' | 'redis' | 'kafka';
-
-export type ProcessName = 'intake' | 'pump' | 'backfill' | 'msg-dispatch' | 'schd-dispatch' | 'retention' | 'api';
 
 export interface Runtime {
   name: ProcessName;

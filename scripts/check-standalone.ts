@@ -1,0 +1,57 @@
+// npm run check:standalone (part of `npm run check`): the repository stands alone. Code, tests and
+// documents explain the why in place or point to docs/; they never cite documents a clone does not
+// have (the design documents this project started from, by file name or path) nor issue numbers.
+// Reading the third-party sample corpus from ../shared/corpus in tests is allowed (it is data, and
+// the tests skip visibly without it). Exit 1 with one line per finding.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { cliArgs } from './args.ts';
+
+cliArgs({
+  name: 'check:standalone',
+  positional: 'none',
+  usage: `usage: npm run check:standalone
+  Fails (exit 1, one line per finding) when a tracked file cites a document outside the
+  repository (../shared/spec, ../shared/seeds, or a design document's file name not under docs/)
+  or an issue number ("issue 12"). No arguments.`,
+});
+
+const SELF = 'scripts/check-standalone.ts';
+const OUTSIDE_NAMES = [
+  'pipeline',
+  'reference',
+  'flight-domain',
+  'sis-format',
+  'architecture',
+  'quality-bars',
+  'refdata-requests',
+  'style',
+  'dispatch',
+  'lifecycle',
+  'current-state-design',
+  'implementation',
+];
+const RULES: { what: string; re: RegExp }[] = [
+  { what: 'a path outside the repository', re: /\.\.\/shared\/(?:spec|seeds)\b|\bshared\/spec\b/ },
+  // a design document's name, unless it is one of this repository's docs/ files (docs/lifecycle.md)
+  { what: 'a document outside the repository', re: new RegExp(`(?<![\\w/.-])(?:${OUTSIDE_NAMES.join('|')})\\.md\\b`) },
+  { what: 'an issue number', re: /\b[Ii]ssues? #?\d+\b/ },
+];
+const files = execFileSync('git', ['ls-files', '-z'], { encoding: 'utf8' })
+  .split('\0')
+  .filter((f) => f && f !== SELF && !/^package-lock\.json$|\.(png|jpg|ico)$/.test(f));
+const findings: string[] = [];
+for (const f of files) {
+  let text: string;
+  try {
+    text = readFileSync(f, 'utf8');
+  } catch {
+    continue; // a file in the index but not on disk (being deleted)
+  }
+  text.split('\n').forEach((line, i) => {
+    for (const r of RULES) if (r.re.test(line)) findings.push(`${f}:${i + 1}: ${r.what}: ${line.trim().slice(0, 160)}`);
+  });
+}
+for (const f of findings) console.error(f);
+console.log(`check:standalone: ${files.length} files, ${findings.length} finding(s)`);
+if (findings.length) process.exitCode = 1;
