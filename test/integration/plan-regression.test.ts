@@ -111,9 +111,9 @@ const CASES: [name: string, params: unknown[] | ((text: string) => unknown[])][]
   ['proc_state.backfill_gauges', [5]],
   ['proc_state.head_gauges', []],
   // reads
-  ['flight.page', [false, null, 1000]],
-  ['flight.page', [false, '5000', 1000]],
-  ['flight.page_of_day', ['2026-12-03', false, null, 1000]],
+  ['flight.page_states', [false, null, 1001]],
+  ['flight.page_states', [false, '5000', 1001]],
+  ['flight.page_states_of_day', ['2026-12-03', false, null, 1001]],
   ['flight.trace_events', [5000, '5000']],
   ['outbox.timeline_events', ['17']],
   ['proc_state.list_page', ['SUCCEEDED', null, 500000, 50]],
