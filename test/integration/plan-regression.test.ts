@@ -14,7 +14,7 @@
 // not the measure: a generic plan guesses 10 elements for an array parameter and 10 % of the rows
 // for `limit $n`, so its estimate is wrong both ways (the quadratic mark-sent was estimated 40 ×
 // cheaper than its custom plan). Parallel workers are off in this session: how many rows a worker
-// reads ahead of a LIMIT is not deterministic.
+// reads ahead of a LIMIT is not deterministic. JIT is off, as in the sessions of lib/db/postgres.ts.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { declaredStatements } from '../../lib/db/statement.ts';
@@ -179,7 +179,7 @@ beforeAll(async () => {
   await c.connect();
   await c.query(SEED);
   await c.query(`analyze ${TABLES}`);
-  await c.query('set max_parallel_workers_per_gather = 0');
+  await c.query('set max_parallel_workers_per_gather = 0; set jit = off');
   const r = await c.query<{ relname: string }>(`select relname from pg_class where relkind = 'r' and relnamespace = 'public'::regnamespace and reltuples >= $1`, [BIG_TABLE]);
   bigTables = new Set(r.rows.map((x) => x.relname));
 }, 180_000);
