@@ -99,6 +99,11 @@ export async function flightRoutes(app: FastifyInstance, opts: FlightRoutesOptio
     const inc = parseBool(q.includeDeleted, 'includeDeleted');
     if (typeof inc === 'string') return reply.code(400).send(bad(inc));
     const page = await listFlights(opts.db, { operationDay: q.operationDay, cursor: q.cursor, limit, includeDeleted: inc }, opts.timeZone);
-    return { flights: page.flights.map(toJson), nextCursor: page.nextCursor };
+    // Serialised here with JSON.stringify, not by the response schema's serializer: the flights
+    // are free-form objects (additionalProperties), which it writes key by key, several times
+    // slower for a page of 1,000 flights; the body is the same (same object, same key order, same
+    // content type), and the schema still documents it (OpenAPI).
+    const body: { flights: unknown[]; nextCursor: string | null } = { flights: page.flights.map(toJson), nextCursor: page.nextCursor };
+    return reply.type('application/json; charset=utf-8').send(JSON.stringify(body));
   });
 }

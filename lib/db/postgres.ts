@@ -29,6 +29,13 @@ export const SESSION_LIMITS = {
 } as const;
 
 const SERVER_KEEPALIVE = '-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3 -c client_connection_check_interval=5000';
+/**
+ * No JIT compilation: Postgres JIT-compiles a plan whose estimated cost passes jit_above_cost,
+ * at every execution. The loader's estimate (a dozen correlated aggregates per flight) passes it
+ * for a page of flights: 100–200 ms of compiling for a statement that runs in tens of ms
+ * (docs/decisions.md "SQL: plans of the prepared statements").
+ */
+const SERVER_NO_JIT = '-c jit=off';
 
 /** Connection settings shared by pools and dedicated clients. */
 export function connectionSettings(url: string, name: string | undefined, statementTimeoutMs: number = SESSION_LIMITS.statementTimeoutMs): pg.ClientConfig {
@@ -41,7 +48,7 @@ export function connectionSettings(url: string, name: string | undefined, statem
     statement_timeout: statementTimeoutMs,
     lock_timeout: SESSION_LIMITS.lockTimeoutMs,
     idle_in_transaction_session_timeout: SESSION_LIMITS.idleInTransactionMs,
-    options: SERVER_KEEPALIVE,
+    options: `${SERVER_KEEPALIVE} ${SERVER_NO_JIT}`,
   };
 }
 

@@ -4,7 +4,12 @@
 // below; nothing else in lib/ writes SQL text.
 //
 // Postgres statements run as NAMED prepared statements: node-postgres sends the text once per
-// connection, Postgres parses and plans it once, afterwards only the parameters travel. The name
+// connection, Postgres parses and plans it once, afterwards only the parameters travel. After
+// five executions Postgres may switch a named statement to its GENERIC plan (one plan for any
+// parameter values): the statements are shaped so that plan is as good as the per-value one
+// (test/integration/plan-regression.test.ts). A statement declared with `{ plan: 'per-execution' }`
+// runs unnamed instead: parsed and planned with its parameter values every time (the choice and
+// its reason per statement: docs/decisions.md "SQL: plans of the prepared statements"). The name
 // is also what an operator sees in errors (`err.statement`) and in pg_stat_activity's query text
 // (each text starts with `-- <name>`).
 import { CompiledQuery, type QueryResult } from 'kysely';
@@ -23,6 +28,8 @@ export interface PgStatement<P extends readonly unknown[], R> {
   readonly name: string;
   readonly text: string;
   readonly arity: number;
+  /** 'prepared': a named prepared statement (generic plan after five runs); 'per-execution': unnamed, planned with its values each run. */
+  readonly plan: PgPlan;
   readonly [PARAMS]?: P;
   readonly [ROW]?: R;
 }
@@ -45,22 +52,29 @@ export interface MyWrite {
   insertId: number;
 }
 
-const declared = new Map<string, { engine: 'pg' | 'mysql'; text: string }>();
+const declared = new Map<string, { engine: 'pg' | 'mysql'; text: string; plan?: PgPlan }>();
 const NAME = /^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$/;
 
-function declare(name: string, engine: 'pg' | 'mysql', text: string): void {
+function declare(name: string, engine: 'pg' | 'mysql', text: string, plan?: PgPlan): void {
   if (!NAME.test(name)) throw new Error(`statement name ${name}: expected <group>.<operation> in snake_case`);
   const prev = declared.get(name);
   if (prev !== undefined && prev.text !== text) throw new Error(`statement ${name} declared twice with different text`);
-  declared.set(name, { engine, text });
+  declared.set(name, { engine, text, ...(plan ? { plan } : {}) });
 }
 
+/** How a Postgres statement is planned (lib/db/statement.ts header). */
+export type PgPlan = 'prepared' | 'per-execution';
+
+/** The option of a statement planned with its values on every run (`pgStatement(name, text, PER_EXECUTION)`). */
+export const PER_EXECUTION = { plan: 'per-execution' } as const;
+
 /** Declares a Postgres statement. Text built from rule tables is built once, at module load. */
-export function pgStatement<P extends readonly unknown[] = [], R = never>(name: string, text: string): PgStatement<P, R> {
+export function pgStatement<P extends readonly unknown[] = [], R = never>(name: string, text: string, o: { plan?: PgPlan } = {}): PgStatement<P, R> {
   const body = `-- ${name}\n${text.trim()}`;
-  declare(name, 'pg', body);
+  const plan = o.plan ?? 'prepared';
+  declare(name, 'pg', body, plan);
   const arity = Math.max(0, ...[...body.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
-  return { name, text: body, arity };
+  return { name, text: body, arity, plan };
 }
 
 /** Declares a MariaDB statement (`IN (?)` takes an array: mysql2 expands it client-side). */
@@ -69,8 +83,8 @@ export function myStatement<P extends readonly unknown[] = [], R = never>(name: 
   return { name, text: text.trim(), arity: (text.match(/\?/g) ?? []).length };
 }
 
-/** Every declared statement (name → engine and text): the catalogue the tests check. */
-export function declaredStatements(): ReadonlyMap<string, { engine: 'pg' | 'mysql'; text: string }> {
+/** Every declared statement (name → engine, text, and a Postgres statement's plan choice): the catalogue the tests check. */
+export function declaredStatements(): ReadonlyMap<string, { engine: 'pg' | 'mysql'; text: string; plan?: PgPlan }> {
   return declared;
 }
 
@@ -81,9 +95,11 @@ function tagged(e: unknown, name: string): unknown {
 
 async function execPg<P extends readonly unknown[], R>(db: Executor, st: PgStatement<P, R>, params: P) {
   if (params.length !== st.arity) throw new Error(`statement ${st.name}: ${st.arity} placeholders, ${params.length} parameters`);
-  // Kysely hands `sql` to pg's client.query unchanged; a {name, text} config makes it a named statement.
+  // Kysely hands `sql` to pg's client.query unchanged; a {name, text} config makes it a named
+  // statement, the plain text an unnamed one (planned with these parameter values).
   const q = CompiledQuery.raw(st.text, params as unknown as unknown[]);
   try {
+    if (st.plan === 'per-execution') return await db.executeQuery<R>(q);
     return await db.executeQuery<R>({ ...q, sql: { name: st.name, text: st.text } as unknown as string });
   } catch (e) {
     throw tagged(e, st.name);

@@ -1,12 +1,10 @@
 // Consistent reads of complete flight states: the main rows and every detail table loaded by
 // FLID set in ONE statement (store.ts loadStates) — one statement is one snapshot, so a set of
-// flights needs no explicit transaction; a page (two statements that must agree) reads in one
-// REPEATABLE READ (read-only) transaction. A fixed number of queries whatever the page size (no
-// N+1). Used by the HTTP routes, the Redis mirror and the schd dispatcher.
+// flights needs no explicit transaction; a page is one statement too (its FLIDs chosen and loaded
+// together, store.ts loadPage). A fixed number of statements whatever the page size (no N+1).
+// Used by the HTTP routes, the Redis mirror and the schd dispatcher.
 import type { Db } from '../db/postgres.ts';
-import { pgRows } from '../db/statement.ts';
-import * as Flight from '../sql/flight.ts';
-import { loadStates, type Executor } from './store.ts';
+import { loadPage, loadStates, type Executor } from './store.ts';
 import type { FlightState } from './state.ts';
 
 /** Complete states of these FLIDs, read in one snapshot (one statement). */
@@ -29,20 +27,11 @@ export interface FlightPage {
   nextCursor: string | null;
 }
 
-/** One page of flights ordered by FLID, in one snapshot. */
+/** One page of flights ordered by FLID, in one snapshot (one statement). */
 export async function listFlights(db: Db, q: ListQuery, timeZone: string): Promise<FlightPage> {
-  return db
-    .transaction()
-    .setIsolationLevel('repeatable read')
-    .setAccessMode('read only')
-    .execute(async (tx) => {
-      const after = q.cursor ?? null;
-      const includeDeleted = q.includeDeleted === true;
-      const rows = q.operationDay ? await pgRows(tx, Flight.pageOfDay, q.operationDay, includeDeleted, after, q.limit + 1) : await pgRows(tx, Flight.page, includeDeleted, after, q.limit + 1);
-      const ids = rows.map((x) => x.flid);
-      const more = ids.length > q.limit;
-      const page = more ? ids.slice(0, q.limit) : ids;
-      const states = await loadStates(tx, page, timeZone);
-      return { flights: page.map((f) => states.get(f)!).filter(Boolean), nextCursor: more ? page[page.length - 1] : null };
-    });
+  // One flight more than the page tells whether another page follows.
+  const states = await loadPage(db, { day: q.operationDay ?? null, includeDeleted: q.includeDeleted === true, after: q.cursor ?? null, limit: q.limit + 1 }, timeZone);
+  const more = states.length > q.limit;
+  const flights = more ? states.slice(0, q.limit) : states;
+  return { flights, nextCursor: more ? flights[flights.length - 1].FLID : null };
 }

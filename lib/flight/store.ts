@@ -103,6 +103,16 @@ export async function loadStates(db: Executor, flids: readonly string[], tz: str
   return rowsToStates(await pgRows(db, FLIGHT.loadStates, [...new Set(flids)]), tz);
 }
 
+/**
+ * A page of complete states in FLID (text) order after `after` (null: from the start), at most
+ * `limit`, of operation day `day` when given; ACTIVE only unless `includeDeleted`. ONE statement
+ * (the page's FLIDs and their states: one snapshot), in FLID order.
+ */
+export async function loadPage(db: Executor, q: { day: string | null; includeDeleted: boolean; after: string | null; limit: number }, tz: string): Promise<FlightState[]> {
+  const rows = q.day ? await pgRows(db, FLIGHT.pageStatesOfDay, q.day, q.includeDeleted, q.after, q.limit) : await pgRows(db, FLIGHT.pageStates, q.includeDeleted, q.after, q.limit);
+  return [...rowsToStates(rows, tz).values()];
+}
+
 /** The flights each of these messages changed (their change records, written with their business commit): one query. */
 export async function changedBy(db: Executor, msgIds: readonly number[]): Promise<Map<number, string[]>> {
   const out = new Map<number, string[]>(msgIds.map((id) => [id, []]));

@@ -33,7 +33,7 @@ export function flightIdsIn(body: string): string[] {
  * MSG_ID: a body never changes). Conservative: a FLID merely mentioned is protected too.
  */
 async function flightsOfOpenMessages(d: RetentionDeps, cache: Map<number, string[]>): Promise<Set<string>> {
-  const open = await pgRows(d.db, ProcState.idsInStates, [...IN_PROCESS]);
+  const open = await pgRows(d.db, ProcState.openIds);
   const ids = open.map((r) => Number(r.msg_id));
   const unread = ids.filter((id) => !cache.has(id));
   for (let i = 0; i < unread.length; i += 500) {

@@ -101,17 +101,20 @@ function literal(v: string): string {
  */
 export function flightStatements(spec: FlightColumns): {
   loadStates: PgStatement<[flids: string[]], FlightStateRow>;
+  pageStates: PgStatement<[includeDeleted: boolean, after: string | null, limit: number], FlightStateRow>;
+  pageStatesOfDay: PgStatement<[day: string, includeDeleted: boolean, after: string | null, limit: number], FlightStateRow>;
   writeBatch: PgStatement<FlightWriteParams, { n: number }>;
 } {
-  return { loadStates: loaderStatement(spec), writeBatch: writeStatement(spec) };
+  return { ...loaderStatements(spec), writeBatch: writeStatement(spec) };
 }
 
 /**
  * One correlated aggregate per detail table: `coalesce((select json_agg(json_build_array(…) order by …)
  * from t d where d.flid = f.flid), '[]')`. Times travel as epoch milliseconds (JSON numbers), so
- * the zone of the session never matters; everything else keeps its SQL type's JSON form.
+ * the zone of the session never matters; everything else keeps its SQL type's JSON form. The
+ * same select list serves the loader by FLID set and the pages of the flight reads.
  */
-function loaderStatement(spec: FlightColumns) {
+function loaderStatements(spec: FlightColumns) {
   const details = spec.details.map((l, i) => {
     const el = [...(l.disc ? [`d.${ident(l.disc)}`] : []), ...l.columns.map((c) => (c.time ? `(extract(epoch from d.${ident(c.column)}) * 1000)::float8` : `d.${ident(c.column)}`))].join(', ');
     const order = l.disc ? `d.${ident(l.disc)}, d.ordinal` : 'd.ordinal';
@@ -119,11 +122,34 @@ function loaderStatement(spec: FlightColumns) {
   });
   const fixed = 'f.flid, f.state, f.state_version, f.operation_day::text as operation_day, f.last_msg_id, f.updated_at, f.mafl';
   const select = [fixed, spec.mainRead.map((c) => `f.${ident(c)}`).join(', '), ...details].join(',\n       ');
-  /**
-   * Complete states of the FLIDs $1: the main rows with every detail table aggregated per flight
-   * (driven by rules.ts). One statement = one consistent snapshot.
-   */
-  return pgStatement<[flids: string[]], FlightStateRow>('flight.load_states', `select ${select}\nfrom flight_schd f where f.flid = any($1::text[])`);
+  return {
+    /**
+     * Complete states of the FLIDs $1: the main rows with every detail table aggregated per flight
+     * (driven by rules.ts). One statement = one consistent snapshot.
+     */
+    loadStates: pgStatement<[flids: string[]], FlightStateRow>('flight.load_states', `select ${select}\nfrom flight_schd f where f.flid = any($1::text[])`),
+    /**
+     * A page of complete states in FLID (text) order after $2 (null: from the start), at most $3;
+     * ACTIVE only unless $1. The page's FLIDs are chosen first (a primary-key range), then only
+     * they are loaded: one statement = one snapshot, so a page needs no transaction.
+     */
+    pageStates: pgStatement<[includeDeleted: boolean, after: string | null, limit: number], FlightStateRow>(
+      'flight.page_states',
+      `select ${select}
+from (select flid from flight_schd where ($1::boolean or state = 'ACTIVE') and flid > coalesce($2::text, '') order by flid limit $3::bigint) p
+join flight_schd f on f.flid = p.flid
+order by f.flid`,
+    ),
+    /** As flight.page_states, the flights of operation day $1 only. */
+    pageStatesOfDay: pgStatement<[day: string, includeDeleted: boolean, after: string | null, limit: number], FlightStateRow>(
+      'flight.page_states_of_day',
+      `select ${select}
+from (select flid from flight_schd where operation_day = $1::date and ($2::boolean or state = 'ACTIVE') and flid > coalesce($3::text, '')
+      order by flid limit $4::bigint) p
+join flight_schd f on f.flid = p.flid
+order by f.flid`,
+    ),
+  };
 }
 
 // The batch write is ONE statement: a list of pieces (one data-modifying CTE each, in order),
@@ -211,27 +237,10 @@ export const sharedOf = pgStatement<[masters: string[]], { flid: string; flno: s
 );
 
 // ---- lib/flight/read.ts
-// A page reads FLIDs after the cursor in text order. Without a cursor it passes null, read as ''
-// (every FLID is a non-empty decimal text, so `flid > ''` holds for all): the condition stays an
-// index range on the primary key / (operation_day, flid) whatever the plan.
-
-/** One page of FLIDs in text order after $2 (null: from the start), at most $3 rows; ACTIVE only unless $1. */
-export const page = pgStatement<[includeDeleted: boolean, after: string | null, limit: number], { flid: string }>(
-  'flight.page',
-  `select flid from flight_schd
-   where ($1::boolean or state = 'ACTIVE') and flid > coalesce($2::text, '')
-   order by flid
-   limit $3::bigint`,
-);
-
-/** As flight.page, the flights of operation day $1 only. */
-export const pageOfDay = pgStatement<[day: string, includeDeleted: boolean, after: string | null, limit: number], { flid: string }>(
-  'flight.page_of_day',
-  `select flid from flight_schd
-   where operation_day = $1::date and ($2::boolean or state = 'ACTIVE') and flid > coalesce($3::text, '')
-   order by flid
-   limit $4::bigint`,
-);
+// The pages of the flight reads are flight.page_states / flight.page_states_of_day (built with the
+// loader above). A page without a cursor passes null, read as '' (every FLID is a non-empty decimal
+// text, so `flid > ''` holds for all): the condition stays an index range on the primary key /
+// (operation_day, flid) whatever the plan.
 
 // ---- lib/flight/floor.ts
 

@@ -1,6 +1,6 @@
 // SQL of the snapshot ledger: SCHD_GEN (version + latest message per operation day) and
 // SCHD_GEN_FLID (roster of the latest snapshot). Statement conventions: lib/db/statement.ts.
-import { pgStatement } from '../db/statement.ts';
+import { PER_EXECUTION, pgStatement } from '../db/statement.ts';
 
 // ---- lib/flight/ledger.ts
 
@@ -52,8 +52,12 @@ export const purgeableDays = pgStatement<[dayBefore: string, batch: number], { d
    for update of g`,
 );
 
-/** Deletes the rosters of these operation days. */
-export const deleteRosters = pgStatement<[days: string[]]>('ledger.delete_rosters', 'delete from schd_gen_flid where operation_day = any($1::date[])');
+/**
+ * Deletes the rosters of these operation days. Planned with its values (PER_EXECUTION): the
+ * generic plan of `operation_day = any($1)` guesses ten days, as many as the roster holds, and
+ * reads the whole roster; it runs once per ledger purge.
+ */
+export const deleteRosters = pgStatement<[days: string[]]>('ledger.delete_rosters', 'delete from schd_gen_flid where operation_day = any($1::date[])', PER_EXECUTION);
 
 /** Deletes the ledger rows of these operation days. */
 export const deleteGens = pgStatement<[days: string[]]>('ledger.delete_gens', 'delete from schd_gen where operation_day = any($1::date[])');

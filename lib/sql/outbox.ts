@@ -1,5 +1,5 @@
 // SQL of MSG_EVENT (the outbox of both dispatchers). Statement conventions: lib/db/statement.ts.
-import { pgStatement } from '../db/statement.ts';
+import { PER_EXECUTION, pgStatement } from '../db/statement.ts';
 
 /** The outbox's targets (MSG_EVENT.TARGET). */
 export type OutboxTarget = 'msg' | 'schd';
@@ -7,7 +7,10 @@ export type OutboxTarget = 'msg' | 'schd';
 // ---- lib/dispatch/outbox.ts
 // Updates lock with SKIP LOCKED: a row the pump is rewriting right now (schd upsert) is left
 // alone (it stays PENDING and goes out again) and the dispatcher never waits on the pump, so
-// the two can never deadlock.
+// the two can never deadlock. The rows are locked in a MATERIALIZED CTE that runs once and is
+// then joined (never `where id in (select … for update skip locked)`: under the generic plan,
+// which guesses 10 array elements, Postgres re-ran that locking subquery for every row updated,
+// quadratic in the batch — docs/decisions.md "SQL: plans of the prepared statements").
 
 /**
  * The frozen batch of a msg round: PENDING and due at $1, EVENT_ID order, at most $2, and no
@@ -42,11 +45,15 @@ export const pendingSchdRows = pgStatement<[now: Date, limit: number], { event_i
  */
 export const markSent = pgStatement<[now: Date, eventIds: number[], stateVersions: number[], partitions: number[], offsets: (string | null)[]], { event_id: number }>(
   'outbox.mark_sent',
-  `update msg_event m set state = 'SENT', sent_at = $1::timestamptz, attempts = m.attempts + 1, next_attempt_at = null,
-     kafka_partition = u.p, kafka_offset = u.o
-   from unnest($2::bigint[], $3::integer[], $4::integer[], $5::text[]) as u(id, ver, p, o)
-   where m.event_id = u.id and m.state_version = u.ver and m.state = 'PENDING'
-     and m.event_id in (select event_id from msg_event where event_id = any($2::bigint[]) for update skip locked)
+  `with l as materialized (
+     select m.event_id, u.p, u.o from unnest($2::bigint[], $3::integer[], $4::integer[], $5::text[]) as u(id, ver, p, o)
+     join msg_event m on m.event_id = u.id
+     where m.state_version = u.ver and m.state = 'PENDING'
+     for update of m skip locked)
+   update msg_event m set state = 'SENT', sent_at = $1::timestamptz, attempts = m.attempts + 1, next_attempt_at = null,
+     kafka_partition = l.p, kafka_offset = l.o
+   from l
+   where m.event_id = l.event_id
    returning m.event_id`,
 );
 
@@ -60,18 +67,24 @@ export const markFailed = pgStatement<
   { event_id: number; state: string }
 >(
   'outbox.mark_failed',
-  `update msg_event m set state = u.st, attempts = u.att, next_attempt_at = u.nxt, last_error = $1::text
-   from unnest($2::bigint[], $3::integer[], $4::text[], $5::integer[], $6::timestamptz[]) as u(id, before, st, att, nxt)
-   where m.event_id = u.id and m.attempts = u.before and m.state = 'PENDING'
-     and m.event_id in (select event_id from msg_event where event_id = any($2::bigint[]) for update skip locked)
+  `with l as materialized (
+     select m.event_id, u.st, u.att, u.nxt from unnest($2::bigint[], $3::integer[], $4::text[], $5::integer[], $6::timestamptz[]) as u(id, before, st, att, nxt)
+     join msg_event m on m.event_id = u.id
+     where m.attempts = u.before and m.state = 'PENDING'
+     for update of m skip locked)
+   update msg_event m set state = l.st, attempts = l.att, next_attempt_at = l.nxt, last_error = $1::text
+   from l
+   where m.event_id = l.event_id
    returning m.event_id, m.state`,
 );
 
 /** Removes these PENDING schd rows (their flight is missing or DELETED), skipping rows locked by the pump. */
 export const dropGoneSchdRows = pgStatement<[eventIds: number[]]>(
   'outbox.drop_gone_schd_rows',
-  `delete from msg_event where target = 'schd' and state = 'PENDING'
-     and event_id in (select event_id from msg_event where event_id = any($1::bigint[]) for update skip locked)`,
+  `with l as materialized (
+     select event_id from msg_event where event_id = any($1::bigint[]) and target = 'schd' and state = 'PENDING'
+     for update skip locked)
+   delete from msg_event m using l where m.event_id = l.event_id`,
 );
 
 /** Makes these PENDING events that back off due at once (Kafka answers again, lib/dispatch/outage.ts). */
@@ -88,7 +101,8 @@ export const nextAttemptAt = pgStatement<[target: OutboxTarget, now: Date], { at
 );
 
 // The DEAD selector of the operator actions: event ids $1 (null: any), FLID $2 (null: any),
-// target $3 (null: any); all null selects every DEAD row.
+// target $3 (null: any); all null selects every DEAD row. Optional filters: planned with their
+// values on every run (PER_EXECUTION, lib/db/statement.ts), as a generic plan cannot drop them.
 
 /** DEAD → PENDING with attempts 0, due now (sent again in EVENT_ID order); last_error is kept. */
 export const replayDead = pgStatement<[eventIds: number[] | null, flid: string | null, target: OutboxTarget | null], { event_id: number; target: OutboxTarget }>(
@@ -97,6 +111,7 @@ export const replayDead = pgStatement<[eventIds: number[] | null, flid: string |
    where state = 'DEAD' and ($1::bigint[] is null or event_id = any($1::bigint[]))
      and ($2::text is null or flid = $2::text) and ($3::text is null or target = $3::text)
    returning event_id, target`,
+  PER_EXECUTION,
 );
 
 /** DEAD → SKIPPED (kept, visible; it no longer holds its FLID's later events). */
@@ -106,6 +121,7 @@ export const skipDead = pgStatement<[eventIds: number[] | null, flid: string | n
    where state = 'DEAD' and ($1::bigint[] is null or event_id = any($1::bigint[]))
      and ($2::text is null or flid = $2::text) and ($3::text is null or target = $3::text)
    returning event_id, target`,
+  PER_EXECUTION,
 );
 
 /**
@@ -143,6 +159,7 @@ export const listDead = pgStatement<[target: OutboxTarget | null, limit: number]
    where d.state = 'DEAD' and ($1::text is null or d.target = $1::text)
    order by d.event_id
    limit $2::bigint`,
+  PER_EXECUTION,
 );
 
 /** Deletes up to $2 SENT rows sent before $1, oldest first, skipping locked rows. */

@@ -1,7 +1,12 @@
 // SQL of PROC_STATE (a message's processing state), PROC_ATTEMPT (its failed attempts) and
 // INTAKE_CURSOR (intake's watermark and gaps). Statement conventions: lib/db/statement.ts.
 // Wake-ups of graphile-worker tasks ride inside the statements that make them due (WAKE below).
-import { pgStatement } from '../db/statement.ts';
+import { PER_EXECUTION, pgStatement } from '../db/statement.ts';
+
+// Statements whose filters are optional (`$n is null or …`: operator selections, console and ops
+// lists) are planned with their values on every run (PER_EXECUTION, lib/db/statement.ts): a
+// generic plan cannot drop the filters that are null, so it reads all of PROC_STATE even for ten
+// IDs or a page below a cursor. They run rarely (a command, a page view): planning costs nothing.
 
 export type TerminalState = 'SUCCEEDED' | 'SKIPPED' | 'DEAD';
 export type OpenState = 'PENDING' | 'FAILED';
@@ -210,6 +215,7 @@ export const resumeBackfill = pgStatement<[msgIds: number[] | null, reason: Aban
       and ($1::bigint[] is null or msg_id = any($1::bigint[]))
       and ($2::text is null or backfill_abandoned_reason = $2::text)
    returning msg_id`,
+  PER_EXECUTION,
 );
 
 /**
@@ -230,6 +236,7 @@ export const replay = pgStatement<[msgIds: number[] | null, force: boolean, stat
       and ($3::text is null or state = $3::text)
       and ($4::text is null or reason like $4::text)
    returning msg_id`,
+  PER_EXECUTION,
 );
 
 // ---- lib/pipeline/intake.ts
@@ -304,6 +311,7 @@ export const replaySelection = pgStatement<[msgIds: number[] | null, state: 'FAI
       and ($2::text is null or state = $2::text)
       and ($3::text is null or reason like $3::text)
     order by msg_id`,
+  PER_EXECUTION,
 );
 
 /** What a backfill-resume selection matches (IDs $1, abandon reason $2; null = any), in MSG_ID order. */
@@ -316,6 +324,7 @@ export const resumeSelection = pgStatement<
     where ($1::bigint[] is null or msg_id = any($1::bigint[]))
       and ($2::text is null or backfill_abandoned_reason = $2::text)
     order by msg_id`,
+  PER_EXECUTION,
 );
 
 // ---- lib/pipeline/gauges.ts
@@ -470,6 +479,7 @@ export const listPage = pgStatement<
       and ($3::bigint is null or msg_id < $3::bigint)
     order by msg_id desc
     limit $4`,
+  PER_EXECUTION,
 );
 
 /** PROC_STATE rows open now or terminal and touched since $2, with the received time as an instant in zone $1 (last hour series). */
@@ -494,6 +504,7 @@ export const recentMessages = pgStatement<[state: ProcStateName | null, limit: n
           (received_at at time zone $3::text) as received_at, enqueued_at, terminal_at, backfill_next_at, backfill_at, backfill_attempts,
           backfill_abandoned_at, backfill_abandoned_reason, updated_at, applied_state, applied_reason
      from proc_state where ($1::text is null or state = $1::text) order by msg_id desc limit $2`,
+  PER_EXECUTION,
 );
 
 // ---- lib/pipeline/pump.ts
@@ -530,5 +541,9 @@ export const timelineMessages = pgStatement<[msgIds: number[]], { msg_id: number
 
 // ---- lib/lifecycle/flights.ts
 
-/** The messages in one of the states $1 (the open ones: PENDING/FAILED). */
-export const idsInStates = pgStatement<[states: string[]], { msg_id: number }>('proc_state.ids_in_states', 'select msg_id from proc_state where state = any($1::text[])');
+/**
+ * The open messages (PENDING/FAILED). The states are written in the text, not a parameter: the
+ * generic plan of `state = any($1)` cannot know the states are the rare open ones and reads all
+ * of PROC_STATE; `state in ('PENDING', 'FAILED')` reads the open-message index (proc_state_open).
+ */
+export const openIds = pgStatement<[], { msg_id: number }>('proc_state.open_ids', "select msg_id from proc_state where state in ('PENDING', 'FAILED')");

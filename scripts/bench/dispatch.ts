@@ -17,8 +17,8 @@ import { type Config, slices } from '../../lib/core/config.ts';
 import { createKafkaEdge, kafkaOptions } from '../../lib/dispatch/kafka.ts';
 import { msgRound, type DispatchDeps } from '../../lib/dispatch/msg.ts';
 import { schdRound } from '../../lib/dispatch/schd.ts';
-import { insertMsgEvents, type MsgEvent } from '../../lib/flight/store.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
+import { drainMsg, fillMsgOutbox, msgEvents } from './msg-outbox.ts';
 import { emptyAll, machine, median, openBench, pumpTenThousandFlights } from './setup.ts';
 
 const { Kafka, logLevel } = kafkajs;
@@ -42,27 +42,12 @@ const depsWith = (o: Partial<Config>): DispatchDeps => ({ db: b.db, kafka, dispa
 await emptyAll(b);
 
 // ---------------------------------------------------------------------------------------------
-// msg topic
+// msg topic (scripts/bench/msg-outbox.ts, shared with the CI smoke)
 const now = new Date();
-const events: MsgEvent[] = [];
-for (let i = 0; i < EVENTS; i++) {
-  const flid = String(1 + (i % FLIDS));
-  const ver = 1 + Math.floor(i / FLIDS);
-  events.push({
-    flid,
-    stateVersion: ver,
-    payload: { FLID: flid, STATE_VERSION: ver, UPDATED_AT: now.toISOString(), OP: 'UPSERT', MSG_ID: 1_000_000 + i, TYPE: 'FLOP', STYP: 'ESTT', CHANGED: ['ESTT'] },
-  });
-}
-
-async function fillMsgOutbox(): Promise<void> {
-  await sql`truncate msg_event`.execute(b.db);
-  for (let i = 0; i < events.length; i += 10_000) await b.db.transaction().execute((tx) => insertMsgEvents(tx, events.slice(i, i + 10_000), now));
-  await sql`analyze msg_event`.execute(b.db);
-}
+const events = msgEvents(EVENTS, FLIDS, now);
 
 // warm the producer and the statements
-await fillMsgOutbox();
+await fillMsgOutbox(b, events, now);
 await msgRound(depsWith({ 'msgx.msg.batch': 500 }));
 
 const msgRates = new Map<number, number[]>(msgBatches.map((n) => [n, []]));
@@ -75,21 +60,8 @@ let msgSentTotal = 0; // the warm-up round, set below
 for (let run = 0; run < runs; run++) {
   const order = run % 2 === 0 ? msgBatches : [...msgBatches].reverse();
   for (const batch of order) {
-    await fillMsgOutbox();
-    const d = depsWith({ 'msgx.msg.batch': batch });
-    let sent = 0;
-    let rounds = 0;
-    const t = performance.now();
-    for (;;) {
-      const r = await msgRound(d);
-      if (r.failed) throw new Error(`msg round failed: ${JSON.stringify(r)}`);
-      if (r.picked === 0) break;
-      sent += r.sent;
-      rounds++;
-    }
-    const sec = (performance.now() - t) / 1000;
-    const left = await sql<{ n: number }>`select count(*)::int n from msg_event where target = 'msg' and state <> 'SENT'`.execute(b.db);
-    if (sent !== EVENTS || left.rows[0].n !== 0) throw new Error(`msg: sent ${sent} of ${EVENTS}, ${left.rows[0].n} not SENT`);
+    await fillMsgOutbox(b, events, now);
+    const { sent, rounds, sec } = await drainMsg(b, depsWith({ 'msgx.msg.batch': batch }), EVENTS);
     msgSentTotal += sent;
     msgRates.get(batch)!.push(sent / sec);
     msgRounds.set(batch, rounds);
