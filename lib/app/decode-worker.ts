@@ -24,3 +24,4 @@ parentPort!.on('message', (m: DecodeRequest) => {
     }
   });
 });
+parentPort!.postMessage({ ready: true } satisfies DecodeAnswer);

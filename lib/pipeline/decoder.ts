@@ -33,7 +33,7 @@ export interface DecoderOptions {
 
 /** What the worker receives and answers (lib/app/decode-worker.ts). */
 export type DecodeRequest = { job: number; from: number; bodies: string[] };
-export type DecodeAnswer = { job: number; index: number; result: WorkerResult };
+export type DecodeAnswer = { job: number; index: number; result: WorkerResult } | { ready: true };
 
 interface Job {
   bodies: string[];
@@ -54,6 +54,8 @@ export class Decoder {
   private current: Job | undefined;
   private timer: NodeJS.Timeout | undefined;
   private seq = 0;
+  /** The worker has loaded its modules: a message's budget starts only then (a new worker's start-up is not the message's). */
+  private ready = false;
   private closed = false;
   /** Workers terminated for a message over its budget (tests, logs). */
   overBudget = 0;
@@ -92,7 +94,7 @@ export class Decoder {
     w.ref(); // a job in flight keeps the process alive until it is answered
     const id = ++this.seq;
     this.jobId = id;
-    this.arm();
+    if (this.ready) this.arm();
     w.postMessage({ job: id, from: job.next, bodies: job.bodies.slice(job.next) } satisfies DecodeRequest);
   }
 
@@ -103,6 +105,11 @@ export class Decoder {
   }
 
   private answer(m: DecodeAnswer): void {
+    if ('ready' in m) {
+      this.ready = true;
+      if (this.current) this.arm();
+      return;
+    }
     const job = this.current;
     if (!job || m.job !== this.jobId || m.index !== job.next) return;
     job.results.push(m.result);
@@ -152,12 +159,13 @@ export class Decoder {
   }
 
   private spawn(): Worker {
+    this.ready = false;
     const w = new Worker(this.opts.url, {
       workerData: { settings: this.opts.settings, registry: this.opts.registry ?? {} },
       resourceLimits: { maxOldGenerationSizeMb: this.opts.maxHeapMb ?? 2048 },
     });
     let error = '';
-    w.on('message', (m: DecodeAnswer) => this.answer(m));
+    w.on('message', (m: DecodeAnswer) => w === this.worker && this.answer(m)); // never a terminated worker's
     w.on('error', (e) => {
       error = e instanceof Error ? e.message : String(e);
     });

@@ -9,9 +9,13 @@
 //        a FAILED head whose attempts are used up → DEAD(EXHAUSTED); one not yet due → wait
 //        (INFRA of a service that can be probed: probe it every PROBE_EVERY_MS, retry as soon as it answers)
 //     1. raw bodies: one inbox query                                   read error → FAILED(INFRA)
-//     2. decode, pure, in order: MALFORMED / PROTOCOL / unsupported are outcomes of their own
-//        message; a retryable decode failure (CODEC_ERROR) ends the batch before that message;
-//        a snapshot is a batch of its own
+//     2. decode, pure, in order, in the decode worker (lib/pipeline/decoder.ts) under the
+//        per-message budget (over it: MALFORMED): MALFORMED / PROTOCOL / unsupported are outcomes
+//        of their own message; a retryable decode failure (CODEC_ERROR) ends the batch before that
+//        message; a snapshot is a batch of its own.
+//        Steps 1–2 of the NEXT batch run while steps 3–5 of this one do (read ahead, never
+//        applied ahead: the next batch uses them only where its own heads read lists the same
+//        messages from the same head; see Ahead)
 //     3. ONE business transaction: the owners of the batch's identities (one read), every
 //        message applied in order (batch domains in memory, transaction handlers in a savepoint
 //        each), the net writes, and every message's outcome (APPLIED_STATE) + identity binding +
