@@ -313,8 +313,8 @@ async function bodiesOf(d: PumpDeps, heads: T.HeadRow[], ahead: Ahead | undefine
   const pre = ahead?.next;
   if (ahead) ahead.next = null;
   if (pre && pre.ids[0] === heads[0].msg_id) {
-    const got = await pre.results.catch(() => null); // a failed read ahead: read now
-    for (let i = 0; got && i < heads.length && heads[i].msg_id === pre.ids[i]; i++) {
+    const got = await pre.results; // this batch's own read, made earlier: its failure is the inbox read's failure
+    for (let i = 0; i < heads.length && heads[i].msg_id === pre.ids[i]; i++) {
       const b = got.get(heads[i].msg_id);
       if (b === undefined || b === 'missing') break; // not decoded ahead, or a row that may have been purged meanwhile: read now
       out.set(heads[i].msg_id, b);
@@ -329,7 +329,7 @@ async function bodiesOf(d: PumpDeps, heads: T.HeadRow[], ahead: Ahead | undefine
   return out;
 }
 
-/** Start reading and decoding the batch after this one (errors are dropped: the next batch reads again). */
+/** Start reading and decoding the batch after this one (a failure is the next batch's inbox read failure, if it is still that batch). */
 function readAhead(d: PumpDeps, ahead: Ahead, rows: T.HeadRow[]): void {
   const ids = rows.map((row) => row.msg_id);
   const results = withTimeout(d.pump.timeoutMs, 'inbox read', readBodies(d.inbox, ids)).then((bodies) => decodeBodies(d, ids, bodies));
