@@ -228,6 +228,7 @@ async function applyBatch(deps: PumpDeps, limit: number, ahead?: Ahead): Promise
     if (member.alone) break;
   }
   lap('prepare');
+  if (members.length === 0 && !cut) return done([await fail(deps, memberOf(head), { cls: 'INTERNAL', detail: 'the head was not decoded' })]); // never expected: the head is always decoded
   if (members.length === 0) return done([await fail(deps, cut!, (cut!.todo as { failure: Failure }).failure)]);
   // the next batch, if this one takes every message it read: read and decoded while this one commits
   if (ahead && deps.decoder && !cut && members.length === heads.length && following.length > 0) readAhead(deps, ahead, following);
