@@ -7,8 +7,11 @@ import { runProcess } from '../lib/runtime/process.ts';
 import { sleep } from '../lib/runtime/leader.ts';
 import { dutyTask } from '../lib/runtime/duty.ts';
 import { slices } from '../lib/core/config.ts';
+import { RestoreWatch } from '../lib/pipeline/restore.ts';
 
 const BUDGET_MS = 55_000;
+/** While Postgres is found behind (restore), intake looks again this often. */
+const HELD_RETRY_MS = 2_000;
 
 await runProcess({
   name: 'intake',
@@ -19,18 +22,33 @@ await runProcess({
     const inbox = createAodbPool(rt.config.INBOX_URL, { timeoutMs: slices(rt.config).io.timeoutMs });
     const deps = { db: rt.db, inbox, clock: rt.clock, intake: slices(rt.config).intake, log: rt.log };
     const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
+    // Postgres restored from a backup (lib/pipeline/restore.ts): nothing is taken in while held (the watermark stays below the lost range)
+    const restore = new RestoreWatch({ db: rt.db, inbox, inboxReadOnly: slices(rt.config).inbox.readOnly, clock: rt.clock, timeoutMs: slices(rt.config).io.timeoutMs, log: rt.log });
+    await restore.start();
     return {
       tasks: {
         [TASK.intake]: dutyTask({
           task: TASK.intake,
           stopping,
           run: async () => {
-            await intakeLoop(deps, BUDGET_MS, stopping, (ms) => sleep(ms, leader!.signal));
+            if (restore.held()) {
+              await sleep(HELD_RETRY_MS, leader!.signal);
+              return 'now';
+            }
+            await intakeLoop(
+              deps,
+              BUDGET_MS,
+              () => stopping() || restore.held(),
+              (ms) => sleep(ms, leader!.signal),
+            );
             return 'now'; // intake polls: the next run follows at once
           },
         }),
       },
-      close: () => inbox.end(),
+      close: () => {
+        restore.stop();
+        return inbox.end();
+      },
     };
   },
 });

@@ -14,9 +14,14 @@ import { runProcess } from '../lib/runtime/process.ts';
 import * as Locks from '../lib/sql/locks.ts';
 import { dutyTask } from '../lib/runtime/duty.ts';
 import { slices } from '../lib/core/config.ts';
+import { kafkaOptions } from '../lib/dispatch/kafka.ts';
+import { createKafkaRestoreCheck } from '../lib/dispatch/restore.ts';
+import { RestoreWatch } from '../lib/pipeline/restore.ts';
 
 const BUDGET_MS = 30_000;
 const GAUGES_EVERY_MS = 1_000;
+/** While Postgres is found behind (restore), the pump looks again this often. */
+const HELD_RETRY_MS = 2_000;
 /** A statement (or a lock wait) of the pump longer than this fails: the head becomes FAILED(INFRA) instead of an invisible hang. */
 const STATEMENT_TIMEOUT = '60s';
 const LOCK_TIMEOUT = '20s';
@@ -46,14 +51,32 @@ await runProcess({
       decoder,
     };
     const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
+    // Postgres restored from a backup (lib/pipeline/restore.ts): checked before the first drain; no new business while held
+    const kafkaCheck = createKafkaRestoreCheck(kafkaOptions(slices(rt.config).kafka, rt.log), slices(rt.config).kafka.msgTopic, rt.db);
+    const restore = new RestoreWatch({
+      db: rt.db,
+      inbox,
+      inboxReadOnly: slices(rt.config).inbox.readOnly,
+      redis,
+      kafka: () => kafkaCheck.check(),
+      clock: rt.clock,
+      timeoutMs: slices(rt.config).io.timeoutMs,
+      log: rt.log,
+    });
+    await restore.start();
     const gauges = setInterval(() => void refreshHeadGauges(rt.db, rt.clock, deps.failures), GAUGES_EVERY_MS);
     gauges.unref();
     return {
       tasks: {
-        [TASK.pump]: dutyTask({ task: TASK.pump, stopping, run: async () => (await drain(deps, BUDGET_MS, stopping)).next }),
+        [TASK.pump]: dutyTask({
+          task: TASK.pump,
+          stopping,
+          run: async () => (restore.held() ? new Date(Date.now() + HELD_RETRY_MS) : (await drain(deps, BUDGET_MS, () => stopping() || restore.held())).next),
+        }),
       },
       close: async () => {
         clearInterval(gauges);
+        restore.stop();
         await decoder.close();
         await inbox.end();
         redis.disconnect();

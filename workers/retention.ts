@@ -9,6 +9,8 @@ import { RETENTION_TASK } from '../lib/core/tasks.ts';
 import { retentionSettings } from '../lib/lifecycle/common.ts';
 import { retentionCrontab, retentionTasks } from '../lib/lifecycle/tasks.ts';
 import { loadConfigOrExit, runProcess } from '../lib/runtime/process.ts';
+import { RestoreWatch } from '../lib/pipeline/restore.ts';
+import type { Task } from 'graphile-worker';
 
 // Validate msgx.retention.schedule before anything starts (a bad value names the key, exit 2).
 try {
@@ -32,9 +34,23 @@ await runProcess({
       const client = await connectClient(rt.config.DATABASE_URL, 'retention-purge');
       return { db: createSessionDb(client), close: () => client.end().catch(() => {}) };
     };
+    // Postgres restored from a backup (lib/pipeline/restore.ts): the history purge would tombstone
+    // flights at versions already on the msg topic with other content, so no run while held.
+    const restore = new RestoreWatch({ db: rt.db, inbox, inboxReadOnly: slices(rt.config).inbox.readOnly, redis, clock: rt.clock, timeoutMs: slices(rt.config).io.timeoutMs, log: rt.log });
+    await restore.start();
+    const tasks = retentionTasks(deps, openSession, rt.signal) as Record<string, Task>;
     return {
-      tasks: retentionTasks(deps, openSession, rt.signal),
+      tasks: Object.fromEntries(
+        Object.entries(tasks).map(([name, task]) => [
+          name,
+          (async (payload, helpers) => {
+            if (restore.held()) return rt.log.warn({ task: name }, 'retention run skipped: Postgres is behind (restored from a backup?); the next scheduled run tries again');
+            return task(payload, helpers);
+          }) as Task,
+        ]),
+      ),
       close: async () => {
+        restore.stop();
         await inbox.end();
         redis.disconnect();
       },

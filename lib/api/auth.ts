@@ -3,14 +3,19 @@
 // - Only `Authorization: Bearer <token>`; the token is compared as fixed-size SHA-256 digests
 //   with timingSafeEqual, so neither its content nor its length leaks through timing.
 // - The guard is an `onRequest` hook: it runs before Fastify reads or parses a body, so an
-//   unauthenticated client never gets its body buffered or parsed (Node discards what follows
-//   the 401 without buffering it; the request timeout bounds a body that never ends).
+//   unauthenticated client never gets its body buffered or parsed.
 // - Outside development mode a token of at least MIN_TOKEN_LENGTH characters is required; in
 //   development mode (asked for with MSGX_DEV_MODE=true, `npm start` does) an empty token means
 //   the token `dev`.
-// - Every rejected token is an audit line; repeated failures from one address are rate-limited
-//   (@fastify/rate-limit): after AUTH_FAILURES_PER_MINUTE failures that address gets 429 on
-//   every guarded route, a right token included, until the window ends.
+// - A right token always passes, whatever happened before from its address. Only failed
+//   authentications are counted, per client address (req.ip: the TCP peer, or behind the reverse
+//   proxy the address it forwards, msgx.http.trust-proxy): after AUTH_FAILURES_PER_MINUTE in a
+//   minute, that address's further wrong or missing tokens get 429 instead of 401 until the
+//   minute ends. One anonymous client behind the proxy therefore never locks an operator out.
+// - A refused request (401/429) closes its connection after the answer: its body is never read,
+//   and a slow or endless body does not keep the connection for the request timeout.
+// - Every refusal goes to the audit log, at most one line per address per minute
+//   (lib/api/audit.ts refusal(): the lines left out are counted in the next one).
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Slices } from '../core/config.ts';
@@ -41,45 +46,61 @@ export function apiToken(http: Slices['http']): { token: string; who: string; de
   return { token: effective, dev, who: token ? `token:${digest(token).toString('hex').slice(0, 8)}` : 'dev' };
 }
 
+/** Failed authentications per address in fixed one-minute windows (bounded: at most MAX_TRACKED addresses). */
+class FailureCounter {
+  private windows = new Map<string, { start: number; n: number }>();
+  private readonly limit: number;
+  private readonly windowMs: number;
+  constructor(limit: number, windowMs: number) {
+    this.limit = limit;
+    this.windowMs = windowMs;
+  }
+  /** Counts one failure of `key` at `now`; the seconds to wait when over the limit, else 0. */
+  fail(key: string, now: number): number {
+    let w = this.windows.get(key);
+    if (!w || now - w.start >= this.windowMs) {
+      if (!w && this.windows.size >= MAX_TRACKED) this.prune(now);
+      w = { start: now, n: 0 };
+      this.windows.set(key, w);
+    }
+    w.n++;
+    return w.n > this.limit ? Math.max(1, Math.ceil((w.start + this.windowMs - now) / 1000)) : 0;
+  }
+  private prune(now: number) {
+    for (const [k, w] of this.windows) if (now - w.start >= this.windowMs) this.windows.delete(k);
+    // Still full (a flood from very many addresses): forget the oldest half; they start again.
+    if (this.windows.size >= MAX_TRACKED) for (const k of [...this.windows.keys()].slice(0, MAX_TRACKED / 2)) this.windows.delete(k);
+  }
+}
+const MAX_TRACKED = 10_000;
+
 /**
  * The guard for every token route: put it in the route's `onRequest` (never `preHandler`, which
  * runs after the body was read) or add it as an `onRequest` hook of a scoped plugin.
- * Needs @fastify/rate-limit registered on `app` (global: false).
  */
-export function bearerGuard(app: FastifyInstance, o: { token: string; who: string; audit: AuditLog }): Guard {
+export function bearerGuard(_app: FastifyInstance, o: { token: string; who: string; audit: AuditLog; now?: () => number }): Guard {
   const want = digest(o.token);
-  const countFailure = app.createRateLimit({ max: AUTH_FAILURES_PER_MINUTE, timeWindow: 60_000 });
-  const blocked = new Map<string, number>(); // address → blocked until (ms)
-  const refuse = (req: FastifyRequest, reply: FastifyReply, status: 401 | 429, why: string, retryAfter?: number) => {
-    o.audit.line(req, 'auth', { route: req.routeOptions.url ?? req.url.split('?')[0], method: req.method, ip: req.ip }, { status, reason: why });
+  const now = o.now ?? Date.now;
+  const failures = new FailureCounter(AUTH_FAILURES_PER_MINUTE, 60_000);
+  return async (req, reply) => {
+    const m = /^Bearer ([\x21-\x7e]{1,512})$/i.exec(req.headers.authorization ?? '');
+    if (m !== null && timingSafeEqual(digest(m[1]), want)) {
+      WHO.set(req, o.who);
+      return;
+    }
+    const why = req.headers.authorization ? (m ? 'wrong token' : 'not "Bearer <token>"') : 'no Authorization header';
+    const retryAfter = failures.fail(req.ip, now());
+    const status = retryAfter ? 429 : 401;
+    o.audit.refusal(req, req.ip, 'auth', { route: req.routeOptions.url ?? req.url.split('?')[0], method: req.method, ip: req.ip }, { status, reason: retryAfter ? 'rate-limited' : why });
+    // The body (if any) is never read: answer and close the connection.
+    reply.header('connection', 'close');
     if (retryAfter) reply.header('retry-after', String(retryAfter));
     return reply
       .code(status)
       .send(
         status === 429
-          ? { error: 'too-many-requests', reason: `too many failed authentications from ${req.ip}; retry in ${retryAfter} s` }
+          ? { error: 'too-many-requests', reason: `too many failed authentications from ${req.ip}; a right token still passes; retry in ${retryAfter} s` }
           : { error: 'unauthorized', reason: 'missing or wrong bearer token' },
       );
-  };
-  return async (req, reply) => {
-    const now = Date.now();
-    const until = blocked.get(req.ip);
-    if (until !== undefined) {
-      if (until > now) return refuse(req, reply, 429, 'rate-limited', Math.ceil((until - now) / 1000));
-      blocked.delete(req.ip);
-    }
-    const m = /^Bearer ([\x21-\x7e]{1,512})$/i.exec(req.headers.authorization ?? '');
-    const ok = m !== null && timingSafeEqual(digest(m[1]), want);
-    if (ok) {
-      WHO.set(req, o.who);
-      return;
-    }
-    const limit = await countFailure(req);
-    if (!limit.isAllowed && limit.isExceeded) {
-      if (blocked.size > 10_000) for (const [k, t] of blocked) if (t <= now) blocked.delete(k);
-      blocked.set(req.ip, now + limit.ttl);
-      return refuse(req, reply, 429, 'rate-limited', limit.ttlInSeconds);
-    }
-    return refuse(req, reply, 401, req.headers.authorization ? (m ? 'wrong token' : 'not "Bearer <token>"') : 'no Authorization header');
   };
 }

@@ -4,19 +4,19 @@
 //     inline script or style (an inline script of the console page would be allowed by its hash;
 //     today it has none: /ops/console.js and /ops/console.css), frame-ancestors 'none',
 //     X-Content-Type-Options: nosniff, no referrer; Cache-Control: no-store (operational data);
+//   - the parameter rules of every route (schema.ts strictParameters, applied as each route is
+//     declared): a query schema that refuses unknown keys, integer parameters in decimal digits;
 //   - the OpenAPI 3 document of every route, from the route schemas (@fastify/swagger), at
 //     GET /openapi.json. Response schemas are documentation and contract (the OpenAPI test
 //     validates real answers against them); answers are serialised with JSON.stringify, so a
 //     response schema never changes or drops what a route returns.
 import helmet from '@fastify/helmet';
-import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from '../runtime/log.ts';
-import { anyObject, errors } from './schema.ts';
+import { anyObject, errors, strictParameters } from './schema.ts';
 
 export async function hardenApi(app: FastifyInstance, o: { scriptSources: string[]; log: Logger }): Promise<void> {
-  await app.register(rateLimit, { global: false });
   await app.register(helmet, {
     contentSecurityPolicy: {
       useDefaults: false,
@@ -46,6 +46,7 @@ export async function hardenApi(app: FastifyInstance, o: { scriptSources: string
     if (route.method === 'HEAD' || route.schema?.hide) return;
     if (!route.schema) unschematised.push(`${route.method} ${route.url}`);
   });
+  app.addHook('onRoute', strictParameters); // every route: a strict query schema, decimal integers (schema.ts)
   app.addHook('onReady', async () => {
     if (unschematised.length) o.log.warn({ routes: unschematised }, 'routes without a schema: not validated, missing from /openapi.json');
   });

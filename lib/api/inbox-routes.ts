@@ -53,7 +53,12 @@ export async function inboxRoutes(app: FastifyInstance, o: { inbox: Inbox; setti
       if (!buf || buf.length === 0) return reply.code(400).send({ error: 'empty', reason: 'empty body' });
       if (buf.length > max) return reply.code(413).send({ error: 'too-large', reason: `body is ${buf.length} bytes, limit ${max}` });
       auditResult(req, { bytes: buf.length });
-      const checked = await checker.check(buf);
+      // A client that goes away cancels its check (queued or running).
+      const gone = new AbortController();
+      const onClose = () => !reply.raw.writableEnded && gone.abort();
+      reply.raw.once('close', onClose);
+      const checked = await checker.check(buf, gone.signal).finally(() => reply.raw.off('close', onClose));
+      if (gone.signal.aborted) return reply.code(499).send({ error: 'client-gone', reason: 'the client closed the connection' });
       if (!checked.ok) return reply.code(checked.status).send({ error: checked.error, reason: checked.reason });
       const text = checked.text;
       const meta = checked.meta;

@@ -1,7 +1,7 @@
 // Shared pieces of the api's route schemas (Fastify JSON schema → request validation, and the
 // same schemas → GET /openapi.json). Every parameter of every route gets a type, a range or an
 // enum, and no string may carry U+0000 (Postgres text cannot, and it is never meaningful here).
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 
 /** Body limit of the JSON admin routes (a selection of 10,000 ids fits); the inbox route has its own. */
 export const JSON_BODY_LIMIT = 256 * 1024;
@@ -36,6 +36,48 @@ export const errors = (...codes: number[]): Record<number, typeof errorBody> => 
 export const bearer = [{ bearer: [] }];
 /** A route's `response` map (typed loosely, so that handlers may answer any documented status). */
 export const responses = (r: Record<number, unknown>): Record<number, unknown> => r;
+
+/** The query of a route that takes none: any key is refused (400), not ignored. */
+export const noQuery = { type: 'object', additionalProperties: false, properties: {} } as const;
+
+type ObjectSchema = { type?: string; properties?: Record<string, { type?: unknown }>; additionalProperties?: unknown };
+const DECIMAL = /^-?[0-9]{1,16}$/;
+const CHECKS = new WeakSet<object>();
+
+/**
+ * The parameter rules every api route follows, applied where the route is declared (the api's
+ * onRoute hook, lib/api/hardening.ts), so that no route can forget them:
+ *   - a query schema that refuses unknown keys: a route without one gets `noQuery`, a query
+ *     schema that does not say otherwise gets `additionalProperties: false`;
+ *   - an integer parameter (path or query) is decimal digits. The validator's type coercion
+ *     would turn "1e400", "Infinity" or "0x10" into numbers, and an infinite number passes
+ *     `type: integer` and skips `minimum`/`maximum` (they only apply to finite numbers): it
+ *     reached Postgres as "Infinity" (500). The raw text is checked before validation: 400
+ *     "<querystring|params>/<name> must be a decimal integer".
+ */
+export function strictParameters(route: RouteOptions): void {
+  const schema = (route.schema ??= {}) as { querystring?: ObjectSchema; params?: ObjectSchema };
+  const q = schema.querystring;
+  if (!q) schema.querystring = noQuery;
+  else if (q.additionalProperties === undefined) schema.querystring = { ...q, additionalProperties: false };
+  const ints = (['querystring', 'params'] as const).flatMap((where) =>
+    Object.entries(schema[where]?.properties ?? {})
+      .filter(([, p]) => p.type === 'integer')
+      .map(([name]) => [where, name] as const),
+  );
+  if (ints.length === 0) return;
+  const hooks = route.preValidation === undefined ? [] : Array.isArray(route.preValidation) ? route.preValidation : [route.preValidation];
+  if (hooks.some((h) => CHECKS.has(h))) return;
+  const decimalIntegers = async (req: FastifyRequest, reply: FastifyReply) => {
+    for (const [where, name] of ints) {
+      const v = (where === 'querystring' ? req.query : req.params) as Record<string, unknown> | undefined;
+      const raw = v?.[name];
+      if (typeof raw === 'string' && !DECIMAL.test(raw)) return reply.code(400).send({ error: 'bad-request', reason: `${where}/${name} must be a decimal integer` });
+    }
+  };
+  CHECKS.add(decimalIntegers);
+  route.preValidation = [...hooks, decimalIntegers] as RouteOptions['preValidation'];
+}
 
 const NAMES: Record<number, string> = {
   400: 'bad-request',

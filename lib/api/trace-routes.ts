@@ -15,7 +15,7 @@ import { flightTimeline } from '../flight/timeline.ts';
 import type { Guard } from './auth.ts';
 import { lastHour, listMessages, PROC_STATES, stateCounts, type ProcStateName } from './console-data.ts';
 import { messageTrace } from './message-trace.ts';
-import { bearer, clientErrors, dbId, errors, flid, responses, str } from './schema.ts';
+import { bearer, clientErrors, dbId, errors, flid, noQuery, responses, str } from './schema.ts';
 import { lastHourSchema, listSchema, messageTraceSchema, statesSchema, timelineSchema } from './trace-schemas.ts';
 
 export interface TraceRoutesOptions {
@@ -30,7 +30,6 @@ export interface TraceRoutesOptions {
 export const LIST_MAX = 500;
 
 const params = (name: string, schema: object) => ({ type: 'object', required: [name], additionalProperties: false, properties: { [name]: schema } }) as const;
-const noQuery = { type: 'object', additionalProperties: false, properties: {} } as const;
 const listQuery = {
   type: 'object',
   required: ['state'],

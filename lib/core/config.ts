@@ -35,6 +35,20 @@ const posInt = z.coerce.number().int().positive();
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 const localTime = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'expected HH:MM (24 h)');
 const port = z.coerce.number().int().min(0).max(65535);
+/** '' → false (the TCP peer is the client); else the proxies' addresses / CIDRs (or loopback, uniquelocal), comma separated. */
+const trustProxy = z.string().transform((s, ctx): false | string => {
+  const t = s.trim();
+  if (t === '' || t === 'false') return false;
+  if (t === 'true') {
+    ctx.addIssue({ code: 'custom', message: 'true would believe X-Forwarded-For from anyone: give the proxy address(es), e.g. 127.0.0.1' });
+    return z.NEVER;
+  }
+  if (!/^[0-9A-Za-z.:/,\s]+$/.test(t)) {
+    ctx.addIssue({ code: 'custom', message: 'expected addresses or CIDRs, comma separated (e.g. 127.0.0.1,10.0.0.0/8)' });
+    return z.NEVER;
+  }
+  return t;
+});
 
 /** Spec key → [schema, default]. The environment name is MSGX_ + key without "msgx.", dots/dashes → _, upper case. */
 const PARAMS = {
@@ -97,6 +111,14 @@ const PARAMS = {
   'msgx.http.port.schd-dispatch': [port, '9405'],
   'msgx.http.port.retention': [port, '9406'],
   'msgx.http.host': [z.string().min(1), '127.0.0.1'],
+  // Where the api takes a client's address (rate limit of failed authentications, audit lines):
+  // '' = the TCP peer; behind the TLS reverse proxy, the proxy's address(es) or CIDR(s), comma
+  // separated (e.g. 127.0.0.1), so that X-Forwarded-For is believed from that hop only.
+  'msgx.http.trust-proxy': [trustProxy, ''],
+  'msgx.http.max-connections': [posInt, '256'],
+  'msgx.http.request-timeout': [duration, '30s'],
+  'msgx.http.headers-timeout': [duration, '10s'],
+  'msgx.http.keep-alive-timeout': [duration, '5s'],
   'msgx.log.level': [z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']), 'info'],
   'msgx.dev-mode': [bool, 'false'],
   'msgx.test.crash-at': [z.string().regex(/^$|^[a-z.-]+(:\d+)?$/, 'expected <point>[:<n>]'), ''],
@@ -213,7 +235,16 @@ const SLICES = {
     reconcileWindowMs: 'msgx.requests.reconcile-window',
     timeoutMs: 'msgx.io.timeout',
   },
-  http: { host: 'msgx.http.host', devMode: 'msgx.dev-mode', apiToken: 'MSGX_API_TOKEN' },
+  http: {
+    host: 'msgx.http.host',
+    devMode: 'msgx.dev-mode',
+    apiToken: 'MSGX_API_TOKEN',
+    trustProxy: 'msgx.http.trust-proxy',
+    maxConnections: 'msgx.http.max-connections',
+    requestTimeoutMs: 'msgx.http.request-timeout',
+    headersTimeoutMs: 'msgx.http.headers-timeout',
+    keepAliveTimeoutMs: 'msgx.http.keep-alive-timeout',
+  },
 } as const satisfies Record<string, Record<string, ParamKey | ConnKey>>;
 
 type SliceSpec = typeof SLICES;

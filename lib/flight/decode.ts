@@ -50,6 +50,14 @@ export const isHandledFlopStyp = (styp: string) => Object.hasOwn(FLOP_STYPS, sty
 // ---------------------------------------------------------------------------------------------
 // values
 
+/**
+ * SIS time text → ISO instant, per zone: a pure function that a snapshot asks for ~80,000 times
+ * with a few thousand distinct values (minutes of its days); each conversion builds dates and
+ * strings, so its results are kept (bounded; only valid times go in).
+ */
+const TIMES = new Map<string, string>();
+const TIMES_MAX = 100_000;
+
 /** One value of the given kind; '' → null (cleared). */
 export function decodeValue(kind: ValueKind, text: string, where: string, opts: DecodeOptions, values?: readonly string[]): string | number | null {
   const t = text.trim();
@@ -65,8 +73,16 @@ export function decodeValue(kind: ValueKind, text: string, where: string, opts: 
     case 'int':
       if (!/^[+-]?\d{1,9}$/.test(t)) throw protocol(`${where}="${t}" is not an integer`);
       return Number(t);
-    case 'time':
-      return isoLocal(parseSisTime(t, opts.timeZone, where), opts.timeZone);
+    case 'time': {
+      const key = `${opts.timeZone}|${t}`;
+      let iso = TIMES.get(key);
+      if (iso === undefined) {
+        iso = isoLocal(parseSisTime(t, opts.timeZone, where), opts.timeZone);
+        if (TIMES.size >= TIMES_MAX) TIMES.clear();
+        TIMES.set(key, iso);
+      }
+      return iso;
+    }
     case 'hhmm':
       parseHhmm(t, where);
       return t;

@@ -19,6 +19,9 @@ import { changedBy, loadSharedOf, loadStates, writePlan, type Executor } from '.
 /** Rounds of "load what the planner asked for" per message before giving up (a bug, not data). */
 const MAX_LOAD_ROUNDS = 20;
 
+/** Stored states read per statement (under PIPELINE_LOCK the pump is the only writer of flights: slices read the same state). */
+const LOAD_PER_STATEMENT = 2_000;
+
 /** Flights kept between batches at most (a larger working set is simply loaded again). */
 const CACHE_MAX = 100_000;
 
@@ -104,7 +107,9 @@ export class FlightSession implements DomainBatch<FlightCommand> {
       else toRead.push(f);
     }
     if (toRead.length) {
-      const states = await loadStates(this.tx, toRead, this.timeZone);
+      // in slices: a snapshot's 9,999 stored states are never all in transit as driver rows at once
+      const states = new Map<string, FlightState>();
+      for (let i = 0; i < toRead.length; i += LOAD_PER_STATEMENT) for (const [f, s] of await loadStates(this.tx, toRead.slice(i, i + LOAD_PER_STATEMENT), this.timeZone)) states.set(f, s);
       const absent = toRead.filter((f) => !states.has(f));
       for (const [f, s] of states) L.states.set(f, s);
       for (const f of absent) L.absent.add(f);

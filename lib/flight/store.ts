@@ -1,5 +1,5 @@
 // Persistence of complete flight states, driven by rules.ts: bulk load by FLID set (one
-// statement whatever the count), the batch's net write in one set-based statement (unnest
+// statement whatever the count), the batch's net write in one set-based statement (a snapshot's in slices; unnest
 // arrays; only the collections that changed are deleted-then-inserted), outbox rows. Only loads
 // and stores. The SQL is in lib/sql/flight.ts; its loader/writer text is built once, at module
 // load, from the column spec below (derived from rules.ts).
@@ -198,13 +198,38 @@ function flightParams(writes: readonly FlightWrite[]): (string | null)[][] {
   return out;
 }
 
+/** Flights per write statement: a snapshot's 9,999 flights go in slices (ordinary batches fit in one). */
+export const WRITE_FLIGHTS_PER_STATEMENT = 1_000;
+/** Outbox rows or change records per write statement. */
+export const WRITE_ROWS_PER_STATEMENT = 2_000;
+
+type WritePart = Pick<PlanResult, 'flights' | 'events' | 'schdRemovals' | 'changes'>;
+
 /**
- * A batch's whole flight write in ONE statement (flight.write_batch, lib/sql/flight.ts): the
- * flights it changed (net), its outbox rows in EVENT_ID order, the pending schd rows of flights it
- * left DELETED, and the change records (flight_change). Nothing to write: no statement.
+ * A batch's whole flight write (flight.write_batch, lib/sql/flight.ts): the flights it changed
+ * (net), its outbox rows in EVENT_ID order, the pending schd rows of flights it left DELETED, and
+ * the change records (flight_change). An ordinary batch is ONE statement. A larger one (a
+ * snapshot: up to 9,999 flights) is cut into slices written one after another in the same
+ * transaction — the flights, then the outbox rows in their order, then the schd removals with
+ * the change records — the order the pieces of the one statement follow, so EVENT_IDs and end
+ * state are the same; the statement parameters (and the driver's copy of them) are built for one
+ * slice at a time instead of for the whole snapshot at once (docs/decisions.md, "Snapshots in
+ * bounded memory"). Nothing to write: no statement.
  */
-export async function writePlan(tx: Executor, p: Pick<PlanResult, 'flights' | 'events' | 'schdRemovals' | 'changes'>, now: Date): Promise<void> {
+export async function writePlan(tx: Executor, p: WritePart, now: Date): Promise<void> {
   if (p.flights.length + p.events.length + p.schdRemovals.length + p.changes.length === 0) return;
+  if (p.flights.length <= WRITE_FLIGHTS_PER_STATEMENT && p.events.length <= WRITE_ROWS_PER_STATEMENT && p.changes.length <= WRITE_ROWS_PER_STATEMENT) return writeOne(tx, p, now);
+  const none: WritePart = { flights: [], events: [], schdRemovals: [], changes: [] };
+  for (let i = 0; i < p.flights.length; i += WRITE_FLIGHTS_PER_STATEMENT) await writeOne(tx, { ...none, flights: p.flights.slice(i, i + WRITE_FLIGHTS_PER_STATEMENT) }, now);
+  for (let i = 0; i < p.events.length; i += WRITE_ROWS_PER_STATEMENT) await writeOne(tx, { ...none, events: p.events.slice(i, i + WRITE_ROWS_PER_STATEMENT) }, now);
+  for (let i = 0; i === 0 || i < p.changes.length; i += WRITE_ROWS_PER_STATEMENT) {
+    const part = { ...none, schdRemovals: i === 0 ? p.schdRemovals : [], changes: p.changes.slice(i, i + WRITE_ROWS_PER_STATEMENT) };
+    if (part.schdRemovals.length + part.changes.length > 0) await writeOne(tx, part, now);
+  }
+}
+
+/** One flight.write_batch statement. */
+async function writeOne(tx: Executor, p: WritePart, now: Date): Promise<void> {
   const ev: readonly PlannedEvent[] = p.events;
   const ch: readonly FlightChange[] = p.changes;
   await pgRun(

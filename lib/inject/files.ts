@@ -43,7 +43,15 @@ export function messagesFromFile(path: string): string[] {
 
 /** Give the message a fresh META/SEQN (the corpus reuses SEQN 1243 in 162 of 172 samples). */
 export function renumberSeqn(xml: string, seqn: number): string {
-  return xml.replace(/(<META>[\s\S]*?<SEQN>)\s*[^<]*(<\/SEQN>)/, `$1${seqn}$2`);
+  // The first <SEQN>…</SEQN> (text only) after the first <META>, found with searches that never
+  // go back (a lazy regex here was quadratic on a file of many <META> without a <SEQN>).
+  const meta = xml.indexOf('<META>');
+  if (meta === -1) return xml;
+  for (let at = xml.indexOf('<SEQN>', meta + 6); at !== -1; at = xml.indexOf('<SEQN>', at + 6)) {
+    const end = xml.indexOf('<', at + 6);
+    if (end !== -1 && xml.startsWith('</SEQN>', end)) return `${xml.slice(0, at + 6)}${seqn}${xml.slice(end)}`;
+  }
+  return xml;
 }
 
 /** A SEQN counter that starts at a random 6-digit base and wraps like the AODB's. */

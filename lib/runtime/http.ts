@@ -9,9 +9,6 @@ import type { Logger } from './log.ts';
 
 /** Default body limit; a route that takes more sets its own `bodyLimit`. */
 export const DEFAULT_BODY_LIMIT = 64 * 1024;
-/** Whole request (headers and body) must arrive within this time, else 408. */
-export const REQUEST_TIMEOUT_MS = 30_000;
-export const HEADERS_TIMEOUT_MS = 10_000;
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', '[::1]', 'localhost']);
 
@@ -19,8 +16,15 @@ export function createHttpServer(http: Slices['http'], log: Logger): FastifyInst
   const app = Fastify({
     logger: false,
     bodyLimit: DEFAULT_BODY_LIMIT,
-    requestTimeout: REQUEST_TIMEOUT_MS,
-    http: { headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1000 },
+    // The whole request (headers and body) within msgx.http.request-timeout (else 408), the
+    // headers within msgx.http.headers-timeout; an idle kept-alive connection is closed after
+    // msgx.http.keep-alive-timeout; at most msgx.http.max-connections open at once (more are
+    // refused by the listening socket).
+    requestTimeout: http.requestTimeoutMs,
+    keepAliveTimeout: http.keepAliveTimeoutMs,
+    http: { headersTimeout: Math.min(http.headersTimeoutMs, http.requestTimeoutMs), connectionsCheckingInterval: 1000 },
+    // The client's address (req.ip) behind the reverse proxy: msgx.http.trust-proxy.
+    trustProxy: http.trustProxy,
     genReqId: () => randomUUID(),
     // Reject what does not match a schema instead of silently dropping it.
     ajv: { customOptions: { removeAdditional: false } },
@@ -40,6 +44,8 @@ export function createHttpServer(http: Slices['http'], log: Logger): FastifyInst
           .send({ error: 'bad-host', reason: `unexpected Host header: this server is bound to ${http.host} and answers only 127.0.0.1, localhost or [::1]` });
     });
   }
+
+  app.server.maxConnections = http.maxConnections;
 
   app.setErrorHandler((err: Error, req, reply) => {
     const status = (err as { statusCode?: number }).statusCode ?? 500;

@@ -14,6 +14,7 @@ import { createLogger, type Logger } from './log.ts';
 import { exportProcessMetrics, metrics, registry } from './metrics.ts';
 import { runAsLeader, withDeadline, type LeaderHandle } from './leader.ts';
 import { PostgresWatch } from './probe.ts';
+import { conditions } from './conditions.ts';
 
 /** After SIGTERM/SIGINT a process exits by force if its clean shutdown takes longer (compose's stop grace must exceed it). */
 export const FORCED_EXIT_MS = 15_000;
@@ -101,6 +102,9 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
     if (!watch.up) {
       return reply.code(503).send({ ok: false, process: spec.name, postgres: 'unreachable', since: watch.since.toISOString(), error: watch.lastError });
     }
+    // a condition a module of this process set (lib/runtime/conditions.ts): not ready, and why
+    const held = conditions();
+    if (held.length) return reply.code(503).send({ ok: false, process: spec.name, conditions: held });
     try {
       await withDeadline(pgRun(rt.db, Probe.select1), 2000, 'postgres select 1');
       return { ok: true, process: spec.name, postgres: 'up', ...(spec.health ? await withDeadline(spec.health(rt), 2000, 'health') : {}) };

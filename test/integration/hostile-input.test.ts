@@ -364,7 +364,23 @@ function hostile(): Omit<Entry, 'bad'>[] {
     ),
     dead('MAXP negative', flop('MAXP', '104', '<MAXP>-1</MAXP>'), /^PROTOCOL: FLOP\/MAXP MAXP="-1" is below 0$/),
     dead('MAXP negative in a snapshot record', schd('DNLD', [rec('9021', 1, '<MAXP>-180</MAXP>')]), /^PROTOCOL: SCHD FLTR\[1\] FLID=9021 MAXP="-180" is below 0$/),
+    // --- shapes that made the XML check quadratic (a regex masked comments and CDATA): each ends at once ---
+    dead("the probe's shape: a <TEST> root, then a PI holding '<!--' x 70,000 (280 KB)", `<TEST>1</TEST><?pi ${'<!--'.repeat(70_000)}?>`, /^MALFORMED: root element is <TEST>, expected <MSG>$/),
+    dead(
+      "unterminated '<!--' x 250,000 (1 MB) in the payload",
+      flop('REMC', '101', `<REMC>X</REMC>${'<!--'.repeat(250_000)}`),
+      /^MALFORMED: not well-formed XML: comment is not closed \(line 3, col \d+\)$/,
+    ),
+    dead("a PI of '<!--' x 250,000 that never closes", flop('REMC', '101', `<REMC>X</REMC><?pi ${'<!--'.repeat(250_000)}`), /^MALFORMED: not well-formed XML: processing instruction is not closed/),
+    dead("unterminated '<![CDATA[' x 100,000", flop('REMC', '101', `<REMC>X</REMC>${'<![CDATA['.repeat(100_000)}`), /^MALFORMED: not well-formed XML: CDATA section is not closed/),
+    dead(
+      "1 MB of ']]' ending in ']]>' in a value",
+      flop('REMC', '101', `<REMC>${']]'.repeat(500_000)}></REMC>`),
+      /^MALFORMED: not well-formed XML: "\]\]>" is not allowed in text \(line 3, col \d+\)$/,
+    ),
+    dead('a markup declaration other than DOCTYPE', flop('REMC', '101', '<!ELEMENT REMC ANY><REMC>X</REMC>'), /^MALFORMED: not well-formed XML: '<!' must begin a comment or a CDATA section/),
     // --- hostile-looking but valid ---
+    good("a REMC carrying a processing instruction of '<!--' x 70,000 (well-formed, 280 KB)", flop('REMC', '104', `<REMC>PI</REMC><?pi ${'<!--'.repeat(70_000)}?>`)),
     good('GTNO=0 alone (no gate now)', flop('GTDT', '104', '<GTDT GTNO="0"/>')),
     good('<DELY></DELY> (no delays)', flop('DELY', '104', '<DELY></DELY>')),
     good('spaces around =, tabs, lower-case month, trailing newlines', `${flop('GTDT', '104', '<GTDT\tGTNO = "1" ><GATE> G2 </GATE>\n\t<PGOT>01dec260700</PGOT></GTDT>')}\n\n  \n`),

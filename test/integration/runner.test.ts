@@ -2,7 +2,7 @@
 // Procfile, in its own process group like a terminal's foreground job, on this file's own ports,
 // test databases and Kafka topics. One worker killed → the set stops within 5 s, non-zero exit, a
 // line naming it. Ctrl-C (SIGINT to the whole group) → everything gone within 5 s. No warning
-// noise. While the set runs, Debian's Prometheus scrapes it with ops/prometheus.yml: every target
+// noise. While the set runs, Debian's Prometheus scrapes it with ops/prometheus-local.yml: every target
 // up, every alert rule healthy.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,7 +1,8 @@
 // A real Prometheus (Debian's package) scraping processes on this machine with the shipped
-// ops/prometheus.yml. The shipped file names the compose services (intake:9401, …); for a run on
-// one machine every target becomes 127.0.0.1:<that process's port>, the rule file an absolute
-// path and the intervals 1 s. Nothing else changes: same jobs, labels and alert rules.
+// ops/prometheus-local.yml (what a person running `npm start` uses, 127.0.0.1 at the default
+// ports). A test runs the processes on ports of its own, so each target's port becomes that
+// process's port (found by its `process` label), the rule file an absolute path and the
+// intervals 1 s. Nothing else changes: same jobs, labels and alert rules.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -34,8 +35,9 @@ interface PromConfig {
   scrape_configs: { job_name: string; static_configs: StaticConfig[] }[];
 }
 
-export function shippedConfig(): PromConfig {
-  return parse(readFileSync(path.join(OPS, 'prometheus.yml'), 'utf8')) as PromConfig;
+/** ops/prometheus.yml (compose service names) or ops/prometheus-local.yml (127.0.0.1, default ports). */
+export function shippedConfig(file: 'prometheus.yml' | 'prometheus-local.yml' = 'prometheus.yml'): PromConfig {
+  return parse(readFileSync(path.join(OPS, file), 'utf8')) as PromConfig;
 }
 
 /** Every target of the shipped config as host:port (the compose service names). */
@@ -43,18 +45,20 @@ export function shippedTargets(): string[] {
   return shippedConfig().scrape_configs.flatMap((j) => j.static_configs.flatMap((s) => s.targets));
 }
 
-/** The shipped config for one machine: host `name` → 127.0.0.1:ports[name]. */
+/** ops/prometheus-local.yml with each process's target on the port the test gave it. */
 export function localConfig(ports: Record<string, number>): PromConfig {
-  const c = shippedConfig();
+  const c = shippedConfig('prometheus-local.yml');
   c.global = { ...c.global, scrape_interval: '1s', evaluation_interval: '1s' };
   c.rule_files = (c.rule_files ?? []).map((f) => path.resolve(OPS, f));
   for (const job of c.scrape_configs)
-    for (const s of job.static_configs)
+    for (const s of job.static_configs) {
+      const name = s.labels?.process ?? '';
+      if (!(name in ports)) throw new Error(`ops/prometheus-local.yml targets ${s.targets.join(', ')}: no local port for process "${name}"`);
       s.targets = s.targets.map((t) => {
-        const host = t.split(':')[0];
-        if (!(host in ports)) throw new Error(`ops/prometheus.yml target ${t}: no local port for ${host}`);
-        return `127.0.0.1:${ports[host]}`;
+        if (!t.startsWith('127.0.0.1:')) throw new Error(`ops/prometheus-local.yml target ${t}: expected 127.0.0.1`);
+        return `127.0.0.1:${ports[name]}`;
       });
+    }
   return c;
 }
 

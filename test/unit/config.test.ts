@@ -25,6 +25,19 @@ describe('config', () => {
     expect(() => loadConfig(env)).toThrow(message);
   });
 
+  it("msgx.http.trust-proxy: off by default, the proxies' addresses when set, never 'believe everyone'", () => {
+    expect(slices(loadConfig({})).http.trustProxy).toBe(false);
+    expect(slices(loadConfig({ MSGX_HTTP_TRUST_PROXY: '127.0.0.1, 10.0.0.0/8' })).http.trustProxy).toBe('127.0.0.1, 10.0.0.0/8');
+    expect(() => loadConfig({ MSGX_HTTP_TRUST_PROXY: 'true' })).toThrow(/msgx\.http\.trust-proxy .*would believe X-Forwarded-For from anyone/);
+    expect(() => loadConfig({ MSGX_HTTP_TRUST_PROXY: '127.0.0.1; rm' })).toThrow(/msgx\.http\.trust-proxy/);
+    expect(slices(loadConfig({ MSGX_HTTP_MAX_CONNECTIONS: '64', MSGX_HTTP_REQUEST_TIMEOUT: '20s' })).http).toMatchObject({
+      maxConnections: 64,
+      requestTimeoutMs: 20_000,
+      headersTimeoutMs: 10_000,
+      keepAliveTimeoutMs: 5000,
+    });
+  });
+
   it('parses durations', () => {
     expect([parseDuration('200ms'), parseDuration('2s'), parseDuration('10m'), parseDuration('24h'), parseDuration('30d')]).toEqual([200, 2000, 600_000, 86_400_000, 2_592_000_000]);
     expect(() => parseDuration('soon')).toThrow('is not a duration');

@@ -145,6 +145,13 @@ describe('docker-compose.yml', () => {
     // MsgxProcessDown selects up{job=~"msgx.*"}
     expect(read('ops/prometheus-alerts.yml')).toContain('up{job=~"msgx.*"}');
   });
+
+  it('ops/prometheus-local.yml (for `npm start`) is ops/prometheus.yml with 127.0.0.1 at each default port', () => {
+    const compose = shippedConfig('prometheus.yml');
+    const local = shippedConfig('prometheus-local.yml');
+    for (const job of compose.scrape_configs) for (const s of job.static_configs) s.targets = s.targets.map((t) => `127.0.0.1:${defaultPort(t.split(':')[0])}`);
+    expect(local).toEqual(compose);
+  });
 });
 
 describe('Dockerfile and .dockerignore', () => {
@@ -200,8 +207,8 @@ describe.runIf(haveCompose)("Debian's docker-compose config", () => {
 const havePromtool = existsSync(PROMTOOL);
 if (!havePromtool) console.warn(`SKIPPED(no-promtool): ${PROMTOOL} is absent; .ci/run installs Debian's prometheus`);
 describe.runIf(havePromtool)('promtool', () => {
-  it('checks ops/prometheus.yml and the alert rules it loads', () => {
-    const r = spawnSync(PROMTOOL, ['check', 'config', 'ops/prometheus.yml'], { cwd: ROOT, encoding: 'utf8' });
+  it.each(['ops/prometheus.yml', 'ops/prometheus-local.yml'])('checks %s and the alert rules it loads', (file) => {
+    const r = spawnSync(PROMTOOL, ['check', 'config', file], { cwd: ROOT, encoding: 'utf8' });
     expect(r.status, r.stdout + r.stderr).toBe(0);
     expect(r.stdout).toMatch(/SUCCESS: 1 rule files found/);
     expect(r.stdout).toMatch(/SUCCESS: \d+ rules found/);

@@ -35,10 +35,26 @@ describe('SIS envelope', () => {
     ['<MSG><FLOP/></MSG>', 'MALFORMED: no META element'],
     [msg('<SNDR>AODB</SNDR><SEQN>1</SEQN><DTTM>20181105223126</DTTM><STYP>X</STYP>'), 'MALFORMED: META/TYPE missing or empty'],
     [msg(good, ''), 'MALFORMED: payload element missing after META (FLOP/GTDT)'],
+    [msg(good, '<FLOP><FLID>1</FLID><REMC><![DATA[ x ]]></REMC></FLOP>'), "MALFORMED: not well-formed XML: '<!' must begin a comment or a CDATA section"],
+    [msg(good, '<FLOP><FLID>1</FLID><REMC>a<!-c-->b</REMC></FLOP>'), "MALFORMED: not well-formed XML: '<!' must begin a comment or a CDATA section"],
     [msg(good.replace('345935', 'x1')), 'PROTOCOL: META/SEQN="x1" is not an integer'],
     [msg(good.replace('20181105223126', '20181305223126')), 'PROTOCOL: META/DTTM="20181305223126" is not yyyyMMddHHmmss'],
   ])('rejects %#', (raw, expected) => {
     expect(failure(raw)).toContain(expected);
+  });
+
+  it('builds the tree: text runs trimmed then decoded once, a comment inside a run, CDATA as it is, line ends normalised, attributes trimmed', () => {
+    const n = parseXml('<?xml version="1.0"?>\r\n<R a=" x &amp;#65; " b=\'&#x4E2D;\'>\r\n <T> a <!-- c --> b <![CDATA[ <&> ]]> &amp;lt; &#65; </T><?pi x?><E/><F>\r\nl1\r\nl2\r</F></R>');
+    expect(n).toEqual({
+      tag: 'R',
+      attrs: { a: 'x &#65;', b: '中' },
+      text: '',
+      children: [
+        { tag: 'T', attrs: {}, text: 'a  b <&> &lt; A', children: [] },
+        { tag: 'E', attrs: {}, text: '', children: [] },
+        { tag: 'F', attrs: {}, text: 'l1\nl2', children: [] },
+      ],
+    });
   });
 
   it('re-serialises fragments canonically (SRVT/VIPF raw storage)', () => {

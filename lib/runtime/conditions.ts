@@ -1,0 +1,27 @@
+// Named conditions that make a process unready: a module that finds its process must not act
+// (e.g. Postgres restored from a backup, lib/pipeline/restore.ts) sets one with its reason;
+// /healthz (lib/runtime/process.ts) answers 503 with every condition set, until it is cleared.
+// The module that sets a condition also exports its own gauge (what it measured).
+
+export interface Condition {
+  name: string;
+  reason: string;
+  since: string;
+}
+
+const active = new Map<string, Condition>();
+
+/** Sets (or updates the reason of) a condition; `since` stays the first time it was set. */
+export function setCondition(name: string, reason: string, now = new Date()): void {
+  const prev = active.get(name);
+  active.set(name, { name, reason, since: prev?.since ?? now.toISOString() });
+}
+
+export function clearCondition(name: string): void {
+  active.delete(name);
+}
+
+/** The conditions set now (empty: ready as far as they are concerned). */
+export function conditions(): Condition[] {
+  return [...active.values()];
+}
