@@ -41,7 +41,9 @@ const FLOPS: ((flid: number, i: number) => [string, string])[] = [
 ];
 // one snapshot per 9,999 flights (the most a SCHD DNLD carries), each on its own day
 const DAY = 9_999;
-const snapshots = Array.from({ length: Math.ceil(F / DAY) }, (_, d) => bigSnapshot(Math.min(DAY, F - d * DAY), 1 + d * DAY, { seqn: 1 + d }).replace(/01DEC26/g, `${String(1 + d).padStart(2, '0')}DEC26`));
+const snapshots = Array.from({ length: Math.ceil(F / DAY) }, (_, d) =>
+  bigSnapshot(Math.min(DAY, F - d * DAY), 1 + d * DAY, { seqn: 1 + d }).replace(/01DEC26/g, `${String(1 + d).padStart(2, '0')}DEC26`),
+);
 const flops: string[] = [];
 for (let i = 0; i < N; i++) {
   const flid = 1 + (i % F);
