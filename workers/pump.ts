@@ -2,7 +2,7 @@
 // Single active instance: the leader lock and PIPELINE_LOCK live on one dedicated connection.
 // The head gauges are refreshed by a timer on the pool, apart from the pump's loop.
 import { TASK } from '../lib/core/tasks.ts';
-import { buildMirror, buildRegistry } from '../lib/app/composition.ts';
+import { buildDecoder, buildMirror, buildRegistry } from '../lib/app/composition.ts';
 import { createSessionDb, LOCKS } from '../lib/db/postgres.ts';
 import { pgRun } from '../lib/db/statement.ts';
 import { refreshHeadGauges } from '../lib/pipeline/gauges.ts';
@@ -37,6 +37,8 @@ await runProcess({
     const session = createSessionDb(leader!.client);
     await pgRun(session, Locks.setSessionTimeouts, STATEMENT_TIMEOUT, LOCK_TIMEOUT);
     const crash = crashAt(rt.config['msgx.test.crash-at']);
+    // XML parse + decode in a worker thread: off the event loop, overlapped with the business transaction, under the per-message budget
+    const decoder = buildDecoder(slices(rt.config).pump, slices(rt.config).airport);
     const deps = {
       session,
       inbox,
@@ -46,6 +48,7 @@ await runProcess({
       ...pumpSettings(rt.config),
       log: rt.log,
       crash,
+      decoder,
     };
     const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
     // Postgres restored from a backup (lib/pipeline/restore.ts): checked before the first drain; no new business while held
@@ -74,6 +77,7 @@ await runProcess({
       close: async () => {
         clearInterval(gauges);
         restore.stop();
+        await decoder.close();
         await inbox.end();
         redis.disconnect();
       },

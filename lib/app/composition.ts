@@ -7,6 +7,7 @@ import type { Crash } from '../runtime/crash.ts';
 import { registerFlightHandlers } from '../flight/handlers.ts';
 import { createFlightMirror } from '../flight/mirror.ts';
 import { HandlerRegistry, type Mirror } from '../domain/handlers.ts';
+import { Decoder } from '../pipeline/decoder.ts';
 import { FLOP_STYPS } from '../flight/rules.ts';
 import { ERROR_STYPS, registerRefdataHandlers } from '../refdata/handlers.ts';
 
@@ -18,6 +19,16 @@ export function buildRegistry(opts: { changeRecords?: boolean } = {}): HandlerRe
   registry.declareStyps('FLOP', Object.keys(FLOP_STYPS));
   registry.declareStyps('EROR', ERROR_STYPS);
   return registry;
+}
+
+/** The pump's decode worker (lib/pipeline/decoder.ts): the same registry as buildRegistry(opts), in a worker thread. */
+export function buildDecoder(pump: { includeDayBoundary: boolean; messageBudgetMs: number }, airport: AirportConfig, opts: { changeRecords?: boolean } = {}): Decoder {
+  return new Decoder({
+    url: new URL('./decode-worker.ts', import.meta.url),
+    settings: { airport, includeDayBoundary: pump.includeDayBoundary },
+    registry: opts,
+    budgetMs: pump.messageBudgetMs,
+  });
 }
 
 const labelRegistry = buildRegistry();

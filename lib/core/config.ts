@@ -54,6 +54,7 @@ const trustProxy = z.string().transform((s, ctx): false | string => {
 const PARAMS = {
   'msgx.pipeline.claim-batch': [posInt, '500'],
   'msgx.pipeline.apply-batch': [posInt, '200'],
+  'msgx.pipeline.message-budget': [duration, '10s'],
   'msgx.pipeline.idle-poll': [duration, '200ms'],
   'msgx.intake.gap-settle': [duration, '2s'],
   'msgx.intake.full-scan-every': [duration, '10m'],
@@ -174,7 +175,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 const SLICES = {
   airport: { timezone: 'msgx.airport.timezone', dayCutover: 'msgx.airport.day-cutover' },
   io: { timeoutMs: 'msgx.io.timeout' },
-  pump: { applyBatch: 'msgx.pipeline.apply-batch', includeDayBoundary: 'msgx.identity.include-day-boundary', timeoutMs: 'msgx.io.timeout' },
+  pump: { applyBatch: 'msgx.pipeline.apply-batch', messageBudgetMs: 'msgx.pipeline.message-budget', includeDayBoundary: 'msgx.identity.include-day-boundary', timeoutMs: 'msgx.io.timeout' },
   failures: { maxAttempts: 'msgx.pipeline.max-attempts', backoffMs: 'msgx.pipeline.backoff', infraAlertAfterMs: 'msgx.pipeline.infra-alert-after' },
   intake: {
     claimBatch: 'msgx.pipeline.claim-batch',

@@ -9,9 +9,13 @@
 //        a FAILED head whose attempts are used up → DEAD(EXHAUSTED); one not yet due → wait
 //        (INFRA of a service that can be probed: probe it every PROBE_EVERY_MS, retry as soon as it answers)
 //     1. raw bodies: one inbox query                                   read error → FAILED(INFRA)
-//     2. decode, pure, in order: MALFORMED / PROTOCOL / unsupported are outcomes of their own
-//        message; a retryable decode failure (CODEC_ERROR) ends the batch before that message;
-//        a snapshot is a batch of its own
+//     2. decode, pure, in order, in the decode worker (lib/pipeline/decoder.ts) under the
+//        per-message budget (over it: MALFORMED): MALFORMED / PROTOCOL / unsupported are outcomes
+//        of their own message; a retryable decode failure (CODEC_ERROR) ends the batch before that
+//        message; a snapshot is a batch of its own.
+//        Steps 1–2 of the NEXT batch run while steps 3–5 of this one do (read ahead, never
+//        applied ahead: the next batch uses them only where its own heads read lists the same
+//        messages from the same head; see Ahead)
 //     3. ONE business transaction: the owners of the batch's identities (one read), every
 //        message applied in order (batch domains in memory, transaction handlers in a savepoint
 //        each), the net writes, and every message's outcome (APPLIED_STATE) + identity binding +
@@ -39,12 +43,14 @@ import * as ProcState from '../sql/proc-state.ts';
 import { withTimeout } from '../core/timeout.ts';
 import type { Crash } from '../runtime/crash.ts';
 import { countAfterCommit, metrics, reasonLabel, type AfterCommitCounts } from '../runtime/metrics.ts';
-import { decodeEnvelope, identityKey, kindOf, payload, type Envelope } from '../sis/envelope.ts';
+import type { Envelope } from '../sis/envelope.ts';
 import { classify, describe, PipelineError, type Failure } from '../core/errors.ts';
 import { decide, isExhausted, RAW_MISSING } from './failures.ts';
 import type { BatchDomain, DomainBatch, Handler, HandlerOutcome, HandlerRegistry, Mirror } from '../domain/handlers.ts';
 import * as T from './transitions.ts';
 import { TimeBudget } from '../core/budget.ts';
+import { decodeMessage, type Decoded } from './decoding.ts';
+import type { Decoder } from './decoder.ts';
 
 export interface PumpDeps {
   /** Kysely on the pump's dedicated connection (leader lock held on it; PIPELINE_LOCK taken here). */
@@ -60,6 +66,13 @@ export interface PumpDeps {
   log: Logger;
   /** Crash points of the crash-recovery tests (lib/runtime/crash.ts); none in production. */
   crash?: Crash;
+  /**
+   * The decode worker (lib/app/composition.ts buildDecoder): XML parse + decode off the event
+   * loop, the next batch's decoded while this one's business transaction runs, and the
+   * per-message budget. Without it (tests that step through the queue), decoding runs inline
+   * and has no budget.
+   */
+  decoder?: Decoder;
   /** Benchmarks: wall milliseconds per step of applyBatch, added up. */
   timings?: Record<string, number>;
 }
@@ -97,6 +110,8 @@ export async function drain(deps: PumpDeps, budgetMs: number, shouldStop: () => 
   let processed = 0;
   await lock(deps);
   let lockSlice = new TimeBudget(LOCK_SLICE_MS);
+  // the next batch, read and decoded ahead (never applied ahead): lives for this drain only
+  const ahead: Ahead = { next: null };
   try {
     while (!shouldStop()) {
       if (budget.spent()) return { processed, next: 'now' };
@@ -108,7 +123,7 @@ export async function drain(deps: PumpDeps, budgetMs: number, shouldStop: () => 
         }
         lockSlice = new TimeBudget(LOCK_SLICE_MS);
       }
-      const result = await applyBatch(deps, batchSize);
+      const result = await applyBatch(deps, batchSize, ahead);
       if (result.kind === 'idle') return { processed, next: 'idle' };
       if (result.kind === 'wait') return { processed, next: result.until };
       processed += result.done.filter((entry) => entry.state !== 'FAILED').length;
@@ -150,11 +165,27 @@ interface Member {
   alone: boolean;
 }
 
+/**
+ * The batch after the current one, read and decoded while the current one's business
+ * transaction runs. Used only for the messages that the next batch's own heads read (authoritative:
+ * state, attempts, applied_state, identity) lists at the same positions from the same first
+ * msg_id; anything else (a replay that moved the head, a batch cut short) discards it. Decoding is
+ * a pure function of the body, which the inbox never changes for a msg_id.
+ */
+interface Ahead {
+  next: { ids: number[]; results: Promise<Map<number, Body>> } | null;
+}
+
+/** A message's body and what decoding it gave ('missing': no inbox row). Absent from a map: not decoded yet. */
+type Body = { body: string; dec: Decoded } | 'missing';
+
 /** applyBatch, PIPELINE_LOCK held by the caller. */
-async function applyBatch(deps: PumpDeps, limit: number): Promise<BatchResult> {
-  // 0. the head and the messages after it
+async function applyBatch(deps: PumpDeps, limit: number, ahead?: Ahead): Promise<BatchResult> {
+  // 0. the head and the messages after it (and, with a decode worker, the next batch's candidates)
   const lap = stopwatch(deps.timings);
-  const heads = await T.heads(deps.session, limit);
+  const rows = await T.heads(deps.session, ahead && deps.decoder ? limit * 2 : limit);
+  const heads = rows.slice(0, limit);
+  const following = rows.slice(limit);
   lap('heads');
   const head = heads[0];
   if (!head) return { kind: 'idle' };
@@ -173,26 +204,21 @@ async function applyBatch(deps: PumpDeps, limit: number): Promise<BatchResult> {
     }
   }
   const started = performance.now();
-  // 1. raw bodies
-  let bodies: Map<number, string>;
+  // 1. raw bodies and 2. their decoding (read ahead by the batch before, or now)
+  let bodies: Map<number, Body>;
   try {
-    bodies = await withTimeout(
-      deps.pump.timeoutMs,
-      'inbox read',
-      readBodies(
-        deps.inbox,
-        heads.map((row) => row.msg_id),
-      ),
-    );
-    lap('bodies');
+    bodies = await bodiesOf(deps, heads, ahead);
+    lap('bodies+decode');
   } catch (err) {
     return done([await fail(deps, memberOf(head), { cls: 'INFRA', detail: `inbox read failed: ${describe(err)}` })]);
   }
-  // 2. decode, in order; the batch ends before a retryable failure, and a snapshot is alone
+  // 2. in order; the batch ends before a retryable failure, and a snapshot is alone
   const members: Member[] = [];
   let cut: Member | null = null;
   for (const row of heads) {
-    const member = prepare(deps, row, bodies.get(row.msg_id));
+    const body = bodies.get(row.msg_id);
+    if (body === undefined) break; // not decoded: it follows a snapshot, a later batch takes it
+    const member = prepare(deps, row, body);
     if (member.todo.do === 'retry') {
       cut = member;
       break;
@@ -201,8 +227,11 @@ async function applyBatch(deps: PumpDeps, limit: number): Promise<BatchResult> {
     members.push(member);
     if (member.alone) break;
   }
-  lap('decode');
+  lap('prepare');
+  if (members.length === 0 && !cut) return done([await fail(deps, memberOf(head), { cls: 'INTERNAL', detail: 'the head was not decoded' })]); // never expected: the head is always decoded
   if (members.length === 0) return done([await fail(deps, cut!, (cut!.todo as { failure: Failure }).failure)]);
+  // the next batch, if this one takes every message it read: read and decoded while this one commits
+  if (ahead && deps.decoder && !cut && members.length === heads.length && following.length > 0) readAhead(deps, ahead, following);
   // 3. the business transaction
   let biz: Business;
   try {
@@ -281,43 +310,94 @@ function memberOf(h: T.HeadRow): Member {
   return { h, bind: { msgId: h.msg_id }, kind: h.kind, bindKey: null, todo: { do: 'finish' }, alone: false };
 }
 
-/** Step 2 for one message (pure): envelope, identity, entry of the registry, domain command. */
-function prepare(d: PumpDeps, h: T.HeadRow, body: string | undefined): Member {
+/** Steps 1 and 2 for the batch: from the batch read ahead where it still holds, the rest read and decoded now. */
+async function bodiesOf(d: PumpDeps, heads: T.HeadRow[], ahead: Ahead | undefined): Promise<Map<number, Body>> {
+  const out = new Map<number, Body>();
+  const pre = ahead?.next;
+  if (ahead) ahead.next = null;
+  if (pre && pre.ids[0] === heads[0].msg_id) {
+    const got = await pre.results; // this batch's own read, made earlier: its failure is the inbox read's failure
+    for (let i = 0; i < heads.length && heads[i].msg_id === pre.ids[i]; i++) {
+      const b = got.get(heads[i].msg_id);
+      if (b === undefined || b === 'missing') break; // not decoded ahead, or a row that may have been purged meanwhile: read now
+      out.set(heads[i].msg_id, b);
+    }
+  }
+  const last = [...out.values()].at(-1);
+  if (last && last !== 'missing' && last.dec.ok && last.dec.alone) return out; // a snapshot: nothing after it is in this batch
+  const rest = heads.slice(out.size).map((row) => row.msg_id);
+  if (rest.length === 0) return out;
+  const bodies = await withTimeout(d.pump.timeoutMs, 'inbox read', readBodies(d.inbox, rest));
+  for (const [id, b] of await decodeBodies(d, rest, bodies)) out.set(id, b);
+  return out;
+}
+
+/** Start reading and decoding the batch after this one (a failure is the next batch's inbox read failure, if it is still that batch). */
+function readAhead(d: PumpDeps, ahead: Ahead, rows: T.HeadRow[]): void {
+  const ids = rows.map((row) => row.msg_id);
+  const results = withTimeout(d.pump.timeoutMs, 'inbox read', readBodies(d.inbox, ids)).then((bodies) => decodeBodies(d, ids, bodies));
+  results.catch(() => {});
+  ahead.next = { ids, results };
+}
+
+/** Decode these bodies in order (in the decode worker when there is one), up to and including the first message that is a batch of its own. */
+async function decodeBodies(d: PumpDeps, ids: number[], bodies: Map<number, string>): Promise<Map<number, Body>> {
+  const out = new Map<number, Body>();
+  const present = ids.filter((id) => bodies.has(id));
+  const results = d.decoder ? await d.decoder.decode(present.map((id) => bodies.get(id)!)) : null;
+  let k = 0;
+  for (const id of ids) {
+    const body = bodies.get(id);
+    if (body === undefined) {
+      out.set(id, 'missing');
+      continue;
+    }
+    const r = results ? results[k++] : 'inline';
+    if (r === 'later') break;
+    const dec = r === 'inline' ? decodeMessage(d.registry, decodeSettings(d), body) : r;
+    out.set(id, { body, dec });
+    if (dec.ok && dec.alone) break;
+  }
+  return out;
+}
+
+const decodeSettings = (d: PumpDeps) => ({ airport: d.airport, includeDayBoundary: d.pump.includeDayBoundary });
+
+/** Step 2 for one message (pure): its outcome, or what is to be done with it, from its decoding. */
+function prepare(d: PumpDeps, h: T.HeadRow, b: Body): Member {
   const m = memberOf(h);
   const outcome = (state: T.TerminalState, reason: string): Member => ({ ...m, todo: { do: 'outcome', state, reason } });
-  if (body === undefined) return outcome('DEAD', RAW_MISSING);
-  let env: Envelope;
-  try {
-    env = decodeEnvelope(body);
-  } catch (e) {
-    const f = classify(e, 'decode');
+  if (b === 'missing') return outcome('DEAD', RAW_MISSING);
+  let dec = b.dec;
+  if (!dec.ok) {
+    const f = dec.failure;
     return f.cls === 'MALFORMED' || f.cls === 'PROTOCOL' ? outcome('DEAD', `${f.cls}: ${f.detail}`) : { ...m, todo: { do: 'retry', failure: f } };
   }
-  const kind = kindOf(env);
-  const flid = env.type === 'FLOP' ? payload(env)[0]?.children.find((c) => c.tag === 'FLID')?.text : undefined;
+  const entry = d.registry.entry(dec.env.type, dec.env.styp);
+  // the worker decodes with buildRegistry's entries; a pump with other entries (tests) decodes itself
+  if ((entry?.kind === 'tx') !== (dec.entry === 'tx') || (entry?.kind === 'batch') !== (dec.entry === 'batch')) {
+    const again = decodeMessage(d.registry, decodeSettings(d), b.body);
+    if (!again.ok) return prepare(d, h, { body: b.body, dec: again });
+    dec = again;
+  }
   const base: Member = {
     ...m,
-    kind,
-    env,
-    bind: { msgId: h.msg_id, kind, ...(flid ? { flid } : {}) },
-    bindKey: h.identity_key ? null : identityKey(env, d.pump.includeDayBoundary),
+    kind: dec.kind,
+    env: dec.env,
+    bind: { msgId: h.msg_id, kind: dec.kind, ...(dec.flid ? { flid: dec.flid } : {}) },
+    bindKey: h.identity_key ? null : dec.identity,
   };
-  const entry = d.registry.entry(env.type, env.styp);
   if (!entry) return { ...base, todo: { do: 'outcome', state: 'SKIPPED', reason: 'unsupported' } };
   if (entry.kind === 'tx') return { ...base, todo: { do: 'tx', handler: entry.handler } };
-  let cmd: unknown;
-  try {
-    cmd = entry.domain.decode(env, d.airport);
-  } catch (e) {
-    const f = classify(e, 'decode');
+  if (dec.failure) {
+    const f = dec.failure;
     if (h.applied_state) return { ...base, todo: { do: 'finish' } };
     if (f.cls === 'MALFORMED' || f.cls === 'PROTOCOL') return { ...base, todo: { do: 'outcome', state: 'DEAD', reason: `${f.cls}: ${f.detail}` } };
     return { ...base, todo: { do: 'retry', failure: f } };
   }
-  // the command holds everything the domain needs: let the parsed tree go (a snapshot's is hundreds of MB)
-  const light: Member = { ...base, env: { ...env, root: { ...env.root, children: [] } } };
-  if (h.applied_state) return { ...light, todo: { do: 'finish', domain: entry.domain, cmd } };
-  return { ...light, todo: { do: 'domain', domain: entry.domain, cmd }, alone: entry.domain.alone(cmd) };
+  const cmd = dec.cmd;
+  if (h.applied_state) return { ...base, todo: { do: 'finish', domain: entry.domain, cmd } };
+  return { ...base, todo: { do: 'domain', domain: entry.domain, cmd }, alone: entry.domain.alone(cmd) };
 }
 
 interface Business {

@@ -14,6 +14,7 @@ import { systemClock } from '../../lib/core/clock.ts';
 import { slices } from '../../lib/core/config.ts';
 import { buildMirror, buildRegistry } from '../../lib/app/composition.ts';
 import type { HandlerRegistry } from '../../lib/domain/handlers.ts';
+import type { Decoder } from '../../lib/pipeline/decoder.ts';
 import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
 import { drain, pumpSettings, type PumpDeps } from '../../lib/pipeline/pump.ts';
@@ -90,7 +91,7 @@ export async function stateCounts(b: Bench): Promise<Record<string, number>> {
 }
 
 /** PumpDeps as workers/pump.ts wires them, on the bench's databases (config: the bench's, or one per run). */
-export function pumpDeps(b: Bench, o: { log: Logger; config?: Config; registry?: HandlerRegistry; timings?: Record<string, number> }): PumpDeps {
+export function pumpDeps(b: Bench, o: { log: Logger; config?: Config; registry?: HandlerRegistry; timings?: Record<string, number>; decoder?: Decoder }): PumpDeps {
   const config = o.config ?? b.config;
   return {
     session: b.session,
@@ -101,6 +102,7 @@ export function pumpDeps(b: Bench, o: { log: Logger; config?: Config; registry?:
     ...pumpSettings(config),
     log: o.log,
     ...(o.timings ? { timings: o.timings } : {}),
+    ...(o.decoder ? { decoder: o.decoder } : {}),
   };
 }
 

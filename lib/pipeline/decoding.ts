@@ -1,0 +1,57 @@
+// Step 2 of the pump for one message, pure: raw body → envelope, kind, identity key, and the
+// batch domain's command. The same function runs in the pump's decode worker
+// (lib/pipeline/decoder.ts) and inline, so both give the same result; the pump turns it into
+// the message's outcome (lib/pipeline/pump.ts `prepare`).
+import type { AirportConfig } from '../core/config.ts';
+import { classify, type Failure } from '../core/errors.ts';
+import type { HandlerRegistry } from '../domain/handlers.ts';
+import { decodeEnvelope, identityKey, kindOf, payload, type Envelope } from '../sis/envelope.ts';
+
+export type Decoded =
+  /** The envelope did not decode (MALFORMED/PROTOCOL: the message's outcome; anything else: retryable). */
+  | { ok: false; failure: Failure }
+  | {
+      ok: true;
+      /** The whole tree for a transaction handler; META only (no payload) for a batch domain or no entry. */
+      env: Envelope;
+      kind: string;
+      flid?: string;
+      /** INV-6 key (C-3) with the configured day boundary. */
+      identity: string;
+      /** What the decoding registry holds for TYPE/STYP. */
+      entry: 'none' | 'tx' | 'batch';
+      /** entry 'batch': the command, or the failure of the domain's decode. */
+      cmd?: unknown;
+      failure?: Failure;
+      /** The command is a batch of its own (a snapshot): nothing after it is decoded in the same pass. */
+      alone?: boolean;
+    };
+
+export interface DecodeSettings {
+  airport: AirportConfig;
+  includeDayBoundary: boolean;
+}
+
+/** Envelope with its payload let go: the command holds everything a batch domain needs (a snapshot's tree is hundreds of MB). */
+const light = (env: Envelope): Envelope => ({ ...env, root: { ...env.root, children: [] } });
+
+export function decodeMessage(registry: HandlerRegistry, s: DecodeSettings, body: string): Decoded {
+  let env: Envelope;
+  try {
+    env = decodeEnvelope(body);
+  } catch (e) {
+    return { ok: false, failure: classify(e, 'decode') };
+  }
+  const kind = kindOf(env);
+  const flid = env.type === 'FLOP' ? payload(env)[0]?.children.find((c) => c.tag === 'FLID')?.text : undefined;
+  const base = { ok: true as const, kind, ...(flid ? { flid } : {}), identity: identityKey(env, s.includeDayBoundary) };
+  const entry = registry.entry(env.type, env.styp);
+  if (!entry) return { ...base, env: light(env), entry: 'none' };
+  if (entry.kind === 'tx') return { ...base, env, entry: 'tx' };
+  try {
+    const cmd = entry.domain.decode(env, s.airport);
+    return { ...base, env: light(env), entry: 'batch', cmd, alone: entry.domain.alone(cmd) };
+  } catch (e) {
+    return { ...base, env: light(env), entry: 'batch', failure: classify(e, 'decode') };
+  }
+}
