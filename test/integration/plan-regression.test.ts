@@ -117,7 +117,7 @@ const CASES: [name: string, params: unknown[] | ((text: string) => unknown[])][]
   ['flight.trace_events', [5000, '5000']],
   ['outbox.timeline_events', ['17']],
   ['proc_state.list_page', ['SUCCEEDED', null, 500000, 50]],
-  ['proc_state.recent_messages', [null, 50]],
+  ['proc_state.recent_messages', [null, 50, 'Asia/Shanghai']],
   // lifecycle purges and operator commands
   ['proc_state.open_ids', []],
   ['proc_state.purge_candidates', [0, TERMINAL, ago(3600e3), false, 1000]],

@@ -1,7 +1,7 @@
 // The real processes (workers/*.ts) against the real services: single-active duties, crash
 // recovery with kill -9, /metrics and /healthz on every process, POST /cminmsgs/send.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { openServices, procRows, inboxProcessed, putInbox, resetPipeline, sisMessage, type TestServices } from '../../support/services.ts';
+import { openServices, procRows, inboxProcessed, putInbox, resetDomain, resetPipeline, sisMessage, type TestServices } from '../../support/services.ts';
 import { hasLog, metricValue, startWorker, stopAll, waitFor, type Proc } from '../../support/processes.ts';
 
 let s: TestServices;
@@ -18,6 +18,9 @@ beforeAll(async () => {
 afterAll(async () => s.close());
 beforeEach(async () => {
   await resetPipeline(s);
+  // flights and Redis keys left by earlier files would look like a Postgres restore to the
+  // processes' restore watch (Redis newer than Postgres) and hold the pump
+  await resetDomain(s);
 });
 afterEach(async () => {
   await stopAll(procs);
