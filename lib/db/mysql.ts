@@ -15,14 +15,21 @@ export type Inbox = mysql.Pool;
 type QueryArgs = Parameters<mysql.Pool['query']>;
 
 /** A pool on the AODB interface database, which holds both the inbox (CMINMSGS) and the outbox (COUTMSGS). */
-export function createAodbPool(url: string, opts: { timeoutMs: number; connectionLimit?: number; onFault?: (err: Error) => void }): Inbox {
+/** Where a mysql:// URL points: host, port, user, password, database. */
+export function mysqlTarget(url: string): { host: string; port: number; user: string; password: string; database: string | undefined } {
   const u = new URL(url);
-  const pool = mysql.createPool({
+  return {
     host: u.hostname,
     port: Number(u.port || 3306),
     user: decodeURIComponent(u.username || 'root'),
     password: decodeURIComponent(u.password),
-    database: u.pathname.slice(1),
+    database: u.pathname.slice(1) || undefined,
+  };
+}
+
+export function createAodbPool(url: string, opts: { timeoutMs: number; connectionLimit?: number; onFault?: (err: Error) => void }): Inbox {
+  const pool = mysql.createPool({
+    ...mysqlTarget(url),
     connectionLimit: opts.connectionLimit ?? 4,
     connectTimeout: opts.timeoutMs,
     waitForConnections: true,

@@ -8,6 +8,7 @@
 //   if (up) retry now; else (shutdown / deadline) fall back to the caller's schedule.
 import kafkajs from 'kafkajs';
 import mysql from 'mysql2/promise';
+import { mysqlTarget } from '../db/mysql.ts';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { connectionSettings, createSessionDb, type Db } from '../db/postgres.ts';
@@ -237,6 +238,32 @@ export interface Watch {
 }
 
 /**
+ * A check on one kept connection: opened when there is none, probed, destroyed after a failure
+ * (the next check opens a new one). A failure on a connection that was already open is marked
+ * (keptFailed): that is what a frozen path looks like.
+ */
+function keptConnection<C>(o: { open: () => Promise<C>; probe: (c: C) => Promise<void>; destroy: (c: C) => void }): Watch {
+  let conn: C | null = null;
+  const drop = () => {
+    if (conn !== null) o.destroy(conn);
+    conn = null;
+  };
+  return {
+    check: async () => {
+      const kept = conn !== null;
+      try {
+        conn ??= await o.open();
+        await o.probe(conn);
+      } catch (e) {
+        drop();
+        throw keptFailed(e, kept);
+      }
+    },
+    close: drop,
+  };
+}
+
+/**
  * Checks for lib/runtime/health.ts: one round trip on a DEDICATED connection that stays open
  * between checks, so that a connection frozen on a dead path fails the check (a fresh one per
  * check would pass while the process's own connections hang); the connection is destroyed after
@@ -255,73 +282,49 @@ export const watches = {
   },
 
   mysql(url: string, timeoutMs = 1500): Watch {
-    let conn: mysql.Connection | null = null;
-    const drop = () => {
-      conn?.destroy();
-      conn = null;
-    };
-    return {
-      check: async () => {
-        const kept = conn !== null;
+    return keptConnection<mysql.Connection>({
+      open: async () => {
+        const connecting = mysql.createConnection({ ...mysqlTarget(url), connectTimeout: timeoutMs });
+        connecting.then(
+          (c) => c.on('error', () => {}),
+          () => {},
+        );
         try {
-          if (!conn) {
-            const u = new URL(url);
-            const connecting = mysql.createConnection({
-              host: u.hostname,
-              port: Number(u.port || 3306),
-              user: decodeURIComponent(u.username || 'root'),
-              password: decodeURIComponent(u.password),
-              database: u.pathname.slice(1) || undefined,
-              connectTimeout: timeoutMs,
-            });
-            connecting.then(
-              (c) => c.on('error', () => {}),
-              () => {},
-            );
-            try {
-              conn = await withDeadline(connecting, timeoutMs, 'mariadb connect');
-            } catch (e) {
-              connecting.then(
-                (late) => late.destroy(),
-                () => {},
-              );
-              throw e;
-            }
-          }
-          await withDeadline(myRows(conn, Probe.mySelect1), timeoutMs, 'mariadb SELECT 1');
+          return await withDeadline(connecting, timeoutMs, 'mariadb connect');
         } catch (e) {
-          drop();
-          throw keptFailed(e, kept);
+          connecting.then(
+            (late) => late.destroy(),
+            () => {},
+          );
+          throw e;
         }
       },
-      close: drop,
-    };
+      probe: async (conn) => {
+        await withDeadline(myRows(conn, Probe.mySelect1), timeoutMs, 'mariadb SELECT 1');
+      },
+      destroy: (conn) => conn.destroy(),
+    });
   },
 
   redis(url: string, timeoutMs = 1500): Watch {
-    let r: Redis | null = null;
-    const drop = () => {
-      r?.disconnect();
-      r = null;
-    };
-    return {
-      check: async () => {
-        const kept = r !== null;
+    return keptConnection<Redis>({
+      open: async () => {
+        const r = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, commandTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+        r.on('error', () => {});
         try {
-          if (!r) {
-            r = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, commandTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
-            r.on('error', () => {});
-            await withDeadline(r.connect(), timeoutMs, 'redis connect');
-          }
-          const pong = await withDeadline(r.ping(), timeoutMs, 'redis PING');
-          if (pong !== 'PONG') throw new Error(`redis PING answered ${pong}`);
+          await withDeadline(r.connect(), timeoutMs, 'redis connect');
         } catch (e) {
-          drop();
-          throw keptFailed(e, kept);
+          r.disconnect();
+          throw e;
         }
+        return r;
       },
-      close: drop,
-    };
+      probe: async (r) => {
+        const pong = await withDeadline(r.ping(), timeoutMs, 'redis PING');
+        if (pong !== 'PONG') throw new Error(`redis PING answered ${pong}`);
+      },
+      destroy: (r) => r.disconnect(),
+    });
   },
 
   kafka(brokers: readonly string[], timeoutMs = 1500): Watch {

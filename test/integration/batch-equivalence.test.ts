@@ -7,6 +7,7 @@
 // creating, reviving and moving shared flights between masters, exact duplicates, FLOPs for
 // unknown and deleted flights, bad values (PROTOCOL), broken XML (MALFORMED), unsupported kinds
 // and reference data (transaction handlers) between flight messages.
+import { CLOCK_KEYS, canonical } from '../support/canonical.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { ManualClock } from '../../lib/core/clock.ts';
@@ -87,17 +88,8 @@ function workload(): string[] {
   return out;
 }
 
-const CLOCK_KEYS = new Set(['UPDATED_AT', 'CREATED_AT', 'DELETED_AT', 'updated_at', 'created_at', 'deleted_at', 'at']);
-function strip(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(strip);
-  if (v instanceof Date) return v.toISOString();
-  if (v && typeof v === 'object') {
-    const o: Record<string, unknown> = {};
-    for (const k of Object.keys(v).sort()) if (!CLOCK_KEYS.has(k)) o[k] = strip((v as Record<string, unknown>)[k]);
-    return o;
-  }
-  return v;
-}
+/** Canonical JSON without clock-valued keys ('at' too: the change records' own time). */
+const strip = (v: unknown) => canonical(v, new Set([...CLOCK_KEYS, 'at']));
 
 async function run(k: number) {
   await resetPipeline(s);

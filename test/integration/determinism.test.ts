@@ -6,6 +6,7 @@
 // master/shared flights, FLOPs changing them (one twice), ADFT, FDEL (of a shared flight and of a
 // master: cascade), a second snapshot of the same day (deletions by absence, a revival), a
 // snapshot of another day, reference data (DNLD/ADD/UPD/DEL), RSTA, SCHS, and a few bad messages.
+import { canonical } from '../support/canonical.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { ManualClock } from '../../lib/core/clock.ts';
@@ -148,19 +149,7 @@ async function resetAll() {
   await s.redis.flushdb();
 }
 
-const CLOCK_KEYS = new Set(['UPDATED_AT', 'CREATED_AT', 'DELETED_AT', 'updated_at', 'created_at', 'deleted_at']);
-
-/** Deep copy without clock-valued keys, object keys sorted (canonical JSON). */
-function strip(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(strip);
-  if (v instanceof Date) return v.toISOString();
-  if (v && typeof v === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const k of Object.keys(v).sort()) if (!CLOCK_KEYS.has(k)) out[k] = strip((v as Record<string, unknown>)[k]);
-    return out;
-  }
-  return v;
-}
+const strip = (v: unknown) => canonical(v);
 
 async function rows(q: ReturnType<typeof sql<Record<string, unknown>>>) {
   return (await q.execute(s.db)).rows;

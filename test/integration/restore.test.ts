@@ -9,6 +9,7 @@
 //   - on the msg topic, no (FLID, STATE_VERSION) and no EVENT_ID carries two different contents;
 //   - the same dump restored again under the running processes: held within about a second (the
 //     watermark went back), recovered to the same state.
+import { canonical as canonicalJson } from '../support/canonical.ts';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,7 +23,7 @@ import { toJson } from '../../lib/flight/state.ts';
 import { TEST_PG_URL, testConfig, testEnv } from '../support/env.ts';
 import { runPipelineUntilSettled } from '../support/pipeline.ts';
 import { hasLog, startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
-import { openServices, putInbox, resetPipeline, sisMessage, type TestServices } from '../support/services.ts';
+import { openServices, putInbox, resetDomain, resetPipeline, sisMessage, type TestServices } from '../support/services.ts';
 import { consumeAll, deleteTopics, payloadOf, uniqueTopic } from './dispatch-support.ts';
 
 const run = promisify(execFile);
@@ -82,24 +83,10 @@ let s: TestServices;
 
 async function resetAll() {
   await resetPipeline(s);
-  const r = await sql<{ t: string }>`select tablename t from pg_tables where schemaname = 'public' and tablename not in ('pgmigrations', 'intake_cursor', 'proc_state')`.execute(s.db);
-  await sql.raw(`truncate ${r.rows.map((x) => `"${x.t}"`).join(', ')} cascade`).execute(s.db);
-  await s.redis.flushdb();
+  await resetDomain(s);
 }
 
-const CLOCK_KEYS = new Set(['UPDATED_AT', 'CREATED_AT', 'DELETED_AT', 'updated_at', 'created_at', 'deleted_at']);
-
-/** Deep copy without clock-valued keys, object keys sorted (canonical JSON). */
-function strip(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(strip);
-  if (v instanceof Date) return v.toISOString();
-  if (v && typeof v === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const k of Object.keys(v).sort()) if (!CLOCK_KEYS.has(k)) out[k] = strip((v as Record<string, unknown>)[k]);
-    return out;
-  }
-  return v;
-}
+const strip = (v: unknown) => canonicalJson(v);
 
 const rows = async (q: ReturnType<typeof sql<Record<string, unknown>>>) => (await q.execute(s.db)).rows;
 
