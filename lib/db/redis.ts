@@ -10,11 +10,17 @@ import { Redis, type RedisOptions } from 'ioredis';
 
 type Sent = Parameters<Redis['sendCommand']>;
 
+const watched = new WeakSet<object>();
+
 class SelfHealingRedis extends Redis {
   onFault?: (err: Error) => void;
 
   override sendCommand(...args: Sent): ReturnType<Redis['sendCommand']> {
     const [command] = args;
+    // Once per command: a command ioredis sends again after a reconnect may have timed out
+    // already, and its settled promise would destroy the new connection the moment it is ready.
+    if (this.status !== 'ready' || watched.has(command)) return super.sendCommand(...args);
+    watched.add(command);
     const stream = (this as unknown as { stream?: { destroy(): void } }).stream;
     command.promise.catch((e: Error) => {
       if (e?.message !== 'Command timed out') return;
@@ -35,6 +41,10 @@ export function createRedis(url: string, timeoutMs: number, o: { onFault?: (err:
     lazyConnect: false,
     keepAlive: 10_000, // TCP keepalive after 10 s idle: a half-open connection does not linger
     retryStrategy: (times: number) => Math.min(times * 200, 2000),
+    // A command that failed (timed out, connection lost) has been reported to its caller, who
+    // retries or holds the head: it is never sent again behind its back on the next connection
+    // (an old SET replayed after a newer one would put stale state into Redis).
+    autoResendUnfulfilledCommands: false,
   } satisfies RedisOptions;
   const r = new SelfHealingRedis(url, options);
   r.onFault = o.onFault;
