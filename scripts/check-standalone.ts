@@ -13,7 +13,7 @@ cliArgs({
   usage: `usage: npm run check:standalone
   Fails (exit 1, one line per finding) when a tracked file cites a document outside the
   repository (../shared/spec, ../shared/seeds, or a design document's file name not under docs/)
-  or an issue number ("issue 12"). No arguments.`,
+  or an issue number (the word issue followed by a number). No arguments.`,
 });
 
 const SELF = 'scripts/check-standalone.ts';
