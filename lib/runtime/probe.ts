@@ -16,6 +16,18 @@ import { myRows, pgRun } from '../db/statement.ts';
 import * as Probe from '../sql/probe.ts';
 import { sleep, withDeadline } from './leader.ts';
 
+/** A Kafka client for one check: every request bounded by timeoutMs, no retries, silent. */
+const kafkaClient = (clientId: string, brokers: readonly string[], timeoutMs: number) =>
+  new kafkajs.Kafka({
+    clientId,
+    brokers: [...brokers],
+    connectionTimeout: timeoutMs,
+    requestTimeout: timeoutMs,
+    enforceRequestTimeout: true,
+    retry: { retries: 0 },
+    logLevel: kafkajs.logLevel.NOTHING,
+  });
+
 export type Check = () => Promise<void>;
 
 export interface ProbeOptions {
@@ -117,15 +129,7 @@ export const probes = {
   /** A metadata request (describeCluster) on a new Kafka admin connection. */
   kafka(brokers: readonly string[], timeoutMs = 1000): Check {
     return async () => {
-      const kafka = new kafkajs.Kafka({
-        clientId: 'msgx-probe',
-        brokers: [...brokers],
-        connectionTimeout: timeoutMs,
-        requestTimeout: timeoutMs,
-        enforceRequestTimeout: true,
-        retry: { retries: 0 },
-        logLevel: kafkajs.logLevel.NOTHING,
-      });
+      const kafka = kafkaClient('msgx-probe', brokers, timeoutMs);
       const admin = kafka.admin({ retry: { retries: 0 } });
       try {
         await withDeadline(admin.connect(), timeoutMs, 'kafka probe connect');
@@ -328,15 +332,7 @@ export const watches = {
   },
 
   kafka(brokers: readonly string[], timeoutMs = 1500): Watch {
-    const kafka = new kafkajs.Kafka({
-      clientId: 'msgx-health',
-      brokers: [...brokers],
-      connectionTimeout: timeoutMs,
-      requestTimeout: timeoutMs,
-      enforceRequestTimeout: true,
-      retry: { retries: 0 },
-      logLevel: kafkajs.logLevel.NOTHING,
-    });
+    const kafka = kafkaClient('msgx-health', brokers, timeoutMs);
     let admin: kafkajs.Admin | null = null;
     const drop = () => {
       const a = admin;
