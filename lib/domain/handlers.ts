@@ -30,7 +30,7 @@ export interface HandlerContext {
 export type HandlerOutcome =
   | {
       outcome: 'applied';
-      /** FLIDs whose Redis snapshot the pump brings in line with Postgres after the commit (step 2). */
+      /** FLIDs whose Redis snapshot the pump brings in line with Postgres after the commit (its mirror step). */
       mirror?: string[];
       /** graphile-worker task names to wake in the same transaction (e.g. 'msg-dispatch'). */
       wake?: string[];
@@ -62,7 +62,7 @@ export interface DomainBatch<C> {
   addressed(m: { msgId: number; cmd: C }): Promise<string[]>;
   /**
    * Write the net effect of every message applied. `states`: the state, as this transaction
-   * leaves it, of the flights the batch loaded (null = none) — the Redis step uses them instead
+   * leaves it, of the flights the batch loaded (null = none) — the mirror step uses them instead
    * of reading them back (they are what commits: the pump is the only writer under PIPELINE_LOCK).
    */
   finish(): Promise<{ wake: string[]; states?: ReadonlyMap<string, unknown> }>;
@@ -86,7 +86,7 @@ export interface BatchDomain<C> {
 
 export type RegistryEntry = { kind: 'tx'; handler: Handler } | { kind: 'batch'; domain: BatchDomain<unknown> };
 
-/** Step 2 of the success path: make Redis match Postgres for these flights. Throws on failure. */
+/** The pump's mirror step (docs/design.md "The pump's steps"): make Redis match Postgres for these flights. Throws on failure. */
 export interface Mirror {
   /** `known`: committed states of some of them (null = no such flight), from the business transaction; the others are read. */
   sync(flids: string[], known?: ReadonlyMap<string, unknown>): Promise<void>;

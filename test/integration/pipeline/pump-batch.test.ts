@@ -1,5 +1,5 @@
 // The batch pump (lib/pipeline/pump.ts): consecutive messages in one business transaction, one
-// Redis step and one terminal statement per batch; a message's own failure is its outcome inside
+// mirror step and one terminal statement per batch; a message's own failure is its outcome inside
 // the batch, a retryable one ends the batch before it; an unexpected error rolls the batch back
 // and it is tried again smaller; a crash after the business commit is finished, not re-applied.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -92,14 +92,14 @@ beforeEach(async () => {
 });
 
 describe('pump: batches', () => {
-  it('a run of messages is one batch: one Redis step for all of them, called before any is terminal; all SUCCEEDED; the lock released', async () => {
+  it('a run of messages is one batch: one mirror step for all of them, called before any is terminal; all SUCCEEDED; the lock released', async () => {
     const ids = await put(10);
     await enqueueAll();
     expect(await drain(deps(), 10_000)).toMatchObject({ processed: 10, next: 'idle' });
     for (const id of ids) expect(await state(id)).toMatchObject({ state: 'SUCCEEDED', reason: null, applied_state: 'SUCCEEDED' });
     expect((await procRows(s.db)).every((r) => r.backfill_next_at !== null && r.terminal_at !== null)).toBe(true);
     expect(await effects()).toEqual(ids);
-    // INV-10 per batch: the Redis step ran after the business commit (every outcome applied) and before any terminal state
+    // INV-10 per batch: the mirror step ran after the business commit (every outcome applied) and before any terminal state
     expect(mirrorCalls).toEqual([{ flids: ids.map((i) => `T${i}`), openApplied: 10, terminal: 0 }]);
     const locks = await sql<{
       n: number;
