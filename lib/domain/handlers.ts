@@ -54,8 +54,8 @@ export interface DomainMessage<C> {
 /** A batch domain's work inside one business transaction. */
 export interface DomainBatch<C> {
   /** Load what these commands address, in as few statements as possible (before the first apply). */
-  /** `finished`: messages of this batch whose business transaction committed earlier (their Redis scope is asked for with addressed). */
-  preload(cmds: readonly C[], finished?: readonly number[]): Promise<void>;
+  /** `recovered`: messages of this batch whose business transaction committed earlier (their mirror scope is asked for with addressed). */
+  preload(cmds: readonly C[], recovered?: readonly number[]): Promise<void>;
   /** Apply one message, in inbox order, on top of the earlier ones. All or nothing: a throw leaves no trace in the batch. */
   apply(m: DomainMessage<C>): Promise<HandlerOutcome>;
   /** Redis scope of a message whose business transaction committed earlier (crash recovery): from the current state and what it changed. */
@@ -65,7 +65,7 @@ export interface DomainBatch<C> {
    * leaves it, of the flights the batch loaded (null = none) — the mirror step uses them instead
    * of reading them back (they are what commits: the pump is the only writer under PIPELINE_LOCK).
    */
-  finish(): Promise<{ wake: string[]; states?: ReadonlyMap<string, unknown> }>;
+  write(): Promise<{ wake: string[]; states?: ReadonlyMap<string, unknown> }>;
   /** The business transaction committed (called by the pump after the commit, never on a rollback). */
   committed?(): void;
 }
@@ -130,7 +130,7 @@ export class HandlerRegistry {
       await batch.preload([cmd]);
       const out = await batch.apply({ msgId: ctx.msgId, env: ctx.env, cmd, log: ctx.log });
       if (out.outcome === 'skipped') return out;
-      const { wake } = await batch.finish();
+      const { wake } = await batch.write();
       const all = [...new Set([...(out.wake ?? []), ...wake])];
       return all.length ? { ...out, wake: all } : out;
     };

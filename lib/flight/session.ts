@@ -63,7 +63,7 @@ export class FlightSession implements DomainBatch<FlightCommand> {
   private events = 0;
   private ledgers = false;
   private final: Map<string, FlightState | null> | null = null;
-  /** Flights changed by the batch's messages committed earlier (preload's `finished`). */
+  /** Flights changed by the batch's messages committed earlier (preload's `recovered`). */
   private readonly changedByMsg = new Map<number, string[]>();
 
   private readonly changeRecords: boolean;
@@ -78,9 +78,9 @@ export class FlightSession implements DomainBatch<FlightCommand> {
     this.plan = new FlightPlan(this.loaded, { timeZone: this.timeZone, cutover: ctx.airport.dayCutover });
   }
 
-  async preload(cmds: readonly FlightCommand[], finished: readonly number[] = []): Promise<void> {
+  async preload(cmds: readonly FlightCommand[], recovered: readonly number[] = []): Promise<void> {
     // messages committed before (crash recovery): the flights they changed, in one query
-    if (finished.length) for (const [id, flids] of await changedBy(this.tx, finished)) this.changedByMsg.set(id, flids);
+    if (recovered.length) for (const [id, flids] of await changedBy(this.tx, recovered)) this.changedByMsg.set(id, flids);
     const flids = [...cmds.flatMap((c) => (c.kind === 'flop' ? [c.flid] : c.records.map((r) => r.flid))), ...[...this.changedByMsg.values()].flat()];
     const days = cmds.flatMap((c) => (c.kind === 'snapshot' && c.day !== null ? [c.day] : []));
     await this.load(new NeedData({ days }));
@@ -176,7 +176,7 @@ export class FlightSession implements DomainBatch<FlightCommand> {
     return this.withData(() => this.plan.addressed(m.cmd, changed));
   }
 
-  async finish(): Promise<{ wake: string[]; states: ReadonlyMap<string, unknown> }> {
+  async write(): Promise<{ wake: string[]; states: ReadonlyMap<string, unknown> }> {
     const r = this.plan.result();
     await writePlan(this.tx, this.changeRecords ? r : { ...r, changes: [] }, this.now);
     if (this.ledgers) await writeLedgers(this.tx, r.ledgers, r.snapLog);

@@ -3,7 +3,7 @@
 // here say what the function adds. In the pump's step names (docs/design.md "The pump's steps"):
 //   enqueue (intake) → heads, identityOwners (the pump chooses its batch, before its read step)
 //   → bindIdentities … recordApplied (business: outcome + identity, in the batch's one transaction)
-//   → markFinished (terminal: the applied outcome becomes terminal, after the mirror step)
+//   → markAppliedTerminal (terminal: the applied outcome becomes terminal, after the mirror step)
 //   | markTerminal (one message, no business transaction) | recordFailure
 //   → recordBackfill / recordBackfillFailure / abandonBackfill / resumeBackfill
 //   replay: FAILED/DEAD → PENDING
@@ -14,6 +14,7 @@ import * as ProcState from '../sql/proc-state.ts';
 import { TASK } from '../core/tasks.ts';
 import { reasonLabel, metrics } from '../runtime/metrics.ts';
 import type { Decision } from './failures.ts';
+import type { Failure } from '../core/errors.ts';
 
 export type TerminalState = ProcState.TerminalState;
 export type HeadRow = ProcState.HeadRow;
@@ -98,10 +99,10 @@ export async function recordApplied(db: Executor, rows: readonly AppliedOutcome[
   if (result?.n !== rows.length) throw new Error(`recordApplied: ${result?.n} of ${rows.length} messages were open`);
 }
 
-/** The terminal step: ProcState.markFinished, waking backfill. Returns what was finished. */
-export async function markFinished(db: Executor, msgIds: readonly number[], now: Date): Promise<{ msg_id: number; state: TerminalState; reason: string | null; kind: string | null }[]> {
+/** The terminal step: ProcState.markAppliedTerminal, waking backfill. Returns what became terminal. */
+export async function markAppliedTerminal(db: Executor, msgIds: readonly number[], now: Date): Promise<{ msg_id: number; state: TerminalState; reason: string | null; kind: string | null }[]> {
   if (msgIds.length === 0) return [];
-  return pgRows(db, ProcState.markFinished, [...msgIds], now, BACKFILL_WAKE);
+  return pgRows(db, ProcState.markAppliedTerminal, [...msgIds], now, BACKFILL_WAKE);
 }
 
 /** ProcState.markTerminal, waking backfill. Throws when the message was not open. */
@@ -120,7 +121,7 @@ export async function markTerminal(db: Executor, msgId: number, state: TerminalS
 export async function recordFailure(
   db: Db,
   msgId: number,
-  f: { cls: string; detail: string },
+  f: Failure,
   decideFor: (h: { attempts: number; failuresInRow: number }) => Decision,
   now: Date,
   kind: string | null,
@@ -138,7 +139,7 @@ export async function recordFailure(
       await markTerminal(tx, msgId, 'DEAD', d.reason, now, kind);
       return d;
     }
-    await pgRun(tx, ProcState.markFailed, msgId, d.reason, f.cls, d.countAttempt ? 1 : 0, now, new Date(now.getTime() + d.retryInMs), kind);
+    await pgRun(tx, ProcState.markFailed, msgId, d.reason, f.cls, d.countAttempt ? 1 : 0, now, new Date(now.getTime() + d.retryInMs), kind, f.service ?? null);
     metrics.failures.inc({ class: f.cls });
     return d;
   });

@@ -5,6 +5,7 @@
 // tasks ride inside the statements that make them due (WAKE below). The console's reads of
 // PROC_STATE are in lib/sql/console.ts, the message trace's in lib/sql/trace.ts, the pump's
 // savepoints in lib/sql/tx.ts.
+import type { Service } from '../core/errors.ts';
 import { PER_EXECUTION, pgStatement } from '../db/statement.ts';
 
 // Statements whose filters are optional (`$n is null or …`: the operator selections below) are
@@ -110,6 +111,8 @@ export interface HeadRow {
   failing_since: Date | null;
   next_attempt_at: Date | null;
   error_class: string | null;
+  /** The service of its last INFRA failure when a probe can tell it answers again (lib/pipeline/failures.ts probeTarget). */
+  error_service: Service | null;
   enqueued_at: Date;
   kind: string | null;
   reason: string | null;
@@ -121,7 +124,7 @@ export interface HeadRow {
 /** The open messages (PENDING/FAILED) from the head of queue on, at most $1, in MSG_ID order. */
 export const heads = pgStatement<[limit: number], HeadRow>(
   'proc_state.heads',
-  `select msg_id, state, identity_key, attempts, failures_in_row, failing_since, next_attempt_at, error_class, enqueued_at, kind, reason, applied_state, applied_reason
+  `select msg_id, state, identity_key, attempts, failures_in_row, failing_since, next_attempt_at, error_class, error_service, enqueued_at, kind, reason, applied_state, applied_reason
      from proc_state where state in ('PENDING', 'FAILED') order by msg_id limit $1`,
 );
 
@@ -179,8 +182,11 @@ export const recordApplied = pgStatement<
  * any message finished. Returns what was finished; a message no longer open (e.g. replayed
  * meanwhile) is left alone.
  */
-export const markFinished = pgStatement<[msgIds: number[], now: Date, wakeTasks: string[]], { msg_id: number; state: TerminalState; reason: string | null; kind: string | null; woken: number | null }>(
-  'proc_state.mark_finished',
+export const markAppliedTerminal = pgStatement<
+  [msgIds: number[], now: Date, wakeTasks: string[]],
+  { msg_id: number; state: TerminalState; reason: string | null; kind: string | null; woken: number | null }
+>(
+  'proc_state.mark_applied_terminal',
   `with t as (
      update proc_state set state = applied_state, reason = applied_reason, terminal_at = $2::timestamptz, backfill_next_at = $2::timestamptz,
                            next_attempt_at = null, updated_at = $2::timestamptz
@@ -210,10 +216,10 @@ export const countFinalAttempt = pgStatement<[msgId: number, add: number, errorC
   'update proc_state set attempts = attempts + $2::int, error_class = $3::text where msg_id = $1::bigint',
 );
 
-/** An open message → FAILED with its reason, class, counts ($4: attempt counted, 1 or 0) and next attempt time. */
-export const markFailed = pgStatement<[msgId: number, reason: string, errorClass: string, add: number, now: Date, nextAttemptAt: Date, kind: string | null]>(
+/** An open message → FAILED with its reason, class, service ($8, null: none to probe), counts ($4: attempt counted, 1 or 0) and next attempt time. */
+export const markFailed = pgStatement<[msgId: number, reason: string, errorClass: string, add: number, now: Date, nextAttemptAt: Date, kind: string | null, service: Service | null]>(
   'proc_state.mark_failed',
-  `update proc_state set state = 'FAILED', reason = $2::text, error_class = $3::text, attempts = attempts + $4::int,
+  `update proc_state set state = 'FAILED', reason = $2::text, error_class = $3::text, error_service = $8::text, attempts = attempts + $4::int,
                          failures_in_row = failures_in_row + 1, failing_since = coalesce(failing_since, $5::timestamptz),
                          next_attempt_at = $6::timestamptz, updated_at = $5::timestamptz, kind = coalesce($7::text, kind)
     where msg_id = $1::bigint and state in ('PENDING', 'FAILED')`,
@@ -409,7 +415,3 @@ export const timelineMessages = pgStatement<[msgIds: number[]], { msg_id: number
   'proc_state.timeline_messages',
   'select msg_id, kind, state, received_at::text as received from proc_state where msg_id = any($1::bigint[])',
 );
-
-// ---- the pump's savepoints, now in lib/sql/tx.ts: these aliases keep lib/pipeline/pump.ts
-// compiling until it imports lib/sql/tx.ts itself (then they go).
-export { savepoint as savepointMessage, releaseSavepoint as releaseMessage, rollbackToSavepoint as rollbackMessage } from './tx.ts';

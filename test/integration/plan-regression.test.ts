@@ -88,7 +88,7 @@ const CASES: [name: string, params: unknown[] | ((text: string) => unknown[])][]
   ['proc_state.identity_owners', [ids(200).map((i) => `k${i}`)]],
   ['proc_state.bind_identities', [ids(200, 998001), ids(200, 998001).map((i) => `n${i}`), now]],
   ['proc_state.record_applied', [ids(200, 998001), ids(200).map(() => 'SUCCEEDED'), ids(200).map(() => null), ids(200).map(() => 'FLOP'), ids(200).map(() => null), now, []]],
-  ['proc_state.mark_finished', [ids(200, 998001), now, []]],
+  ['proc_state.mark_applied_terminal', [ids(200, 998001), now, []]],
   ['proc_state.mark_terminal', [998001, 'SUCCEEDED', null, now, 'FLOP', []]],
   ['proc_state.mark_failed', [998001, 'x', 'INFRA', 1, now, now, null]],
   ['flight.load_states', [flids(200)]],

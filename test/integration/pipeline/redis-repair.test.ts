@@ -49,7 +49,7 @@ async function applyWithRedisDown(xml: string): Promise<number> {
     down.disconnect();
   }
   expect(await state(id)).toMatchObject({ state: 'FAILED', error_class: 'INFRA', applied_state: 'SUCCEEDED', terminal_at: null });
-  expect((await state(id)).reason).toMatch(/^INFRA: redis mirror failed after business commit/);
+  expect((await state(id)).reason).toMatch(/^INFRA: mirror step \(Redis\) failed after the business commit/);
   return id;
 }
 
