@@ -115,7 +115,9 @@ export function versionsOf(r: Retained, tz: string): Versions {
     const built: Stretch[] = [];
     let s = state;
     let rec = byVersion.get(s.STATE_VERSION);
-    built.push({ from: timeOf(s.UPDATED_AT), kind: 'state', state: s, madeBy: madeBy(rec, s), source });
+    // dated by its change record when there is one (the same second as UPDATED_AT)
+    const from = rec ? second(rec.created_at.getTime()) : timeOf(s.UPDATED_AT);
+    if (!Number.isNaN(from)) built.push({ from, kind: 'state', state: s, madeBy: madeBy(rec, s), source });
     // undo the records down to a CREATE, a missing record or the previous anchor
     while (rec && rec.op !== 'CREATE' && s.STATE_VERSION - 1 > below) {
       const prev = byVersion.get(s.STATE_VERSION - 1);
