@@ -22,10 +22,11 @@ export function parseAsOf(text: string, now: Date): Date | string {
     return shape;
   }
   const [y, mo, d, h, mi, s] = [1, 2, 3, 4, 5, 6].map((i) => Number(m[i] ?? 0));
-  const day = new Date(Date.UTC(y, mo - 1, d));
+  const day = new Date(0);
+  day.setUTCFullYear(y, mo - 1, d); // (Date.UTC reads years 0–99 as 1900–1999)
   if (day.getUTCFullYear() !== y || day.getUTCMonth() !== mo - 1 || day.getUTCDate() !== d) return `asOf: ${m[1]}-${m[2]}-${m[3]} is not a calendar date`;
   if (h > 23 || mi > 59 || s > 59) return `asOf: ${m[4]}:${m[5]}${m[6] ? ':' + m[6] : ''} is not a time of day (00:00:00–23:59:59)`;
-  if (m[9] !== undefined && (Number(m[9]) > 14 || Number(m[10]) > 59)) return `asOf: offset ${m[8]} is not a zone offset (−14:00…+14:00)`;
+  if (m[9] !== undefined && (Number(m[10]) > 59 || Number(m[9]) * 60 + Number(m[10]) > 14 * 60)) return `asOf: offset ${m[8]} is not a zone offset (−14:00…+14:00)`;
   const at = new Date(text);
   if (Number.isNaN(at.getTime())) return shape;
   if (at.getTime() > now.getTime()) return `asOf ${text} is later than now (${now.toISOString()}): leave asOf out for the current state`;

@@ -210,6 +210,7 @@ describe('GET /flights/:flid?asOf= (flight state as of a moment)', () => {
       ['2026-12-01T24:00:00Z', /24:00:00 is not a time of day/],
       ['2026-12-01T10:61Z', /10:61 is not a time of day/],
       ['2026-12-01T10:00:00+15:00', /offset \+15:00 is not a zone offset/],
+      ['2026-12-01T10:00:00+14:30', /offset \+14:30 is not a zone offset/],
       ['2026-12-01T10:00:00+0800', /ISO-8601 time with a zone offset/],
       ['2030-01-01T00:00:00Z', /later than now/],
     ];
