@@ -3,8 +3,7 @@
 // have (the design documents this project started from, by file name or path) nor issue numbers.
 // Reading the third-party sample corpus from ../shared/corpus in tests is allowed (it is data, and
 // the tests skip visibly without it). Exit 1 with one line per finding.
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { scanTrackedLines } from './tracked-lines.ts';
 import { cliArgs } from './args.ts';
 
 cliArgs({
@@ -37,21 +36,13 @@ const RULES: { what: string; re: RegExp }[] = [
   { what: 'a document outside the repository', re: new RegExp(`(?<![\\w/.-])(?:${OUTSIDE_NAMES.join('|')})\\.md\\b`) },
   { what: 'an issue number', re: /\b[Ii]ssues? #?\d+\b/ },
 ];
-const files = execFileSync('git', ['ls-files', '-z'], { encoding: 'utf8' })
-  .split('\0')
-  .filter((f) => f && f !== SELF && !/^package-lock\.json$|\.(png|jpg|ico)$/.test(f));
 const findings: string[] = [];
-for (const f of files) {
-  let text: string;
-  try {
-    text = readFileSync(f, 'utf8');
-  } catch {
-    continue; // a file in the index but not on disk (being deleted)
-  }
-  text.split('\n').forEach((line, i) => {
-    for (const r of RULES) if (r.re.test(line)) findings.push(`${f}:${i + 1}: ${r.what}: ${line.trim().slice(0, 160)}`);
-  });
-}
+const files = scanTrackedLines(
+  (f) => f !== SELF && f !== 'package-lock.json',
+  (f, n, line) => {
+    for (const r of RULES) if (r.re.test(line)) findings.push(`${f}:${n}: ${r.what}: ${line.trim().slice(0, 160)}`);
+  },
+);
 for (const f of findings) console.error(f);
-console.log(`check:standalone: ${files.length} files, ${findings.length} finding(s)`);
+console.log(`check:standalone: ${files} files, ${findings.length} finding(s)`);
 if (findings.length) process.exitCode = 1;

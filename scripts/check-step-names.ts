@@ -5,8 +5,7 @@
 // write in another. Scans the tracked files under lib/, workers/, scripts/ and docs/ for a
 // numbered step ("step" or "steps" followed by a digit); an amount such as "step (2 min)" or a
 // ladder step given in ms is not a step name and is not flagged. Exit 1 with one line per finding.
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { scanTrackedLines } from './tracked-lines.ts';
 import { cliArgs } from './args.ts';
 
 cliArgs({
@@ -41,21 +40,13 @@ for (const [text, want] of [
   if (NUMBERED_STEP.test(text) !== want) throw new Error(`check:step-names: the rule ${want ? 'misses' : 'flags'} "${text}"`);
 }
 
-const files = execFileSync('git', ['ls-files', '-z'], { encoding: 'utf8' })
-  .split('\0')
-  .filter((f) => SCANNED.test(f) && f !== SELF && !NOT_YET.includes(f) && !/\.(png|jpg|ico)$/.test(f));
 const findings: string[] = [];
-for (const f of files) {
-  let text: string;
-  try {
-    text = readFileSync(f, 'utf8');
-  } catch {
-    continue; // a file in the index but not on disk (being deleted)
-  }
-  text.split('\n').forEach((line, i) => {
-    if (NUMBERED_STEP.test(line)) findings.push(`${f}:${i + 1}: a pump step called by a number (use read, decode, business, mirror or terminal): ${line.trim().slice(0, 160)}`);
-  });
-}
+const files = scanTrackedLines(
+  (f) => SCANNED.test(f) && f !== SELF && !NOT_YET.includes(f),
+  (f, n, line) => {
+    if (NUMBERED_STEP.test(line)) findings.push(`${f}:${n}: a pump step called by a number (use read, decode, business, mirror or terminal): ${line.trim().slice(0, 160)}`);
+  },
+);
 for (const f of findings) console.error(f);
-console.log(`check:step-names: ${files.length} files, ${findings.length} finding(s)${NOT_YET.length ? `; not yet checked: ${NOT_YET.join(', ')}` : ''}`);
+console.log(`check:step-names: ${files} files, ${findings.length} finding(s)${NOT_YET.length ? `; not yet checked: ${NOT_YET.join(', ')}` : ''}`);
 if (findings.length) process.exitCode = 1;
