@@ -24,7 +24,8 @@ const runs = Number(process.argv[3] ?? 3);
 const mode = process.env.BENCH_SNAPSHOT_DECODE;
 if (mode === undefined) {
   // the parent: one child process per mode, nothing of its own in either's RSS
-  const pass = (m: string) => JSON.parse(execFileSync(process.execPath, [import.meta.filename, String(flights), String(runs)], { env: { ...process.env, BENCH_SNAPSHOT_DECODE: m }, encoding: 'utf8', maxBuffer: 1 << 24 }));
+  const pass = (m: string) =>
+    JSON.parse(execFileSync(process.execPath, [import.meta.filename, String(flights), String(runs)], { env: { ...process.env, BENCH_SNAPSHOT_DECODE: m }, encoding: 'utf8', maxBuffer: 1 << 24 }));
   const inline = pass('inline');
   const worker = pass('worker');
   console.log(JSON.stringify({ bench: 'B2 snapshot', machine: machine(), flights, runs, decodeInline: inline, decodeWorker: worker }, null, 2));
