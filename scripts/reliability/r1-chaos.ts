@@ -1,8 +1,9 @@
 // R1: SIGKILL chaos. The same input twice — a SCHD DNLD of FLIGHTS flights then MESSAGES FLOPs —
 // once crash-free and once while a random process (intake, pump, backfill, msg-dispatch,
-// schd-dispatch) is killed with SIGKILL every 0.3–1.5 s, the first within 1.5 s of the feed (and
-// started again at once), until the backlog drains — the pump drains 20,000 messages in a few
-// seconds, so a slower schedule let a run end before its first kill. A chaos run that killed
+// schd-dispatch) is killed with SIGKILL every 0.3–1.5 s from the moment the processes start on
+// the full inbox (and started again at once), until the backlog drains — the pump drains 20,000
+// messages in a few seconds, so a slower schedule, or processes already running while the inbox
+// was fed, let a run end before its first kill. A chaos run that killed
 // fewer than 3 processes proves nothing and fails. Both final states must be equal: same flight states (digest, UPDATED_AT left out),
 // same outbox events (FLID, STATE_VERSION), every SENT event on Kafka, per-FLID order on Kafka,
 // nothing DEAD. Prints one JSON document (RELIABILITY.md).
@@ -20,12 +21,14 @@ async function oneRun(chaos: boolean): Promise<{ final: FinalState; drainMs: num
   const rig = await openRig({ MSGX_LOG_LEVEL: 'warn' });
   const kills: Record<string, number> = {};
   try {
-    for (const name of PROCESSES) rig.start(name);
+    // the whole input first, then the processes: the backlog is worked off under the kills (fed
+    // while running, it was drained before the first kill)
     await feedSnapshot(rig, FLIGHTS);
     await rig.feed(MESSAGES, 0, FLIGHTS);
     const expected = MESSAGES + 1;
     log(`${chaos ? 'chaos' : 'crash-free'} run: ${expected} messages in the inbox`);
     const t0 = Date.now();
+    for (const name of PROCESSES) rig.start(name);
     let done = false;
     const killer = (async () => {
       while (chaos && !done) {
