@@ -90,7 +90,7 @@ const CASES: [name: string, params: unknown[] | ((text: string) => unknown[])][]
   ['proc_state.record_applied', [ids(200, 998001), ids(200).map(() => 'SUCCEEDED'), ids(200).map(() => null), ids(200).map(() => 'FLOP'), ids(200).map(() => null), now, []]],
   ['proc_state.mark_applied_terminal', [ids(200, 998001), now, []]],
   ['proc_state.mark_terminal', [998001, 'SUCCEEDED', null, now, 'FLOP', []]],
-  ['proc_state.mark_failed', [998001, 'x', 'INFRA', 1, now, now, null]],
+  ['proc_state.mark_failed', [998001, 'x', 'INFRA', 1, now, now, null, 'postgres']],
   ['flight.load_states', [flids(200)]],
   ['flight.load_states', [flids(1000)]],
   ['flight.shared_of', [flids(50)]],
