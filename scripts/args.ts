@@ -147,12 +147,12 @@ export function dispatchSelection(a: ParsedArgs) {
   const given = [a.ids.length > 0, a.options['--flid'] !== undefined, a.flags.has('--all')].filter(Boolean).length;
   if (given !== 1) throw new UsageError('give exactly one of: <eventId…>, --flid FLID, --all');
   const target = a.options['--target'];
-  if (target !== undefined && target !== 'msg' && target !== 'schd') throw new UsageError(`--target must be msg or schd, not ${target}`);
+  if (target !== undefined && target !== 'msg' && target !== 'schd' && target !== 'state') throw new UsageError(`--target must be msg, schd or state, not ${target}`);
   return {
     eventIds: a.ids.length ? a.ids : undefined,
     flid: a.options['--flid'],
     all: a.flags.has('--all') || undefined,
-    target: target as 'msg' | 'schd' | undefined,
+    target: target as 'msg' | 'schd' | 'state' | undefined,
   };
 }
 

@@ -217,8 +217,9 @@ type WritePart = Pick<PlanResult, 'flights' | 'events' | 'schdRemovals' | 'chang
 
 /**
  * A batch's whole flight write (flight.write_batch, lib/sql/flight.ts): the flights it changed
- * (net), its outbox rows in EVENT_ID order, the pending schd rows of flights it left DELETED, and
- * the change records (flight_change). An ordinary batch is ONE statement. A larger one (a
+ * (net), its outbox rows in EVENT_ID order, the pending schd rows of flights it left DELETED, the
+ * state-topic row of every flight it changed (derived in SQL from the flights written: one per
+ * FLID at its new version, deleted flights included), and the change records (flight_change). An ordinary batch is ONE statement. A larger one (a
  * snapshot: up to 9,999 flights) is cut into slices written one after another in the same
  * transaction — the flights, then the outbox rows in their order, then the schd removals with
  * the change records — the order the pieces of the one statement follow, so EVENT_IDs and end
@@ -283,6 +284,21 @@ export async function insertMsgEvents(tx: Executor, events: readonly MsgEvent[],
     events.map((e) => e.flid),
     events.map((e) => e.stateVersion),
     events.map((e) => JSON.stringify(e.payload)),
+  );
+}
+
+/**
+ * State-topic rows (lib/dispatch/state.ts) at these versions, one per FLID, upserted back to
+ * PENDING with a new EVENT_ID: the history purge's (the pump's are written inside flight.write_batch).
+ */
+export async function upsertStateRows(tx: Executor, rows: readonly { flid: string; stateVersion: number }[], now: Date): Promise<void> {
+  if (rows.length === 0) return;
+  await pgRun(
+    tx,
+    Outbox.upsertStateRows,
+    now,
+    rows.map((r) => r.flid),
+    rows.map((r) => r.stateVersion),
   );
 }
 

@@ -173,7 +173,8 @@ function writeStatement(spec: FlightColumns) {
     return (g: string | null) => `insert into ${ident(table)} (${cols}) select ${casts} from unnest(${params}) as u(${cols}) ${whereGuard(g)} ${suffix}`;
   };
 
-  // flights changed: main rows upserted
+  // flights changed: main rows upserted (their FLID and STATE_VERSION parameters also give the state rows below)
+  const mainParam = (name: string) => `$${FIXED_WRITE_PARAMS + 1 + spec.mainWrite.findIndex((c) => c.name === name)}::text[]`;
   const update = spec.mainWrite
     .filter((c) => c.name !== 'flid' && c.name !== 'created_at' && c.name !== 'deleted_at')
     .map((c) => `${ident(c.name)} = excluded.${ident(c.name)}`)
@@ -212,6 +213,17 @@ function writeStatement(spec: FlightColumns) {
   );
   // Deleted flights never go to schd: drop their pending schd rows.
   pieces.push((g) => `delete from msg_event where target = 'schd' and state in ('PENDING', 'DEAD') and flid = any($6::text[]) ${andGuard(g)}`);
+  // state topic rows (lib/dispatch/state.ts): one per FLID, rewritten for every flight the batch
+  // changed — live, deleted or revived — back to PENDING with a new EVENT_ID and the new version.
+  pieces.push(
+    (g) => `insert into msg_event (event_id, target, flid, state_version, payload, created_at)
+      select nextval('msg_event_id_seq'), 'state', u.flid, u.ver::integer, jsonb_build_object('FLID', u.flid, 'STATE_VERSION', u.ver::integer), $1::timestamptz
+      from unnest(${mainParam('flid')}, ${mainParam('state_version')}) as u(flid, ver) ${whereGuard(g)}
+      on conflict (flid) where target = 'state' do update set
+        event_id = excluded.event_id, state_version = excluded.state_version, payload = excluded.payload,
+        state = 'PENDING', attempts = 0, next_attempt_at = null, sent_at = null,
+        kafka_partition = null, kafka_offset = null, last_error = null, created_at = excluded.created_at`,
+  );
   // flight_change rows: one per message and flight it changed.
   pieces.push(
     (g) => `insert into flight_change (flid, state_version, msg_id, kind, op, cause, changes, created_at)
