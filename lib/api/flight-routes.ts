@@ -70,7 +70,7 @@ export async function flightRoutes(app: FastifyInstance, opts: FlightRoutesOptio
           msgPosition: {
             type: 'array',
             description:
-              'msg topic offsets read before this page: per partition, the offset from which the msg topic holds every change not in this page (and any later page); a partition not listed: from its earliest offset. Use the first page\'s (docs/consumers.md)',
+              "msg topic offsets read before this page: per partition, the offset from which the msg topic holds every change not in this page (and any later page); a partition not listed: from its earliest offset. Use the first page's (docs/consumers.md)",
             items: { type: 'object', required: ['partition', 'offset'], additionalProperties: false, properties: { partition: { type: 'integer' }, offset: { type: 'string', pattern: '^[0-9]+$' } } },
           },
         },

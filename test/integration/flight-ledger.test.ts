@@ -28,7 +28,7 @@ describe('schema follows the rule table', () => {
 describe('snapshot (SCHD DNLD)', () => {
   it('creates flights with details, ledger v1, roster, one msg + one schd event per flight, Redis keys', async () => {
     const r = await apply(s.db, s.redis, schd('DNLD', [rec('1', 9, '<GTDT GTNO="1"><GATE>G1</GATE></GTDT><ERUT RTNO="1"><APCD>PEK</APCD></ERUT>'), rec('2', 9)]));
-    expect(r).toMatchObject({ outcome: 'applied', wake: ['msg-dispatch', 'schd-dispatch'] });
+    expect(r).toMatchObject({ outcome: 'applied', wake: ['msg-dispatch', 'schd-dispatch', 'state-dispatch'] });
     expect(await flightRow(s.db, '1')).toMatchObject({ state: 'ACTIVE', state_version: 1, operation_day: '2026-12-09', last_msg_id: r.msgId });
     const gen = await sql<{ version: number; last_message_id: number }>`select version, last_message_id from schd_gen where operation_day = '2026-12-09'`.execute(s.db);
     expect(gen.rows).toEqual([{ version: 1, last_message_id: r.msgId }]);
@@ -229,7 +229,7 @@ describe('ADFT and FLOP', () => {
     await apply(s.db, s.redis, schd('DNLD', [rec('1', 9)]));
     const g = flop('GTDT', '1', '<GTDT GTNO="1"><GATE>G1</GATE></GTDT>');
     const first = await apply(s.db, s.redis, g);
-    expect(first).toMatchObject({ outcome: 'applied', wake: ['msg-dispatch', 'schd-dispatch'] });
+    expect(first).toMatchObject({ outcome: 'applied', wake: ['msg-dispatch', 'schd-dispatch', 'state-dispatch'] });
     const n = await count(s.db, 'msg_event');
     const second = await apply(s.db, s.redis, flop('GTDT', '1', '<GTDT GTNO="1"><GATE>G1</GATE></GTDT>'));
     expect(second).toMatchObject({ outcome: 'applied', mirror: ['1'] });
