@@ -45,7 +45,14 @@ async function compactedTopic(what: string) {
 }
 
 const stateRows = async () =>
-  (await sql<{ flid: string; state_version: number; state: string; last_error: string | null }>`select flid, state_version, state, last_error from msg_event where target = 'state' order by flid`.execute(db)).rows;
+  (
+    await sql<{
+      flid: string;
+      state_version: number;
+      state: string;
+      last_error: string | null;
+    }>`select flid, state_version, state, last_error from msg_event where target = 'state' order by flid`.execute(db)
+  ).rows;
 
 describe('state dispatch', () => {
   it('creates the topic compacted; live flights as their complete state, deleted and purged ones as tombstones, headers on all', async () => {
