@@ -173,8 +173,7 @@ function writeStatement(spec: FlightColumns) {
     return (g: string | null) => `insert into ${ident(table)} (${cols}) select ${casts} from unnest(${params}) as u(${cols}) ${whereGuard(g)} ${suffix}`;
   };
 
-  // flights changed: main rows upserted (their FLID and STATE_VERSION parameters also give the state rows below)
-  const mainParam = (name: string) => `$${FIXED_WRITE_PARAMS + 1 + spec.mainWrite.findIndex((c) => c.name === name)}::text[]`;
+  // flights changed: main rows upserted
   const update = spec.mainWrite
     .filter((c) => c.name !== 'flid' && c.name !== 'created_at' && c.name !== 'deleted_at')
     .map((c) => `${ident(c.name)} = excluded.${ident(c.name)}`)
@@ -194,10 +193,10 @@ function writeStatement(spec: FlightColumns) {
     pieces.push((g) => `delete from ${ident(c.table)} where flid = any(${flids}::text[]) ${disc} ${andGuard(g)}`);
     pieces.push(unnestPiece(c.table, c.columns));
   }
-  // Outbox rows of a batch, msg events and schd upserts interleaved: EVENT_IDs are taken in array
-  // order (as one message after another would take them). One insert for both targets: msg rows
-  // never meet the schd rows' partial unique index; a schd row (one per FLID) replaces the FLID's
-  // row back to PENDING with its new EVENT_ID.
+  // Outbox rows of a batch, msg events, state rows and schd upserts interleaved: EVENT_IDs are
+  // taken in array order (as one message after another would take them). One insert for every
+  // target: msg rows never meet the partial unique index of the coalesced targets; a schd or state
+  // row (one per FLID and target) replaces the FLID's row back to PENDING with its new EVENT_ID.
   pieces.push(
     (g) => `insert into msg_event (event_id, target, flid, state_version, payload, created_at)
       select x.id, x.target, x.flid, x.ver,
@@ -206,24 +205,13 @@ function writeStatement(spec: FlightColumns) {
       from (select nextval('msg_event_id_seq') as id, u.target, u.flid, u.ver, u.p
             from (select * from unnest($2::text[], $3::text[], $4::integer[], $5::jsonb[]) with ordinality as t(target, flid, ver, p, ord)
                   order by ord) u ${whereGuard(g)}) x
-      on conflict (flid) where target = 'schd' do update set
+      on conflict (target, flid) where target in ('schd', 'state') do update set
         event_id = excluded.event_id, state_version = excluded.state_version, payload = excluded.payload,
         state = 'PENDING', attempts = 0, next_attempt_at = null, sent_at = null,
         kafka_partition = null, kafka_offset = null, last_error = null, created_at = excluded.created_at`,
   );
   // Deleted flights never go to schd: drop their pending schd rows.
   pieces.push((g) => `delete from msg_event where target = 'schd' and state in ('PENDING', 'DEAD') and flid = any($6::text[]) ${andGuard(g)}`);
-  // state topic rows (lib/dispatch/state.ts): one per FLID, rewritten for every flight the batch
-  // changed — live, deleted or revived — back to PENDING with a new EVENT_ID and the new version.
-  pieces.push(
-    (g) => `insert into msg_event (event_id, target, flid, state_version, payload, created_at)
-      select nextval('msg_event_id_seq'), 'state', u.flid, u.ver::integer, jsonb_build_object('FLID', u.flid, 'STATE_VERSION', u.ver::integer), $1::timestamptz
-      from unnest(${mainParam('flid')}, ${mainParam('state_version')}) as u(flid, ver) ${whereGuard(g)}
-      on conflict (flid) where target = 'state' do update set
-        event_id = excluded.event_id, state_version = excluded.state_version, payload = excluded.payload,
-        state = 'PENDING', attempts = 0, next_attempt_at = null, sent_at = null,
-        kafka_partition = null, kafka_offset = null, last_error = null, created_at = excluded.created_at`,
-  );
   // flight_change rows: one per message and flight it changed.
   pieces.push(
     (g) => `insert into flight_change (flid, state_version, msg_id, kind, op, cause, changes, created_at)

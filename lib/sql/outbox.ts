@@ -63,7 +63,7 @@ export const upsertStateRows = pgStatement<[now: Date, flids: string[], versions
   `insert into msg_event (event_id, target, flid, state_version, payload, created_at)
    select nextval('msg_event_id_seq'), 'state', u.flid, u.ver, jsonb_build_object('FLID', u.flid, 'STATE_VERSION', u.ver), $1::timestamptz
    from unnest($2::text[], $3::integer[]) as u(flid, ver)
-   on conflict (flid) where target = 'state' do update set
+   on conflict (target, flid) where target in ('schd', 'state') do update set
      event_id = excluded.event_id, state_version = excluded.state_version, payload = excluded.payload,
      state = 'PENDING', attempts = 0, next_attempt_at = null, sent_at = null,
      kafka_partition = null, kafka_offset = null, last_error = null, created_at = excluded.created_at`,
