@@ -115,7 +115,7 @@ describe.skipIf(!prometheus)('a real Prometheus scrapes all eight', () => {
       'all eight targets up',
       async () => {
         const t = (await api('/api/v1/targets')).activeTargets as { health: string; labels: { process: string } }[];
-        return t.length === 7 && t.every((x) => x.health === 'up') ? t : undefined;
+        return t.length === NAMES.length && t.every((x) => x.health === 'up') ? t : undefined;
       },
       60_000,
       500,
