@@ -57,7 +57,7 @@ await runProcess({
     await app.register(async (scoped) => opsRoutes(scoped, { db: rt.db, clock: rt.clock, guard, inbox, timeoutMs: slices(rt.config).io.timeoutMs, timeZone: slices(rt.config).airport.timezone }));
     await app.register(async (scoped) => consoleRoutes(scoped, { db: rt.db, clock: rt.clock, guard }));
     await app.register(async (scoped) => traceRoutes(scoped, { db: rt.db, inbox, clock: rt.clock, settings: slices(rt.config).trace, guard })); // trace, timeline, console v2 reads
-    await app.register(flightRoutes, { db: rt.db, timeZone: slices(rt.config).airport.timezone });
+    await app.register(flightRoutes, { db: rt.db, timeZone: slices(rt.config).airport.timezone, clock: rt.clock });
     await app.register(async (scoped) => refdataRoutes(scoped, { db: rt.db, clock: rt.clock }));
     await app.register(async (scoped) => {
       scoped.addHook('onRequest', guard);

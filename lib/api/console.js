@@ -21,15 +21,12 @@
       body: body ? JSON.stringify(body) : undefined,
     });
     const j = await r.json().catch(() => ({}));
-    if (!r.ok) throw Object.assign(new Error(j.reason || j.message || 'HTTP ' + r.status), { status: r.status });
+    if (!r.ok) throw Object.assign(new Error(j.reason || j.message || 'HTTP ' + r.status), { status: r.status, body: j });
     return j;
   }
 
   // ---- times: always in the airport zone, with the offset shown --------------------------------
-  function fmt(v) {
-    if (v === null || v === undefined || v === '') return '';
-    const d = new Date(v);
-    if (Number.isNaN(d.getTime())) return String(v);
+  function wallParts(d) {
     const parts = {};
     for (const p of new Intl.DateTimeFormat('en-CA', {
       timeZone: TZ,
@@ -42,11 +39,30 @@
       hourCycle: 'h23',
     }).formatToParts(d))
       parts[p.type] = p.value;
-    const shown = Date.UTC(+parts.year, +parts.month - 1, +parts.day, +parts.hour, +parts.minute, +parts.second);
-    const off = Math.round((shown - Math.floor(d.getTime() / 1000) * 1000) / 60000);
-    const a = Math.abs(off);
-    const o = (off < 0 ? '-' : '+') + String(Math.floor(a / 60)).padStart(2, '0') + ':' + String(a % 60).padStart(2, '0');
-    return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second} ${o}`;
+    return parts;
+  }
+  /** The airport zone's offset at instant d, in minutes. */
+  function offsetMinutes(d) {
+    const p = wallParts(d);
+    const shown = Date.UTC(+p.year, +p.month - 1, +p.day, +p.hour, +p.minute, +p.second);
+    return Math.round((shown - Math.floor(d.getTime() / 1000) * 1000) / 60000);
+  }
+  const offsetText = (off) => (off < 0 ? '-' : '+') + String(Math.floor(Math.abs(off) / 60)).padStart(2, '0') + ':' + String(Math.abs(off) % 60).padStart(2, '0');
+  function fmt(v) {
+    if (v === null || v === undefined || v === '') return '';
+    const d = new Date(v);
+    if (Number.isNaN(d.getTime())) return String(v);
+    const parts = wallParts(d);
+    return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second} ${offsetText(offsetMinutes(d))}`;
+  }
+  /** 'YYYY-MM-DD HH:MM[:SS]' read in the airport zone → ISO-8601 with its offset; anything else is sent as typed (the API says what is wrong). */
+  function airportIso(text) {
+    const m = /^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2})(?::(\d{2}))?$/.exec(text);
+    if (!m) return text;
+    const wall = Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +(m[6] || 0));
+    let off = offsetMinutes(new Date(wall));
+    off = offsetMinutes(new Date(wall - off * 60000)); // the offset at the instant itself (a zone change between)
+    return `${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6] || '00'}${offsetText(off)}`;
   }
   const hhmm = (v) => fmt(v).slice(11, 16);
 
@@ -193,7 +209,12 @@
     else head += t.archived.length ? ': purged, its last state is in the history store.' : '.';
     const archived = t.archived.map((a) => `Archived version ${a.stateVersion} (${a.flightState}, rule ${a.purgeRule}) at ${fmt(a.archivedAt)}.`).join(' ');
     $('detail').innerHTML = `<div class="panel" id="timeline"><h2>Timeline of flight ${esc(t.flid)}</h2>
-      <p id="timeline-summary">${esc(head)} ${esc(archived)} ${esc(plural(t.versions.length, 'version'))} retained.</p><table id="timeline-versions"></table></div>`;
+      <p id="timeline-summary">${esc(head)} ${esc(archived)} ${esc(plural(t.versions.length, 'version'))} retained.</p>
+      <div id="asof-bar"><label>As of <input id="asof" size="26" placeholder="YYYY-MM-DD HH:MM (airport time)"></label>
+        <button id="asof-btn" data-asof-flid="${esc(t.flid)}">State as of</button>
+        <span class="muted">what the gateway held and published for this flight at that moment</span></div>
+      <div id="asof-result"></div>
+      <table id="timeline-versions"></table></div>`;
     table(
       $('timeline-versions'),
       t.versions,
@@ -211,6 +232,38 @@
       ],
       { rowClass: (v) => 'op-' + v.op },
     );
+  }
+
+  // ---- a flight as of a moment (GET /flights/:flid?asOf=) -------------------------------------
+  const NOT_STATE = { 'not-yet-created': 'No state', deleted: 'No state', purged: 'No state', 'unknown-flight': 'No state', 'outside-retention': 'Outside retention' };
+  async function showAsOf(flid) {
+    const typed = $('asof').value.trim();
+    if (!typed) return say('Type a moment first, e.g. 2026-12-01 14:05 (airport time) or an ISO time with offset.', true);
+    const when = airportIso(typed);
+    const out = $('asof-result');
+    try {
+      const f = await api('/flights/' + encodeURIComponent(flid) + '?includeDeleted=true&asOf=' + encodeURIComponent(when));
+      const a = f.AS_OF;
+      const m = a.message || {};
+      const made = m.msgId
+        ? `made by message ${msgLink(m.msgId)}${m.kind ? ' (' + esc(m.kind) + (m.op ? ', ' + esc(m.op) : '') + (m.cause && m.cause !== 'MESSAGE' ? ', ' + esc(m.cause) : '') + ')' : ''}`
+        : 'made by no message';
+      const keys = Object.keys(f).filter((k) => k !== 'AS_OF');
+      out.innerHTML =
+        `<p id="asof-summary" class="${f.STATE === 'DELETED' ? 'bad' : ''}">As of ${esc(fmt(a.at))} flight ${esc(f.FLID)} was <b>version ${esc(a.stateVersion)}</b> (${esc(f.STATE)}), ` +
+        `held since ${esc(fmt(a.since))} ${a.until ? 'until ' + esc(fmt(a.until)) : '(still the current version)'}, ${made}.</p><table id="asof-fields"></table>`;
+      table(
+        $('asof-fields'),
+        keys.map((k) => ({ key: k, value: f[k] })),
+        [
+          { label: 'key', key: 'key' },
+          { label: 'value', html: (r) => val(r.value) },
+        ],
+      );
+    } catch (e) {
+      const code = e.body && e.body.code;
+      out.innerHTML = `<p id="asof-summary" class="bad">${esc(code ? NOT_STATE[code] || code : 'Cannot read the state')}: ${esc(e.message)}</p>`;
+    }
   }
 
   // ---- counts per state and reason; the paged list --------------------------------------------
@@ -458,6 +511,7 @@
     if (!el) return;
     if (el.dataset.trace) return showTrace(el.dataset.trace);
     if (el.dataset.flid) return showTimeline(el.dataset.flid);
+    if (el.dataset.asofFlid) return showAsOf(el.dataset.asofFlid);
     if (el.dataset.state) {
       try {
         await openList(el.dataset.state, el.dataset.reason, undefined, 1);
@@ -540,6 +594,7 @@
   $('trace-btn').addEventListener('click', () => search('trace'));
   $('timeline-btn').addEventListener('click', () => search('timeline'));
   $('q').addEventListener('keydown', (e) => e.key === 'Enter' && search('trace'));
+  document.addEventListener('keydown', (e) => e.key === 'Enter' && e.target.id === 'asof' && $('asof-btn') && showAsOf($('asof-btn').dataset.asofFlid));
   $('save').addEventListener('click', async () => {
     sessionStorage.setItem(TOKEN_KEY, $('token').value);
     $('token').value = '';

@@ -9,9 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../core/clock.ts';
 import type { Db } from '../db/postgres.ts';
 import { pgOne, pgRows } from '../db/statement.ts';
-import * as Outbox from '../sql/outbox.ts';
-import * as ProcState from '../sql/proc-state.ts';
-import * as Requests from '../sql/requests.ts';
+import * as ConsoleSql from '../sql/console.ts';
 import type { Guard } from './auth.ts';
 import { anyObject, bearer, clientErrors, errors } from './schema.ts';
 
@@ -39,14 +37,14 @@ export async function opsSummary(db: Db, clock: Clock) {
     .setIsolationLevel('repeatable read')
     .execute(async (tx) => {
       const now = clock.now();
-      const head = await pgOne(tx, ProcState.consoleHead);
-      const counts = await pgRows(tx, ProcState.consoleCounts);
-      const problems = await pgRows(tx, ProcState.consoleProblems, RECENT);
-      const abandoned = await pgRows(tx, ProcState.consoleAbandoned, RECENT);
-      const pendingBackfill = await pgOne(tx, ProcState.consoleBackfillPending);
-      const deadLetters = await pgRows(tx, Outbox.consoleDeadLetters, RECENT);
-      const dispatchPending = await pgRows(tx, Outbox.consolePendingByTarget);
-      const requests = await pgRows(tx, Requests.consoleOpenRequests);
+      const head = await pgOne(tx, ConsoleSql.head);
+      const counts = await pgRows(tx, ConsoleSql.countsByState);
+      const problems = await pgRows(tx, ConsoleSql.recentProblems, RECENT);
+      const abandoned = await pgRows(tx, ConsoleSql.abandonedBackfills, RECENT);
+      const pendingBackfill = await pgOne(tx, ConsoleSql.backfillPending);
+      const deadLetters = await pgRows(tx, ConsoleSql.deadLetters, RECENT);
+      const dispatchPending = await pgRows(tx, ConsoleSql.outboxPendingByTarget);
+      const requests = await pgRows(tx, ConsoleSql.openRequests);
       return {
         now: now.toISOString(),
         head: head ? { ...head, ageSeconds: Math.round((now.getTime() - new Date(head.enqueued_at).getTime()) / 1000) } : null,

@@ -1,12 +1,15 @@
 // HTTP reads of complete flight states (api process):
 //   GET /flights/:flid                → the complete state JSON; 404 {error, reason} unknown / deleted
 //                                        (?includeDeleted=true returns a DELETED flight's last state)
+//   GET /flights/:flid?asOf=<ISO-8601>  → the state as of that moment (lib/api/flight-as-of.ts)
 //   GET /all/flights?operationDay=YYYY-MM-DD&cursor=<FLID>&limit=1..1000&includeDeleted=true|false
 //                                      → {flights: [...], nextCursor, msgPosition}; 400 {error, reason} on bad parameters
 //                                        (msgPosition: where to start reading the msg topic after loading
 //                                        the pages from the first one on, docs/consumers.md "Starting from nothing")
 import type { FastifyInstance } from 'fastify';
-import { anyObject, boolText, clientErrors, errors, flid as flidSchema } from './schema.ts';
+import { systemClock, type Clock } from '../core/clock.ts';
+import { asOfAnswer, parseAsOf } from './flight-as-of.ts';
+import { anyObject, boolText, clientErrors, errors, flid as flidSchema, str } from './schema.ts';
 import { listFlights, readFlights } from '../flight/read.ts';
 import { toJson } from '../flight/state.ts';
 import type { Executor } from '../flight/store.ts';
@@ -18,6 +21,8 @@ export interface FlightRoutesOptions {
   db: Executor;
   /** msgx.airport.timezone: times are published as ISO-8601 with this zone's offset. */
   timeZone: string;
+  /** The api's clock (asOf later than now is refused); the system clock when not given. */
+  clock?: Clock;
 }
 
 export const DEFAULT_PAGE = 100;
@@ -45,8 +50,20 @@ export async function flightRoutes(app: FastifyInstance, opts: FlightRoutesOptio
   const one = {
     summary: 'The complete state of one flight',
     params: { type: 'object', required: ['flid'], properties: { flid: flidSchema } },
-    querystring: { type: 'object', additionalProperties: false, properties: { includeDeleted: boolText } },
-    response: { 200: flightSchema, ...errors(400, 404, 500) },
+    querystring: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        includeDeleted: boolText,
+        asOf: str({
+          minLength: 1,
+          maxLength: 64,
+          description:
+            'a past moment, ISO-8601 with a zone offset (e.g. 2026-12-01T14:05:00+08:00; send + as %2B): the state held and published then, plus AS_OF {at, stateVersion, since, until, message, source}; 404 code not-yet-created/deleted/purged/unknown-flight, 422 outside-retention with the earliest moment answerable',
+        }),
+      },
+    },
+    response: { 200: flightSchema, ...errors(400, 404, 422, 500) },
   };
   const page = {
     summary: 'Complete flight states, a page at a time (FLID order)',
@@ -79,12 +96,18 @@ export async function flightRoutes(app: FastifyInstance, opts: FlightRoutesOptio
       ...errors(400, 500),
     },
   };
-  app.get<{ Params: { flid: string }; Querystring: { includeDeleted?: string } }>('/flights/:flid', { schema: one }, async (req, reply) => {
+  app.get<{ Params: { flid: string }; Querystring: { includeDeleted?: string; asOf?: string } }>('/flights/:flid', { schema: one }, async (req, reply) => {
     const flid = req.params.flid;
     if (!/^\d{1,30}$/.test(flid)) return reply.code(400).send(bad('flid must be a decimal flight id'));
     const inc = parseBool(req.query.includeDeleted, 'includeDeleted');
     if (typeof inc === 'string') return reply.code(400).send(bad(inc));
     const canonical = flid.replace(/^0+(?=\d)/, '');
+    if (req.query.asOf !== undefined) {
+      const at = parseAsOf(req.query.asOf, (opts.clock ?? systemClock).now());
+      if (typeof at === 'string') return reply.code(400).send(bad(at));
+      const a = await asOfAnswer(opts, canonical, at, inc);
+      return reply.code(a.status).send(a.body);
+    }
     const s = (await readFlights(opts.db, [canonical], opts.timeZone)).get(canonical);
     if (!s) {
       // A flight purged by retention is in the history store: say so (a corpus of old flights is purged after a restart).

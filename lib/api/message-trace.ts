@@ -7,9 +7,7 @@
 import type { Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
 import { myRows, pgRows } from '../db/statement.ts';
-import * as Flight from '../sql/flight.ts';
-import * as InboxSql from '../sql/inbox.ts';
-import * as ProcState from '../sql/proc-state.ts';
+import * as TraceSql from '../sql/trace.ts';
 import { withTimeout } from '../core/timeout.ts';
 import { changeView, iso, localWall } from '../flight/timeline.ts';
 import { formatLocalDatetime } from '../sis/values.ts';
@@ -24,7 +22,7 @@ export interface TraceDeps {
 
 async function inboxRow(d: TraceDeps, id: number) {
   try {
-    const rows = await withTimeout(d.ioTimeoutMs, 'inbox trace read', myRows(d.inbox, InboxSql.traceRow, id));
+    const rows = await withTimeout(d.ioTimeoutMs, 'inbox trace read', myRows(d.inbox, TraceSql.inboxRow, id));
     const r = rows[0];
     if (!r) return { present: false as const };
     return {
@@ -53,10 +51,10 @@ export async function messageTrace(d: TraceDeps, id: number) {
   const tz = d.timeZone;
   const [inbox, ps, attempts, changes, events] = await Promise.all([
     inboxRow(d, id),
-    pgRows(d.db, ProcState.traceState, id),
-    pgRows(d.db, ProcState.traceAttempts, id),
-    pgRows(d.db, Flight.traceChanges, id),
-    pgRows(d.db, Flight.traceEvents, id, String(id)),
+    pgRows(d.db, TraceSql.messageState, id),
+    pgRows(d.db, TraceSql.messageAttempts, id),
+    pgRows(d.db, TraceSql.flightChanges, id),
+    pgRows(d.db, TraceSql.outboxEvents, id, String(id)),
   ]);
   const p = ps[0];
   // After a replay the inbox keeps the processing time of the first outcome (never overwritten,

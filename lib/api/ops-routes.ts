@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../core/clock.ts';
 import type { Db } from '../db/postgres.ts';
 import { pgRows } from '../db/statement.ts';
-import * as ProcState from '../sql/proc-state.ts';
+import * as ConsoleSql from '../sql/console.ts';
 import { InboxUnavailable, replayReport, resumeReport } from '../pipeline/operator.ts';
 import type { Inbox } from '../db/mysql.ts';
 import { auditResult } from './audit.ts';
@@ -107,7 +107,7 @@ export async function opsRoutes(app: FastifyInstance, o: { db: Db; clock: Clock;
     },
     async (req) => {
       const q = req.query as { state?: (typeof STATES)[number]; limit: number };
-      return { messages: await pgRows(o.db, ProcState.recentMessages, q.state || null, q.limit, o.timeZone) };
+      return { messages: await pgRows(o.db, ConsoleSql.recentMessages, q.state || null, q.limit, o.timeZone) };
     },
   );
 }

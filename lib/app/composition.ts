@@ -42,7 +42,7 @@ export function metricKind(type: string, styp: string): string {
   return labelRegistry.metricKind(type, styp);
 }
 
-/** Step 2 of the pump's success path: Redis flight snapshots from Postgres. */
+/** The pump's mirror step: Redis flight snapshots from Postgres. */
 export function buildMirror(deps: { db: Db; redis: Redis; airport: AirportConfig; crash?: Crash }): Mirror {
   return createFlightMirror(deps.db, deps.redis, { timeZone: deps.airport.timezone, crash: deps.crash });
 }

@@ -2,9 +2,19 @@
 // lib/pipeline/failures.ts decides the next state from the class, in one place.
 export type ErrorClass = 'MALFORMED' | 'PROTOCOL' | 'INFRA' | 'CODEC_ERROR' | 'INTERNAL';
 
+/** The services a failure can be on: a held INFRA head is probed on its service (lib/pipeline/failures.ts probeTarget). */
+export type Service = 'postgres' | 'mariadb' | 'redis';
+export const SERVICES: readonly Service[] = ['postgres', 'mariadb', 'redis'];
+
 export interface Failure {
   cls: ErrorClass;
   detail: string;
+  /**
+   * INFRA only: the service that did not answer, when a probe of it can tell that it answers
+   * again (absent: a lock or statement timeout, which a probe cannot tell apart — the message
+   * waits for its backoff). Data, never read back from the detail text.
+   */
+  service?: Service;
 }
 
 /** Thrown by decoders and handlers; carries the class so nobody has to guess from a string. */
@@ -65,11 +75,24 @@ export function isInfraError(e: unknown): boolean {
   );
 }
 
-/** Classify anything thrown while processing a message. `stage` says where (decode vs handler). */
-export function classify(e: unknown, stage: 'decode' | 'handler'): Failure {
+/** The connection to the service is gone or refused (not a timeout of a statement or a lock on a live one). */
+const CONNECTION_LOST_CODES = /^(ECONNREFUSED|ECONNRESET|EPIPE|EHOSTUNREACH|ENOTFOUND|EAI_AGAIN|PROTOCOL_CONNECTION_LOST|ER_SERVER_SHUTDOWN|57P0.|08...)$/;
+const CONNECTION_LOST_TEXT = /Connection terminated|connection (is )?closed|Client has encountered a connection error|ECONNREFUSED/i;
+
+export function isConnectionLost(e: unknown): boolean {
+  const err = e as { code?: string; message?: string } | undefined;
+  return (!!err?.code && CONNECTION_LOST_CODES.test(err.code)) || CONNECTION_LOST_TEXT.test(err?.message ?? '');
+}
+
+/**
+ * Classify anything thrown while processing a message. `stage` says where (decode vs handler);
+ * `on`: the service the failing call went to — an INFRA failure carries it when the connection
+ * was lost (then a probe of that service tells when to try again).
+ */
+export function classify(e: unknown, stage: 'decode' | 'handler', on?: Service): Failure {
   if (e instanceof PipelineError) return e.failure;
   const detail = describe(e);
-  if (isInfraError(e)) return { cls: 'INFRA', detail };
+  if (isInfraError(e)) return { cls: 'INFRA', detail, ...(on && isConnectionLost(e) ? { service: on } : {}) };
   return { cls: stage === 'decode' ? 'CODEC_ERROR' : 'INTERNAL', detail };
 }
 

@@ -11,6 +11,7 @@ export interface ProcStateTable {
   state: Generated<'PENDING' | 'FAILED' | 'SUCCEEDED' | 'SKIPPED' | 'DEAD'>;
   reason: string | null;
   error_class: string | null;
+  error_service: 'postgres' | 'mariadb' | 'redis' | null;
   kind: string | null;
   attempts: Generated<number>;
   failures_in_row: Generated<number>;

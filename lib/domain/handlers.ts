@@ -30,7 +30,7 @@ export interface HandlerContext {
 export type HandlerOutcome =
   | {
       outcome: 'applied';
-      /** FLIDs whose Redis snapshot the pump brings in line with Postgres after the commit (step 2). */
+      /** FLIDs whose Redis snapshot the pump brings in line with Postgres after the commit (its mirror step). */
       mirror?: string[];
       /** graphile-worker task names to wake in the same transaction (e.g. 'msg-dispatch'). */
       wake?: string[];
@@ -54,18 +54,18 @@ export interface DomainMessage<C> {
 /** A batch domain's work inside one business transaction. */
 export interface DomainBatch<C> {
   /** Load what these commands address, in as few statements as possible (before the first apply). */
-  /** `finished`: messages of this batch whose business transaction committed earlier (their Redis scope is asked for with addressed). */
-  preload(cmds: readonly C[], finished?: readonly number[]): Promise<void>;
+  /** `recovered`: messages of this batch whose business transaction committed earlier (their mirror scope is asked for with addressed). */
+  preload(cmds: readonly C[], recovered?: readonly number[]): Promise<void>;
   /** Apply one message, in inbox order, on top of the earlier ones. All or nothing: a throw leaves no trace in the batch. */
   apply(m: DomainMessage<C>): Promise<HandlerOutcome>;
   /** Redis scope of a message whose business transaction committed earlier (crash recovery): from the current state and what it changed. */
   addressed(m: { msgId: number; cmd: C }): Promise<string[]>;
   /**
    * Write the net effect of every message applied. `states`: the state, as this transaction
-   * leaves it, of the flights the batch loaded (null = none) — the Redis step uses them instead
+   * leaves it, of the flights the batch loaded (null = none) — the mirror step uses them instead
    * of reading them back (they are what commits: the pump is the only writer under PIPELINE_LOCK).
    */
-  finish(): Promise<{ wake: string[]; states?: ReadonlyMap<string, unknown> }>;
+  write(): Promise<{ wake: string[]; states?: ReadonlyMap<string, unknown> }>;
   /** The business transaction committed (called by the pump after the commit, never on a rollback). */
   committed?(): void;
 }
@@ -86,7 +86,7 @@ export interface BatchDomain<C> {
 
 export type RegistryEntry = { kind: 'tx'; handler: Handler } | { kind: 'batch'; domain: BatchDomain<unknown> };
 
-/** Step 2 of the success path: make Redis match Postgres for these flights. Throws on failure. */
+/** The pump's mirror step (docs/design.md "The pump's steps"): make Redis match Postgres for these flights. Throws on failure. */
 export interface Mirror {
   /** `known`: committed states of some of them (null = no such flight), from the business transaction; the others are read. */
   sync(flids: string[], known?: ReadonlyMap<string, unknown>): Promise<void>;
@@ -130,7 +130,7 @@ export class HandlerRegistry {
       await batch.preload([cmd]);
       const out = await batch.apply({ msgId: ctx.msgId, env: ctx.env, cmd, log: ctx.log });
       if (out.outcome === 'skipped') return out;
-      const { wake } = await batch.finish();
+      const { wake } = await batch.write();
       const all = [...new Set([...(out.wake ?? []), ...wake])];
       return all.length ? { ...out, wake: all } : out;
     };

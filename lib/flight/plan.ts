@@ -7,9 +7,11 @@
 // Covers FLOP (merge), FDEL (delete path, master → shared cascade, MAFL), ADFT (set-only
 // upsert), snapshots (diff against the day's roster, INV-7 deletions, ledger version), version
 // floors of purged FLIDs and the events (payloads built by lib/contract/kafka.ts). Every rule it uses is in merge.ts (pure) and
-// rules.ts (data). No I/O: whatever it needs and was not loaded, it asks for by throwing
-// NeedData — the caller (lib/flight/session.ts) loads it and calls apply again for the same
-// message; a message's changes reach the batch only when its apply returns (no partial effect).
+// rules.ts (data). No I/O: flights are looked up in one Overlay (the message's changes over the
+// batch's over what was loaded); whatever was not loaded, apply answers as a Need instead of a
+// plan — the caller (lib/flight/session.ts) loads it and calls apply again for the same
+// message; a message's changes reach the batch only when its apply returns a plan (no partial
+// effect).
 import { msgDeleted, msgUpsert } from '../contract/kafka.ts';
 import { protocol } from '../core/errors.ts';
 import type { DecodeNotes, Patch, ScheduleRecord } from './decode.ts';
@@ -59,16 +61,104 @@ export class Loaded {
   }
 }
 
-/** Thrown by apply: load these and call apply again for the same message. */
-export class NeedData extends Error {
-  readonly flids: string[];
-  readonly masters: string[];
-  readonly days: string[];
-  constructor(need: { flids?: string[]; masters?: string[]; days?: string[] }) {
-    super('flight planner needs data');
-    this.flids = need.flids ?? [];
-    this.masters = need.masters ?? [];
-    this.days = need.days ?? [];
+/** What the planner asks to be loaded before a message can be planned: states (and floors) of FLIDs, shared flights of masters, days. */
+export interface Need {
+  flids: string[];
+  masters: string[];
+  days: string[];
+}
+
+export const need = (n: Partial<Need>): Need => ({ flids: n.flids ?? [], masters: n.masters ?? [], days: n.days ?? [] });
+
+/** A lookup of something not loaded, inside the planner: caught by apply / addressed and answered as a Need (never leaves this file). */
+class Missing {
+  readonly need: Need;
+  constructor(n: Partial<Need>) {
+    this.need = need(n);
+  }
+}
+
+/** The answer of apply / addressed: a result, or what to load first (then call again for the same message). */
+export type Planned<T> = { need: Need } | { value: T };
+
+function planned<T>(f: () => T): Planned<T> {
+  try {
+    return { value: f() };
+  } catch (e) {
+    if (e instanceof Missing) return { need: e.need };
+    throw e;
+  }
+}
+
+/**
+ * Flight states in layers, looked up in one place: a message's working states over the batch's
+ * (messages applied so far) over what was loaded before the batch. `get` answers the state
+ * (undefined: no such flight) or asks for it to be loaded; `knows` says whether it can answer
+ * without loading; `commit` moves a layer's states into the layer below.
+ */
+export class Overlay {
+  private readonly own = new Map<string, FlightState>();
+  /** master FLID → FLIDs of this layer whose MAID is (or was, in this layer) that master. */
+  private readonly byMaster = new Map<string, Set<string>>();
+  private readonly below: Overlay | null;
+  private readonly loaded: Loaded;
+
+  constructor(loaded: Loaded, below: Overlay | null = null) {
+    this.loaded = loaded;
+    this.below = below;
+  }
+
+  get(flid: string): FlightState | undefined {
+    const s = this.own.get(flid);
+    if (s) return s;
+    if (this.below) return this.below.get(flid);
+    if (!this.loaded.knows(flid)) throw new Missing({ flids: [flid] });
+    return this.loaded.states.get(flid);
+  }
+
+  /** The state if it is at hand (a layer or loaded), without asking for anything. */
+  peek(flid: string): FlightState | undefined {
+    return this.own.get(flid) ?? (this.below ? this.below.peek(flid) : this.loaded.states.get(flid));
+  }
+
+  knows(flid: string): boolean {
+    return this.own.has(flid) || (this.below ? this.below.knows(flid) : this.loaded.knows(flid));
+  }
+
+  /** Changed in this layer or a layer below (not as loaded). */
+  overlays(flid: string): boolean {
+    return this.own.has(flid) || (this.below?.overlays(flid) ?? false);
+  }
+
+  set(flid: string, s: FlightState): void {
+    const old = this.own.get(flid);
+    if (old?.data.MAID !== undefined) this.byMaster.get(String(old.data.MAID))?.delete(flid);
+    this.own.set(flid, s);
+    if (s.data.MAID !== undefined) {
+      const m = String(s.data.MAID);
+      if (!this.byMaster.has(m)) this.byMaster.set(m, new Set());
+      this.byMaster.get(m)!.add(flid);
+    }
+  }
+
+  /** FLIDs of the layers whose MAID may be `master` (check each state: a candidate may have moved on). */
+  candidatesOf(master: string): Set<string> {
+    const out = this.below ? this.below.candidatesOf(master) : new Set<string>();
+    for (const f of this.byMaster.get(master) ?? []) out.add(f);
+    return out;
+  }
+
+  /** This layer's states, in the order they were first set. */
+  entries(): IterableIterator<[string, FlightState]> {
+    return this.own.entries();
+  }
+
+  /** Move this layer's states into the layer below (a message's changes into the batch). */
+  commit(): void {
+    if (!this.below) throw new Error('the bottom layer has nothing to commit into');
+    for (const [f, s] of this.own) this.below.set(f, s);
+    this.own.clear();
+    this.byMaster.clear();
   }
 }
 
@@ -168,26 +258,26 @@ export interface PlanResult {
 
 type Shared = Pick<FlightState, 'FLID' | 'STATE' | 'data'>;
 
-/** One message's working set on top of the batch's: discarded when apply throws. */
+/** One message's working set on top of the batch's: discarded when it needs data. */
 class Step {
   /** State before this message of every flight it touched (undefined: new). */
   readonly before = new Map<string, FlightState | undefined>();
-  readonly working = new Map<string, FlightState>();
-  /** master FLID → FLIDs in `working` whose MAID is that master. */
-  readonly workingByMaster = new Map<string, Set<string>>();
+  /** The states this message changed, over the batch's. */
+  readonly working: Overlay;
   readonly keys = new Map<string, Set<string>>();
   readonly cause = new Map<string, ChangeCause>();
   readonly addressed = new Set<string>();
   readonly carriedLive = new Set<string>();
+  constructor(batch: Overlay, loaded: Loaded) {
+    this.working = new Overlay(loaded, batch);
+  }
 }
 
 export class FlightPlan {
   private readonly loaded: Loaded;
   private readonly ctx: PlanContext;
-  /** The batch's states so far (messages applied). */
-  private readonly current = new Map<string, FlightState>();
-  /** master → FLIDs in `current` whose MAID is that master. */
-  private readonly currentByMaster = new Map<string, Set<string>>();
+  /** The batch's states so far (messages applied), over what was loaded. */
+  private readonly current: Overlay;
   private readonly dayState = new Map<string, DayData>();
   private readonly events: PlannedEvent[] = [];
   private readonly changes: FlightChange[] = [];
@@ -197,33 +287,25 @@ export class FlightPlan {
   constructor(loaded: Loaded, ctx: PlanContext) {
     this.loaded = loaded;
     this.ctx = ctx;
+    this.current = new Overlay(loaded);
   }
 
-  // --- reads (batch state over loaded state; NeedData when unknown) ---------------------------
-
-  private stateOf(step: Step | null, flid: string): FlightState | undefined {
-    const w = step?.working.get(flid) ?? this.current.get(flid);
-    if (w) return w;
-    if (!this.loaded.knows(flid)) throw new NeedData({ flids: [flid] });
-    return this.loaded.states.get(flid);
-  }
+  // --- reads (the step's layer, or the batch's; Missing when not loaded) -----------------------
 
   private dayOf(day: string): DayData {
     const d = this.dayState.get(day) ?? this.loaded.days.get(day);
-    if (!d) throw new NeedData({ days: [day] });
+    if (!d) throw new Missing({ days: [day] });
     return d;
   }
 
-  /** ACTIVE flights whose MAID is `master`, with this batch's (and step's) changes. */
-  private sharedOf(step: Step | null, master: string): Shared[] {
+  /** ACTIVE flights whose MAID is `master`, as `layer` (the step's, or the batch's) sees them. */
+  private sharedOf(layer: Overlay, master: string): Shared[] {
     const persisted = this.loaded.sharedByMaster.get(master);
-    if (!persisted) throw new NeedData({ masters: [master] });
+    if (!persisted) throw new Missing({ masters: [master] });
     const out = new Map<string, Shared>();
-    const overlaid = (f: string) => this.current.has(f) || (step?.working.has(f) ?? false);
-    for (const r of persisted) if (!overlaid(r.flid)) out.set(r.flid, { FLID: r.flid, STATE: 'ACTIVE', data: { MAID: r.maid, ...(r.flno ? { FLNO: r.flno } : {}) } });
-    const candidates = new Set([...(this.currentByMaster.get(master) ?? []), ...(step?.workingByMaster.get(master) ?? [])]);
-    for (const f of candidates) {
-      const s = this.stateOf(step, f)!;
+    for (const r of persisted) if (!layer.overlays(r.flid)) out.set(r.flid, { FLID: r.flid, STATE: 'ACTIVE', data: { MAID: r.maid, ...(r.flno ? { FLNO: r.flno } : {}) } });
+    for (const f of layer.candidatesOf(master)) {
+      const s = layer.get(f)!;
       if (s.STATE === 'ACTIVE' && String(s.data.MAID ?? '') === master) out.set(f, s);
     }
     return [...out.values()].sort((a, b) => compareFlid(a.FLID, b.FLID));
@@ -231,9 +313,14 @@ export class FlightPlan {
 
   // --- one message ---------------------------------------------------------------------------
 
-  /** Apply one message. Throws NeedData (load, then call again), or a PipelineError for the message. */
-  apply(m: PlanMessage): MessagePlan {
-    const step = new Step();
+  /** Apply one message: its plan, or what to load first (then call again). Throws a PipelineError for the message. */
+  apply(m: PlanMessage): Planned<MessagePlan> {
+    return planned(() => this.applyStep(m));
+  }
+
+  private applyStep(m: PlanMessage): MessagePlan {
+    const step = new Step(this.current, this.loaded);
+    const at = step.working;
     const mctx: MergeContext = { msgId: m.msgId, now: m.now, timeZone: this.ctx.timeZone, cutover: this.ctx.cutover };
     let skipped: string | null = null;
     let snapshot: MessagePlan['snapshot'];
@@ -241,7 +328,7 @@ export class FlightPlan {
     const cmd = m.cmd;
     if (cmd.kind === 'flop') {
       step.addressed.add(cmd.flid);
-      const s = this.stateOf(step, cmd.flid);
+      const s = at.get(cmd.flid);
       if (!s) skipped = 'no-flight';
       else if (s.STATE === 'DELETED') skipped = 'no-flight:deleted';
       else {
@@ -252,7 +339,7 @@ export class FlightPlan {
       for (const r of cmd.records) {
         step.addressed.add(r.flid);
         step.carriedLive.add(r.flid);
-        this.record(step, applyAdft(this.stateOf(step, r.flid), r.flid, r.patch, mctx), 'MESSAGE');
+        this.record(step, applyAdft(at.get(r.flid), r.flid, r.patch, mctx), 'MESSAGE');
       }
     } else {
       if (cmd.day === null) throw protocol(`SCHD/${cmd.styp}: no operation day (RECS=0 and no open request to take it from)`);
@@ -268,13 +355,13 @@ export class FlightPlan {
           inNew.add(r.flid);
           step.addressed.add(r.flid);
           step.carriedLive.add(r.flid);
-          this.record(step, applySnapshotRecord(this.stateOf(step, r.flid), r.flid, r.patch, cmd.day, mctx), 'MESSAGE');
+          this.record(step, applySnapshotRecord(at.get(r.flid), r.flid, r.patch, cmd.day, mctx), 'MESSAGE');
         }
         // INV-7: (O − N) ∩ {OPERATION_DAY still D}
         let deleted = 0;
         for (const f of data.roster) {
           if (inNew.has(f)) continue;
-          const s = this.stateOf(step, f);
+          const s = at.get(f);
           if (!s || s.STATE !== 'ACTIVE' || s.OPERATION_DAY !== cmd.day) continue;
           step.addressed.add(f);
           this.record(step, deleteFlight(s, mctx), 'SNAPSHOT_DELETE');
@@ -308,8 +395,12 @@ export class FlightPlan {
    * records), their masters and shared flights; for a snapshot every flight of its day.
    * Changes nothing.
    */
-  addressed(cmd: FlightCommand, changed: readonly string[] = []): string[] {
-    const step = new Step();
+  addressed(cmd: FlightCommand, changed: readonly string[] = []): Planned<string[]> {
+    return planned(() => this.addressedStep(cmd, changed));
+  }
+
+  private addressedStep(cmd: FlightCommand, changed: readonly string[]): string[] {
+    const step = new Step(this.current, this.loaded);
     if (cmd.kind === 'flop') step.addressed.add(cmd.flid);
     else for (const r of cmd.records) step.addressed.add(r.flid);
     // the flights it changed as a consequence (cascade, MAFL of a former master, INV-7 deletions)
@@ -322,35 +413,29 @@ export class FlightPlan {
   private record(step: Step, r: MergeResult, cause: ChangeCause): void {
     if (r.changed.length === 0) return;
     const flid = r.state.FLID;
-    if (!step.before.has(flid)) step.before.set(flid, this.stateOf(null, flid));
+    if (!step.before.has(flid)) step.before.set(flid, this.current.get(flid));
     const orig = step.before.get(flid);
     const keys = step.keys.get(flid) ?? new Set<string>();
     for (const k of r.changed) keys.add(k);
     step.keys.set(flid, keys);
     if (!step.cause.has(flid)) step.cause.set(flid, cause);
     const base = orig?.STATE_VERSION ?? this.loaded.floors.get(flid) ?? 0;
-    const next = { ...r.state, STATE_VERSION: base + 1 };
-    step.working.set(flid, next);
-    if (next.data.MAID !== undefined) {
-      const m = String(next.data.MAID);
-      if (!step.workingByMaster.has(m)) step.workingByMaster.set(m, new Set());
-      step.workingByMaster.get(m)!.add(flid);
-    }
+    step.working.set(flid, { ...r.state, STATE_VERSION: base + 1 });
   }
 
   /** Deleting a master deletes its ACTIVE shared flights, except those this message carries as live. */
   private cascadeMasterDeletions(step: Step, ctx: MergeContext): void {
     const deletedMasters = [...step.keys.keys()].filter((f) => {
-      const s = step.working.get(f)!;
+      const s = step.working.peek(f)!;
       return s.STATE === 'DELETED' && s.data.MAID === undefined;
     });
     const missingMasters = deletedMasters.filter((m) => !this.loaded.sharedByMaster.has(m));
-    if (missingMasters.length) throw new NeedData({ masters: missingMasters });
-    const kids = deletedMasters.flatMap((m) => this.sharedOf(null, m).map((k) => ({ m, flid: k.FLID }))).filter((k) => !step.carriedLive.has(k.flid));
-    const unknown = kids.map((k) => k.flid).filter((f) => !step.working.has(f) && !this.current.has(f) && !this.loaded.knows(f));
-    if (unknown.length) throw new NeedData({ flids: unknown });
+    if (missingMasters.length) throw new Missing({ masters: missingMasters });
+    const kids = deletedMasters.flatMap((m) => this.sharedOf(this.current, m).map((k) => ({ m, flid: k.FLID }))).filter((k) => !step.carriedLive.has(k.flid));
+    const unknown = kids.map((k) => k.flid).filter((f) => !step.working.knows(f));
+    if (unknown.length) throw new Missing({ flids: unknown });
     for (const { m, flid } of kids) {
-      const s = this.stateOf(step, flid);
+      const s = step.working.get(flid);
       if (s && s.STATE === 'ACTIVE' && String(s.data.MAID ?? '') === m) this.record(step, deleteFlight(s, ctx), 'CASCADE');
     }
   }
@@ -361,21 +446,21 @@ export class FlightPlan {
     for (const [f, keys] of step.keys) {
       if (!touchesMaster([...keys])) continue;
       const prev = step.before.get(f);
-      const cur = step.working.get(f)!;
+      const cur = step.working.peek(f)!;
       if (prev?.data.MAID !== undefined) candidates.add(String(prev.data.MAID));
       if (cur.data.MAID !== undefined) candidates.add(String(cur.data.MAID));
       candidates.add(f); // created / revived master, or a master that became shared
     }
     const list = [...candidates];
     // ask for everything at once (one load), then derive
-    const missing = { flids: list.filter((m) => !step.working.has(m) && !this.current.has(m) && !this.loaded.knows(m)), masters: list.filter((m) => !this.loaded.sharedByMaster.has(m)) };
-    if (missing.flids.length || missing.masters.length) throw new NeedData(missing);
+    const missing = { flids: list.filter((m) => !step.working.knows(m)), masters: list.filter((m) => !this.loaded.sharedByMaster.has(m)) };
+    if (missing.flids.length || missing.masters.length) throw new Missing(missing);
     const out: string[] = [];
     for (const m of list) {
-      const s = this.stateOf(step, m);
+      const s = step.working.get(m);
       if (!s) continue;
       out.push(m);
-      this.record(step, applyMafl(s, deriveMafl(m, this.sharedOf(step, m)), ctx), 'MAFL');
+      this.record(step, applyMafl(s, deriveMafl(m, this.sharedOf(step.working, m)), ctx), 'MAFL');
     }
     return out;
   }
@@ -385,13 +470,13 @@ export class FlightPlan {
     const out = new Set<string>([...step.addressed, ...step.keys.keys(), ...masters]);
     for (const f of [...out]) {
       // the master of every flight whose state is at hand (a snapshot's day may hold flights not loaded)
-      const maid = (step.working.get(f) ?? this.current.get(f) ?? this.loaded.states.get(f))?.data.MAID;
+      const maid = step.working.peek(f)?.data.MAID;
       if (maid !== undefined) out.add(String(maid));
     }
     const keys = [...out];
     const missingMasters = keys.filter((k) => !this.loaded.sharedByMaster.has(k));
-    if (missingMasters.length) throw new NeedData({ masters: missingMasters });
-    for (const k of keys) for (const s of this.sharedOf(step, k)) out.add(s.FLID);
+    if (missingMasters.length) throw new Missing({ masters: missingMasters });
+    for (const k of keys) for (const s of this.sharedOf(step.working, k)) out.add(s.FLID);
     return [...out];
   }
 
@@ -400,17 +485,8 @@ export class FlightPlan {
   private commit(step: Step, m: PlanMessage): void {
     const schd: PlannedEvent[] = [];
     for (const [flid, keys] of step.keys) {
-      const s = step.working.get(flid)!;
+      const s = step.working.peek(flid)!;
       const prev = step.before.get(flid);
-      // the batch's state, and the master index
-      const old = this.current.get(flid) ?? this.loaded.states.get(flid);
-      if (old?.data.MAID !== undefined) this.currentByMaster.get(String(old.data.MAID))?.delete(flid);
-      this.current.set(flid, s);
-      if (s.data.MAID !== undefined) {
-        const k = String(s.data.MAID);
-        if (!this.currentByMaster.has(k)) this.currentByMaster.set(k, new Set());
-        this.currentByMaster.get(k)!.add(flid);
-      }
       // events: one msg event per changed flight; schd: the latest complete state (live) or none (deleted)
       const changed = [...keys];
       if (s.STATE === 'DELETED') {
@@ -428,6 +504,7 @@ export class FlightPlan {
     }
     // one-at-a-time processing writes a message's msg events, then its schd upserts
     this.events.push(...schd);
+    step.working.commit();
   }
 
   private commitDay(step: Step, m: PlanMessage, cmd: Extract<FlightCommand, { kind: 'snapshot' }>, d: { day: string; data: DayData; replay: boolean; roster: string[] }): void {
@@ -438,7 +515,7 @@ export class FlightPlan {
     if (!this.ledgerFirst.has(d.day)) this.ledgerFirst.set(d.day, d.data.ledger?.version ?? null);
     const version = (d.data.ledger?.version ?? 0) + 1;
     const flids = new Set(d.data.flids);
-    for (const f of step.keys.keys()) if (step.working.get(f)!.OPERATION_DAY === d.day) flids.add(f);
+    for (const f of step.keys.keys()) if (this.current.peek(f)!.OPERATION_DAY === d.day) flids.add(f);
     this.dayState.set(d.day, { ledger: { version, lastMessageId: m.msgId }, roster: d.roster, flids: [...flids] });
     const written = cmd.records.filter((r) => step.keys.has(r.flid)).length;
     const deleted = [...step.cause.values()].filter((c) => c === 'SNAPSHOT_DELETE').length;
@@ -450,7 +527,7 @@ export class FlightPlan {
     const out = new Map<string, FlightState | null>();
     for (const f of this.loaded.absent) out.set(f, null);
     for (const [f, st] of this.loaded.states) out.set(f, st);
-    for (const [f, st] of this.current) out.set(f, st);
+    for (const [f, st] of this.current.entries()) out.set(f, st);
     return out;
   }
 
@@ -458,13 +535,13 @@ export class FlightPlan {
 
   result(): PlanResult {
     const flights: FlightWrite[] = [];
-    for (const [flid, next] of this.current) flights.push({ prev: this.loaded.states.get(flid), next });
+    for (const [flid, next] of this.current.entries()) flights.push({ prev: this.loaded.states.get(flid), next });
     // schd: one row per FLID, the latest upsert wins (at its place in the EVENT_ID order); a flight
     // the batch leaves DELETED has no schd row (its pending one is dropped)
     const lastSchd = new Map<string, number>();
     this.events.forEach((e, i) => e.target === 'schd' && lastSchd.set(e.flid, i));
-    const events = this.events.filter((e, i) => e.target === 'msg' || (lastSchd.get(e.flid) === i && this.current.get(e.flid)!.STATE === 'ACTIVE'));
-    const schdRemovals = [...this.current.values()].filter((s) => s.STATE === 'DELETED').map((s) => s.FLID);
+    const events = this.events.filter((e, i) => e.target === 'msg' || (lastSchd.get(e.flid) === i && this.current.peek(e.flid)!.STATE === 'ACTIVE'));
+    const schdRemovals = [...this.current.entries()].filter(([, s]) => s.STATE === 'DELETED').map(([f]) => f);
     const ledgers: LedgerWrite[] = [];
     for (const [day, data] of this.dayState) {
       const before = this.loaded.days.get(day)?.roster ?? null;

@@ -1,9 +1,10 @@
 // The flight domain's batch inside the pump's business transaction (Postgres edge of plan.ts):
 // loads what the batch addresses (states, shared flights, version floors, snapshot days) in a
 // few statements, lets the pure planner apply the messages one by one — loading more when it
-// asks (NeedData) — and writes the net result in one statement (store.ts writePlan), plus the
-// ledger for a snapshot. Also the snapshot request guard (G-RESP-GUARD), which is the requests
-// domain's and reads/writes REQ_TRACK.
+// answers with a Need — and writes the net result in one statement (store.ts writePlan), plus
+// the ledger for a snapshot. A snapshot is first put to the requests domain's response guard
+// (G-RESP-GUARD, lib/requests/schedule-guard.ts), which decides whether it applies and to
+// which operation day.
 import type { Logger } from 'pino';
 import type { AirportConfig } from '../core/config.ts';
 import { DISPATCH_TASK } from '../core/tasks.ts';
@@ -12,7 +13,7 @@ import { scheduleResponseGuard } from '../requests/schedule-guard.ts';
 import { loadVersionFloors } from './floor.ts';
 import { loadDays, writeLedgers } from './ledger.ts';
 import { routePointsDropped, unknownTagCounts } from './metrics.ts';
-import { FlightPlan, Loaded, NeedData, type FlightCommand } from './plan.ts';
+import { FlightPlan, Loaded, need, type FlightCommand, type Need, type Planned } from './plan.ts';
 import type { FlightState } from './state.ts';
 import { changedBy, loadSharedOf, loadStates, writePlan, type Executor } from './store.ts';
 
@@ -63,7 +64,7 @@ export class FlightSession implements DomainBatch<FlightCommand> {
   private events = 0;
   private ledgers = false;
   private final: Map<string, FlightState | null> | null = null;
-  /** Flights changed by the batch's messages committed earlier (preload's `finished`). */
+  /** Flights changed by the batch's messages committed earlier (preload's `recovered`). */
   private readonly changedByMsg = new Map<number, string[]>();
 
   private readonly changeRecords: boolean;
@@ -78,19 +79,19 @@ export class FlightSession implements DomainBatch<FlightCommand> {
     this.plan = new FlightPlan(this.loaded, { timeZone: this.timeZone, cutover: ctx.airport.dayCutover });
   }
 
-  async preload(cmds: readonly FlightCommand[], finished: readonly number[] = []): Promise<void> {
+  async preload(cmds: readonly FlightCommand[], recovered: readonly number[] = []): Promise<void> {
     // messages committed before (crash recovery): the flights they changed, in one query
-    if (finished.length) for (const [id, flids] of await changedBy(this.tx, finished)) this.changedByMsg.set(id, flids);
+    if (recovered.length) for (const [id, flids] of await changedBy(this.tx, recovered)) this.changedByMsg.set(id, flids);
     const flids = [...cmds.flatMap((c) => (c.kind === 'flop' ? [c.flid] : c.records.map((r) => r.flid))), ...[...this.changedByMsg.values()].flat()];
     const days = cmds.flatMap((c) => (c.kind === 'snapshot' && c.day !== null ? [c.day] : []));
-    await this.load(new NeedData({ days }));
+    await this.load(need({ days }));
     // a snapshot's old roster is addressed too (INV-7 deletions)
     const roster = days.flatMap((d) => this.loaded.days.get(d)!.roster);
-    await this.load(new NeedData({ flids: [...flids, ...roster] }));
+    await this.load(need({ flids: [...flids, ...roster] }));
   }
 
   /** Load what the planner asked for: states (+ floors of the absent), shared flights of each FLID and its master, days. */
-  private async load(need: NeedData): Promise<void> {
+  private async load(need: Need): Promise<void> {
     const L = this.loaded;
     if (need.days.length)
       for (const [d, data] of await loadDays(
@@ -129,15 +130,13 @@ export class FlightSession implements DomainBatch<FlightCommand> {
     }
   }
 
-  /** Run a planner call, loading what it asks for until it has everything. */
-  private async withData<T>(f: () => T): Promise<T> {
+  /** Run a planner call, loading what it answers it needs until it has everything. */
+  private async withData<T>(f: () => Planned<T>): Promise<T> {
     for (let round = 0; ; round++) {
-      try {
-        return f();
-      } catch (e) {
-        if (!(e instanceof NeedData) || round >= MAX_LOAD_ROUNDS) throw e;
-        await this.load(e);
-      }
+      const r = f();
+      if ('value' in r) return r.value;
+      if (round >= MAX_LOAD_ROUNDS) throw new Error(`flight planner still needs data after ${MAX_LOAD_ROUNDS} loads: ${JSON.stringify(r.need).slice(0, 500)}`);
+      await this.load(r.need);
     }
   }
 
@@ -147,12 +146,11 @@ export class FlightSession implements DomainBatch<FlightCommand> {
     if (cmd.kind === 'snapshot') {
       // G-RESP-GUARD, unless M is already the latest snapshot of D (a replay converges)
       const day = cmd.day;
-      if (day !== null && !this.loaded.days.has(day)) await this.load(new NeedData({ days: [day] }));
+      if (day !== null && !this.loaded.days.has(day)) await this.load(need({ days: [day] }));
       const latest = day !== null && this.loaded.days.get(day)!.ledger?.lastMessageId === m.msgId;
       if (!latest) {
         const guard = await scheduleResponseGuard(this.tx, { styp: cmd.styp, operationDay: day, msgId: m.msgId, now: this.now });
         if (!guard.apply) return { outcome: 'skipped', reason: guard.reason };
-        if (guard.operationDay === null) return { outcome: 'skipped', reason: 'no-open-request' };
         cmd = { ...cmd, day: guard.operationDay };
         if (!this.loaded.days.has(guard.operationDay)) await this.preload([cmd]);
       }
@@ -176,7 +174,7 @@ export class FlightSession implements DomainBatch<FlightCommand> {
     return this.withData(() => this.plan.addressed(m.cmd, changed));
   }
 
-  async finish(): Promise<{ wake: string[]; states: ReadonlyMap<string, unknown> }> {
+  async write(): Promise<{ wake: string[]; states: ReadonlyMap<string, unknown> }> {
     const r = this.plan.result();
     await writePlan(this.tx, this.changeRecords ? r : { ...r, changes: [] }, this.now);
     if (this.ledgers) await writeLedgers(this.tx, r.ledgers, r.snapLog);

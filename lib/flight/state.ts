@@ -108,6 +108,28 @@ export function toJson(s: FlightState): FlightJson {
   return out;
 }
 
+/**
+ * JSON → complete state: the inverse of toJson for the JSON it writes (the archived states of
+ * FLIGHT_HISTORY; toJson(fromJson(j)) is j). Keys that are not state keys are ignored.
+ */
+export function fromJson(j: FlightJson): FlightState {
+  const data = emptyData();
+  for (const k of DATA_KEYS) {
+    const v = j[k];
+    if (v !== undefined && v !== null) data[k] = v as Value;
+  }
+  return {
+    FLID: String(j.FLID),
+    STATE: j.STATE === 'DELETED' ? 'DELETED' : 'ACTIVE',
+    STATE_VERSION: Number(j.STATE_VERSION),
+    OPERATION_DAY: typeof j.OPERATION_DAY === 'string' ? j.OPERATION_DAY : null,
+    UPDATED_AT: String(j.UPDATED_AT),
+    LAST_MSG_ID: j.LAST_MSG_ID === undefined || j.LAST_MSG_ID === null ? null : Number(j.LAST_MSG_ID),
+    data,
+    MAFL: Array.isArray(j.MAFL) ? (j.MAFL as MaflEntry[]) : [],
+  };
+}
+
 /** Keys whose values differ between two data objects (status keys, scalars, collections). */
 export function diffKeys(a: FlightData, b: FlightData): string[] {
   return DATA_KEYS.filter((k) => !sameValue(norm(a[k]), norm(b[k])));

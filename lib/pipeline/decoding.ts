@@ -1,4 +1,4 @@
-// Step 2 of the pump for one message, pure: raw body → envelope, kind, identity key, and the
+// The pump's decode step for one message, pure: raw body → envelope, kind, identity key, and the
 // batch domain's command. The same function runs in the pump's decode worker
 // (lib/pipeline/decoder.ts) and inline, so both give the same result; the pump turns it into
 // the message's outcome (lib/pipeline/pump.ts `prepare`).

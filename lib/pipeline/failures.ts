@@ -1,7 +1,7 @@
 // The one failure component: given a failure of the head message, decide its next state.
 // Implements the failure classes of docs/design.md; the pump only executes the decision.
 import type { Slices } from '../core/config.ts';
-import type { Failure } from '../core/errors.ts';
+import type { Failure, Service } from '../core/errors.ts';
 
 export type Decision = { next: 'DEAD'; reason: string; countAttempt: boolean } | { next: 'FAILED'; reason: string; countAttempt: boolean; retryInMs: number };
 
@@ -16,25 +16,42 @@ export function reasonOf(f: Failure): string {
   return `${f.cls}: ${f.detail}`;
 }
 
+/**
+ * A failure that is the message's own (MALFORMED, PROTOCOL): its outcome is DEAD with this
+ * reason, whether it is found while decoding, in the business transaction or by the failure
+ * record; null: a failure of the moment (INFRA, CODEC_ERROR, INTERNAL), which is retried.
+ */
+export function ownOutcome(f: Failure): { state: 'DEAD'; reason: string } | null {
+  return f.cls === 'MALFORMED' || f.cls === 'PROTOCOL' ? { state: 'DEAD', reason: reasonOf(f) } : null;
+}
+
 export function decide(f: Failure, h: FailureHistory, policy: Slices['failures']): Decision {
   const ladder = policy.backoffMs;
   const max = policy.maxAttempts;
+  const own = ownOutcome(f);
+  if (own) return { next: own.state, reason: own.reason, countAttempt: false };
   switch (f.cls) {
-    case 'MALFORMED':
-    case 'PROTOCOL':
-      return { next: 'DEAD', reason: reasonOf(f), countAttempt: false };
     case 'INFRA': {
       // Never exhausts: climb the ladder, then stay at its last step for as long as it takes.
       const step = Math.min(h.failuresInRow, ladder.length - 1);
       return { next: 'FAILED', reason: reasonOf(f), countAttempt: false, retryInMs: ladder[Math.max(0, step)] ?? 1000 };
     }
-    case 'CODEC_ERROR':
-    case 'INTERNAL': {
+    default: {
+      // CODEC_ERROR, INTERNAL: counted attempts, then EXHAUSTED
       const attempts = h.attempts + 1;
       if (attempts >= max) return { next: 'DEAD', reason: `EXHAUSTED(${f.cls}): ${f.detail}`, countAttempt: true };
       return { next: 'FAILED', reason: reasonOf(f), countAttempt: true, retryInMs: ladder[attempts - 1] };
     }
   }
+}
+
+/**
+ * While a FAILED head waits for its next attempt: the service to ask whether it answers again
+ * (then it is tried at once), from the failure as recorded — an INFRA failure that carried its
+ * service. Null: wait for the backoff (a lock or statement timeout, or any other class).
+ */
+export function probeTarget(h: { error_class: string | null; error_service: Service | null }): Service | null {
+  return h.error_class === 'INFRA' ? h.error_service : null;
 }
 
 /** A FAILED head whose counted attempts are already used up (e.g. max-attempts lowered) → DEAD(EXHAUSTED). */

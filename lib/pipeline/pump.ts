@@ -1,35 +1,41 @@
 // The pump: applies the head of queue and the messages after it, strictly in inbox order
-// (INV-2), a batch of up to K consecutive messages at a time (msgx.pipeline.apply-batch).
+// (INV-2), a batch of up to K consecutive messages at a time (msgx.pipeline.apply-batch). Its
+// steps have the names of docs/design.md "The pump's steps"; applyBatch calls them in order:
 //
-//   drain: PIPELINE_LOCK held across batches (released within LOCK_SLICE_MS when the purge waits), batches
-//          until none is ready; after an unexpected database error the batch is tried again
-//          smaller, down to one message.
-//   applyBatch(K), entirely under PIPELINE_LOCK:
-//     0. heads: the head and the open messages after it (up to K, cut before a FAILED one);
-//        a FAILED head whose attempts are used up → DEAD(EXHAUSTED); one not yet due → wait
-//        (INFRA of a service that can be probed: probe it every PROBE_EVERY_MS, retry as soon as it answers)
-//     1. raw bodies: one inbox query                                   read error → FAILED(INFRA)
-//     2. decode, pure, in order, in the decode worker (lib/pipeline/decoder.ts) under the
-//        per-message budget (over it: MALFORMED): MALFORMED / PROTOCOL / unsupported are outcomes
-//        of their own message; a retryable decode failure (CODEC_ERROR) ends the batch before that
-//        message; a snapshot is a batch of its own.
-//        Steps 1–2 of the NEXT batch run while steps 3–5 of this one do (read ahead, never
-//        applied ahead: the next batch uses them only where its own heads read lists the same
-//        messages from the same head; see Ahead)
-//     3. ONE business transaction: the owners of the batch's identities (one read), every
-//        message applied in order (batch domains in memory, transaction handlers in a savepoint
-//        each), the net writes, and every message's outcome (APPLIED_STATE) + identity binding +
-//        dispatcher wake-ups (one statement). A failure that is the message's own (MALFORMED, PROTOCOL, duplicate,
-//        no-flight, …) is its outcome and the batch goes on; a retryable one (INFRA, INTERNAL)
-//        ends the batch before that message — the ones before it commit.
-//     4. ONE Redis step for every flight the batch addresses, changed or not   → FAILED(INFRA)
-//     5. ONE statement: every message's outcome becomes its terminal state + backfill intent +
-//        backfill wake-up (INV-10: nothing is terminal before its business commit and Redis)
-//   A message found with APPLIED_STATE set (a crash after step 3) is not applied again: its
-//   flights are rewritten in Redis from Postgres (step 4) and its outcome made terminal (step 5).
+//   drain        PIPELINE_LOCK held across batches (released within LOCK_SLICE_MS when the purge
+//                waits); batches until none is ready; after an unexpected database error the
+//                batch is tried again smaller, down to one message.
+//   chooseBatch  the head and the open messages after it (up to K, cut before a FAILED one); a
+//                FAILED head whose attempts are used up → DEAD(EXHAUSTED); one not yet due waits
+//                (an INFRA failure that carried its service: that service is probed every
+//                PROBE_EVERY_MS and the head is tried as soon as it answers).
+//   read         the raw bodies, one inbox query                     fails → FAILED(INFRA, mariadb)
+//   decode       pure, in order, in the decode worker (lib/pipeline/decoder.ts) under the
+//                per-message budget (over it: MALFORMED); `prepare` turns each decoding into
+//                what is to be done with the message (a Todo). A message's own failure
+//                (MALFORMED, PROTOCOL) or `unsupported` is its outcome; a retryable decode
+//                failure (CODEC_ERROR) ends the batch before that message (the Cut); a snapshot
+//                is a batch of its own. The read and decode of the NEXT batch run while this one's
+//                business, mirror and terminal steps do (read ahead, never applied ahead: the
+//                next batch uses them only where its own heads list the same messages from the
+//                same head; see Ahead).
+//   business     ONE transaction: the owners of the batch's identities (one read), every message
+//                applied in order (batch domains in memory, transaction handlers in a savepoint
+//                each), the domains' net writes, and every message's outcome (APPLIED_STATE) +
+//                identity binding + dispatcher wake-ups (one statement). A message's own failure
+//                is its outcome and the batch goes on; a retryable one (INFRA, INTERNAL) ends the
+//                batch before that message — the ones before it commit.
+//   mirror       ONE Redis sync for every flight the batch addresses, changed or not
+//                                                                       fails → FAILED(INFRA, redis)
+//   terminal     ONE statement: every applied outcome becomes its terminal state + backfill
+//                intent + backfill wake-up (INV-10: nothing is terminal before its business
+//                commit and its mirror step).
+//   A message found with APPLIED_STATE set (a crash after its business step) is not applied
+//   again (Todo 'recover'): its flights are mirrored from Postgres and its outcome made terminal.
 //
-// Failures go through lib/pipeline/failures.ts (one decision table). The pump never writes the
-// inbox (backfill does), never reorders, never moves a message to DEAD for its age.
+// What a failure leads to is decided in lib/pipeline/failures.ts (ownOutcome, decide,
+// probeTarget); the pump only carries the failure (class, detail, service) there. The pump never
+// writes the inbox (backfill does), never reorders, never moves a message to DEAD for its age.
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import { slices, type AirportConfig, type Config, type Slices } from '../core/config.ts';
@@ -39,13 +45,13 @@ import { readBodies } from './inbox.ts';
 import { myRows, pgOne, pgRun } from '../db/statement.ts';
 import * as Locks from '../sql/locks.ts';
 import * as Probe from '../sql/probe.ts';
-import * as ProcState from '../sql/proc-state.ts';
+import * as Tx from '../sql/tx.ts';
 import { withTimeout } from '../core/timeout.ts';
 import type { Crash } from '../runtime/crash.ts';
 import { countAfterCommit, metrics, reasonLabel, type AfterCommitCounts } from '../runtime/metrics.ts';
 import type { Envelope } from '../sis/envelope.ts';
-import { classify, describe, PipelineError, type Failure } from '../core/errors.ts';
-import { decide, isExhausted, RAW_MISSING } from './failures.ts';
+import { classify, describe, type Failure, type Service } from '../core/errors.ts';
+import { decide, isExhausted, ownOutcome, probeTarget, RAW_MISSING } from './failures.ts';
 import type { BatchDomain, DomainBatch, Handler, HandlerOutcome, HandlerRegistry, Mirror } from '../domain/handlers.ts';
 import * as T from './transitions.ts';
 import { TimeBudget } from '../core/budget.ts';
@@ -147,23 +153,47 @@ export async function tick(deps: PumpDeps): Promise<TickResult> {
   }
 }
 
-/** A message of the batch and what is to be done with it. */
-interface Member {
+/** A message of the batch as its log lines and its failure record know it. */
+interface MessageRef {
   h: T.HeadRow;
-  /** What every log line of this message carries (msgId, kind, flid); the child logger is made only when a line is written (logOf). */
-  bind: Record<string, unknown>;
+  /** Fields on every log line of this message (msgId, kind, flid); the child logger is made only when a line is written (logOf). */
+  logFields: Record<string, unknown>;
   kind: string | null;
+  /** The identity key this message binds when it commits (null: bound already, or no envelope). */
+  identityToBind: string | null;
+}
+
+/** A batch domain and the message's command for it. */
+interface DomainWork {
+  domain: BatchDomain<unknown>;
+  cmd: unknown;
+}
+
+/** What is to be done with a message of the batch (decided by `prepare` from its decoding). */
+type Todo =
+  /** Its business step committed before (a crash after it): mirror its flights (`work`: which ones; null: none) and make it terminal. */
+  | { do: 'recover'; work: DomainWork | null }
+  /** Its outcome is known without a business effect (its own failure, unsupported). */
+  | { do: 'outcome'; state: T.TerminalState; reason: string }
+  /** Applied by a transaction handler, in a savepoint of its own. */
+  | { do: 'tx'; handler: Handler }
+  /** Applied by its batch domain. */
+  | { do: 'apply'; work: DomainWork };
+
+interface Member extends MessageRef {
   env?: Envelope;
-  /** Identity to bind (null: bound already, or no envelope). */
-  bindKey: string | null;
-  todo:
-    | { do: 'finish'; domain?: BatchDomain<unknown>; cmd?: unknown } // business committed before: Redis + terminal
-    | { do: 'outcome'; state: T.TerminalState; reason: string } // decided without a business effect
-    | { do: 'tx'; handler: Handler }
-    | { do: 'domain'; domain: BatchDomain<unknown>; cmd: unknown }
-    | { do: 'retry'; failure: Failure }; // retryable: ends the batch before it
+  todo: Todo;
+  /** A batch of its own (a snapshot). */
   alone: boolean;
 }
+
+/** The message that ended the batch for a retryable reason: it becomes the next head, FAILED. */
+interface Cut {
+  ref: MessageRef;
+  failure: Failure;
+}
+
+const workOf = (t: Todo): DomainWork | null => (t.do === 'apply' || t.do === 'recover' ? t.work : null);
 
 /**
  * The batch after the current one, read and decoded while the current one's business
@@ -179,60 +209,29 @@ interface Ahead {
 /** A message's body and what decoding it gave ('missing': no inbox row). Absent from a map: not decoded yet. */
 type Body = { body: string; dec: Decoded } | 'missing';
 
-/** applyBatch, PIPELINE_LOCK held by the caller. */
+/** applyBatch, PIPELINE_LOCK held by the caller: its steps in order (the header of this file). */
 async function applyBatch(deps: PumpDeps, limit: number, ahead?: Ahead): Promise<BatchResult> {
-  // 0. the head and the messages after it (and, with a decode worker, the next batch's candidates)
   const lap = stopwatch(deps.timings);
-  const rows = await T.heads(deps.session, ahead && deps.decoder ? limit * 2 : limit);
-  const heads = rows.slice(0, limit);
-  const following = rows.slice(limit);
+  const chosen = await chooseBatch(deps, limit, ahead);
   lap('heads');
+  if (chosen.kind !== 'batch') return chosen;
+  const { heads, following } = chosen;
   const head = heads[0];
-  if (!head) return { kind: 'idle' };
-  if (head.state === 'FAILED') {
-    if (isExhausted({ attempts: head.attempts, errorClass: head.error_class }, deps.failures)) {
-      const reason = `EXHAUSTED(${head.error_class}): attempts used up`;
-      await T.markTerminal(deps.session, head.msg_id, 'DEAD', reason, deps.clock.now(), head.kind);
-      T.countTerminal('DEAD', reason, deps.registry.metricKindOf(head.kind));
-      return { kind: 'done', done: [{ msgId: head.msg_id, state: 'DEAD' }] };
-    }
-    const now = deps.clock.now();
-    if (head.next_attempt_at && head.next_attempt_at > now) {
-      const probe = head.error_class === 'INFRA' ? probeOf(deps, head) : null;
-      if (!probe) return { kind: 'wait', until: head.next_attempt_at, msgId: head.msg_id };
-      if (!(await answers(probe, deps))) return { kind: 'wait', until: new Date(Math.min(head.next_attempt_at.getTime(), now.getTime() + PROBE_EVERY_MS)), msgId: head.msg_id };
-    }
-  }
   const started = performance.now();
-  // 1. raw bodies and 2. their decoding (read ahead by the batch before, or now)
   let bodies: Map<number, Body>;
   try {
-    bodies = await bodiesOf(deps, heads, ahead);
+    bodies = await readAndDecode(deps, heads, ahead);
     lap('bodies+decode');
   } catch (err) {
-    return done([await fail(deps, memberOf(head), { cls: 'INFRA', detail: `inbox read failed: ${describe(err)}` })]);
+    return done([await fail(deps, refOf(head), { cls: 'INFRA', service: 'mariadb', detail: `inbox read failed: ${describe(err)}` })]);
   }
-  // 2. in order; the batch ends before a retryable failure, and a snapshot is alone
-  const members: Member[] = [];
-  let cut: Member | null = null;
-  for (const row of heads) {
-    const body = bodies.get(row.msg_id);
-    if (body === undefined) break; // not decoded: it follows a snapshot, a later batch takes it
-    const member = prepare(deps, row, body);
-    if (member.todo.do === 'retry') {
-      cut = member;
-      break;
-    }
-    if (member.alone && members.length > 0) break;
-    members.push(member);
-    if (member.alone) break;
-  }
+  const prepared = prepareBatch(deps, heads, bodies);
   lap('prepare');
-  if (members.length === 0 && !cut) return done([await fail(deps, memberOf(head), { cls: 'INTERNAL', detail: 'the head was not decoded' })]); // never expected: the head is always decoded
-  if (members.length === 0) return done([await fail(deps, cut!, (cut!.todo as { failure: Failure }).failure)]);
+  const members = prepared.members;
+  let cut = prepared.cut;
+  if (members.length === 0) return done([await fail(deps, cut?.ref ?? refOf(head), cut?.failure ?? { cls: 'INTERNAL', detail: 'the head was not decoded' })]); // never expected: the head is always decoded
   // the next batch, if this one takes every message it read: read and decoded while this one commits
   if (ahead && deps.decoder && !cut && members.length === heads.length && following.length > 0) readAhead(deps, ahead, following);
-  // 3. the business transaction
   let biz: Business;
   try {
     biz = await business(deps, members);
@@ -242,56 +241,87 @@ async function applyBatch(deps: PumpDeps, limit: number, ahead?: Ahead): Promise
       deps.log.warn({ err: describe(err), batch: members.length, from: head.msg_id }, 'batch rolled back; trying again smaller');
       return { kind: 'done', done: [], retrySmaller: Math.max(1, Math.floor(members.length / 2)) };
     }
-    return done([await fail(deps, members[0], classify(err, 'handler'))]);
+    return done([await fail(deps, members[0], classify(err, 'handler', 'postgres'))]);
   }
   const applied = members.slice(0, biz.count);
-  if (biz.cut) cut = biz.cut;
+  cut = biz.cut ?? cut;
   for (const counts of biz.counts) countAfterCommit(counts);
   const out: Done[] = [];
   if (applied.length > 0) {
     deps.crash?.('pump.after-business-commit');
-    // 4. Redis in line with Postgres for every flight the batch addresses
     try {
       await deps.mirror.sync(biz.mirror, biz.known);
-      lap('redis');
+      lap('mirror');
     } catch (err) {
-      return done([await fail(deps, applied[0], { cls: 'INFRA', detail: `redis mirror failed after business commit: ${describe(err)}` })]);
+      return done([await fail(deps, applied[0], { cls: 'INFRA', service: 'redis', detail: `mirror step (Redis) failed after the business commit: ${describe(err)}` })]);
     }
-    // 5. terminal states + backfill intents + backfill wake-up
     deps.crash?.('pump.before-terminal');
-    const finished = await T.markFinished(
-      deps.session,
-      applied.map((member) => member.h.msg_id),
-      deps.clock.now(),
-    );
+    out.push(...(await terminal(deps, applied, started)));
     lap('terminal');
-    const byId = new Map(applied.map((member) => [member.h.msg_id, member]));
-    const perMessage = (performance.now() - started) / 1000 / applied.length;
-    for (const fin of finished) {
-      const member = byId.get(fin.msg_id)!;
-      deps.log[fin.state === 'DEAD' ? 'warn' : 'info'](
-        { ...member.bind, state: fin.state, ...(fin.reason ? { reason: fin.reason } : {}) },
-        fin.state === 'SUCCEEDED' ? 'message applied' : `message ${fin.state.toLowerCase()}`,
-      );
-      metrics.processingSeconds.observe({ kind: deps.registry.metricKindOf(fin.kind) }, perMessage);
-      T.countTerminal(fin.state, fin.reason, deps.registry.metricKindOf(fin.kind));
-      // A DEAD outcome of the batch (MALFORMED / PROTOCOL, raw-missing included) is a failed attempt of its class.
-      if (fin.state === 'DEAD') metrics.failures.inc({ class: reasonLabel(fin.reason) });
-      out.push({ msgId: fin.msg_id, state: fin.state });
-    }
   }
-  // the message that ended the batch for a retryable reason is the next head, FAILED
-  if (cut) out.push(await fail(deps, cut, (cut.todo as { failure: Failure }).failure));
+  if (cut) out.push(await fail(deps, cut.ref, cut.failure));
   return { kind: 'done', done: out };
 }
 
 const done = (xs: Done[]): BatchResult => ({ kind: 'done', done: xs });
 
-const loggers = new WeakMap<Member, Logger>();
-/** The message's child logger (msgId, kind, flid on every line), made on first use. */
-function logOf(d: PumpDeps, m: Member): Logger {
+/** chooseBatch: the head and the open messages after it (with a decode worker, also the next batch's candidates), or why there is no batch now. */
+async function chooseBatch(
+  deps: PumpDeps,
+  limit: number,
+  ahead: Ahead | undefined,
+): Promise<{ kind: 'batch'; heads: T.HeadRow[]; following: T.HeadRow[] } | Exclude<BatchResult, { retrySmaller: number }>> {
+  const rows = await T.heads(deps.session, ahead && deps.decoder ? limit * 2 : limit);
+  const heads = rows.slice(0, limit);
+  const head = heads[0];
+  if (!head) return { kind: 'idle' };
+  if (head.state === 'FAILED') {
+    if (isExhausted({ attempts: head.attempts, errorClass: head.error_class }, deps.failures)) {
+      const reason = `EXHAUSTED(${head.error_class}): attempts used up`;
+      await T.markTerminal(deps.session, head.msg_id, 'DEAD', reason, deps.clock.now(), head.kind);
+      T.countTerminal('DEAD', reason, deps.registry.metricKindOf(head.kind));
+      return done([{ msgId: head.msg_id, state: 'DEAD' }]);
+    }
+    const now = deps.clock.now();
+    if (head.next_attempt_at && head.next_attempt_at > now) {
+      const probe = probeOf(deps, probeTarget(head));
+      if (!probe) return { kind: 'wait', until: head.next_attempt_at, msgId: head.msg_id };
+      if (!(await answers(probe, deps))) return { kind: 'wait', until: new Date(Math.min(head.next_attempt_at.getTime(), now.getTime() + PROBE_EVERY_MS)), msgId: head.msg_id };
+    }
+  }
+  return { kind: 'batch', heads, following: rows.slice(limit) };
+}
+
+/** The terminal step: every applied outcome becomes terminal (one statement); logged and counted per message. */
+async function terminal(deps: PumpDeps, applied: Member[], started: number): Promise<Done[]> {
+  const became = await T.markAppliedTerminal(
+    deps.session,
+    applied.map((member) => member.h.msg_id),
+    deps.clock.now(),
+  );
+  const byId = new Map(applied.map((member) => [member.h.msg_id, member]));
+  const perMessage = (performance.now() - started) / 1000 / applied.length;
+  const out: Done[] = [];
+  for (const t of became) {
+    const member = byId.get(t.msg_id)!;
+    deps.log[t.state === 'DEAD' ? 'warn' : 'info'](
+      { ...member.logFields, state: t.state, ...(t.reason ? { reason: t.reason } : {}) },
+      t.state === 'SUCCEEDED' ? 'message applied' : `message ${t.state.toLowerCase()}`,
+    );
+    metrics.processingSeconds.observe({ kind: deps.registry.metricKindOf(t.kind) }, perMessage);
+    T.countTerminal(t.state, t.reason, deps.registry.metricKindOf(t.kind));
+    // A DEAD outcome of the batch (MALFORMED / PROTOCOL, raw-missing included) is a failed attempt of its class.
+    if (t.state === 'DEAD') metrics.failures.inc({ class: reasonLabel(t.reason) });
+    out.push({ msgId: t.msg_id, state: t.state });
+  }
+  return out;
+}
+
+const loggers = new WeakMap<MessageRef, Logger>();
+/** The message's child logger (its logFields on every line), made on first use. */
+function logOf(d: PumpDeps, m: MessageRef): Logger {
   let l = loggers.get(m);
-  if (!l) loggers.set(m, (l = d.log.child(m.bind)));
+  if (!l) loggers.set(m, (l = d.log.child(m.logFields)));
   return l;
 }
 
@@ -306,12 +336,12 @@ function stopwatch(timings: Record<string, number> | undefined): (name: string) 
   };
 }
 
-function memberOf(h: T.HeadRow): Member {
-  return { h, bind: { msgId: h.msg_id }, kind: h.kind, bindKey: null, todo: { do: 'finish' }, alone: false };
+function refOf(h: T.HeadRow): MessageRef {
+  return { h, logFields: { msgId: h.msg_id }, kind: h.kind, identityToBind: null };
 }
 
-/** Steps 1 and 2 for the batch: from the batch read ahead where it still holds, the rest read and decoded now. */
-async function bodiesOf(d: PumpDeps, heads: T.HeadRow[], ahead: Ahead | undefined): Promise<Map<number, Body>> {
+/** The read and decode steps for the batch: from the batch read ahead where it still holds, the rest read and decoded now. */
+async function readAndDecode(d: PumpDeps, heads: T.HeadRow[], ahead: Ahead | undefined): Promise<Map<number, Body>> {
   const out = new Map<number, Body>();
   const pre = ahead?.next;
   if (ahead) ahead.next = null;
@@ -363,15 +393,30 @@ async function decodeBodies(d: PumpDeps, ids: number[], bodies: Map<number, stri
 
 const decodeSettings = (d: PumpDeps) => ({ airport: d.airport, includeDayBoundary: d.pump.includeDayBoundary });
 
-/** Step 2 for one message (pure): its outcome, or what is to be done with it, from its decoding. */
-function prepare(d: PumpDeps, h: T.HeadRow, b: Body): Member {
-  const m = memberOf(h);
-  const outcome = (state: T.TerminalState, reason: string): Member => ({ ...m, todo: { do: 'outcome', state, reason } });
-  if (b === 'missing') return outcome('DEAD', RAW_MISSING);
+/** The batch's members in order, up to the first that ends it: a retryable failure (the Cut), or a batch of its own. */
+function prepareBatch(deps: PumpDeps, heads: T.HeadRow[], bodies: Map<number, Body>): { members: Member[]; cut: Cut | null } {
+  const members: Member[] = [];
+  for (const row of heads) {
+    const body = bodies.get(row.msg_id);
+    if (body === undefined) break; // not decoded: it follows a snapshot, a later batch takes it
+    const p = prepare(deps, row, body);
+    if ('failure' in p) return { members, cut: p };
+    if (p.alone && members.length > 0) break;
+    members.push(p);
+    if (p.alone) break;
+  }
+  return { members, cut: null };
+}
+
+/** The decode step's verdict for one message (pure): what is to be done with it, or the retryable failure that ends the batch before it. */
+function prepare(d: PumpDeps, h: T.HeadRow, b: Body): Member | Cut {
+  const ref = refOf(h);
+  const outcome = (m: MessageRef, state: T.TerminalState, reason: string): Member => ({ ...m, todo: { do: 'outcome', state, reason }, alone: false });
+  if (b === 'missing') return outcome(ref, 'DEAD', RAW_MISSING);
   let dec = b.dec;
   if (!dec.ok) {
-    const f = dec.failure;
-    return f.cls === 'MALFORMED' || f.cls === 'PROTOCOL' ? outcome('DEAD', `${f.cls}: ${f.detail}`) : { ...m, todo: { do: 'retry', failure: f } };
+    const own = ownOutcome(dec.failure);
+    return own ? outcome(ref, own.state, own.reason) : { ref, failure: dec.failure };
   }
   const entry = d.registry.entry(dec.env.type, dec.env.styp);
   // the worker decodes with buildRegistry's entries; a pump with other entries (tests) decodes itself
@@ -380,36 +425,35 @@ function prepare(d: PumpDeps, h: T.HeadRow, b: Body): Member {
     if (!again.ok) return prepare(d, h, { body: b.body, dec: again });
     dec = again;
   }
-  const base: Member = {
-    ...m,
+  const known: MessageRef = {
+    h,
     kind: dec.kind,
-    env: dec.env,
-    bind: { msgId: h.msg_id, kind: dec.kind, ...(dec.flid ? { flid: dec.flid } : {}) },
-    bindKey: h.identity_key ? null : dec.identity,
+    logFields: { msgId: h.msg_id, kind: dec.kind, ...(dec.flid ? { flid: dec.flid } : {}) },
+    identityToBind: h.identity_key ? null : dec.identity,
   };
-  if (!entry) return { ...base, todo: { do: 'outcome', state: 'SKIPPED', reason: 'unsupported' } };
-  if (entry.kind === 'tx') return { ...base, todo: { do: 'tx', handler: entry.handler } };
+  const member = (todo: Todo, alone = false): Member => ({ ...known, env: dec.env, todo, alone });
+  if (!entry) return member({ do: 'outcome', state: 'SKIPPED', reason: 'unsupported' });
+  if (entry.kind === 'tx') return member({ do: 'tx', handler: entry.handler });
   if (dec.failure) {
-    const f = dec.failure;
-    if (h.applied_state) return { ...base, todo: { do: 'finish' } };
-    if (f.cls === 'MALFORMED' || f.cls === 'PROTOCOL') return { ...base, todo: { do: 'outcome', state: 'DEAD', reason: `${f.cls}: ${f.detail}` } };
-    return { ...base, todo: { do: 'retry', failure: f } };
+    if (h.applied_state) return member({ do: 'recover', work: null });
+    const own = ownOutcome(dec.failure);
+    return own ? member({ do: 'outcome', state: own.state, reason: own.reason }) : { ref: known, failure: dec.failure };
   }
-  const cmd = dec.cmd;
-  if (h.applied_state) return { ...base, todo: { do: 'finish', domain: entry.domain, cmd } };
-  return { ...base, todo: { do: 'domain', domain: entry.domain, cmd }, alone: entry.domain.alone(cmd) };
+  const work = { domain: entry.domain, cmd: dec.cmd };
+  if (h.applied_state) return member({ do: 'recover', work });
+  return member({ do: 'apply', work }, entry.domain.alone(dec.cmd));
 }
 
 interface Business {
   /** Members that commit (a prefix of the batch). */
   count: number;
   /** The member that ended the batch for a retryable reason (not committed). */
-  cut: Member | null;
+  cut: Cut | null;
   /** Every flight the committed members address. */
   mirror: string[];
   /** Metrics to count now that the business transaction committed (once per message). */
   counts: AfterCommitCounts[];
-  /** Committed states of flights the batch loaded (the Redis step need not read them back). */
+  /** Committed states of flights the batch loaded (the mirror step need not read them back). */
   known: ReadonlyMap<string, unknown>;
   batches: DomainBatch<unknown>[];
 }
@@ -417,10 +461,10 @@ interface Business {
 /** Thrown to roll the business transaction back when no member is left to commit. */
 class NothingToCommit extends Error {}
 
-/** Step 3: one business transaction for the batch. */
+/** The business step: one transaction for the batch. */
 async function business(deps: PumpDeps, members: Member[]): Promise<Business> {
   const now = deps.clock.now();
-  let cutResult: Member | null = null;
+  let cut: Cut | null = null;
   try {
     return await deps.session
       .transaction()
@@ -428,27 +472,14 @@ async function business(deps: PumpDeps, members: Member[]): Promise<Business> {
         // identity (INV-6): who owns the batch's keys already; within the batch, the first message of a key
         const owners = await T.identityOwners(
           tx,
-          members.flatMap((member) => (member.bindKey ? [member.bindKey] : [])),
+          members.flatMap((member) => (member.identityToBind ? [member.identityToBind] : [])),
         );
         const ownerOf = (member: Member): number | undefined => {
-          if (!member.bindKey) return undefined;
-          if (!owners.has(member.bindKey)) owners.set(member.bindKey, member.h.msg_id);
-          return owners.get(member.bindKey);
+          if (!member.identityToBind) return undefined;
+          if (!owners.has(member.identityToBind)) owners.set(member.identityToBind, member.h.msg_id);
+          return owners.get(member.identityToBind);
         };
-        // batch domains: opened once, with everything their messages address loaded up front
-        const batches = new Map<BatchDomain<unknown>, DomainBatch<unknown>>();
-        for (const member of members) {
-          const todo = member.todo;
-          if ((todo.do === 'domain' || todo.do === 'finish') && todo.domain && !batches.has(todo.domain)) {
-            const batch = todo.domain.open({ tx, now, airport: deps.airport, log: deps.log });
-            const mine = members.filter((other) => (other.todo.do === 'domain' || other.todo.do === 'finish') && other.todo.domain === todo.domain);
-            await batch.preload(
-              mine.map((other) => (other.todo as { cmd: unknown }).cmd),
-              mine.filter((other) => other.todo.do === 'finish').map((other) => other.h.msg_id),
-            );
-            batches.set(todo.domain, batch);
-          }
-        }
+        const batches = await openDomains(deps, tx, members, now);
         const outcomes: T.AppliedOutcome[] = [];
         const mirror = new Set<string>();
         const wake = new Set<string>();
@@ -459,10 +490,10 @@ async function business(deps: PumpDeps, members: Member[]): Promise<Business> {
           const owner = ownerOf(member);
           const applied: Applied = owner !== undefined && owner !== id ? { state: 'SKIPPED', reason: `duplicate-of:${owner}` } : await applyOne(deps, tx, member, batches, now);
           if (applied.state === 'RETRY') {
-            cutResult = { ...member, todo: { do: 'retry', failure: applied.failure } };
+            cut = { ref: member, failure: applied.failure };
             break;
           }
-          outcomes.push({ msgId: id, state: applied.state, reason: applied.reason, kind: member.kind, identityKey: owner === id ? member.bindKey : null });
+          outcomes.push({ msgId: id, state: applied.state, reason: applied.reason, kind: member.kind, identityKey: owner === id ? member.identityToBind : null });
           for (const flid of applied.mirror ?? []) mirror.add(flid);
           for (const task of applied.wake ?? []) wake.add(task);
           if (applied.counts) counts.push(applied.counts);
@@ -471,12 +502,12 @@ async function business(deps: PumpDeps, members: Member[]): Promise<Business> {
         if (count === 0) throw new NothingToCommit();
         const known = new Map<string, unknown>();
         for (const batch of batches.values()) {
-          const finished = await batch.finish();
-          for (const task of finished.wake) wake.add(task);
-          for (const [flid, state] of finished.states ?? []) known.set(flid, state);
+          const written = await batch.write();
+          for (const task of written.wake) wake.add(task);
+          for (const [flid, state] of written.states ?? []) known.set(flid, state);
         }
         await T.recordApplied(tx, outcomes, now, wake);
-        return { count, cut: cutResult, mirror: [...mirror], counts, known, batches: [...batches.values()] };
+        return { count, cut, mirror: [...mirror], counts, known, batches: [...batches.values()] };
       })
       .then((result) => {
         for (const batch of result.batches) batch.committed?.();
@@ -484,9 +515,29 @@ async function business(deps: PumpDeps, members: Member[]): Promise<Business> {
       });
   } catch (err) {
     deps.registry.resetDomains();
-    if (err instanceof NothingToCommit) return { count: 0, cut: cutResult, mirror: [], counts: [], known: new Map(), batches: [] };
+    if (err instanceof NothingToCommit) return { count: 0, cut, mirror: [], counts: [], known: new Map(), batches: [] };
     throw err;
   }
+}
+
+/** Each batch domain of the batch opened once, with everything its messages address loaded up front. */
+async function openDomains(deps: PumpDeps, tx: Parameters<Handler>[0]['tx'], members: Member[], now: Date): Promise<Map<BatchDomain<unknown>, DomainBatch<unknown>>> {
+  const byDomain = new Map<BatchDomain<unknown>, { cmds: unknown[]; recovered: number[] }>();
+  for (const member of members) {
+    const work = workOf(member.todo);
+    if (!work) continue;
+    let mine = byDomain.get(work.domain);
+    if (!mine) byDomain.set(work.domain, (mine = { cmds: [], recovered: [] }));
+    mine.cmds.push(work.cmd);
+    if (member.todo.do === 'recover') mine.recovered.push(member.h.msg_id);
+  }
+  const batches = new Map<BatchDomain<unknown>, DomainBatch<unknown>>();
+  for (const [domain, mine] of byDomain) {
+    const batch = domain.open({ tx, now, airport: deps.airport, log: deps.log });
+    await batch.preload(mine.cmds, mine.recovered);
+    batches.set(domain, batch);
+  }
+  return batches;
 }
 
 type Applied = { state: T.TerminalState; reason: string | null; mirror?: string[]; wake?: string[]; counts?: AfterCommitCounts } | { state: 'RETRY'; failure: Failure };
@@ -495,24 +546,22 @@ type Applied = { state: T.TerminalState; reason: string | null; mirror?: string[
 async function applyOne(deps: PumpDeps, tx: Parameters<Handler>[0]['tx'], member: Member, batches: Map<BatchDomain<unknown>, DomainBatch<unknown>>, now: Date): Promise<Applied> {
   const todo = member.todo;
   switch (todo.do) {
-    case 'finish':
+    case 'recover':
       // applied before (crash after its business commit): its flights, from the current state
       return {
         state: member.h.applied_state!,
         reason: member.h.applied_reason,
-        mirror: todo.domain ? await batches.get(todo.domain)!.addressed({ msgId: member.h.msg_id, cmd: todo.cmd }) : [],
+        mirror: todo.work ? await batches.get(todo.work.domain)!.addressed({ msgId: member.h.msg_id, cmd: todo.work.cmd }) : [],
       };
     case 'outcome':
       return { state: todo.state, reason: todo.reason };
-    case 'retry':
-      return { state: 'RETRY', failure: todo.failure };
-    case 'domain':
+    case 'apply':
       try {
         return fromHandler(
-          await batches.get(todo.domain)!.apply({
+          await batches.get(todo.work.domain)!.apply({
             msgId: member.h.msg_id,
             env: member.env!,
-            cmd: todo.cmd,
+            cmd: todo.work.cmd,
             get log() {
               return logOf(deps, member);
             },
@@ -523,7 +572,7 @@ async function applyOne(deps: PumpDeps, tx: Parameters<Handler>[0]['tx'], member
       }
     case 'tx': {
       // a savepoint per message: a skip or a failure takes back its writes and nothing else
-      await pgRun(tx, ProcState.savepointMessage);
+      await pgRun(tx, Tx.savepoint);
       let result: Applied;
       try {
         result = fromHandler(
@@ -541,7 +590,7 @@ async function applyOne(deps: PumpDeps, tx: Parameters<Handler>[0]['tx'], member
       } catch (err) {
         result = fromError(err);
       }
-      await pgRun(tx, result.state === 'SUCCEEDED' ? ProcState.releaseMessage : ProcState.rollbackMessage);
+      await pgRun(tx, result.state === 'SUCCEEDED' ? Tx.releaseSavepoint : Tx.rollbackToSavepoint);
       return result;
     }
   }
@@ -552,16 +601,16 @@ function fromHandler(o: HandlerOutcome): Applied {
   return { state: 'SUCCEEDED', reason: null, mirror: o.mirror, wake: o.wake, counts: o.counts };
 }
 
-/** A failure inside the business transaction: the message's own (an outcome), or retryable (ends the batch). */
+/** A failure inside the business transaction: the message's own (its outcome), or retryable (ends the batch). */
 function fromError(e: unknown): Applied {
-  const f = classify(e, 'handler');
-  if (e instanceof PipelineError && (f.cls === 'MALFORMED' || f.cls === 'PROTOCOL')) return { state: 'DEAD', reason: `${f.cls}: ${f.detail}` };
-  return { state: 'RETRY', failure: f };
+  const f = classify(e, 'handler', 'postgres');
+  const own = ownOutcome(f);
+  return own ? { state: own.state, reason: own.reason } : { state: 'RETRY', failure: f };
 }
 
-/** Record a failure of a message (the failure component decides FAILED or DEAD on the committed attempt count). */
-async function fail(d: PumpDeps, m: Member, f: Failure): Promise<Done> {
-  const decision = await T.recordFailure(d.session, m.h.msg_id, f, (h) => decide(f, h, d.failures), d.clock.now(), m.kind, m.bindKey);
+/** Record a failure of a message (lib/pipeline/failures.ts decides FAILED or DEAD on the committed attempt count). */
+async function fail(d: PumpDeps, m: MessageRef, f: Failure): Promise<Done> {
+  const decision = await T.recordFailure(d.session, m.h.msg_id, f, (h) => decide(f, h, d.failures), d.clock.now(), m.kind, m.identityToBind);
   if (decision.next === 'DEAD') {
     T.countTerminal('DEAD', decision.reason, d.registry.metricKindOf(m.kind));
     logOf(d, m).warn({ state: 'DEAD', reason: decision.reason }, 'message dead');
@@ -569,17 +618,18 @@ async function fail(d: PumpDeps, m: Member, f: Failure): Promise<Done> {
   return { msgId: m.h.msg_id, state: decision.next };
 }
 
-/**
- * While the head is held for INFRA: how to ask the service it failed on whether it answers again
- * (null: a failure that a probe cannot tell apart, e.g. a lock or statement timeout — it waits
- * for its backoff).
- */
-function probeOf(deps: PumpDeps, head: T.HeadRow): (() => Promise<unknown>) | null {
-  const reason = head.reason ?? '';
-  if (/inbox/i.test(reason)) return () => myRows(deps.inbox, Probe.mySelect1);
-  if (/redis/i.test(reason)) return deps.mirror.probe ? () => deps.mirror.probe!() : null;
-  if (/connect|terminat|ECONN|EPIPE|shut ?down|57P0|08\d{3}/i.test(reason)) return () => pgRun(deps.session, Probe.select1);
-  return null;
+/** How to ask a service whether it answers (null: no service to ask, or the mirror has no probe). */
+function probeOf(deps: PumpDeps, service: Service | null): (() => Promise<unknown>) | null {
+  switch (service) {
+    case 'mariadb':
+      return () => myRows(deps.inbox, Probe.mySelect1);
+    case 'redis':
+      return deps.mirror.probe ? () => deps.mirror.probe!() : null;
+    case 'postgres':
+      return () => pgRun(deps.session, Probe.select1);
+    case null:
+      return null;
+  }
 }
 
 async function answers(probe: () => Promise<unknown>, d: PumpDeps): Promise<boolean> {

@@ -1,6 +1,9 @@
-// Every PROC_STATE transition, one function each; the state machine reads from this file.
-//   enqueue → heads → identityOwners … recordApplied (outcome + identity, in the batch's business transaction)
-//   → markFinished (terminal = the applied outcome, after the Redis step)
+// Every PROC_STATE transition, one function each; the state machine reads from this file. What
+// each statement does is written once, where it is declared (lib/sql/proc-state.ts); the comments
+// here say what the function adds. In the pump's step names (docs/design.md "The pump's steps"):
+//   enqueue (intake) → heads, identityOwners (the pump chooses its batch, before its read step)
+//   → bindIdentities … recordApplied (business: outcome + identity, in the batch's one transaction)
+//   → markAppliedTerminal (terminal: the applied outcome becomes terminal, after the mirror step)
 //   | markTerminal (one message, no business transaction) | recordFailure
 //   → recordBackfill / recordBackfillFailure / abandonBackfill / resumeBackfill
 //   replay: FAILED/DEAD → PENDING
@@ -11,6 +14,7 @@ import * as ProcState from '../sql/proc-state.ts';
 import { TASK } from '../core/tasks.ts';
 import { reasonLabel, metrics } from '../runtime/metrics.ts';
 import type { Decision } from './failures.ts';
+import type { Failure } from '../core/errors.ts';
 
 export type TerminalState = ProcState.TerminalState;
 export type HeadRow = ProcState.HeadRow;
@@ -18,7 +22,7 @@ export type HeadRow = ProcState.HeadRow;
 /** The wake-up of the terminal transitions: backfill owes the inbox a processed time. */
 const BACKFILL_WAKE = [TASK.backfill];
 
-/** Intake: insert-if-absent. Returns the IDs that were new. */
+/** Intake: ProcState.enqueue (insert-if-absent). Returns the IDs that were new. */
 export async function enqueue(db: Executor, rows: { id: number; received: string | null }[], now: Date): Promise<number[]> {
   if (rows.length === 0) return [];
   const inserted = await pgRows(
@@ -32,9 +36,9 @@ export async function enqueue(db: Executor, rows: { id: number; received: string
 }
 
 /**
- * The head of queue (smallest open MSG_ID) and the open messages after it, at most `limit`, cut
- * before the first FAILED one after the head: a PENDING row is changed by the pump alone (replay
- * only touches FAILED/DEAD rows), so the pump can apply the list as one batch.
+ * The batch of the pump: ProcState.heads, cut before the first FAILED message after the head. A PENDING
+ * row is changed by the pump alone (replay only touches FAILED/DEAD rows), so the pump can apply
+ * the list as one batch.
  */
 export async function heads(db: Executor, limit: number): Promise<HeadRow[]> {
   const rows = await pgRows(db, ProcState.heads, limit);
@@ -48,12 +52,7 @@ export function countTerminal(state: TerminalState, reason: string | null, kindL
   if (reason?.startsWith('duplicate-of:')) metrics.identityDuplicates.inc();
 }
 
-/**
- * INV-6: bind once, for a batch, in one statement that never raises for a duplicate (so it runs
- * inside the business transaction). A key is bound to the first message of the batch that
- * carries it unless another message owns it already. Returns the owner of each message's key:
- * itself (bound), or another message (a duplicate). The unique constraint stays the guard.
- */
+/** INV-6, bind once: ProcState.bindIdentities. Returns the owner of each message's key (itself when bound). */
 export async function bindIdentities(db: Executor, rows: readonly { msgId: number; key: string }[], now: Date): Promise<Map<number, number>> {
   const out = new Map<number, number>();
   if (rows.length === 0) return out;
@@ -68,7 +67,7 @@ export async function bindIdentities(db: Executor, rows: readonly { msgId: numbe
   return out;
 }
 
-/** The messages that own these identity keys already (read at the start of a batch: its duplicates). */
+/** ProcState.identityOwners, each key asked once: key → the message that owns it. */
 export async function identityOwners(db: Executor, keys: readonly string[]): Promise<Map<string, number>> {
   if (keys.length === 0) return new Map();
   const owners = await pgRows(db, ProcState.identityOwners, [...new Set(keys)]);
@@ -84,12 +83,7 @@ export interface AppliedOutcome {
   identityKey: string | null;
 }
 
-/**
- * The end of a batch's business transaction, one statement: every message's outcome
- * (APPLIED_STATE: the business effect is known committed) and its identity binding, and the
- * batch's dispatcher wake-ups. The unique constraint on IDENTITY_KEY stays the guard against a
- * duplicate the batch did not see (the transaction then rolls back and is retried).
- */
+/** The end of the business step: ProcState.recordApplied. Throws when a message of the batch was no longer open. */
 export async function recordApplied(db: Executor, rows: readonly AppliedOutcome[], now: Date, wakeTasks: Iterable<string>): Promise<void> {
   const result = await pgOne(
     db,
@@ -105,20 +99,13 @@ export async function recordApplied(db: Executor, rows: readonly AppliedOutcome[
   if (result?.n !== rows.length) throw new Error(`recordApplied: ${result?.n} of ${rows.length} messages were open`);
 }
 
-/**
- * Step 3 for a batch: each message's applied outcome becomes its terminal state, with
- * TERMINAL_AT and the backfill intent, and backfill is woken — one statement. Returns what was
- * finished (a message no longer open, e.g. replayed meanwhile, is left alone).
- */
-export async function markFinished(db: Executor, msgIds: readonly number[], now: Date): Promise<{ msg_id: number; state: TerminalState; reason: string | null; kind: string | null }[]> {
+/** The terminal step: ProcState.markAppliedTerminal, waking backfill. Returns what became terminal. */
+export async function markAppliedTerminal(db: Executor, msgIds: readonly number[], now: Date): Promise<{ msg_id: number; state: TerminalState; reason: string | null; kind: string | null }[]> {
   if (msgIds.length === 0) return [];
-  return pgRows(db, ProcState.markFinished, [...msgIds], now, BACKFILL_WAKE);
+  return pgRows(db, ProcState.markAppliedTerminal, [...msgIds], now, BACKFILL_WAKE);
 }
 
-/**
- * Terminal state + TERMINAL_AT + backfill intent + backfill wake-up, one statement: an outcome
- * decided without a business transaction (a FAILED head whose attempts are used up).
- */
+/** ProcState.markTerminal, waking backfill. Throws when the message was not open. */
 export async function markTerminal(db: Executor, msgId: number, state: TerminalState, reason: string | null, now: Date, kind?: string | null): Promise<void> {
   const rows = await pgRows(db, ProcState.markTerminal, msgId, state, reason, now, kind || null, BACKFILL_WAKE);
   if (rows.length !== 1) throw new Error(`message ${msgId} was not open when marking it ${state}`);
@@ -134,7 +121,7 @@ export async function markTerminal(db: Executor, msgId: number, state: TerminalS
 export async function recordFailure(
   db: Db,
   msgId: number,
-  f: { cls: string; detail: string },
+  f: Failure,
   decideFor: (h: { attempts: number; failuresInRow: number }) => Decision,
   now: Date,
   kind: string | null,
@@ -152,41 +139,38 @@ export async function recordFailure(
       await markTerminal(tx, msgId, 'DEAD', d.reason, now, kind);
       return d;
     }
-    await pgRun(tx, ProcState.markFailed, msgId, d.reason, f.cls, d.countAttempt ? 1 : 0, now, new Date(now.getTime() + d.retryInMs), kind);
+    await pgRun(tx, ProcState.markFailed, msgId, d.reason, f.cls, d.countAttempt ? 1 : 0, now, new Date(now.getTime() + d.retryInMs), kind, f.service ?? null);
     metrics.failures.inc({ class: f.cls });
     return d;
   });
 }
 
-/** Backfill confirmed (written or already marked). */
+/** ProcState.recordBackfill. */
 export async function recordBackfill(db: Executor, ids: number[], now: Date): Promise<void> {
   if (ids.length === 0) return;
   await pgRun(db, ProcState.recordBackfill, ids, now);
 }
 
-/** Backfill transient failure: back off (the ladder's last step repeats). */
+/** ProcState.recordBackfillFailure: back off along `ladder` (ms). */
 export async function recordBackfillFailure(db: Executor, ids: number[], ladder: number[], now: Date): Promise<void> {
   if (ids.length === 0) return;
   await pgRun(db, ProcState.recordBackfillFailure, ids, now, ladder);
 }
 
-/** Abandon (MISSING_ROW | TRANSIENT_DEADLINE); abandoned ≠ backfilled. */
+/** ProcState.abandonBackfill, counted (msgx_backfill_abandoned_total). */
 export async function abandonBackfill(db: Executor, ids: number[], reason: 'MISSING_ROW' | 'TRANSIENT_DEADLINE', now: Date): Promise<void> {
   if (ids.length === 0) return;
   await pgRun(db, ProcState.abandonBackfill, ids, reason, now);
   metrics.backfillAbandoned.inc({ reason }, ids.length);
 }
 
-/** Operator: resume abandoned backfills. */
+/** Operator: ProcState.resumeBackfill. Returns the IDs resumed. */
 export async function resumeBackfill(db: Executor, sel: { ids?: number[]; reason?: 'MISSING_ROW' | 'TRANSIENT_DEADLINE' }, now: Date): Promise<number[]> {
   const rows = await pgRows(db, ProcState.resumeBackfill, sel.ids ?? null, sel.reason || null, now);
   return rows.map((r) => r.msg_id);
 }
 
-/**
- * Replay: whitelisted FAILED/DEAD → PENDING, attempts and times reset, IDENTITY_KEY kept.
- * Whitelist: FAILED (any class), DEAD(EXHAUSTED); DEAD(MALFORMED|PROTOCOL) only with force.
- */
+/** Operator: ProcState.replay (its whitelist is there); `reasonPrefix` matches the start of the reason. Returns the IDs replayed. */
 export async function replay(db: Executor, sel: { ids?: number[]; state?: 'FAILED' | 'DEAD'; reasonPrefix?: string; force?: boolean }, now: Date): Promise<number[]> {
   const rows = await pgRows(db, ProcState.replay, sel.ids ?? null, !!sel.force, sel.state || null, sel.reasonPrefix ? `${sel.reasonPrefix}%` : null, now);
   return rows.map((r) => r.msg_id);

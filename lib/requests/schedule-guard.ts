@@ -10,12 +10,15 @@
 import type { Executor } from '../db/statement.ts';
 import { closedRqfdExists, findOpen, markDone } from './track.ts';
 
-export type ScheduleGuardResult = { apply: true; operationDay: string | null } | { apply: false; reason: 'late-response' | 'no-open-request' };
+/** Apply it, to this operation day; or skip it, with this reason. */
+export type ScheduleGuardResult = { apply: true; operationDay: string } | { apply: false; reason: 'late-response' | 'no-open-request' };
 
 export async function scheduleResponseGuard(tx: Executor, a: { styp: 'DNLD' | 'RESP'; operationDay: string | null; msgId: number; now: Date }): Promise<ScheduleGuardResult> {
   const open = await findOpen(tx, 'RQFD', { lock: true });
   if (a.styp === 'DNLD') {
-    if (open && a.operationDay !== null && open.operationDay === a.operationDay) await markDone(tx, open.id, a.msgId, a.now);
+    // a DNLD without a day (RECS=0) has nothing to apply to
+    if (a.operationDay === null) return { apply: false, reason: 'no-open-request' };
+    if (open && open.operationDay === a.operationDay) await markDone(tx, open.id, a.msgId, a.now);
     return { apply: true, operationDay: a.operationDay };
   }
   const day = a.operationDay ?? open?.operationDay ?? null;

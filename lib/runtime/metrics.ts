@@ -49,7 +49,7 @@ export const metrics = {
   processingSeconds: new Histogram({
     registers,
     name: 'msgx_message_processing_seconds',
-    help: 'processOne duration',
+    help: "The pump's wall time per message applied: its batch's read to terminal steps, divided by the messages the batch applied",
     labelNames: ['kind'] as const,
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
   }),

@@ -30,3 +30,11 @@ export const archive = pgStatement<[flids: string[], versions: number[], days: (
    select u.flid, u.v, u.day, u.st, u.rule, u.js, $7::timestamptz
    from unnest($1::text[], $2::integer[], $3::date[], $4::text[], $5::text[], $6::jsonb[]) as u(flid, v, day, st, rule, js)`,
 );
+
+// ---- lib/flight/as-of.ts
+
+/** The archived states of flight $1 (complete state JSON, archive time, rule), in version order. */
+export const asOfArchived = pgStatement<[flid: string], { state_version: number; purge_rule: string; state: Record<string, unknown>; archived_at: Date }>(
+  'history.as_of_archived',
+  `select state_version, purge_rule, state, archived_at from flight_history where flid = $1::text order by state_version`,
+);

@@ -1,6 +1,6 @@
 // SQL of graphile-worker's queue (graphile_worker.*): wake-ups and job queue reads. Statement
 // conventions: lib/db/statement.ts. Wake-ups that ride inside another table's statement (the
-// pump's PROC_STATE transitions) are in that table's file (lib/sql/proc-state.ts).
+// pump's PROC_STATE transitions) are in that table's file (lib/sql/proc-state.ts, WAKE).
 import { pgStatement } from '../db/statement.ts';
 
 // ---- lib/pipeline/transitions.ts

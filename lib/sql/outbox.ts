@@ -217,36 +217,6 @@ export const oldestPendingAge = pgStatement<[target: OutboxTarget], { age: numbe
    where target = $1::text and state = 'PENDING' order by event_id limit 1`,
 );
 
-// ---- lib/api/console.ts
-
-/** The first $1 dead-lettered outbox events, in event order (console). */
-export const consoleDeadLetters = pgStatement<
-  [limit: number],
-  { event_id: number; target: OutboxTarget; flid: string; state_version: number; attempts: number; last_error: string | null; created_at: Date; held: number }
->(
-  'outbox.console_dead_letters',
-  `select d.event_id, d.target, d.flid, d.state_version, d.attempts, d.last_error, d.created_at,
-     (select count(*)::int from msg_event h where h.flid = d.flid and h.target = 'msg' and d.target = 'msg'
-        and h.event_id > d.event_id and h.state = 'PENDING') as held
-     from msg_event d where d.state = 'DEAD' order by d.event_id limit $1`,
-);
-
-/** PENDING outbox events per target (console). */
-export const consolePendingByTarget = pgStatement<[], { target: string; n: number }>(
-  'outbox.console_pending_by_target',
-  `select target, count(*)::int n from msg_event where state = 'PENDING' group by target order by target`,
-);
-
-// ---- lib/api/console-data.ts
-
-/** Outbox events PENDING now or sent since $1 (the last hour series of the console). */
-export const lastHourEvents = pgStatement<[from: Date], { state: string; created_at: Date; sent_at: Date | null }>(
-  'outbox.last_hour_events',
-  `select state, created_at, sent_at from msg_event where state = 'PENDING'
-   union all
-   select state, created_at, sent_at from msg_event where state = 'SENT' and sent_at >= $1::timestamptz and target in ('msg', 'schd')`,
-);
-
 // ---- lib/flight/store.ts
 // (The pump's batch write also writes MSG_EVENT, inside flight.write_batch: lib/sql/flight.ts.)
 

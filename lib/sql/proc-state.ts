@@ -1,12 +1,17 @@
 // SQL of PROC_STATE (a message's processing state), PROC_ATTEMPT (its failed attempts) and
-// INTAKE_CURSOR (intake's watermark and gaps). Statement conventions: lib/db/statement.ts.
-// Wake-ups of graphile-worker tasks ride inside the statements that make them due (WAKE below).
+// INTAKE_CURSOR (intake's watermark and gaps), by what the statements do: intake's inserts, the
+// pump's batch, business, terminal and failure statements, backfill, operator commands,
+// gauges, retention. Statement conventions: lib/db/statement.ts. Wake-ups of graphile-worker
+// tasks ride inside the statements that make them due (WAKE below). The console's reads of
+// PROC_STATE are in lib/sql/console.ts, the message trace's in lib/sql/trace.ts, the pump's
+// savepoints in lib/sql/tx.ts.
+import type { Service } from '../core/errors.ts';
 import { PER_EXECUTION, pgStatement } from '../db/statement.ts';
 
-// Statements whose filters are optional (`$n is null or …`: operator selections, console and ops
-// lists) are planned with their values on every run (PER_EXECUTION, lib/db/statement.ts): a
-// generic plan cannot drop the filters that are null, so it reads all of PROC_STATE even for ten
-// IDs or a page below a cursor. They run rarely (a command, a page view): planning costs nothing.
+// Statements whose filters are optional (`$n is null or …`: the operator selections below) are
+// planned with their values on every run (PER_EXECUTION, lib/db/statement.ts): a generic plan
+// cannot drop the filters that are null, so it reads all of PROC_STATE even for ten IDs. They run
+// rarely (an operator's command): planning costs nothing.
 
 export type TerminalState = 'SUCCEEDED' | 'SKIPPED' | 'DEAD';
 export type OpenState = 'PENDING' | 'FAILED';
@@ -50,9 +55,21 @@ const WAKE = (param: string) =>
   `case when cardinality(${param}::text[]) > 0 then (select count(*) from graphile_worker.add_jobs(
      array(select (t, '{}'::json, null, null, null, t, null, null)::graphile_worker.job_spec from unnest(${param}::text[]) as t))) end`;
 
-// ---- transitions (lib/pipeline/transitions.ts)
+// ---- intake: new messages in, and its cursor (lib/pipeline/intake.ts)
 
-/** Intake: inserts the messages not yet known (insert-if-absent); returns the IDs that were new. */
+export interface IntakeCursorRow {
+  watermark: number;
+  full_scan_from: number | null;
+  full_scan_at: Date | null;
+  gap_id: number | null;
+  gap_seen_at: Date | null;
+  /** Open gaps, each with its first sighting (ISO time). */
+  gaps: { lo: number; hi: number; seen: string }[];
+  /** Gaps moved past (ISO time), rechecked for late rows. */
+  passed_gaps: { lo: number; hi: number; at: string }[];
+}
+
+/** Inserts the messages not yet known (insert-if-absent); returns the IDs that were new. */
 export const enqueue = pgStatement<[msgIds: number[], received: (string | null)[], now: Date], { msg_id: number }>(
   'proc_state.enqueue',
   `insert into proc_state (msg_id, received_at, enqueued_at, updated_at)
@@ -63,6 +80,28 @@ export const enqueue = pgStatement<[msgIds: number[], received: (string | null)[
    returning msg_id`,
 );
 
+/** The lowest unterminated (PENDING/FAILED) message (null: none): where intake's full scan starts. */
+export const lowestOpen = pgStatement<[], { lo: number | null }>('proc_state.lowest_open', `select min(msg_id)::bigint as lo from proc_state where state in ('PENDING', 'FAILED')`);
+
+/** Intake's cursor (its one row). */
+export const intakeCursor = pgStatement<[], IntakeCursorRow>(
+  'proc_state.intake_cursor',
+  'select watermark, full_scan_from, full_scan_at, gap_id, gap_seen_at, gaps, passed_gaps from intake_cursor where id = 1',
+);
+
+/** Saves intake's cursor (gaps as JSON text). */
+export const saveIntakeCursor = pgStatement<
+  [watermark: number, fullScanFrom: number | null, fullScanAt: Date | null, gapId: number | null, gapSeenAt: Date | null, gapsJson: string, passedGapsJson: string]
+>(
+  'proc_state.save_intake_cursor',
+  `update intake_cursor set watermark = $1::bigint, full_scan_from = $2::bigint, full_scan_at = $3::timestamptz, gap_id = $4::bigint,
+                            gap_seen_at = $5::timestamptz, gaps = $6::jsonb, passed_gaps = $7::jsonb
+    where id = 1`,
+);
+
+// ---- the pump's batch, chosen before its read step (docs/design.md "The pump's steps"): the open
+// messages from the head on, and the owners of their identities
+
 export interface HeadRow {
   msg_id: number;
   state: OpenState;
@@ -72,6 +111,8 @@ export interface HeadRow {
   failing_since: Date | null;
   next_attempt_at: Date | null;
   error_class: string | null;
+  /** The service of its last INFRA failure when a probe can tell it answers again (lib/pipeline/failures.ts probeTarget). */
+  error_service: Service | null;
   enqueued_at: Date;
   kind: string | null;
   reason: string | null;
@@ -83,9 +124,17 @@ export interface HeadRow {
 /** The open messages (PENDING/FAILED) from the head of queue on, at most $1, in MSG_ID order. */
 export const heads = pgStatement<[limit: number], HeadRow>(
   'proc_state.heads',
-  `select msg_id, state, identity_key, attempts, failures_in_row, failing_since, next_attempt_at, error_class, enqueued_at, kind, reason, applied_state, applied_reason
+  `select msg_id, state, identity_key, attempts, failures_in_row, failing_since, next_attempt_at, error_class, error_service, enqueued_at, kind, reason, applied_state, applied_reason
      from proc_state where state in ('PENDING', 'FAILED') order by msg_id limit $1`,
 );
+
+/** The messages that own these identity keys already (read at the start of a batch: its duplicates). */
+export const identityOwners = pgStatement<[keys: string[]], { identity_key: string; msg_id: number }>(
+  'proc_state.identity_owners',
+  'select identity_key, msg_id from proc_state where identity_key = any($1::text[])',
+);
+
+// ---- the pump's business step: inside its one transaction
 
 /**
  * INV-6: binds identities for a batch in one statement that never raises for a duplicate (so it
@@ -105,16 +154,12 @@ export const bindIdentities = pgStatement<[msgIds: number[], keys: string[], now
    from req r join firsts f on f.key = r.key left join owner o on o.key = r.key`,
 );
 
-/** The messages that own these identity keys already (read at the start of a batch: its duplicates). */
-export const identityOwners = pgStatement<[keys: string[]], { identity_key: string; msg_id: number }>(
-  'proc_state.identity_owners',
-  'select identity_key, msg_id from proc_state where identity_key = any($1::text[])',
-);
-
 /**
  * The end of a batch's business transaction, one statement: every message's outcome
  * (APPLIED_STATE: the business effect is known committed) and its identity binding, and the
- * batch's dispatcher wake-ups ($7). n = the messages that were open.
+ * batch's dispatcher wake-ups ($7). n = the messages that were open. The unique constraint on
+ * IDENTITY_KEY stays the guard against a duplicate the batch did not see (the transaction then
+ * rolls back and is retried).
  */
 export const recordApplied = pgStatement<
   [msgIds: number[], states: TerminalState[], reasons: (string | null)[], kinds: (string | null)[], identityKeys: (string | null)[], now: Date, wakeTasks: string[]],
@@ -129,13 +174,19 @@ export const recordApplied = pgStatement<
    select (select count(*) from a)::int as n, ${WAKE('$7')} as woken`,
 );
 
+// ---- the pump's terminal step
+
 /**
- * Step 3 for a batch: each message's applied outcome becomes its terminal state, with
- * TERMINAL_AT and the backfill intent, and the tasks of $3 (backfill) are woken when any message
- * finished. A message no longer open (e.g. replayed meanwhile) is left alone.
+ * The pump's terminal step for a batch: each message's applied outcome becomes its terminal
+ * state, with TERMINAL_AT and the backfill intent, and the tasks of $3 (backfill) are woken when
+ * any message finished. Returns what was finished; a message no longer open (e.g. replayed
+ * meanwhile) is left alone.
  */
-export const markFinished = pgStatement<[msgIds: number[], now: Date, wakeTasks: string[]], { msg_id: number; state: TerminalState; reason: string | null; kind: string | null; woken: number | null }>(
-  'proc_state.mark_finished',
+export const markAppliedTerminal = pgStatement<
+  [msgIds: number[], now: Date, wakeTasks: string[]],
+  { msg_id: number; state: TerminalState; reason: string | null; kind: string | null; woken: number | null }
+>(
+  'proc_state.mark_applied_terminal',
   `with t as (
      update proc_state set state = applied_state, reason = applied_reason, terminal_at = $2::timestamptz, backfill_next_at = $2::timestamptz,
                            next_attempt_at = null, updated_at = $2::timestamptz
@@ -144,18 +195,8 @@ export const markFinished = pgStatement<[msgIds: number[], now: Date, wakeTasks:
    select t.*, ${WAKE('$3')} as woken from t order by msg_id`,
 );
 
-/**
- * One open message → terminal state + TERMINAL_AT + backfill intent + wake-up of the tasks of $6
- * (backfill), one statement: an outcome decided without a business transaction.
- */
-export const markTerminal = pgStatement<[msgId: number, state: TerminalState, reason: string | null, now: Date, kind: string | null, wakeTasks: string[]], { msg_id: number; woken: number | null }>(
-  'proc_state.mark_terminal',
-  `with t as (
-     update proc_state set state = $2::text, reason = $3::text, terminal_at = $4::timestamptz, backfill_next_at = $4::timestamptz, next_attempt_at = null,
-                           updated_at = $4::timestamptz, kind = coalesce($5::text, kind)
-     where msg_id = $1::bigint and state in ('PENDING', 'FAILED') returning msg_id)
-   select t.msg_id, ${WAKE('$6')} as woken from t`,
-);
+// ---- a failed attempt (lib/pipeline/transitions.ts recordFailure), and an outcome decided
+// without a business transaction
 
 /** The attempt counts of a message, its row locked (a failure is decided on the count as committed). */
 export const lockForFailure = pgStatement<[msgId: number], { attempts: number; failures_in_row: number }>(
@@ -175,104 +216,30 @@ export const countFinalAttempt = pgStatement<[msgId: number, add: number, errorC
   'update proc_state set attempts = attempts + $2::int, error_class = $3::text where msg_id = $1::bigint',
 );
 
-/** An open message → FAILED with its reason, class, counts ($4: attempt counted, 1 or 0) and next attempt time. */
-export const markFailed = pgStatement<[msgId: number, reason: string, errorClass: string, add: number, now: Date, nextAttemptAt: Date, kind: string | null]>(
+/** An open message → FAILED with its reason, class, service ($8, null: none to probe), counts ($4: attempt counted, 1 or 0) and next attempt time. */
+export const markFailed = pgStatement<[msgId: number, reason: string, errorClass: string, add: number, now: Date, nextAttemptAt: Date, kind: string | null, service: Service | null]>(
   'proc_state.mark_failed',
-  `update proc_state set state = 'FAILED', reason = $2::text, error_class = $3::text, attempts = attempts + $4::int,
+  `update proc_state set state = 'FAILED', reason = $2::text, error_class = $3::text, error_service = $8::text, attempts = attempts + $4::int,
                          failures_in_row = failures_in_row + 1, failing_since = coalesce(failing_since, $5::timestamptz),
                          next_attempt_at = $6::timestamptz, updated_at = $5::timestamptz, kind = coalesce($7::text, kind)
     where msg_id = $1::bigint and state in ('PENDING', 'FAILED')`,
 );
 
-/** Backfill confirmed (written or already marked) for these messages. */
-export const recordBackfill = pgStatement<[msgIds: number[], now: Date]>(
-  'proc_state.record_backfill',
-  'update proc_state set backfill_at = $2::timestamptz, updated_at = $2::timestamptz where msg_id = any($1::bigint[]) and backfill_at is null',
-);
-
-/** Backfill transient failure: the next try after the ladder's step ($3, ms) for the attempt; its last step repeats. */
-export const recordBackfillFailure = pgStatement<[msgIds: number[], now: Date, ladderMs: number[]]>(
-  'proc_state.record_backfill_failure',
-  `update proc_state set backfill_attempts = backfill_attempts + 1,
-                         backfill_next_at = $2::timestamptz + ((($3::bigint[])[least(backfill_attempts + 1, cardinality($3::bigint[]))]) || ' milliseconds')::interval,
-                         updated_at = $2::timestamptz
-    where msg_id = any($1::bigint[])`,
-);
-
-/** Abandons the backfill of these messages ($2: MISSING_ROW | TRANSIENT_DEADLINE); abandoned ≠ backfilled. */
-export const abandonBackfill = pgStatement<[msgIds: number[], reason: AbandonReason, now: Date]>(
-  'proc_state.abandon_backfill',
-  `update proc_state set backfill_abandoned_at = $3::timestamptz, backfill_abandoned_reason = $2::text, updated_at = $3::timestamptz
-    where msg_id = any($1::bigint[]) and backfill_at is null`,
-);
-
-/** Operator: resumes abandoned backfills, optionally only of these IDs ($1) and/or this reason ($2). */
-export const resumeBackfill = pgStatement<[msgIds: number[] | null, reason: AbandonReason | null, now: Date], { msg_id: number }>(
-  'proc_state.resume_backfill',
-  `update proc_state set backfill_abandoned_at = null, backfill_abandoned_reason = null, backfill_attempts = 0, backfill_next_at = $3::timestamptz, updated_at = $3::timestamptz
-    where backfill_abandoned_at is not null
-      and not (state = 'DEAD' and reason = 'MALFORMED: raw-missing') -- never applied: never marked processed
-      and ($1::bigint[] is null or msg_id = any($1::bigint[]))
-      and ($2::text is null or backfill_abandoned_reason = $2::text)
-   returning msg_id`,
-  PER_EXECUTION,
-);
-
 /**
- * Replay: whitelisted FAILED/DEAD → PENDING, attempts and times reset, IDENTITY_KEY kept.
- * Whitelist: FAILED (any class), DEAD(EXHAUSTED); DEAD(MALFORMED|PROTOCOL) only with force ($2).
- * Optional selections: IDs ($1), state ($3), reason LIKE pattern ($4).
+ * One open message → terminal state + TERMINAL_AT + backfill intent + wake-up of the tasks of $6
+ * (backfill), one statement: an outcome decided without a business transaction (e.g. a FAILED
+ * head whose attempts are used up, or a failure that makes the message DEAD).
  */
-export const replay = pgStatement<[msgIds: number[] | null, force: boolean, state: 'FAILED' | 'DEAD' | null, reasonLike: string | null, now: Date], { msg_id: number }>(
-  'proc_state.replay',
-  `update proc_state set state = 'PENDING', reason = null, error_class = null, attempts = 0, failures_in_row = 0, failing_since = null,
-                         next_attempt_at = null, terminal_at = null, backfill_next_at = null, backfill_at = null, backfill_attempts = 0,
-                         backfill_abandoned_at = null, backfill_abandoned_reason = null, applied_state = null, applied_reason = null,
-                         updated_at = $5::timestamptz
-    where (state = 'FAILED'
-           or (state = 'DEAD' and reason like 'EXHAUSTED%')
-           or ($2::boolean and state = 'DEAD' and (reason like 'MALFORMED%' or reason like 'PROTOCOL%')))
-      and ($1::bigint[] is null or msg_id = any($1::bigint[]))
-      and ($3::text is null or state = $3::text)
-      and ($4::text is null or reason like $4::text)
-   returning msg_id`,
-  PER_EXECUTION,
+export const markTerminal = pgStatement<[msgId: number, state: TerminalState, reason: string | null, now: Date, kind: string | null, wakeTasks: string[]], { msg_id: number; woken: number | null }>(
+  'proc_state.mark_terminal',
+  `with t as (
+     update proc_state set state = $2::text, reason = $3::text, terminal_at = $4::timestamptz, backfill_next_at = $4::timestamptz, next_attempt_at = null,
+                           updated_at = $4::timestamptz, kind = coalesce($5::text, kind)
+     where msg_id = $1::bigint and state in ('PENDING', 'FAILED') returning msg_id)
+   select t.msg_id, ${WAKE('$6')} as woken from t`,
 );
 
-// ---- lib/pipeline/intake.ts
-
-export interface IntakeCursorRow {
-  watermark: number;
-  full_scan_from: number | null;
-  full_scan_at: Date | null;
-  gap_id: number | null;
-  gap_seen_at: Date | null;
-  /** Open gaps, each with its first sighting (ISO time). */
-  gaps: { lo: number; hi: number; seen: string }[];
-  /** Gaps moved past (ISO time), rechecked for late rows. */
-  passed_gaps: { lo: number; hi: number; at: string }[];
-}
-
-/** Intake's cursor (its one row). */
-export const intakeCursor = pgStatement<[], IntakeCursorRow>(
-  'proc_state.intake_cursor',
-  'select watermark, full_scan_from, full_scan_at, gap_id, gap_seen_at, gaps, passed_gaps from intake_cursor where id = 1',
-);
-
-/** Saves intake's cursor (gaps as JSON text). */
-export const saveIntakeCursor = pgStatement<
-  [watermark: number, fullScanFrom: number | null, fullScanAt: Date | null, gapId: number | null, gapSeenAt: Date | null, gapsJson: string, passedGapsJson: string]
->(
-  'proc_state.save_intake_cursor',
-  `update intake_cursor set watermark = $1::bigint, full_scan_from = $2::bigint, full_scan_at = $3::timestamptz, gap_id = $4::bigint,
-                            gap_seen_at = $5::timestamptz, gaps = $6::jsonb, passed_gaps = $7::jsonb
-    where id = 1`,
-);
-
-/** The lowest unterminated (PENDING/FAILED) message (null: none): where intake's full scan starts. */
-export const lowestOpen = pgStatement<[], { lo: number | null }>('proc_state.lowest_open', `select min(msg_id)::bigint as lo from proc_state where state in ('PENDING', 'FAILED')`);
-
-// ---- lib/pipeline/backfill.ts
+// ---- backfill (lib/pipeline/backfill.ts): what is owed, and its outcome
 
 /**
  * Backfill candidates: terminal, neither backfilled nor abandoned, due ($1) or overdue (terminal
@@ -301,7 +268,29 @@ export const backfillGauges = pgStatement<[maxAttempts: number], { pending: numb
     where state in ('SUCCEEDED', 'SKIPPED', 'DEAD') and backfill_at is null and backfill_abandoned_at is null`,
 );
 
-// ---- lib/pipeline/operator.ts
+/** Backfill confirmed (written or already marked) for these messages. */
+export const recordBackfill = pgStatement<[msgIds: number[], now: Date]>(
+  'proc_state.record_backfill',
+  'update proc_state set backfill_at = $2::timestamptz, updated_at = $2::timestamptz where msg_id = any($1::bigint[]) and backfill_at is null',
+);
+
+/** Backfill transient failure: the next try after the ladder's step ($3, ms) for the attempt; its last step repeats. */
+export const recordBackfillFailure = pgStatement<[msgIds: number[], now: Date, ladderMs: number[]]>(
+  'proc_state.record_backfill_failure',
+  `update proc_state set backfill_attempts = backfill_attempts + 1,
+                         backfill_next_at = $2::timestamptz + ((($3::bigint[])[least(backfill_attempts + 1, cardinality($3::bigint[]))]) || ' milliseconds')::interval,
+                         updated_at = $2::timestamptz
+    where msg_id = any($1::bigint[])`,
+);
+
+/** Abandons the backfill of these messages ($2: MISSING_ROW | TRANSIENT_DEADLINE); abandoned ≠ backfilled. */
+export const abandonBackfill = pgStatement<[msgIds: number[], reason: AbandonReason, now: Date]>(
+  'proc_state.abandon_backfill',
+  `update proc_state set backfill_abandoned_at = $3::timestamptz, backfill_abandoned_reason = $2::text, updated_at = $3::timestamptz
+    where msg_id = any($1::bigint[]) and backfill_at is null`,
+);
+
+// ---- operator commands (lib/pipeline/operator.ts): what a selection matches, then the command
 
 /** What a replay selection matches (IDs $1, state $2, reason LIKE pattern $3; null = any), in MSG_ID order. */
 export const replaySelection = pgStatement<[msgIds: number[] | null, state: 'FAILED' | 'DEAD' | null, reasonLike: string | null], { msg_id: number; state: ProcStateName; reason: string | null }>(
@@ -311,6 +300,27 @@ export const replaySelection = pgStatement<[msgIds: number[] | null, state: 'FAI
       and ($2::text is null or state = $2::text)
       and ($3::text is null or reason like $3::text)
     order by msg_id`,
+  PER_EXECUTION,
+);
+
+/**
+ * Whitelisted FAILED/DEAD → PENDING, attempts and times reset, IDENTITY_KEY kept.
+ * Whitelist: FAILED (any class), DEAD(EXHAUSTED); DEAD(MALFORMED|PROTOCOL) only with force ($2).
+ * Optional selections: IDs ($1), state ($3), reason LIKE pattern ($4).
+ */
+export const replay = pgStatement<[msgIds: number[] | null, force: boolean, state: 'FAILED' | 'DEAD' | null, reasonLike: string | null, now: Date], { msg_id: number }>(
+  'proc_state.replay',
+  `update proc_state set state = 'PENDING', reason = null, error_class = null, attempts = 0, failures_in_row = 0, failing_since = null,
+                         next_attempt_at = null, terminal_at = null, backfill_next_at = null, backfill_at = null, backfill_attempts = 0,
+                         backfill_abandoned_at = null, backfill_abandoned_reason = null, applied_state = null, applied_reason = null,
+                         updated_at = $5::timestamptz
+    where (state = 'FAILED'
+           or (state = 'DEAD' and reason like 'EXHAUSTED%')
+           or ($2::boolean and state = 'DEAD' and (reason like 'MALFORMED%' or reason like 'PROTOCOL%')))
+      and ($1::bigint[] is null or msg_id = any($1::bigint[]))
+      and ($3::text is null or state = $3::text)
+      and ($4::text is null or reason like $4::text)
+   returning msg_id`,
   PER_EXECUTION,
 );
 
@@ -327,7 +337,19 @@ export const resumeSelection = pgStatement<
   PER_EXECUTION,
 );
 
-// ---- lib/pipeline/gauges.ts
+/** Resumes abandoned backfills, optionally only of these IDs ($1) and/or this reason ($2). */
+export const resumeBackfill = pgStatement<[msgIds: number[] | null, reason: AbandonReason | null, now: Date], { msg_id: number }>(
+  'proc_state.resume_backfill',
+  `update proc_state set backfill_abandoned_at = null, backfill_abandoned_reason = null, backfill_attempts = 0, backfill_next_at = $3::timestamptz, updated_at = $3::timestamptz
+    where backfill_abandoned_at is not null
+      and not (state = 'DEAD' and reason = 'MALFORMED: raw-missing') -- never applied: never marked processed
+      and ($1::bigint[] is null or msg_id = any($1::bigint[]))
+      and ($2::text is null or backfill_abandoned_reason = $2::text)
+   returning msg_id`,
+  PER_EXECUTION,
+);
+
+// ---- gauges (lib/pipeline/gauges.ts)
 
 /** The open messages' count and the head of queue's times, state and class (head gauges); one row. */
 export const headGauges = pgStatement<[], { n: number; enqueued_at: Date | null; state: string | null; error_class: string | null; failing_since: Date | null }>(
@@ -337,7 +359,8 @@ export const headGauges = pgStatement<[], { n: number; enqueued_at: Date | null;
                                           where state in ('PENDING', 'FAILED') order by msg_id limit 1) h on true`,
 );
 
-// ---- lib/lifecycle/proc-state.ts
+// ---- retention (lib/lifecycle/): the PROC_STATE purge, orphan attempts, the inbox purge's
+// candidates, and the open messages whose flights the history purge protects
 
 /**
  * Purge candidates: messages after $1 in a state of $2 last updated before $3, backfilled unless
@@ -360,165 +383,12 @@ export const purge = pgStatement<[msgIds: number[], states: readonly string[], c
     where msg_id = any($1::bigint[]) and state = any($2::text[]) and updated_at < $3::timestamptz and ($4::boolean or backfill_at is not null)`,
 );
 
-// ---- lib/lifecycle/trace-records.ts
-
 /** Deletes up to $1 PROC_ATTEMPT rows whose message's PROC_STATE row is gone. */
 export const purgeOrphanAttempts = pgStatement<[batch: number]>(
   'proc_state.purge_orphan_attempts',
   `delete from proc_attempt where ctid = any(array(
      select a.ctid from proc_attempt a where not exists (select 1 from proc_state p where p.msg_id = a.msg_id) limit $1))`,
 );
-
-// ---- lib/api/message-trace.ts
-
-/** One message's PROC_STATE row, with its received time as text (zone-less, as stored). */
-export const traceState = pgStatement<[msgId: number], ProcStateRow & { received_local: string | null }>(
-  'proc_state.trace_state',
-  'select *, received_at::text as received_local from proc_state where msg_id = $1::bigint',
-);
-
-/** One message's failed attempts, oldest first. */
-export const traceAttempts = pgStatement<[msgId: number], { attempt_at: Date; error_class: string; detail: string | null; next_state: string }>(
-  'proc_state.trace_attempts',
-  'select attempt_at, error_class, detail, next_state from proc_attempt where msg_id = $1::bigint order by attempt_at',
-);
-
-// ---- lib/api/console.ts
-
-/** The head of queue (console). */
-export const consoleHead = pgStatement<
-  [],
-  {
-    msg_id: number;
-    state: OpenState;
-    kind: string | null;
-    reason: string | null;
-    attempts: number;
-    failures_in_row: number;
-    failing_since: Date | null;
-    next_attempt_at: Date | null;
-    enqueued_at: Date;
-  }
->(
-  'proc_state.console_head',
-  `select msg_id, state, kind, reason, attempts, failures_in_row, failing_since, next_attempt_at, enqueued_at
-     from proc_state where state in ('PENDING','FAILED') order by msg_id limit 1`,
-);
-
-/** Messages per state (console). */
-export const consoleCounts = pgStatement<[], { state: ProcStateName; n: number }>('proc_state.console_counts', 'select state, count(*)::int n from proc_state group by state order by state');
-
-/** The latest $1 DEAD/SKIPPED messages, newest first (console). */
-export const consoleProblems = pgStatement<[limit: number], { msg_id: number; state: TerminalState; kind: string | null; reason: string | null; terminal_at: Date | null }>(
-  'proc_state.console_problems',
-  `select msg_id, state, kind, reason, terminal_at from proc_state
-    where state in ('DEAD','SKIPPED') order by msg_id desc limit $1`,
-);
-
-/** The latest $1 abandoned backfills, newest first (console). */
-export const consoleAbandoned = pgStatement<
-  [limit: number],
-  {
-    msg_id: number;
-    kind: string | null;
-    state: ProcStateName;
-    reason: string | null;
-    backfill_abandoned_reason: AbandonReason | null;
-    backfill_abandoned_at: Date | null;
-    backfill_attempts: number;
-    terminal_at: Date | null;
-  }
->(
-  'proc_state.console_abandoned',
-  `select msg_id, kind, state, reason, backfill_abandoned_reason, backfill_abandoned_at, backfill_attempts, terminal_at from proc_state
-    where backfill_abandoned_at is not null order by msg_id desc limit $1`,
-);
-
-/** Rows owed a backfill (console). */
-export const consoleBackfillPending = pgStatement<[], { n: number }>(
-  'proc_state.console_backfill_pending',
-  `select count(*)::int n from proc_state where state in ('SUCCEEDED','SKIPPED','DEAD') and backfill_at is null and backfill_abandoned_at is null`,
-);
-
-// ---- lib/api/console-data.ts
-
-/**
- * The reason class of a PROC_STATE reason: the text before the first ':' (e.g. "EXHAUSTED(INTERNAL)",
- * "PROTOCOL"), at most 60 characters; '' = no reason. "MALFORMED: raw-missing" is a class of its
- * own, 'raw-missing': the message was never read (its inbox row was gone), not a wrong message.
- */
-const REASON_CLASS = `case when reason = 'MALFORMED: raw-missing' then 'raw-missing' else left(split_part(coalesce(reason, ''), ':', 1), 60) end`;
-
-/** Messages per state and reason class, the largest groups of a state first. */
-export const reasonCounts = pgStatement<[], { state: string; reason: string; n: number }>(
-  'proc_state.reason_counts',
-  `select state, ${REASON_CLASS} as reason, count(*)::int as n from proc_state group by 1, 2 order by 1, 3 desc, 2`,
-);
-
-/** A page of one state's messages ($1), of one reason class ($2; null = any), below MSG_ID $3 (null = from the newest), newest first, at most $4. */
-export const listPage = pgStatement<
-  [state: ProcStateName, reasonClass: string | null, before: number | null, limit: number],
-  {
-    msg_id: number;
-    state: ProcStateName;
-    kind: string | null;
-    reason: string | null;
-    error_class: string | null;
-    attempts: number;
-    enqueued_at: Date;
-    terminal_at: Date | null;
-    backfill_at: Date | null;
-    backfill_abandoned_reason: AbandonReason | null;
-  }
->(
-  'proc_state.list_page',
-  `select msg_id, state, kind, reason, error_class, attempts, enqueued_at, terminal_at, backfill_at, backfill_abandoned_reason
-     from proc_state
-    where state = $1::text
-      and ($2::text is null or ${REASON_CLASS} = $2::text)
-      and ($3::bigint is null or msg_id < $3::bigint)
-    order by msg_id desc
-    limit $4`,
-  PER_EXECUTION,
-);
-
-/** PROC_STATE rows open now or terminal and touched since $2, with the received time as an instant in zone $1 (last hour series). */
-export const lastHour = pgStatement<[timeZone: string, from: Date], { state: string; enqueued_at: Date; terminal_at: Date | null; received: Date | null }>(
-  'proc_state.last_hour',
-  `select state, enqueued_at, terminal_at, (received_at at time zone $1::text) as received
-     from proc_state
-    where state in ('PENDING', 'FAILED') or (updated_at >= $2::timestamptz and state in ('SUCCEEDED', 'SKIPPED', 'DEAD'))`,
-);
-
-// ---- lib/api/ops-routes.ts
-
-/** The latest $2 PROC_STATE rows, of state $1 (null = any), newest first. */
-/**
- * Recent rows, newest first (GET /ops/messages). The inbox's received time is stored zone-less
- * (airport wall time): it is returned as an instant read in the airport's zone $3, so that its
- * JSON (UTC, Z) is true like every other time of the API.
- */
-export const recentMessages = pgStatement<[state: ProcStateName | null, limit: number, timeZone: string], Omit<ProcStateRow, 'received_at'> & { received_at: Date | null }>(
-  'proc_state.recent_messages',
-  `select msg_id, identity_key, state, reason, error_class, kind, attempts, failures_in_row, failing_since, next_attempt_at,
-          (received_at at time zone $3::text) as received_at, enqueued_at, terminal_at, backfill_next_at, backfill_at, backfill_attempts,
-          backfill_abandoned_at, backfill_abandoned_reason, updated_at, applied_state, applied_reason
-     from proc_state where ($1::text is null or state = $1::text) order by msg_id desc limit $2`,
-  PER_EXECUTION,
-);
-
-// ---- lib/pipeline/pump.ts
-
-// A transaction handler runs in a savepoint of the batch's business transaction: a skip or a
-// failure takes back its writes and nothing else.
-/** Opens the savepoint of one message of the batch. */
-export const savepointMessage = pgStatement('proc_state.savepoint_message', 'savepoint msgx_message');
-/** Keeps the message's writes (it succeeded). */
-export const releaseMessage = pgStatement('proc_state.release_message', 'release savepoint msgx_message');
-/** Takes the message's writes back (skipped or failed). */
-export const rollbackMessage = pgStatement('proc_state.rollback_message', 'rollback to savepoint msgx_message');
-
-// ---- lib/lifecycle/inbox.ts
 
 /**
  * Inbox retention candidates: messages after $1 in a terminal state of $2 whose backfill
@@ -531,19 +401,17 @@ export const inboxPurgeCandidates = pgStatement<[after: number, terminal: readon
     order by msg_id limit $4::int`,
 );
 
-// ---- lib/flight/timeline.ts
-
-/** Kind, state and reception time (the zone-less local DATETIME as text) of the messages $1. */
-export const timelineMessages = pgStatement<[msgIds: number[]], { msg_id: number; kind: string | null; state: string; received: string | null }>(
-  'proc_state.timeline_messages',
-  'select msg_id, kind, state, received_at::text as received from proc_state where msg_id = any($1::bigint[])',
-);
-
-// ---- lib/lifecycle/flights.ts
-
 /**
  * The open messages (PENDING/FAILED). The states are written in the text, not a parameter: the
  * generic plan of `state = any($1)` cannot know the states are the rare open ones and reads all
  * of PROC_STATE; `state in ('PENDING', 'FAILED')` reads the open-message index (proc_state_open).
  */
 export const openIds = pgStatement<[], { msg_id: number }>('proc_state.open_ids', "select msg_id from proc_state where state in ('PENDING', 'FAILED')");
+
+// ---- the flight timeline (lib/flight/timeline.ts)
+
+/** Kind, state and reception time (the zone-less local DATETIME as text) of the messages $1. */
+export const timelineMessages = pgStatement<[msgIds: number[]], { msg_id: number; kind: string | null; state: string; received: string | null }>(
+  'proc_state.timeline_messages',
+  'select msg_id, kind, state, received_at::text as received from proc_state where msg_id = any($1::bigint[])',
+);

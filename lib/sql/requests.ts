@@ -113,15 +113,3 @@ export const countByState = pgStatement<[], { state: ReqTrackRow['state']; n: nu
 
 /** Retention (msgx.req-track.retention): removes closed rows closed before $1. */
 export const deleteClosedBefore = pgStatement<[cutoff: Date]>('requests.delete_closed_before', `delete from req_track where closed_at is not null and closed_at < $1::timestamptz`);
-
-// ---- lib/api/console.ts
-
-/** The open (PENDING/SENT) requests, oldest first (console). */
-export const consoleOpenRequests = pgStatement<
-  [],
-  { id: number; kind: 'RQRD' | 'RQFD'; rtype: string | null; operation_day: string | null; state: 'PENDING' | 'SENT'; created_at: Date; sent_at: Date | null }
->(
-  'requests.console_open_requests',
-  `select id, kind, rtype, operation_day::text as operation_day, state, created_at, sent_at from req_track
-    where state in ('PENDING','SENT') order by id`,
-);

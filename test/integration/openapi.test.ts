@@ -120,6 +120,11 @@ describe('GET /openapi.json', () => {
     await waitFor('flight 101 applied by the pump', async () => (await fetch(`http://127.0.0.1:${api.port}/flights/101`)).ok, 60_000, 250);
     expect((await call('get', '/flights/{flid}', '/flights/101')).json).toMatchObject({ FLID: '101' });
     expect((await call('get', '/flights/{flid}', '/flights/999')).status).toBe(404);
+    // as of a moment: the version made at its UPDATED_AT; before the flight existed; a bad moment
+    const f101 = (await call('get', '/flights/{flid}', '/flights/101')).json;
+    expect((await call('get', '/flights/{flid}', `/flights/101?asOf=${encodeURIComponent(f101.UPDATED_AT)}`)).json).toMatchObject({ FLID: '101', AS_OF: { stateVersion: f101.STATE_VERSION } });
+    expect((await call('get', '/flights/{flid}', '/flights/101?asOf=2000-01-01T00:00:00Z')).json).toMatchObject({ error: 'not-found', code: 'not-yet-created' });
+    expect((await call('get', '/flights/{flid}', '/flights/101?asOf=soon')).status).toBe(400);
     expect((await call('get', '/flights/{flid}', '/flights/abc')).status).toBe(400);
     expect((await call('get', '/all/flights', '/all/flights?limit=10')).json).toMatchObject({ flights: [{ FLID: '101' }], nextCursor: null });
     expect((await call('get', '/all/flights', '/all/flights?limit=0')).status).toBe(400);

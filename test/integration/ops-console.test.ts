@@ -1,6 +1,6 @@
 // Console v2 in a real headless Chromium (Debian's, driven by playwright-core): the
 // operator searches a message and reads its trace, opens a flight's timeline (a deleted one and an
-// archived one), pages through DEAD messages that more recent SKIPPED ones do not hide, replays a
+// archived one) and asks for its state as of a moment, pages through DEAD messages that more recent SKIPPED ones do not hide, replays a
 // DEAD(PROTOCOL) message — cancelled at the confirmation, then confirmed with force — and a
 // DEAD(EXHAUSTED) one without any; then the drill's traps: a never-applied (raw-missing) message
 // whose resume is refused with the right command, a dead letter's held count and a held event's
@@ -29,6 +29,16 @@ let browser: Browser;
 let fx: TraceFixture;
 const EXTRA_DEAD = 52; // with the fixture's two: more than one 50-row page
 const EXTRA_SKIPPED = 60; // newer than every DEAD one: a shared "recent problems" list would show only these
+
+/** Type a moment into the timeline's "as of" field, ask (button or Enter), and read the answer's summary line. */
+async function asOfIn(page: Page, typed: string, key?: 'Enter') {
+  const before = await page.textContent('#asof-result');
+  await page.fill('#asof', typed);
+  if (key === 'Enter') await page.press('#asof', 'Enter');
+  else await page.click('#asof-btn');
+  await page.waitForFunction((b) => document.querySelector('#asof-result')?.textContent !== b, before);
+  return page.textContent('#asof-summary');
+}
 
 const stateOf = async (id: number) => (await s.db.selectFrom('proc_state').select('state').where('msg_id', '=', id).executeTakeFirstOrThrow()).state;
 
@@ -59,6 +69,28 @@ describe.runIf(present)('ops console v2 (headless Chromium)', () => {
     await browser?.close();
     await stopAll(api ? [api] : []);
     await s?.close();
+  });
+
+  it('a flight as of a moment when there was no state: not created yet, purged, a bad moment', async () => {
+    const page = await browser.newPage(); // the 404s and 400s are logged by the browser: this page is not the error-checked one
+    await page.goto(`http://127.0.0.1:${api.port}/ops`);
+    await page.fill('#token', 'test-token');
+    await page.click('#save');
+    await page.waitForFunction(() => document.querySelector('#status')?.textContent?.startsWith('loaded'));
+    await page.fill('#q', '16');
+    await page.click('#timeline-btn');
+    await page.waitForSelector('#asof');
+    expect(await asOfIn(page, '2026-12-01 08:29')).toBe('No state: flight 16 did not exist yet at 2026-12-01T08:29:00+08:00: it was created at 2026-12-01T08:30:00+08:00');
+    expect(await asOfIn(page, '2026-12-01 08:45')).toContain('flight 16 was version 3 (DELETED)'); // a deleted state is shown, marked
+    expect(await page.getAttribute('#asof-summary', 'class')).toBe('bad');
+    expect(await asOfIn(page, 'yesterday')).toMatch(/^Cannot read the state: asOf must be an ISO-8601 time with a zone offset/);
+    await page.fill('#q', '99');
+    await page.click('#timeline-btn');
+    await page.waitForFunction(() => document.querySelector('#timeline-summary')?.textContent?.startsWith('Flight 99 '));
+    expect(await asOfIn(page, '2026-12-01 09:30')).toBe(
+      'No state: flight 99 was not held at 2026-12-01T09:30:00+08:00: it was purged to history at 2026-12-01T09:00:00+08:00 (rule DELETED, version 2)',
+    );
+    await page.close();
   });
 
   it('a wrong token says it cannot load; the token is not put in the URL', async () => {
@@ -136,6 +168,21 @@ describe.runIf(present)('ops console v2 (headless Chromium)', () => {
     expect(versions).toMatch(/3\s*DELETE.*FLOP\/FDEL.*STATE: ACTIVE → DELETED/s);
     await page.screenshot({ path: join(OUT, '2-timeline.png'), fullPage: true });
 
+    // the flight as of a moment: typed in airport time (or ISO with offset), answered by GET /flights/16?asOf=
+    const asOf = (typed: string, key?: 'Enter') => asOfIn(page, typed, key);
+    expect(await asOf('2026-12-01 08:36')).toBe(
+      `As of 2026-12-01 08:36:00 +08:00 flight 16 was version 2 (ACTIVE), held since 2026-12-01 08:35:00 +08:00 until 2026-12-01 08:40:00 +08:00, made by message ${fx.stand} (FLOP/STND, UPDATE).`,
+    );
+    expect(await page.textContent('#asof-fields')).toMatch(/STND\s*21/);
+    expect(await page.textContent('#asof-fields')).toMatch(/FLNO\s*YG9061/);
+    await page.screenshot({ path: join(OUT, '2b-as-of.png'), fullPage: true });
+    expect(await asOf('2026-12-01 08:35:00', 'Enter')).toContain('flight 16 was version 2'); // exactly at the change: the state after it
+    expect(await asOf('2026-12-01T08:34:59+08:00')).toContain(
+      `flight 16 was version 1 (ACTIVE), held since 2026-12-01 08:30:00 +08:00 until 2026-12-01 08:35:00 +08:00, made by message ${fx.create} (SCHD/DNLD, CREATE)`,
+    );
+    expect(await page.textContent('#asof-fields')).toMatch(/STND\s*504/);
+    expect(await asOf('2026-12-01T00:45:00Z')).toContain('flight 16 was version 3 (DELETED), held since 2026-12-01 08:40:00 +08:00 (still the current version)');
+
     // an archived flight, by search
     await page.fill('#q', '99');
     await page.click('#timeline-btn');
@@ -144,6 +191,9 @@ describe.runIf(present)('ops console v2 (headless Chromium)', () => {
       'Flight 99 is ARCHIVED: purged, its last state is in the history store. Archived version 2 (DELETED, rule DELETED) at 2026-12-01 09:00:00 +08:00.',
     );
     expect(await page.textContent('#timeline-versions')).toContain('DELETE (SNAPSHOT_DELETE)');
+    // as of a moment: from the archived state and its change records; after the purge, none
+    expect(await asOf('2026-12-01 08:35')).toContain(`flight 99 was version 1 (ACTIVE), held since 2026-12-01 08:30:00 +08:00 until 2026-12-01 08:40:00 +08:00, made by message ${fx.create}`);
+    expect(await page.textContent('#asof-fields')).toMatch(/STATE\s*ACTIVE\s*STATE_VERSION\s*1/); // (the fixture's archived state holds only the envelope)
 
     // every DEAD message is listed, page by page, although 61 SKIPPED ones are more recent
     await page.click('#counts a.chip[data-state="DEAD"]:not([data-reason])');

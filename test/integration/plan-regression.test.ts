@@ -88,7 +88,7 @@ const CASES: [name: string, params: unknown[] | ((text: string) => unknown[])][]
   ['proc_state.identity_owners', [ids(200).map((i) => `k${i}`)]],
   ['proc_state.bind_identities', [ids(200, 998001), ids(200, 998001).map((i) => `n${i}`), now]],
   ['proc_state.record_applied', [ids(200, 998001), ids(200).map(() => 'SUCCEEDED'), ids(200).map(() => null), ids(200).map(() => 'FLOP'), ids(200).map(() => null), now, []]],
-  ['proc_state.mark_finished', [ids(200, 998001), now, []]],
+  ['proc_state.mark_applied_terminal', [ids(200, 998001), now, []]],
   ['proc_state.mark_terminal', [998001, 'SUCCEEDED', null, now, 'FLOP', []]],
   ['proc_state.mark_failed', [998001, 'x', 'INFRA', 1, now, now, null]],
   ['flight.load_states', [flids(200)]],
@@ -114,10 +114,10 @@ const CASES: [name: string, params: unknown[] | ((text: string) => unknown[])][]
   ['flight.page_states', [false, null, 1001]],
   ['flight.page_states', [false, '5000', 1001]],
   ['flight.page_states_of_day', ['2026-12-03', false, null, 1001]],
-  ['flight.trace_events', [5000, '5000']],
+  ['trace.outbox_events', [5000, '5000']],
   ['outbox.timeline_events', ['17']],
-  ['proc_state.list_page', ['SUCCEEDED', null, 500000, 50]],
-  ['proc_state.recent_messages', [null, 50, 'Asia/Shanghai']],
+  ['console.list_page', ['SUCCEEDED', null, 500000, 50]],
+  ['console.recent_messages', [null, 50, 'Asia/Shanghai']],
   // lifecycle purges and operator commands
   ['proc_state.open_ids', []],
   ['proc_state.purge_candidates', [0, TERMINAL, ago(3600e3), false, 1000]],
@@ -173,7 +173,7 @@ let bigTables: Set<string>;
 
 beforeAll(async () => {
   const dir = new URL('../../lib/sql/', import.meta.url);
-  for (const f of ['outbox', 'flight', 'proc-state', 'ledger', 'history', 'snap-log']) await import(new URL(`${f}.ts`, dir).href);
+  for (const f of ['outbox', 'flight', 'proc-state', 'console', 'trace', 'ledger', 'history', 'snap-log']) await import(new URL(`${f}.ts`, dir).href);
   await import('../../lib/flight/store.ts'); // declares flight.load_states / flight.write_batch
   c = new pg.Client({ connectionString: TEST_PG_URL });
   await c.connect();

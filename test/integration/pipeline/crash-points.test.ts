@@ -1,5 +1,5 @@
 // Pump v2 crash recovery with the real pump process killed with SIGKILL at each point of a batch
-// (msgx.test.crash-at): after the business commit, in the middle of the Redis step (a snapshot
+// (msgx.test.crash-at): after the business commit, in the middle of the mirror step (a snapshot
 // whose flights take two Redis pipelines), and just before the terminal statement. A new pump
 // then finishes the work. The end state must equal a crash-free run of the same inbox: flights,
 // the event sequence, change records, terminal states — and Redis equal to Postgres.
@@ -21,7 +21,7 @@ const config = testConfig();
 let s: TestServices;
 const procs: Proc[] = [];
 
-/** A snapshot of 1,500 flights (Redis step: two pipelines of 1,000), then FLOPs, an FDEL, a shared flight moved to another master. */
+/** A snapshot of 1,500 flights (mirror step: two Redis pipelines of 1,000), then FLOPs, an FDEL, a shared flight moved to another master. */
 function workload(): string[] {
   let seqn = 900_000;
   const flop = (styp: string, f: number, inner: string) => sisMessage({ type: 'FLOP', styp, seqn: ++seqn, body: `<FLOP><FLID>${f}</FLID><FFID>X</FFID>${inner}</FLOP>` });
@@ -92,9 +92,9 @@ afterAll(async () => {
 
 describe('Pump v2: kill -9 at each point of a batch, then a new pump', () => {
   for (const [point, what] of [
-    ['pump.after-business-commit:2', 'after the business commit of a FLOP batch (before its Redis step)'],
-    ['pump.mid-redis:1', "in the middle of the snapshot's Redis step (1,000 of 1,500 flights written)"],
-    ['pump.before-terminal:2', 'after the Redis step, before the terminal statement'],
+    ['pump.after-business-commit:2', 'after the business commit of a FLOP batch (before its mirror step)'],
+    ['pump.mid-redis:1', "in the middle of the snapshot's mirror step (1,000 of 1,500 flights written)"],
+    ['pump.before-terminal:2', 'after the mirror step, before the terminal statement'],
   ] as const) {
     it(`${what}: nothing lost, nothing applied twice, Redis equal to Postgres`, async () => {
       await fresh();

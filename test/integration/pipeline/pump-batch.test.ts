@@ -1,7 +1,7 @@
 // The batch pump (lib/pipeline/pump.ts): consecutive messages in one business transaction, one
-// Redis step and one terminal statement per batch; a message's own failure is its outcome inside
+// mirror step and one terminal statement per batch; a message's own failure is its outcome inside
 // the batch, a retryable one ends the batch before it; an unexpected error rolls the batch back
-// and it is tried again smaller; a crash after the business commit is finished, not re-applied.
+// and it is tried again smaller; a crash after the business commit is made terminal, not re-applied.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { ManualClock } from '../../../lib/core/clock.ts';
@@ -29,7 +29,7 @@ const registry = new HandlerRegistry().register('TEST', '*', async (ctx) => {
   return { outcome: 'applied', mirror: [`T${ctx.msgId}`] };
 });
 
-/** A batch domain whose net write (finish) fails with a database error while the batch holds a BOOM message. */
+/** A batch domain whose net write (write) fails with a database error while the batch holds a BOOM message. */
 const boomDomain: BatchDomain<{ boom: boolean }> = {
   decode: (env) => ({ boom: payload(env)[0]?.text === 'BOOM' }),
   alone: () => false,
@@ -44,7 +44,7 @@ const boomDomain: BatchDomain<{ boom: boolean }> = {
         return { outcome: 'applied', mirror: [`B${m.msgId}`] };
       },
       addressed: async () => [],
-      finish: async () => {
+      write: async () => {
         if (boom) await sql`select 1 / 0`.execute(tx); // division_by_zero: neither the message's fault nor INFRA
         await sql`insert into test_effects (msg_id, applied) select x, 1 from unnest(${applied}::bigint[]) x on conflict (msg_id) do nothing`.execute(tx);
         return { wake: [] };
@@ -92,14 +92,14 @@ beforeEach(async () => {
 });
 
 describe('pump: batches', () => {
-  it('a run of messages is one batch: one Redis step for all of them, called before any is terminal; all SUCCEEDED; the lock released', async () => {
+  it('a run of messages is one batch: one mirror step for all of them, called before any is terminal; all SUCCEEDED; the lock released', async () => {
     const ids = await put(10);
     await enqueueAll();
     expect(await drain(deps(), 10_000)).toMatchObject({ processed: 10, next: 'idle' });
     for (const id of ids) expect(await state(id)).toMatchObject({ state: 'SUCCEEDED', reason: null, applied_state: 'SUCCEEDED' });
     expect((await procRows(s.db)).every((r) => r.backfill_next_at !== null && r.terminal_at !== null)).toBe(true);
     expect(await effects()).toEqual(ids);
-    // INV-10 per batch: the Redis step ran after the business commit (every outcome applied) and before any terminal state
+    // INV-10 per batch: the mirror step ran after the business commit (every outcome applied) and before any terminal state
     expect(mirrorCalls).toEqual([{ flids: ids.map((i) => `T${i}`), openApplied: 10, terminal: 0 }]);
     const locks = await sql<{
       n: number;
@@ -152,14 +152,14 @@ describe('pump: batches', () => {
     expect(await effects()).toEqual(ids.slice(0, 5));
   });
 
-  it('Redis fails after the business commit: every message of the batch keeps its committed outcome, the head is FAILED(INFRA); afterwards they are finished, in order', async () => {
+  it('Redis fails after the business commit: every message of the batch keeps its committed outcome, the head is FAILED(INFRA); afterwards they are made terminal, in order', async () => {
     const ids = await put(3);
     plan.set(ids[1], 'skip');
     failMirror = true;
     await enqueueAll();
     await drain(deps(), 10_000);
     expect(await state(ids[0])).toMatchObject({ state: 'FAILED', error_class: 'INFRA', applied_state: 'SUCCEEDED', terminal_at: null });
-    expect((await state(ids[0])).reason).toMatch(/^INFRA: redis mirror failed after business commit/);
+    expect((await state(ids[0])).reason).toMatch(/^INFRA: mirror step \(Redis\) failed after the business commit/);
     expect(await state(ids[1])).toMatchObject({ state: 'PENDING', applied_state: 'SKIPPED', applied_reason: 'test-skip' });
     expect(await state(ids[2])).toMatchObject({ state: 'PENDING', applied_state: 'SUCCEEDED' });
     expect(await effects()).toEqual([ids[0], ids[2]]);

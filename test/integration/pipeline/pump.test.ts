@@ -118,6 +118,7 @@ describe('pump', () => {
     const row = await state(a);
     expect(row.state).toBe('FAILED');
     expect(row.reason).toMatch(/^INFRA: inbox read failed/);
+    expect(row.error_service).toBe('mariadb'); // the probe's target is data, not read back from the reason
     expect(row.attempts).toBe(0);
     expect(row.failures_in_row).toBeGreaterThan(4);
     expect(waits).toBeGreaterThan(10); // the ladder's 30 s and 2 m steps were waited out in probes of 1 s
@@ -215,7 +216,8 @@ describe('pump', () => {
       down.disconnect();
     }
     const row = await state(a);
-    expect(row.reason).toMatch(/^INFRA: redis mirror failed after business commit/);
+    expect(row.reason).toMatch(/^INFRA: mirror step \(Redis\) failed after the business commit/);
+    expect(row.error_service).toBe('redis');
     expect(row.terminal_at).toBeNull();
     // the business change is committed, the message is not finished; b must wait
     expect((await sql<{ n: number }>`select count(*)::int n from test_effects where msg_id = ${a}`.execute(s.db)).rows[0].n).toBe(1);

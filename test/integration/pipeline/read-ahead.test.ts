@@ -57,7 +57,7 @@ describe('read-ahead of the next batch', () => {
     await drain(deps(), 10_000);
     expect((await procRows(s.db)).find((r) => r.msg_id === x)).toMatchObject({ state: 'DEAD' });
 
-    // six good FLOPs: batches of two; while the first batch is in its Redis step (the next one read
+    // six good FLOPs: batches of two; while the first batch is in its mirror step (the next one read
     // ahead), the operator replays X, which becomes the head again
     const ms: number[] = [];
     for (let i = 1; i <= 6; i++) ms.push(await putInbox(s.inbox, flop(10 + i, 'STND', `<STND>S${i}</STND>`)));

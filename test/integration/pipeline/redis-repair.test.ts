@@ -1,4 +1,4 @@
-// Pump v2: a message whose Redis step failed after its business commit is finished later by
+// Pump v2: a message whose mirror step failed after its business commit is finished later by
 // rewriting Redis from Postgres for every flight it addresses — changed or not, masters and
 // shared flights included — without applying it again. Redis fails for real: the mirror's
 // client talks to a port where nothing listens (connection refused), as when Redis is down.
@@ -39,7 +39,7 @@ const redisFlight = async (f: number) => {
 const state = async (id: number) => (await procRows(s.db)).find((r) => r.msg_id === id)!;
 const eventCount = async () => (await sql<{ n: number }>`select count(*)::int as n from msg_event`.execute(s.db)).rows[0].n;
 
-/** Apply with Redis down: the business commits, the Redis step fails, the head is held. */
+/** Apply with Redis down: the business commits, the mirror step fails, the head is held. */
 async function applyWithRedisDown(xml: string): Promise<number> {
   const id = await put(xml);
   const down = deadRedis();
@@ -49,7 +49,7 @@ async function applyWithRedisDown(xml: string): Promise<number> {
     down.disconnect();
   }
   expect(await state(id)).toMatchObject({ state: 'FAILED', error_class: 'INFRA', applied_state: 'SUCCEEDED', terminal_at: null });
-  expect((await state(id)).reason).toMatch(/^INFRA: redis mirror failed after business commit/);
+  expect((await state(id)).reason).toMatch(/^INFRA: mirror step \(Redis\) failed after the business commit/);
   return id;
 }
 
@@ -88,7 +88,7 @@ beforeEach(async () => {
   ]);
 });
 
-describe('Redis repaired after a failed Redis step', () => {
+describe('Redis repaired after a failed mirror step', () => {
   it('FDEL: the deleted flight leaves Redis (it stayed ACTIVE there before Pump v2)', async () => {
     const id = await applyWithRedisDown(fdel(5));
     expect((await redisFlight(5))?.STATE).toBe('ACTIVE'); // stale: the delete is committed in Postgres only
@@ -116,7 +116,7 @@ describe('Redis repaired after a failed Redis step', () => {
     await redisEqualsPostgres([1, 2, 3, 4, 5]);
   });
 
-  it('a batch of messages whose Redis step failed: every message finished, Redis equal to Postgres', async () => {
+  it('a batch of messages whose mirror step failed: every message finished, Redis equal to Postgres', async () => {
     const ids: number[] = [];
     for (const xml of [fdel(5), schd('ADFT', ['<FLTR><FLID>3</FLID><MAID>4</MAID></FLTR>']), fdel(2)]) ids.push(await putInbox(s.inbox, xml));
     await intakeRound({ db: s.db, inbox: s.inbox, clock, intake: slices(config).intake, log: silentLog });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decide } from '../../../lib/pipeline/failures.ts';
+import { decide, ownOutcome, probeTarget } from '../../../lib/pipeline/failures.ts';
 import { classify, PipelineError } from '../../../lib/core/errors.ts';
 import { loadConfig, slices } from '../../../lib/core/config.ts';
 
@@ -26,5 +26,41 @@ describe('failure decisions (failure classes of docs/design.md)', () => {
     expect(classify(Object.assign(new Error('terminating connection'), { code: '57P01' }), 'handler').cls).toBe('INFRA');
     expect(classify(new TypeError('x is undefined'), 'decode')).toEqual({ cls: 'CODEC_ERROR', detail: 'TypeError: x is undefined' });
     expect(classify(new TypeError('x is undefined'), 'handler').cls).toBe('INTERNAL');
+  });
+
+  it.each([
+    ['MALFORMED', { state: 'DEAD', reason: 'MALFORMED: x' }],
+    ['PROTOCOL', { state: 'DEAD', reason: 'PROTOCOL: x' }],
+    ['INFRA', null],
+    ['CODEC_ERROR', null],
+    ['INTERNAL', null],
+  ] as const)("a %s failure is the message's own outcome: %j (the one place that says so)", (cls, expected) => {
+    expect(ownOutcome({ cls, detail: 'x' })).toEqual(expected);
+  });
+
+  it('an INFRA failure carries the service of the failing call only when its connection was lost', () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    const terminated = Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
+    const lockTimeout = Object.assign(new Error('canceling statement due to lock timeout'), { code: '55P03' });
+    const statementTimeout = Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' });
+    expect(classify(refused, 'handler', 'postgres')).toEqual({ cls: 'INFRA', detail: refused.message, service: 'postgres' });
+    expect(classify(terminated, 'handler', 'postgres').service).toBe('postgres');
+    expect(classify(new Error('Connection terminated unexpectedly'), 'handler', 'postgres').service).toBe('postgres');
+    // a probe cannot tell a lock or statement timeout apart from a live server: no service, the backoff is waited out
+    expect(classify(lockTimeout, 'handler', 'postgres')).toEqual({ cls: 'INFRA', detail: lockTimeout.message });
+    expect(classify(statementTimeout, 'handler', 'postgres')).toEqual({ cls: 'INFRA', detail: statementTimeout.message });
+    expect(classify(refused, 'handler').service).toBeUndefined();
+    expect(classify(new TypeError('x is undefined'), 'handler', 'postgres')).toEqual({ cls: 'INTERNAL', detail: 'TypeError: x is undefined' });
+  });
+
+  it.each([
+    ['INFRA', 'mariadb', 'mariadb'],
+    ['INFRA', 'redis', 'redis'],
+    ['INFRA', 'postgres', 'postgres'],
+    ['INFRA', null, null],
+    ['INTERNAL', 'postgres', null],
+    [null, null, null],
+  ] as const)('a FAILED head of class %s recorded on %s is probed on %s', (cls, service, expected) => {
+    expect(probeTarget({ error_class: cls, error_service: service })).toBe(expected);
   });
 });
