@@ -126,17 +126,17 @@ export async function runOperatorCli(
 /** "replayed 2 event(s): 14 15" */
 export const listed = (verb: string, what: string, ids: number[]) => `${verb} ${ids.length} ${what}${ids.length ? ': ' + ids.join(' ') : ''}`;
 
-/** The spec of dispatch-replay / dispatch-skip: `<eventId…> | --flid FLID | --all [--target msg|schd]`. */
+/** The spec of dispatch-replay / dispatch-skip: `<eventId…> | --flid FLID | --all [--target msg|schd|state]`. */
 export const dispatchSpec = (name: string, what: string): CliSpec => ({
   name,
   valued: ['--flid', '--target'],
   flags: ['--all'],
-  usage: `usage: npm run ${name} -- <eventId…> | --flid FLID | --all [--target msg|schd]
+  usage: `usage: npm run ${name} -- <eventId…> | --flid FLID | --all [--target msg|schd|state]
   ${what}
   <eventId…>        these DEAD outbox events
   --flid FLID       every DEAD event of this flight
   --all             every DEAD event (after an outage longer than the backoff ladder)
-  --target msg|schd only the events of this topic family
+  --target msg|schd|state  only the events of this topic family
 Prints "<verb> N event(s): ids"; on stderr why a named or matched event was left (not DEAD,
 held behind another event, no such event). Exit 0 when every asked-for event was done,
 1 when nothing was done or a named event was left, 2 on bad arguments.`,
@@ -147,12 +147,12 @@ export function dispatchSelection(a: ParsedArgs) {
   const given = [a.ids.length > 0, a.options['--flid'] !== undefined, a.flags.has('--all')].filter(Boolean).length;
   if (given !== 1) throw new UsageError('give exactly one of: <eventId…>, --flid FLID, --all');
   const target = a.options['--target'];
-  if (target !== undefined && target !== 'msg' && target !== 'schd') throw new UsageError(`--target must be msg or schd, not ${target}`);
+  if (target !== undefined && target !== 'msg' && target !== 'schd' && target !== 'state') throw new UsageError(`--target must be msg, schd or state, not ${target}`);
   return {
     eventIds: a.ids.length ? a.ids : undefined,
     flid: a.options['--flid'],
     all: a.flags.has('--all') || undefined,
-    target: target as 'msg' | 'schd' | undefined,
+    target: target as 'msg' | 'schd' | 'state' | undefined,
   };
 }
 

@@ -1,4 +1,4 @@
-// npm run dispatch-replay -- <eventId…> | --flid FLID | --all [--target msg|schd]   (--help: usage)
+// npm run dispatch-replay -- <eventId…> | --flid FLID | --all [--target msg|schd|state]   (--help: usage)
 // DEAD outbox events back to PENDING (attempts 0): sent again in EVENT_ID order; the FLID's held events follow.
 import { dispatchReplayReport } from '../lib/dispatch/actions.ts';
 import { dispatchSelection, dispatchSpec, listed, runOperatorCli } from './args.ts';

@@ -1,4 +1,4 @@
-// npm run dispatch-skip -- <eventId…> | --flid FLID | --all [--target msg|schd]   (--help: usage)
+// npm run dispatch-skip -- <eventId…> | --flid FLID | --all [--target msg|schd|state]   (--help: usage)
 // DEAD outbox events → SKIPPED (kept, visible): never sent; the FLID's held events are released.
 import { dispatchSkipReport } from '../lib/dispatch/actions.ts';
 import { dispatchSelection, dispatchSpec, listed, runOperatorCli } from './args.ts';

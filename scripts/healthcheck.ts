@@ -1,6 +1,6 @@
 // Container healthcheck (docker-compose.yml): exit 0 when the named process answers /healthz
 // with 200 on its configured port, 1 otherwise (or 2 on a bad name or configuration).
-//   node scripts/healthcheck.ts <intake|pump|backfill|msg-dispatch|schd-dispatch|retention|api>
+//   node scripts/healthcheck.ts <intake|pump|backfill|msg-dispatch|schd-dispatch|state-dispatch|retention|api>
 import { loadConfig, type Config } from '../lib/core/config.ts';
 import { PROCESS_NAMES, type ProcessName } from '../lib/core/tasks.ts';
 import { cliArgs, usageExit } from './args.ts';

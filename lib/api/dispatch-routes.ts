@@ -18,7 +18,7 @@ const body = {
     eventIds: dbIds,
     flid,
     all: { type: 'boolean', const: true },
-    target: { enum: ['msg', 'schd'] },
+    target: { enum: ['msg', 'schd', 'state'] },
   },
 } as const;
 const ids = (name: string) => ({
@@ -74,7 +74,7 @@ export async function dispatchRoutes(app: FastifyInstance, o: { db: Db }): Promi
         querystring: {
           type: 'object',
           additionalProperties: false,
-          properties: { target: { enum: ['msg', 'schd'] }, limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+          properties: { target: { enum: ['msg', 'schd', 'state'] }, limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
         },
         response: responses({ 200: { type: 'object', required: ['dead'], properties: { dead: { type: 'array', items: anyObject } }, additionalProperties: false }, ...errors(400, 401, 429, 500) }),
       },

@@ -3,7 +3,9 @@
 //                                        (?includeDeleted=true returns a DELETED flight's last state)
 //   GET /flights/:flid?asOf=<ISO-8601>  → the state as of that moment (lib/api/flight-as-of.ts)
 //   GET /all/flights?operationDay=YYYY-MM-DD&cursor=<FLID>&limit=1..1000&includeDeleted=true|false
-//                                      → {flights: [...], nextCursor}; 400 {error, reason} on bad parameters
+//                                      → {flights: [...], nextCursor, msgPosition}; 400 {error, reason} on bad parameters
+//                                        (msgPosition: where to start reading the msg topic after loading
+//                                        the pages from the first one on, docs/consumers.md "Starting from nothing")
 import type { FastifyInstance } from 'fastify';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { asOfAnswer, parseAsOf } from './flight-as-of.ts';
@@ -13,6 +15,7 @@ import { toJson } from '../flight/state.ts';
 import type { Executor } from '../flight/store.ts';
 import { pgRows } from '../db/statement.ts';
 import * as History from '../sql/history.ts';
+import * as Outbox from '../sql/outbox.ts';
 
 export interface FlightRoutesOptions {
   db: Executor;
@@ -77,8 +80,17 @@ export async function flightRoutes(app: FastifyInstance, opts: FlightRoutesOptio
     response: {
       200: {
         type: 'object',
-        required: ['flights', 'nextCursor'],
-        properties: { flights: { type: 'array', items: flightSchema }, nextCursor: { anyOf: [{ type: 'string' }, { type: 'null' }] } },
+        required: ['flights', 'nextCursor', 'msgPosition'],
+        properties: {
+          flights: { type: 'array', items: flightSchema },
+          nextCursor: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+          msgPosition: {
+            type: 'array',
+            description:
+              "msg topic offsets read before this page: per partition, the offset from which the msg topic holds every change not in this page (and any later page); a partition not listed: from its earliest offset. Use the first page's (docs/consumers.md)",
+            items: { type: 'object', required: ['partition', 'offset'], additionalProperties: false, properties: { partition: { type: 'integer' }, offset: { type: 'string', pattern: '^[0-9]+$' } } },
+          },
+        },
         additionalProperties: false,
       },
       ...errors(400, 500),
@@ -121,12 +133,19 @@ export async function flightRoutes(app: FastifyInstance, opts: FlightRoutesOptio
     }
     const inc = parseBool(q.includeDeleted, 'includeDeleted');
     if (typeof inc === 'string') return reply.code(400).send(bad(inc));
+    // The msg position BEFORE the page: every change the page misses commits after the page's
+    // snapshot, hence after this read, and its record lands after these offsets.
+    const msgPosition = await pgRows(opts.db, Outbox.msgPositions);
     const page = await listFlights(opts.db, { operationDay: q.operationDay, cursor: q.cursor, limit, includeDeleted: inc }, opts.timeZone);
     // Serialised here with JSON.stringify, not by the response schema's serializer: the flights
     // are free-form objects (additionalProperties), which it writes key by key, several times
     // slower for a page of 1,000 flights; the body is the same (same object, same key order, same
     // content type), and the schema still documents it (OpenAPI).
-    const body: { flights: unknown[]; nextCursor: string | null } = { flights: page.flights.map(toJson), nextCursor: page.nextCursor };
+    const body: { flights: unknown[]; nextCursor: string | null; msgPosition: { partition: number; offset: string }[] } = {
+      flights: page.flights.map(toJson),
+      nextCursor: page.nextCursor,
+      msgPosition: msgPosition.map((p) => ({ partition: p.partition, offset: p.offset })),
+    };
     return reply.type('application/json; charset=utf-8').send(JSON.stringify(body));
   });
 }

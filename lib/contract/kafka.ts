@@ -9,6 +9,10 @@
 //   schd topic (key = "schd"): {"SCHD":{"RECS":n,"FLTR":[state, …]}}, each state the complete
 //     flight state as JSON (lib/flight/state.ts toJson); lib/dispatch/plan.ts splitSchd packs
 //     states into records of at most max-record-bytes.
+//   state topic (key = FLID, compacted): the flight's complete current state, the same JSON as
+//     GET /flights/:flid (lib/flight/state.ts toJson, serialised by the caller), or a Kafka
+//     tombstone (null value) for a deleted or purged flight; headers EVENT_ID and STATE_VERSION
+//     on both (stateRecord).
 // Pure: no I/O, no import of lib/.
 
 /** A message changed an ACTIVE flight: which keys (CHANGED), by which message. */
@@ -65,4 +69,25 @@ export function msgValue(payload: Record<string, unknown>): string {
 /** The schd record value (C-9): `{"SCHD":{"RECS":n,"FLTR":[…]}}` from already serialised states. */
 export function schdRecord(states: readonly string[]): string {
   return `{"SCHD":{"RECS":${states.length},"FLTR":[${states.join(',')}]}}`;
+}
+
+/** Header names of a state-topic record (docs/asyncapi.yaml): decimal strings. */
+export const STATE_HEADERS = { eventId: 'EVENT_ID', stateVersion: 'STATE_VERSION' } as const;
+
+/** A state-topic record: key FLID, value the complete state JSON or null (tombstone), the two headers. */
+export interface StateRecord {
+  key: string;
+  value: string | null;
+  headers: Record<string, string>;
+}
+
+/**
+ * The state topic's record of one outbox row: `state` is the flight's complete state already
+ * serialised as GET /flights/:flid answers it, or null when the flight is deleted or purged
+ * (a Kafka tombstone: compaction then drops the key). EVENT_ID names the outbox row (a resend
+ * carries the same one), STATE_VERSION the flight's version (the deletion's or the purge's for a
+ * tombstone).
+ */
+export function stateRecord(a: { flid: string; eventId: number; stateVersion: number; state: string | null }): StateRecord {
+  return { key: a.flid, value: a.state, headers: { [STATE_HEADERS.eventId]: String(a.eventId), [STATE_HEADERS.stateVersion]: String(a.stateVersion) } };
 }

@@ -95,6 +95,7 @@ const PARAMS = {
   'msgx.kafka.client-id': [z.string().min(1), 'msgexchange'],
   'msgx.kafka.msg-topic': [z.string().min(1), 'msgx.flight.msg'],
   'msgx.kafka.schd-topic': [z.string().min(1), 'msgx.flight.schd'],
+  'msgx.kafka.state-topic': [z.string().min(1), 'msgx.flight.state'],
   'msgx.kafka.partitions': [posInt, '6'],
   'msgx.schd.max-record-bytes': [posInt, '900000'],
   'msgx.requests.sender': [z.string().min(1).max(4), 'MSGX'],
@@ -110,6 +111,7 @@ const PARAMS = {
   'msgx.http.port.msg-dispatch': [port, '9404'],
   'msgx.http.port.schd-dispatch': [port, '9405'],
   'msgx.http.port.retention': [port, '9406'],
+  'msgx.http.port.state-dispatch': [port, '9407'],
   'msgx.http.host': [z.string().min(1), '127.0.0.1'],
   // Where the api takes a client's address (rate limit of failed authentications, audit lines):
   // '' = the TCP peer; behind the TLS reverse proxy, the proxy's address(es) or CIDR(s), comma
@@ -201,6 +203,7 @@ const SLICES = {
     clientId: 'msgx.kafka.client-id',
     msgTopic: 'msgx.kafka.msg-topic',
     schdTopic: 'msgx.kafka.schd-topic',
+    stateTopic: 'msgx.kafka.state-topic',
     partitions: 'msgx.kafka.partitions',
     eventRetentionMs: 'msgx.pipeline.event-retention',
     timeoutMs: 'msgx.io.timeout',
@@ -208,6 +211,7 @@ const SLICES = {
   dispatch: {
     msgTopic: 'msgx.kafka.msg-topic',
     schdTopic: 'msgx.kafka.schd-topic',
+    stateTopic: 'msgx.kafka.state-topic',
     timezone: 'msgx.airport.timezone',
     msgBatch: 'msgx.msg.batch',
     schdFlushLimit: 'msgx.schd.flush-limit',

@@ -92,6 +92,7 @@ export const LOCKS = {
   HISTORY_PURGE_LEADER: 7_005,
   MSG_DISPATCH_ROUND: 7_011,
   SCHD_DISPATCH_ROUND: 7_012,
+  STATE_DISPATCH_ROUND: 7_013,
   // 7100 (two-key form): requests — 1 creating RQRD, 2 creating RQFD, 3 the sender (lib/requests/outbound.ts)
 } as const;
 

@@ -28,7 +28,7 @@ export interface ReplaySelector {
 function check(s: ReplaySelector): DeadSelector {
   const given = [s.eventIds?.length ? 1 : 0, s.flid !== undefined ? 1 : 0, s.all ? 1 : 0].reduce((a, b) => a + b, 0);
   if (given !== 1) throw new Error('give exactly one of: event ids, a FLID, all');
-  if (s.target !== undefined && s.target !== 'msg' && s.target !== 'schd') throw new Error('target must be msg or schd');
+  if (s.target !== undefined && s.target !== 'msg' && s.target !== 'schd' && s.target !== 'state') throw new Error('target must be msg, schd or state');
   return s;
 }
 

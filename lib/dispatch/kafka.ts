@@ -1,4 +1,4 @@
-// The Kafka edge of both dispatchers (kafkajs 2.2.4): one client from config, a plain producer
+// The Kafka edge of the dispatchers (kafkajs 2.2.4): one client from config, a plain producer
 // with acks = -1 (all in-sync replicas; the idempotent producer stays off, consumers dedupe by
 // EVENT_ID), topic creation when missing, and every call bounded by msgx.io.timeout — a call
 // that does not settle in time is a failure and the producer is thrown away, so a late answer
@@ -24,7 +24,9 @@ process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
 
 export interface KafkaRecord {
   key: string;
-  value: string;
+  /** null: a tombstone (compacted topics). */
+  value: string | null;
+  headers?: Record<string, string>;
 }
 
 export interface Placement {
@@ -58,6 +60,8 @@ export interface KafkaEdge {
 export interface TopicSpec {
   topic: string;
   partitions?: number;
+  /** A keyed table (the state topic): cleanup.policy=compact instead of delete (topicSettings). */
+  compacted?: boolean;
 }
 
 export interface TopicCheck {
@@ -74,10 +78,19 @@ export interface TopicCheck {
  *   so a record's EVENT_ID can always be traced back while it is on the topic;
  * - min.insync.replicas = min(2, replication factor), replication factor = min(3, brokers):
  *   with acks=-1 a write survives the loss of one broker wherever the cluster allows it.
+ * A compacted topic (the state topic, a keyed table) instead: cleanup.policy=compact, no time
+ * retention (retention.ms=-1: the last record of every live FLID stays for ever), and
+ * delete.retention.ms = STATE_TOMBSTONE_RETENTION_MS, how long a tombstone survives compaction
+ * (a consumer reading from the beginning must reach the end within it to see every deletion).
  */
-export function topicSettings(retentionMs: number, replicationFactor: number): Record<string, string> {
-  return { 'cleanup.policy': 'delete', 'retention.ms': String(retentionMs), 'min.insync.replicas': String(Math.min(2, replicationFactor)) };
+export function topicSettings(retentionMs: number, replicationFactor: number, compacted = false): Record<string, string> {
+  const isr = String(Math.min(2, replicationFactor));
+  if (compacted) return { 'cleanup.policy': 'compact', 'retention.ms': '-1', 'delete.retention.ms': String(STATE_TOMBSTONE_RETENTION_MS), 'min.insync.replicas': isr };
+  return { 'cleanup.policy': 'delete', 'retention.ms': String(retentionMs), 'min.insync.replicas': isr };
 }
+
+/** delete.retention.ms of the compacted state topic: 1 day (Kafka's default, set explicitly). */
+export const STATE_TOMBSTONE_RETENTION_MS = 86_400_000;
 
 export class KafkaTimeoutError extends Error {
   override name = 'KafkaTimeoutError';
@@ -183,7 +196,7 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
   return {
     async send(topic, records) {
       if (records.length === 0) return [];
-      const messages: Message[] = records.map((r) => ({ key: r.key, value: r.value }));
+      const messages: Message[] = records.map((r) => ({ key: r.key, value: r.value, ...(r.headers ? { headers: r.headers } : {}) }));
       let acks: RecordMetadata[];
       try {
         const started = Date.now();
@@ -218,9 +231,11 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
 
     async ensureTopics(topics) {
       const specs = new Map<string, number>();
+      const compacted = new Set<string>();
       for (const t of topics) {
         const spec = typeof t === 'string' ? { topic: t } : t;
         specs.set(spec.topic, spec.partitions ?? o.partitions);
+        if (spec.compacted) compacted.add(spec.topic);
       }
       const result: TopicCheck = { created: [], mismatched: [] };
       const admin: Admin = kafka.admin({ retry: { retries: 1 } });
@@ -231,16 +246,16 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
         const present = [...specs.keys()].filter((t) => existing.has(t));
         const cluster = await withTimeout(o.timeoutMs, kafkaTimeout('describeCluster'), admin.describeCluster());
         const replicationFactor = Math.min(3, cluster.brokers.length);
-        const settings = topicSettings(o.retentionMs ?? WEEK_MS, replicationFactor);
+        const settingsOf = (topic: string) => topicSettings(o.retentionMs ?? WEEK_MS, replicationFactor, compacted.has(topic));
         if (present.length) {
           const described = await withTimeout(
             o.timeoutMs,
             kafkaTimeout('describeConfigs'),
-            admin.describeConfigs({ resources: present.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: Object.keys(settings) })), includeSynonyms: false }),
+            admin.describeConfigs({ resources: present.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: Object.keys(settingsOf(name)) })), includeSynonyms: false }),
           );
           for (const name of present) {
             const entries = described.resources.find((r) => r.resourceName === name)?.configEntries ?? [];
-            for (const [setting, expected] of Object.entries(settings)) {
+            for (const [setting, expected] of Object.entries(settingsOf(name))) {
               const actual = entries.find((e) => e.configName === setting)?.configValue ?? null;
               if (actual !== expected) result.mismatched.push({ topic: name, setting, expected, actual });
             }
@@ -259,7 +274,7 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
                 topic,
                 numPartitions: specs.get(topic)!,
                 replicationFactor,
-                configEntries: Object.entries(settings).map(([name, value]) => ({ name, value })),
+                configEntries: Object.entries(settingsOf(topic)).map(([name, value]) => ({ name, value })),
               })),
               waitForLeaders: true,
               timeout: o.timeoutMs,
@@ -276,7 +291,7 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
           throw e;
         }
         result.created = missing;
-        o.log.info({ topics: missing.map((t) => ({ topic: t, partitions: specs.get(t) })), replicationFactor, settings }, 'kafka topics created');
+        o.log.info({ topics: missing.map((t) => ({ topic: t, partitions: specs.get(t), settings: settingsOf(t) })), replicationFactor }, 'kafka topics created');
         return result;
       } finally {
         await withTimeout(o.timeoutMs, kafkaTimeout('admin disconnect'), admin.disconnect()).catch(() => {});

@@ -17,7 +17,7 @@ export const dispatchSent = new Counter({ registers: [], name: 'msgx_dispatch_se
 /** Row counts by state for these targets (PENDING uses the partial indexes). */
 export async function countByState(db: Executor, targets: readonly Target[]): Promise<Record<Target, { pending: number; dead: number }>> {
   const rows = await pgRows(db, Outbox.countByState, [...targets]);
-  const out = { msg: { pending: 0, dead: 0 }, schd: { pending: 0, dead: 0 } };
+  const out = { msg: { pending: 0, dead: 0 }, schd: { pending: 0, dead: 0 }, state: { pending: 0, dead: 0 } };
   for (const x of rows) out[x.target][x.state === 'PENDING' ? 'pending' : 'dead'] = x.n;
   return out;
 }

@@ -14,7 +14,7 @@ import type { KafkaEdge } from './kafka.ts';
 import type { KafkaOutage } from './outage.ts';
 import { dispatchSent } from './metrics.ts';
 import { freezeMsgBatch, markFailed, markSent, nextAttemptAt, tryRoundLock, type Acked, type MsgRow } from './outbox.ts';
-import { afterFailure, chunkBySize, type RetryPolicy } from './plan.ts';
+import { afterFailure, chunkBySize, type RetryPolicy, type Target } from './plan.ts';
 import { TimeBudget } from '../core/budget.ts';
 
 export interface DispatchDeps {
@@ -105,7 +105,7 @@ export type DrainNext = 'now' | Date | null;
  * Rounds until nothing is due, a send fails, or the budget is spent. Returns when the task
  * should run again: 'now' (budget spent), the next retry time, or null (idle until woken).
  */
-export async function drain(round: (d: DispatchDeps) => Promise<RoundResult>, target: 'msg' | 'schd', d: DispatchDeps, budgetMs: number, signal?: AbortSignal): Promise<DrainNext> {
+export async function drain(round: (d: DispatchDeps) => Promise<RoundResult>, target: Target, d: DispatchDeps, budgetMs: number, signal?: AbortSignal): Promise<DrainNext> {
   const budget = new TimeBudget(budgetMs);
   for (;;) {
     const r = await round(d);

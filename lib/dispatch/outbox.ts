@@ -4,6 +4,7 @@
 //   PENDING --send failed-------> PENDING+backoff | DEAD    markFailed
 //   PENDING --schd state too big-> DEAD           (markFailed with a forced DEAD)
 //   PENDING schd of a deleted/missing flight -> removed     dropGoneSchdRows
+//   (state rows: PENDING -> SENT / backoff / DEAD as above; never removed, a tombstone is sent instead)
 //   DEAD --dispatch-replay--> PENDING (attempts 0)          replayDead
 //   DEAD --dispatch-skip----> SKIPPED                       skipDead
 //   SENT older than retention -> removed                   deleteSentBefore
@@ -19,7 +20,7 @@ import { msgValue } from '../contract/kafka.ts';
 import type { AfterFailure } from './plan.ts';
 
 /** Transaction-scoped advisory locks: one active round per target across all instances. */
-export const DISPATCH_LOCKS: Record<Target, number> = { msg: LOCKS.MSG_DISPATCH_ROUND, schd: LOCKS.SCHD_DISPATCH_ROUND };
+export const DISPATCH_LOCKS: Record<Target, number> = { msg: LOCKS.MSG_DISPATCH_ROUND, schd: LOCKS.SCHD_DISPATCH_ROUND, state: LOCKS.STATE_DISPATCH_ROUND };
 
 export async function tryRoundLock(tx: Executor, target: Target): Promise<boolean> {
   const r = await pgOne(tx, Locks.tryRoundXactLock, DISPATCH_LOCKS[target]);
@@ -55,6 +56,18 @@ export interface SchdRow {
 export async function pendingSchdRows(db: Executor, now: Date, limit: number): Promise<SchdRow[]> {
   const rows = await pgRows(db, Outbox.pendingSchdRows, now, limit);
   return rows.map((x) => ({ eventId: x.event_id, flid: x.flid, stateVersion: x.state_version, attempts: x.attempts }));
+}
+
+/** PENDING, due state rows in EVENT_ID order (lib/dispatch/state.ts). */
+export async function pendingStateRows(db: Executor, now: Date, limit: number): Promise<SchdRow[]> {
+  const rows = await pgRows(db, Outbox.pendingStateRows, now, limit);
+  return rows.map((x) => ({ eventId: x.event_id, flid: x.flid, stateVersion: x.state_version, attempts: x.attempts }));
+}
+
+/** Of these state rows, the ones still PENDING under the same event id (not rewritten since they were read). */
+export async function unchangedStateRows(db: Executor, eventIds: readonly number[]): Promise<Set<number>> {
+  if (eventIds.length === 0) return new Set();
+  return new Set((await pgRows(db, Outbox.unchangedStateRows, [...eventIds])).map((x) => x.event_id));
 }
 
 export interface Acked {

@@ -9,8 +9,8 @@
 // The values themselves (msg payloads, schd records) are built in lib/contract/kafka.ts.
 import { schdRecord } from '../contract/kafka.ts';
 
-/** The two outbox targets: the msg topic (one change per event) and the schd topic (complete states). */
-export type Target = 'msg' | 'schd';
+/** The outbox targets: the msg topic (one change per event), the schd topic (batches of complete states) and the state topic (compacted: the complete state per FLID). */
+export type Target = 'msg' | 'schd' | 'state';
 
 export type EventState = 'PENDING' | 'SENT' | 'DEAD' | 'SKIPPED';
 

@@ -180,7 +180,7 @@ export class FlightSession implements DomainBatch<FlightCommand> {
     if (this.ledgers) await writeLedgers(this.tx, r.ledgers, r.snapLog);
     this.log.debug({ flights: r.flights.length, events: r.events.length }, 'flight batch written');
     this.final = this.plan.states();
-    return { wake: this.events > 0 ? [DISPATCH_TASK.msg, DISPATCH_TASK.schd] : [], states: this.final };
+    return { wake: this.events > 0 ? [DISPATCH_TASK.msg, DISPATCH_TASK.schd, DISPATCH_TASK.state] : [], states: this.final };
   }
 
   committed(): void {

@@ -215,10 +215,33 @@ export const WRITE_ROWS_PER_STATEMENT = 2_000;
 
 type WritePart = Pick<PlanResult, 'flights' | 'events' | 'schdRemovals' | 'changes'>;
 
+/** An outbox row of the batch write: the planner's events, plus the state rows derived from them. */
+type OutboxRow = PlannedEvent | { target: 'state'; flid: string; stateVersion: number };
+
+/**
+ * The planner's events with one state-topic row (lib/dispatch/state.ts) per flight the batch
+ * writes, at its new version, placed right after the flight's last msg event — where processing
+ * the messages one at a time would have taken its last state row's EVENT_ID (every change of a
+ * flight has a msg event, deletions included), so K = 1 and K = 500 take the same EVENT_IDs.
+ */
+function withStateRows(events: readonly PlannedEvent[], flights: readonly FlightWrite[]): OutboxRow[] {
+  const version = new Map(flights.map((w) => [w.next.FLID, w.next.STATE_VERSION]));
+  const last = new Map<string, number>();
+  events.forEach((e, i) => e.target === 'msg' && last.set(e.flid, i));
+  const out: OutboxRow[] = [];
+  events.forEach((e, i) => {
+    out.push(e);
+    if (e.target === 'msg' && last.get(e.flid) === i && version.has(e.flid)) out.push({ target: 'state', flid: e.flid, stateVersion: version.get(e.flid)! });
+  });
+  for (const [flid, v] of version) if (!last.has(flid)) out.push({ target: 'state', flid, stateVersion: v }); // none today: every change has a msg event
+  return out;
+}
+
 /**
  * A batch's whole flight write (flight.write_batch, lib/sql/flight.ts): the flights it changed
- * (net), its outbox rows in EVENT_ID order, the pending schd rows of flights it left DELETED, and
- * the change records (flight_change). An ordinary batch is ONE statement. A larger one (a
+ * (net), its outbox rows in EVENT_ID order — with the state-topic row of every flight it changed
+ * (withStateRows: one per FLID at its new version, deleted flights included) —, the pending schd
+ * rows of flights it left DELETED, and the change records (flight_change). An ordinary batch is ONE statement. A larger one (a
  * snapshot: up to 9,999 flights) is cut into slices written one after another in the same
  * transaction — the flights, then the outbox rows in their order, then the schd removals with
  * the change records — the order the pieces of the one statement follow, so EVENT_IDs and end
@@ -226,10 +249,11 @@ type WritePart = Pick<PlanResult, 'flights' | 'events' | 'schdRemovals' | 'chang
  * slice at a time instead of for the whole snapshot at once (docs/decisions.md, "Snapshots in
  * bounded memory"). Nothing to write: no statement.
  */
-export async function writePlan(tx: Executor, p: WritePart, now: Date): Promise<void> {
+export async function writePlan(tx: Executor, plan: WritePart, now: Date): Promise<void> {
+  const p: WriteRows = { ...plan, events: withStateRows(plan.events, plan.flights) };
   if (p.flights.length + p.events.length + p.schdRemovals.length + p.changes.length === 0) return;
   if (p.flights.length <= WRITE_FLIGHTS_PER_STATEMENT && p.events.length <= WRITE_ROWS_PER_STATEMENT && p.changes.length <= WRITE_ROWS_PER_STATEMENT) return writeOne(tx, p, now);
-  const none: WritePart = { flights: [], events: [], schdRemovals: [], changes: [] };
+  const none: WriteRows = { flights: [], events: [], schdRemovals: [], changes: [] };
   for (let i = 0; i < p.flights.length; i += WRITE_FLIGHTS_PER_STATEMENT) await writeOne(tx, { ...none, flights: p.flights.slice(i, i + WRITE_FLIGHTS_PER_STATEMENT) }, now);
   for (let i = 0; i < p.events.length; i += WRITE_ROWS_PER_STATEMENT) await writeOne(tx, { ...none, events: p.events.slice(i, i + WRITE_ROWS_PER_STATEMENT) }, now);
   for (let i = 0; i === 0 || i < p.changes.length; i += WRITE_ROWS_PER_STATEMENT) {
@@ -238,9 +262,11 @@ export async function writePlan(tx: Executor, p: WritePart, now: Date): Promise<
   }
 }
 
+type WriteRows = Omit<WritePart, 'events'> & { events: OutboxRow[] };
+
 /** One flight.write_batch statement. */
-async function writeOne(tx: Executor, p: WritePart, now: Date): Promise<void> {
-  const ev: readonly PlannedEvent[] = p.events;
+async function writeOne(tx: Executor, p: WriteRows, now: Date): Promise<void> {
+  const ev: readonly OutboxRow[] = p.events;
   const ch: readonly FlightChange[] = p.changes;
   await pgRun(
     tx,
@@ -283,6 +309,21 @@ export async function insertMsgEvents(tx: Executor, events: readonly MsgEvent[],
     events.map((e) => e.flid),
     events.map((e) => e.stateVersion),
     events.map((e) => JSON.stringify(e.payload)),
+  );
+}
+
+/**
+ * State-topic rows (lib/dispatch/state.ts) at these versions, one per FLID, upserted back to
+ * PENDING with a new EVENT_ID: the history purge's (the pump's are written inside flight.write_batch).
+ */
+export async function upsertStateRows(tx: Executor, rows: readonly { flid: string; stateVersion: number }[], now: Date): Promise<void> {
+  if (rows.length === 0) return;
+  await pgRun(
+    tx,
+    Outbox.upsertStateRows,
+    now,
+    rows.map((r) => r.flid),
+    rows.map((r) => r.stateVersion),
   );
 }
 

@@ -7,7 +7,7 @@ import { readBodies } from '../pipeline/inbox.ts';
 import { withTimeout } from '../core/timeout.ts';
 import { flightKey } from '../flight/mirror.ts';
 import { isoLocal, toJson } from '../flight/state.ts';
-import { insertMsgEvents, loadStates, removePendingSchdRows, type MsgEvent } from '../flight/store.ts';
+import { insertMsgEvents, loadStates, removePendingSchdRows, upsertStateRows, type MsgEvent } from '../flight/store.ts';
 import { wake } from '../pipeline/transitions.ts';
 import { DISPATCH_TASK } from '../core/tasks.ts';
 import { msgTombstone } from '../contract/kafka.ts';
@@ -171,18 +171,23 @@ async function purgeBatch(d: RetentionDeps, session: PurgeSession, candidates: {
       );
       if (h !== take.length) throw new Doubt('history rows not all written');
 
-      // 2. ACTIVE flights purged by age: tombstone (version + 1, no MSG_ID), no pending schd row
+      // 2. ACTIVE flights purged by age: tombstone (version + 1, no MSG_ID) on the msg topic and
+      // on the state topic (its state row at the same version: a Kafka tombstone), no pending schd row
       const active = take.filter((f) => f.state === 'ACTIVE');
       const tombstones: MsgEvent[] = active.map((f) => {
         const v = Number(f.state_version) + 1;
         return { flid: f.flid, stateVersion: v, payload: msgTombstone({ flid: f.flid, stateVersion: v, updatedAt: isoLocal(now, tz) }) };
       });
       await insertMsgEvents(tx, tombstones, now);
+      await upsertStateRows(tx, tombstones, now);
       await removePendingSchdRows(
         tx,
         active.map((f) => f.flid),
       );
-      if (tombstones.length) await wake(tx, DISPATCH_TASK.msg);
+      if (tombstones.length) {
+        await wake(tx, DISPATCH_TASK.msg);
+        await wake(tx, DISPATCH_TASK.state);
+      }
 
       // 3. version floor: a reappearing FLID continues above what consumers saw
       await raiseVersionFloors(

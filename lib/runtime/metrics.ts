@@ -133,6 +133,7 @@ const OWNED: Record<ProcessName, client.Metric[]> = {
   backfill: [metrics.backfillAbandoned, metrics.backfillWritten],
   'msg-dispatch': [metrics.retentionDeleted],
   'schd-dispatch': [],
+  'state-dispatch': [],
   retention: [metrics.retentionDeleted, metrics.flightsWithoutOperationDay],
   api: [],
 };

@@ -4,6 +4,7 @@
 // Statement conventions: lib/db/statement.ts. The message trace's reads: lib/sql/trace.ts.
 import { PER_EXECUTION, pgStatement } from '../db/statement.ts';
 import type { AbandonReason, OpenState, ProcStateName, ProcStateRow, TerminalState } from './proc-state.ts';
+import type { OutboxTarget } from './outbox.ts';
 import type { RequestKind } from './requests.ts';
 
 // ---- the summary (one repeatable-read transaction, lib/api/console.ts)
@@ -66,7 +67,7 @@ export const backfillPending = pgStatement<[], { n: number }>(
 /** The first $1 dead-lettered outbox events in event order, each with the msg events of its flight it holds back. */
 export const deadLetters = pgStatement<
   [limit: number],
-  { event_id: number; target: 'msg' | 'schd'; flid: string; state_version: number; attempts: number; last_error: string | null; created_at: Date; held: number }
+  { event_id: number; target: OutboxTarget; flid: string; state_version: number; attempts: number; last_error: string | null; created_at: Date; held: number }
 >(
   'console.dead_letters',
   `select d.event_id, d.target, d.flid, d.state_version, d.attempts, d.last_error, d.created_at,

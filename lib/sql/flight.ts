@@ -197,10 +197,10 @@ function writeStatement(spec: FlightColumns) {
     pieces.push((g) => `delete from ${ident(c.table)} where flid = any(${flids}::text[]) ${disc} ${andGuard(g)}`);
     pieces.push(unnestPiece(c.table, c.columns));
   }
-  // Outbox rows of a batch, msg events and schd upserts interleaved: EVENT_IDs are taken in array
-  // order (as one message after another would take them). One insert for both targets: msg rows
-  // never meet the schd rows' partial unique index; a schd row (one per FLID) replaces the FLID's
-  // row back to PENDING with its new EVENT_ID.
+  // Outbox rows of a batch, msg events, state rows and schd upserts interleaved: EVENT_IDs are
+  // taken in array order (as one message after another would take them). One insert for every
+  // target: msg rows never meet the partial unique index of the coalesced targets; a schd or state
+  // row (one per FLID and target) replaces the FLID's row back to PENDING with its new EVENT_ID.
   pieces.push(
     (g) => `insert into msg_event (event_id, target, flid, state_version, payload, created_at)
       select x.id, x.target, x.flid, x.ver,
@@ -209,7 +209,7 @@ function writeStatement(spec: FlightColumns) {
       from (select nextval('msg_event_id_seq') as id, u.target, u.flid, u.ver, u.p
             from (select * from unnest($2::text[], $3::text[], $4::integer[], $5::jsonb[]) with ordinality as t(target, flid, ver, p, ord)
                   order by ord) u ${whereGuard(g)}) x
-      on conflict (flid) where target = 'schd' do update set
+      on conflict (target, flid) where target in ('schd', 'state') do update set
         event_id = excluded.event_id, state_version = excluded.state_version, payload = excluded.payload,
         state = 'PENDING', attempts = 0, next_attempt_at = null, sent_at = null,
         kafka_partition = null, kafka_offset = null, last_error = null, created_at = excluded.created_at`,

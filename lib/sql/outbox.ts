@@ -2,7 +2,7 @@
 import { PER_EXECUTION, pgStatement } from '../db/statement.ts';
 
 /** The outbox's targets (MSG_EVENT.TARGET). */
-export type OutboxTarget = 'msg' | 'schd';
+export type OutboxTarget = 'msg' | 'schd' | 'state';
 
 // ---- lib/dispatch/outbox.ts
 // Updates lock with SKIP LOCKED: a row the pump is rewriting right now (schd upsert) is left
@@ -37,6 +37,36 @@ export const pendingSchdRows = pgStatement<[now: Date, limit: number], { event_i
    where target = 'schd' and state = 'PENDING' and (next_attempt_at is null or next_attempt_at <= $1::timestamptz)
    order by event_id
    limit $2::bigint`,
+);
+
+/** PENDING state rows due at $1, in EVENT_ID order, at most $2 (lib/dispatch/state.ts). */
+export const pendingStateRows = pgStatement<[now: Date, limit: number], { event_id: number; flid: string; state_version: number; attempts: number }>(
+  'outbox.pending_state_rows',
+  `select event_id, flid, state_version, attempts from msg_event
+   where target = 'state' and state = 'PENDING' and (next_attempt_at is null or next_attempt_at <= $1::timestamptz)
+   order by event_id
+   limit $2::bigint`,
+);
+
+/** Of the state rows $1 (event ids), those still PENDING under that event id (not rewritten since). */
+export const unchangedStateRows = pgStatement<[eventIds: number[]], { event_id: number }>(
+  'outbox.unchanged_state_rows',
+  `select event_id from msg_event where event_id = any($1::bigint[]) and target = 'state' and state = 'PENDING'`,
+);
+
+/**
+ * State rows for the FLIDs $2 at versions $3, created at $1 (the history purge's tombstones; the
+ * pump writes its own inside flight.write_batch): upserted back to PENDING with a new EVENT_ID.
+ */
+export const upsertStateRows = pgStatement<[now: Date, flids: string[], versions: number[]]>(
+  'outbox.upsert_state_rows',
+  `insert into msg_event (event_id, target, flid, state_version, payload, created_at)
+   select nextval('msg_event_id_seq'), 'state', u.flid, u.ver, jsonb_build_object('FLID', u.flid, 'STATE_VERSION', u.ver), $1::timestamptz
+   from unnest($2::text[], $3::integer[]) as u(flid, ver)
+   on conflict (target, flid) where target in ('schd', 'state') do update set
+     event_id = excluded.event_id, state_version = excluded.state_version, payload = excluded.payload,
+     state = 'PENDING', attempts = 0, next_attempt_at = null, sent_at = null,
+     kafka_partition = null, kafka_offset = null, last_error = null, created_at = excluded.created_at`,
 );
 
 /**
@@ -204,6 +234,28 @@ export const insertMsgEvents = pgStatement<[now: Date, flids: string[], versions
 export const removePendingSchd = pgStatement<[flids: string[]]>(
   'outbox.remove_pending_schd',
   "delete from msg_event where target = 'schd' and state in ('PENDING', 'DEAD') and flid = any($1::text[])",
+);
+
+// ---- lib/api/flight-routes.ts
+
+/**
+ * The msg topic position of GET /all/flights: per partition, the offset after the highest one
+ * acknowledged for a SENT msg event the outbox still holds (docs/consumers.md "Starting from
+ * nothing"). One index probe per partition (msg_event_msg_sent_offset): the partitions are
+ * walked with a recursive skip over the index, not by grouping every SENT row.
+ */
+export const msgPositions = pgStatement<[], { partition: number; offset: string }>(
+  'outbox.msg_positions',
+  `with recursive p(part) as (
+     select min(kafka_partition) from msg_event where target = 'msg' and state = 'SENT' and kafka_offset is not null
+     union all
+     select (select min(kafka_partition) from msg_event
+             where target = 'msg' and state = 'SENT' and kafka_offset is not null and kafka_partition > p.part)
+     from p where p.part is not null)
+   select p.part as partition,
+          ((select max((kafka_offset)::bigint) from msg_event
+            where target = 'msg' and state = 'SENT' and kafka_offset is not null and kafka_partition = p.part) + 1)::text as offset
+   from p where p.part is not null order by p.part`,
 );
 
 // ---- lib/flight/timeline.ts

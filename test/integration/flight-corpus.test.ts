@@ -67,6 +67,7 @@ describe.runIf(corpusPresent)('flight domain: corpus through the pipeline', () =
     expect(ev.rows).toEqual([
       { target: 'msg', n: 2 },
       { target: 'schd', n: 2 },
+      { target: 'state', n: 2 },
     ]);
   });
 

@@ -28,7 +28,7 @@ describe('schema follows the rule table', () => {
 describe('snapshot (SCHD DNLD)', () => {
   it('creates flights with details, ledger v1, roster, one msg + one schd event per flight, Redis keys', async () => {
     const r = await apply(s.db, s.redis, schd('DNLD', [rec('1', 9, '<GTDT GTNO="1"><GATE>G1</GATE></GTDT><ERUT RTNO="1"><APCD>PEK</APCD></ERUT>'), rec('2', 9)]));
-    expect(r).toMatchObject({ outcome: 'applied', wake: ['msg-dispatch', 'schd-dispatch'] });
+    expect(r).toMatchObject({ outcome: 'applied', wake: ['msg-dispatch', 'schd-dispatch', 'state-dispatch'] });
     expect(await flightRow(s.db, '1')).toMatchObject({ state: 'ACTIVE', state_version: 1, operation_day: '2026-12-09', last_msg_id: r.msgId });
     const gen = await sql<{ version: number; last_message_id: number }>`select version, last_message_id from schd_gen where operation_day = '2026-12-09'`.execute(s.db);
     expect(gen.rows).toEqual([{ version: 1, last_message_id: r.msgId }]);
@@ -107,7 +107,7 @@ describe('snapshot (SCHD DNLD)', () => {
     expect(await flightRow(s.db, B)).toMatchObject({ state: 'ACTIVE', state_version: 3, deleted_at: null });
   });
 
-  it('a snapshot larger than one write statement is written as one: every flight, msg events then schd rows in order, change records, deletions', async () => {
+  it('a snapshot larger than one write statement is written as one: every flight, msg events (each with its state row) then schd rows in order, change records, deletions', async () => {
     // FLIDs 700001…: flight_change is not emptied between tests
     const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => String(700_000 + from + i));
     const gate = (f: string) => `<GTDT GTNO="1"><GATE>G${Number(f) % 40}</GATE></GTDT>`;
@@ -126,7 +126,7 @@ describe('snapshot (SCHD DNLD)', () => {
     const changes = async (msgId: number) => (await sql<{ n: number }>`select count(*)::int n from flight_change where msg_id = ${msgId}`.execute(s.db)).rows[0].n;
     expect(await changes(first.msgId)).toBe(2500);
     const ev1 = await events(s.db);
-    expect(ev1.map((e) => `${e.target}:${e.flid}`)).toEqual([...range(1, 2500).map((f) => `msg:${f}`), ...range(1, 2500).map((f) => `schd:${f}`)]);
+    expect(ev1.map((e) => `${e.target}:${e.flid}`)).toEqual([...range(1, 2500).flatMap((f) => [`msg:${f}`, `state:${f}`]), ...range(1, 2500).map((f) => `schd:${f}`)]);
     expect(ev1.filter((e) => e.target === 'msg').every((e) => e.payload.EVENT_ID === e.event_id)).toBe(true);
     // the next one changes 1–1,200, keeps 1,201–1,900 and drops 1,901–2,500
     const second = await apply(
@@ -140,8 +140,10 @@ describe('snapshot (SCHD DNLD)', () => {
     );
     expect(second).toMatchObject({ outcome: 'applied' });
     const ev2 = (await events(s.db)).filter((e) => e.event_id > ev1.at(-1)!.event_id);
-    expect(ev2.map((e) => `${e.target}:${e.flid}`)).toEqual([...range(1, 1200).map((f) => `msg:${f}`), ...range(1901, 2500).map((f) => `msg:${f}`), ...range(1, 1200).map((f) => `schd:${f}`)]);
-    expect(ev2.filter((e) => e.flid === '702000').map((e) => e.payload)).toMatchObject([{ FLID: '702000', DELETED: true, STATE_VERSION: 2, MSG_ID: second.msgId }]);
+    // each flight's state row right after its (last) msg event, at its new version
+    expect(ev2.map((e) => `${e.target}:${e.flid}`)).toEqual([...[...range(1, 1200), ...range(1901, 2500)].flatMap((f) => [`msg:${f}`, `state:${f}`]), ...range(1, 1200).map((f) => `schd:${f}`)]);
+    expect(ev2.filter((e) => e.target === 'state').every((e) => e.state_version === 2)).toBe(true);
+    expect(ev2.filter((e) => e.flid === '702000' && e.target === 'msg').map((e) => e.payload)).toMatchObject([{ FLID: '702000', DELETED: true, STATE_VERSION: 2, MSG_ID: second.msgId }]);
     expect((await events(s.db, 'schd')).map((e) => e.flid).sort()).toEqual(range(1, 1900).sort());
     expect(await flightRow(s.db, '700007')).toMatchObject({ state: 'ACTIVE', state_version: 2, stnd: 'S700007' });
     expect(await flightRow(s.db, '701500')).toMatchObject({ state: 'ACTIVE', state_version: 1 });
@@ -229,7 +231,7 @@ describe('ADFT and FLOP', () => {
     await apply(s.db, s.redis, schd('DNLD', [rec('1', 9)]));
     const g = flop('GTDT', '1', '<GTDT GTNO="1"><GATE>G1</GATE></GTDT>');
     const first = await apply(s.db, s.redis, g);
-    expect(first).toMatchObject({ outcome: 'applied', wake: ['msg-dispatch', 'schd-dispatch'] });
+    expect(first).toMatchObject({ outcome: 'applied', wake: ['msg-dispatch', 'schd-dispatch', 'state-dispatch'] });
     const n = await count(s.db, 'msg_event');
     const second = await apply(s.db, s.redis, flop('GTDT', '1', '<GTDT GTNO="1"><GATE>G1</GATE></GTDT>'));
     expect(second).toMatchObject({ outcome: 'applied', mirror: ['1'] });

@@ -69,6 +69,7 @@ describe('9,999-flight snapshot under the pump process', () => {
     expect(ev.rows).toEqual([
       { target: 'msg', n: 9999 },
       { target: 'schd', n: 9999 },
+      { target: 'state', n: 9999 },
     ]);
     const versions = await sql<{ v: number; n: number }>`select state_version v, count(*)::int n from flight_schd group by 1`.execute(s.db);
     expect(versions.rows).toEqual([{ v: 1, n: 9999 }]);

@@ -140,7 +140,7 @@ describe('a 9,999-flight snapshot', () => {
     expect(visibleBeforeCommit).toBe(0);
     expect(await count(s.db, 'flight_schd')).toBe(9999);
     expect(await count(s.db, 'flight_route_point')).toBe(19998);
-    expect(await count(s.db, 'msg_event')).toBe(19998);
+    expect(await count(s.db, 'msg_event')).toBe(29997); // msg, schd and state row per flight
     expect(statements).toBeLessThan(80);
     expect(ms).toBeLessThan(30_000);
     const gen = await sql<{ n: number }>`select count(*)::int as n from schd_gen_flid where operation_day = '2026-12-09'`.execute(s.db);

@@ -50,7 +50,7 @@ export async function flightRow(db: Db, flid: string) {
   return r.rows[0];
 }
 
-export async function events(db: Db, target?: 'msg' | 'schd') {
+export async function events(db: Db, target?: 'msg' | 'schd' | 'state') {
   const r = await sql<{ event_id: number; target: string; flid: string; state_version: number; payload: Record<string, unknown>; state: string }>`
     select event_id, target, flid, state_version, payload, state from msg_event ${target ? sql`where target = ${target}` : sql``} order by event_id`.execute(db);
   return r.rows;

@@ -31,13 +31,13 @@ const FREEZE_MS = 20_000;
 const RESUME_LIMIT_MS = 10_000;
 
 type Service = 'postgres' | 'mariadb' | 'redis' | 'kafka';
-const PROCESSES = ['intake', 'pump', 'backfill', 'msg-dispatch', 'schd-dispatch', 'retention', 'api'] as const;
+const PROCESSES = ['intake', 'pump', 'backfill', 'msg-dispatch', 'schd-dispatch', 'state-dispatch', 'retention', 'api'] as const;
 /** Which processes need which service (their /healthz must say so). */
 const NEEDS: Record<Service, readonly string[]> = {
   postgres: PROCESSES,
   mariadb: ['intake', 'pump', 'backfill', 'retention', 'api'],
   redis: ['pump', 'retention'],
-  kafka: ['msg-dispatch', 'schd-dispatch'],
+  kafka: ['msg-dispatch', 'schd-dispatch', 'state-dispatch'],
 };
 
 let s: TestServices;
@@ -138,6 +138,7 @@ describe('frozen connections (R6): every service frozen in turn, one instance pe
       KAFKA_BROKERS: px.kafka.address,
       MSGX_KAFKA_MSG_TOPIC: `frozen.${id}.msg`,
       MSGX_KAFKA_SCHD_TOPIC: `frozen.${id}.schd`,
+      MSGX_KAFKA_STATE_TOPIC: `frozen.${id}.state`,
       MSGX_KAFKA_PARTITIONS: '3',
     };
     for (const name of PROCESSES) procs.push(startWorker(name, env));
@@ -156,7 +157,7 @@ describe('frozen connections (R6): every service frozen in turn, one instance pe
       const admin = new kafkajs.Kafka({ clientId: 'frozen-test-admin', brokers: [px.kafka.address], logLevel: kafkajs.logLevel.NOTHING }).admin();
       await admin
         .connect()
-        .then(() => admin.deleteTopics({ topics: [`frozen.${id}.msg`, `frozen.${id}.schd`] }))
+        .then(() => admin.deleteTopics({ topics: [`frozen.${id}.msg`, `frozen.${id}.schd`, `frozen.${id}.state`] }))
         .catch(() => {})
         .finally(() => admin.disconnect().catch(() => {}));
       await kafkaService('kafka-stop').catch(() => {});

@@ -159,7 +159,7 @@ describe('every CLI answers --help with its usage and exit 0, before touching an
     expect(r.err).toMatch(/^replay: unknown option --sate \(it knows --state, --reason, --force and --help\)\nusage:/);
     const d = await cli('dispatch-replay', ['--target', 'x', '--all']);
     expect(d.code).toBe(2);
-    expect(d.err).toMatch(/^dispatch-replay: --target must be msg or schd, not x\n/);
+    expect(d.err).toMatch(/^dispatch-replay: --target must be msg, schd or state, not x\n/);
     expect(d.err).not.toContain('dispatch-replay: dispatch-replay');
     const none = await cli('dispatch-skip', []);
     expect(none.err).toMatch(/^dispatch-skip: give exactly one of: <eventId…>, --flid FLID, --all\n/);

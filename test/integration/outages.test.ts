@@ -51,7 +51,7 @@ async function settled(expectedMessages: number): Promise<boolean> {
     select (select count(*)::int from proc_state) total,
            (select count(*)::int from proc_state where state in ('PENDING','FAILED')) open,
            (select count(*)::int from proc_state where backfill_at is null) unbackfilled,
-           (select count(*)::int from msg_event where state <> 'SENT') unsent`);
+           (select count(*)::int from msg_event where target in ('msg', 'schd') and state <> 'SENT') unsent`);
   return r.total === expectedMessages && r.open === 0 && r.unbackfilled === 0 && r.unsent === 0;
 }
 

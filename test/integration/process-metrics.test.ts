@@ -1,7 +1,7 @@
-// The seven processes (the Procfile's entry files) as Prometheus sees them: each exports the
+// The eight processes (the Procfile's entry files) as Prometheus sees them: each exports the
 // metrics it owns and no other process's, Node's default process_*/nodejs_* metrics and
 // msgx_build_info; counters with known label sets start at 0. Then a real Prometheus (Debian's
-// `prometheus` package) scrapes all seven with ops/prometheus-alerts.yml loaded: every target up,
+// `prometheus` package) scrapes all eight with ops/prometheus-alerts.yml loaded: every target up,
 // every rule healthy. Without the binary the Prometheus part is skipped VISIBLY (CI installs it).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,8 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 import { deleteTopics, uniqueTopic } from './dispatch-support.ts';
 
-const NAMES = ['intake', 'pump', 'backfill', 'msg-dispatch', 'schd-dispatch', 'retention', 'api'] as const;
-const topics = { msg: uniqueTopic('metrics-msg'), schd: uniqueTopic('metrics-schd') };
+const NAMES = ['intake', 'pump', 'backfill', 'msg-dispatch', 'schd-dispatch', 'state-dispatch', 'retention', 'api'] as const;
+const topics = { msg: uniqueTopic('metrics-msg'), schd: uniqueTopic('metrics-schd'), state: uniqueTopic('metrics-state') };
 const procs: Proc[] = [];
 const texts = new Map<string, string>();
 
@@ -28,7 +28,7 @@ const line = (name: string, prefix: string) =>
     .find((l) => l.startsWith(prefix));
 
 beforeAll(async () => {
-  for (const n of NAMES) procs.push(startWorker(n, { MSGX_KAFKA_MSG_TOPIC: topics.msg, MSGX_KAFKA_SCHD_TOPIC: topics.schd, MSGX_KAFKA_PARTITIONS: '1' }));
+  for (const n of NAMES) procs.push(startWorker(n, { MSGX_KAFKA_MSG_TOPIC: topics.msg, MSGX_KAFKA_SCHD_TOPIC: topics.schd, MSGX_KAFKA_STATE_TOPIC: topics.state, MSGX_KAFKA_PARTITIONS: '1' }));
   for (const p of procs) {
     await waitFor(`${p.name} /metrics`, async () => (await fetch(`http://127.0.0.1:${p.port}/metrics`)).ok, 60_000);
     // a dispatcher registers its series once its Kafka topic is ready (after /metrics answers)
@@ -39,11 +39,11 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => {
   await stopAll(procs);
-  await deleteTopics([topics.msg, topics.schd]);
+  await deleteTopics([topics.msg, topics.schd, topics.state]);
 });
 
 describe('each process exports what it owns', () => {
-  it('default process_/nodejs_ metrics and msgx_build_info on all seven', () => {
+  it('default process_/nodejs_ metrics and msgx_build_info on all eight', () => {
     for (const n of NAMES) {
       expect(has(n, 'process_cpu_seconds_total'), n).toBe(true);
       expect(has(n, 'nodejs_heap_size_used_bytes'), n).toBe(true);
@@ -60,8 +60,8 @@ describe('each process exports what it owns', () => {
       msgx_backfill_pending: ['backfill'],
       msgx_backfill_attempts_over_limit: ['backfill'],
       msgx_backfill_abandoned_total: ['backfill'],
-      msgx_dispatch_sent_total: ['msg-dispatch', 'schd-dispatch'],
-      msgx_dispatch_oldest_pending_seconds: ['msg-dispatch', 'schd-dispatch'],
+      msgx_dispatch_sent_total: ['msg-dispatch', 'schd-dispatch', 'state-dispatch'],
+      msgx_dispatch_oldest_pending_seconds: ['msg-dispatch', 'schd-dispatch', 'state-dispatch'],
       msgx_flights_without_operation_day: ['retention'],
       msgx_requests: ['api'],
     };
@@ -83,14 +83,15 @@ describe('each process exports what it owns', () => {
     // the dispatchers' series exist from the start (they may already have sent what an earlier test left in the shared outbox)
     expect(line('msg-dispatch', 'msgx_dispatch_sent_total{target="msg"}')).toMatch(/ \d+$/);
     expect(line('schd-dispatch', 'msgx_dispatch_sent_total{target="schd"}')).toMatch(/ \d+$/);
+    expect(line('state-dispatch', 'msgx_dispatch_sent_total{target="state"}')).toMatch(/ \d+$/);
     expect(line('msg-dispatch', 'msgx_dispatch_oldest_pending_seconds{target="msg"}')).toBeDefined();
   });
 });
 
 const prometheus = spawnSync('prometheus', ['--version']).status === 0;
-if (!prometheus) console.warn('SKIPPED: a real Prometheus scraping the seven processes (no `prometheus` binary; apt-get install prometheus)');
+if (!prometheus) console.warn('SKIPPED: a real Prometheus scraping the eight processes (no `prometheus` binary; apt-get install prometheus)');
 
-describe.skipIf(!prometheus)('a real Prometheus scrapes all seven', () => {
+describe.skipIf(!prometheus)('a real Prometheus scrapes all eight', () => {
   let prom: ChildProcess | undefined;
   let dir = '';
   afterAll(() => {
@@ -111,10 +112,10 @@ describe.skipIf(!prometheus)('a real Prometheus scrapes all seven', () => {
     });
     const api = async (path: string) => ((await (await fetch(`http://127.0.0.1:${port}${path}`)).json()) as { data: any }).data;
     const up = await waitFor(
-      'all seven targets up',
+      'all eight targets up',
       async () => {
         const t = (await api('/api/v1/targets')).activeTargets as { health: string; labels: { process: string } }[];
-        return t.length === 7 && t.every((x) => x.health === 'up') ? t : undefined;
+        return t.length === NAMES.length && t.every((x) => x.health === 'up') ? t : undefined;
       },
       60_000,
       500,

@@ -211,7 +211,7 @@ describe('flight history purge (US-14)', () => {
   const DAY9_PURGEABLE = '2026-12-16T16:00:00Z';
   const DAY9_NOT_YET = '2026-12-16T15:59:59Z';
 
-  it('an ACTIVE flight by age: history = complete state, tombstone version + 1 without MSG_ID, pending schd row and Redis key removed', async () => {
+  it('an ACTIVE flight by age: history = complete state, tombstone version + 1 without MSG_ID (msg and state topic), pending schd row and Redis key removed', async () => {
     const clock = new ManualClock('2026-12-01T00:00:00Z');
     await feed(clock, schd('DNLD', [rec('1', 9, '<GTDT GTNO="1"><GATE>G1</GATE></GTDT><ERUT RTNO="1"><APCD>PEK</APCD></ERUT>'), rec('2', 9)]), schd('DNLD', [rec('3', 10)]));
     const redisBefore = JSON.parse((await s.redis.get('msgx:flight:1'))!);
@@ -245,8 +245,16 @@ describe('flight history purge (US-14)', () => {
     expect(await s.redis.get('msgx:flight:2')).toBeNull();
     expect(await s.redis.get('msgx:flight:3')).not.toBeNull();
     expect(Object.fromEntries(await loadVersionFloors(s.db, ['1', '2', '3']))).toEqual({ '1': 2, '2': 2 });
-    // the dispatcher was woken for the tombstones
+    // the state topic's row of each purged flight: PENDING at the tombstone's version (sent as a Kafka tombstone: the flight is gone)
+    const stateRows = await sql<{ flid: string; state_version: number; state: string }>`select flid, state_version, state from msg_event where target = 'state' order by flid`.execute(s.db);
+    expect(stateRows.rows).toEqual([
+      { flid: '1', state_version: 2, state: 'PENDING' },
+      { flid: '2', state_version: 2, state: 'PENDING' },
+      { flid: '3', state_version: 1, state: 'PENDING' },
+    ]);
+    // the dispatchers were woken for the tombstones
     expect((await sql<{ n: number }>`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'msg-dispatch'`.execute(s.db)).rows[0].n).toBe(1);
+    expect((await sql<{ n: number }>`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'state-dispatch'`.execute(s.db)).rows[0].n).toBe(1);
     // nothing left to purge
     expect(await purge(clock)).toBe(0);
   });

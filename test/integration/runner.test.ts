@@ -17,7 +17,7 @@ import { freePort, localConfig, prometheusPresent, PROMETHEUS, startPrometheus }
 
 const PROCS = parseProcfile(readFileSync('Procfile', 'utf8')).map((e) => e.name);
 const runId = `${process.pid}-${Date.now()}`;
-const TOPICS = { msg: `test.runner.msg.${runId}`, schd: `test.runner.schd.${runId}` };
+const TOPICS = { msg: `test.runner.msg.${runId}`, schd: `test.runner.schd.${runId}`, state: `test.runner.state.${runId}` };
 const WARNING = /DeprecationWarning|ExperimentalWarning|\(node:\d+\) |npm (warn|WARN|ERR)/;
 
 interface Started {
@@ -51,6 +51,7 @@ async function npmStart(): Promise<Started> {
     {
       MSGX_KAFKA_MSG_TOPIC: TOPICS.msg,
       MSGX_KAFKA_SCHD_TOPIC: TOPICS.schd,
+      MSGX_KAFKA_STATE_TOPIC: TOPICS.state,
       MSGX_KAFKA_PARTITIONS: '1',
       ...Object.fromEntries(PROCS.map((n) => [`MSGX_HTTP_PORT_${n.replace(/-/g, '_').toUpperCase()}`, String(ports[n])])),
     },
@@ -62,7 +63,7 @@ async function npmStart(): Promise<Started> {
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((r) => child.once('exit', (code, signal) => r({ code, signal, at: Date.now() })));
   const s: Started = { child, out, ports, pids: {}, exited };
   started.push(s);
-  // Each process logs `<name> starting` with its pid; all seven answer /healthz.
+  // Each process logs `<name> starting` with its pid; all eight answer /healthz.
   await waitFor(
     'every process started',
     () => {
@@ -122,8 +123,8 @@ afterAll(async () => {
 if (!prometheusPresent()) console.warn(`SKIPPED(no-prometheus): ${PROMETHEUS} is absent; .ci/run installs Debian's prometheus for the scrape check`);
 
 describe('npm start (scripts/start.ts on the Procfile)', () => {
-  it('the Procfile is the one list: seven processes, each a workers/ entry', () => {
-    expect(PROCS).toEqual(['intake', 'pump', 'backfill', 'api', 'msg-dispatch', 'schd-dispatch', 'retention']);
+  it('the Procfile is the one list: eight processes, each a workers/ entry', () => {
+    expect(PROCS).toEqual(['intake', 'pump', 'backfill', 'api', 'msg-dispatch', 'schd-dispatch', 'state-dispatch', 'retention']);
     expect(() => parseProcfile('pump node x\n')).toThrow(/not "name: command"/);
     expect(() => parseProcfile('# nothing\n\n')).toThrow(/no process/);
   });

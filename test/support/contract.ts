@@ -16,8 +16,12 @@ export function loadAsyncApi(): AsyncApiDoc {
 export interface Contract {
   doc: AsyncApiDoc;
   schema: (name: string) => ValidateFunction;
-  /** Errors of one record (empty = valid): value against the channel's messages (one must match), key against that message's key schema. */
-  check: (channel: 'msg' | 'schd', key: string | null, value: string) => string[];
+  /**
+   * Errors of one record (empty = valid): value against the channel's messages (one must match),
+   * key against that message's key schema, headers against its headers schema (state topic; a
+   * message without one: no headers). A null value is a Kafka tombstone.
+   */
+  check: (channel: 'msg' | 'schd' | 'state', key: string | null, value: string | null, headers?: Record<string, string>) => string[];
 }
 
 export function contract(doc: AsyncApiDoc = loadAsyncApi()): Contract {
@@ -27,23 +31,26 @@ export function contract(doc: AsyncApiDoc = loadAsyncApi()): Contract {
   ajv.addSchema({ $id: 'asyncapi', components: doc.components }, 'asyncapi');
   const schema = (name: string) => ajv.getSchema(`asyncapi#/components/schemas/${name}`)!;
   const messageNames = (channel: string) => Object.values(doc.channels[channel].messages as Record<string, { $ref: string }>).map((m) => m.$ref.split('/').pop()!);
-  const validators = new Map<string, { value: ValidateFunction; key: ValidateFunction }>();
-  for (const ch of ['msg', 'schd'])
+  const validators = new Map<string, { value: ValidateFunction; key: ValidateFunction; headers: ValidateFunction | null }>();
+  for (const ch of ['msg', 'schd', 'state'])
     for (const m of messageNames(ch)) {
       const msg = doc.components.messages[m];
       validators.set(m, {
         value: ajv.compile({ $ref: `asyncapi${msg.payload.$ref}` }),
         key: ajv.compile(msg.bindings.kafka.key),
+        headers: msg.headers ? ajv.compile({ $ref: `asyncapi${msg.headers.$ref}` }) : null,
       });
     }
-  const check = (channel: 'msg' | 'schd', key: string | null, value: string): string[] => {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(value);
-    } catch (e) {
-      return [`not JSON: ${(e as Error).message}`];
+  const check = (channel: 'msg' | 'schd' | 'state', key: string | null, value: string | null, headers: Record<string, string> = {}): string[] => {
+    let parsed: unknown = null;
+    if (value !== null) {
+      try {
+        parsed = JSON.parse(value);
+      } catch (e) {
+        return [`not JSON: ${(e as Error).message}`];
+      }
+      if (JSON.stringify(parsed) !== value) return ['not compact JSON (the one value style of every topic)'];
     }
-    if (JSON.stringify(parsed) !== value) return ['not compact JSON (the one value style of both topics)'];
     const problems: string[] = [];
     for (const m of messageNames(channel)) {
       const v = validators.get(m)!;
@@ -52,6 +59,7 @@ export function contract(doc: AsyncApiDoc = loadAsyncApi()): Contract {
         continue;
       }
       if (!v.key(key)) return [`${m} key ${JSON.stringify(key)}: ${ajv.errorsText(v.key.errors)}`];
+      if (v.headers ? !v.headers(headers) : Object.keys(headers).length > 0) return [`${m} headers ${JSON.stringify(headers)}: ${v.headers ? ajv.errorsText(v.headers.errors) : 'none allowed'}`];
       return [];
     }
     return problems;

@@ -4,7 +4,7 @@
 import { createRequire } from 'node:module';
 import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
-import { msgDeleted, msgTombstone, msgUpsert, msgValue, schdRecord } from '../../lib/contract/kafka.ts';
+import { msgDeleted, msgTombstone, msgUpsert, msgValue, schdRecord, stateRecord } from '../../lib/contract/kafka.ts';
 import { COLLECTIONS, SCALAR_KEYS, STATUS_KEYS } from '../../lib/flight/rules.ts';
 import { contract, loadAsyncApi } from '../support/contract.ts';
 
@@ -24,15 +24,19 @@ describe('docs/asyncapi.yaml', () => {
     expect(validate({ ...doc, channels: { msg: { address: 42 } } })).toBe(false);
   });
 
-  it('describes both topics with their default names, keys and every value shape', () => {
+  it('describes the three topics with their default names, keys and every value shape', () => {
     expect(doc.channels.msg.address).toBe('msgx.flight.msg');
     expect(doc.channels.schd.address).toBe('msgx.flight.schd');
+    expect(doc.channels.state.address).toBe('msgx.flight.state');
+    expect(Object.keys(doc.channels.state.messages)).toEqual(['state', 'tombstone']);
+    expect(doc.channels.state.bindings.kafka.topicConfiguration['cleanup.policy']).toEqual(['compact']);
+    expect(doc.components.messages.CurrentState.payload.$ref).toBe('#/components/schemas/FlightState'); // the GET /flights/:flid JSON
     expect(Object.keys(doc.channels.msg.messages)).toEqual(['upsert', 'tombstone']);
     expect(Object.keys(doc.channels.schd.messages)).toEqual(['batch']);
     expect(doc.components.messages.SchdBatch.bindings.kafka.key).toEqual({ type: 'string', const: 'schd' });
     expect(doc.components.messages.FlightUpsert.bindings.kafka.key.pattern).toBe(doc.components.schemas.Flid.pattern);
     expect(doc.components.messages.FlightTombstone.bindings.kafka.key.pattern).toBe(doc.components.schemas.Flid.pattern);
-    for (const ch of ['msg', 'schd']) expect(doc.channels[ch].description).toMatch(/\*\*Ordering\*\*[\s\S]*\*\*Dedupe\*\*/);
+    for (const ch of ['msg', 'schd', 'state']) expect(doc.channels[ch].description).toMatch(/\*\*Ordering\*\*[\s\S]*\*\*Dedupe\*\*/);
   });
 
   it('FlightState lists exactly the keys of the rule table, in JSON order, with collection fields', () => {
@@ -58,11 +62,14 @@ describe('docs/asyncapi.yaml', () => {
   });
 
   it('every example in the document satisfies its message schema', () => {
-    const examples = Object.entries(doc.components.messages as Record<string, { payload: { $ref: string }; examples: { payload: unknown }[] }>);
-    expect(examples.length).toBe(3);
+    const examples = Object.entries(doc.components.messages as Record<string, { payload: { $ref: string }; headers?: { $ref: string }; examples: { payload: unknown; headers?: unknown }[] }>);
+    expect(examples.length).toBe(5);
     for (const [name, m] of examples) {
       const v = c.schema(m.payload.$ref.split('/').pop()!);
       for (const ex of m.examples) expect({ name, ok: v(ex.payload), errors: v.errors ?? null }).toEqual({ name, ok: true, errors: null });
+      if (!m.headers) continue;
+      const h = c.schema(m.headers.$ref.split('/').pop()!);
+      for (const ex of m.examples) expect({ name, ok: h(ex.headers), errors: h.errors ?? null }).toEqual({ name, ok: true, errors: null });
     }
   });
 
@@ -78,9 +85,13 @@ describe('docs/asyncapi.yaml', () => {
     for (const p of [upsert, fdel, purge]) expect(c.check('msg', p.FLID, msgValue(p))).toEqual([]);
     const state = { FLID: '15', STATE: 'ACTIVE', STATE_VERSION: 4, UPDATED_AT: '2026-12-01T08:00:03+08:00', CANCELLED: false, BOARDING: false, LAST_CALL: false, GTDT: [{ GTNO: 1, GATE: 'A1' }] };
     expect(c.check('schd', 'schd', schdRecord([JSON.stringify(state)]))).toEqual([]);
+    const live = stateRecord({ flid: '15', eventId: 6, stateVersion: 4, state: JSON.stringify(state) });
+    const gone = stateRecord({ flid: '15', eventId: 7, stateVersion: 5, state: null });
+    expect(gone).toStrictEqual({ key: '15', value: null, headers: { EVENT_ID: '7', STATE_VERSION: '5' } });
+    for (const r of [live, gone]) expect(c.check('state', r.key, r.value, r.headers)).toEqual([]);
 
     // Postgres jsonb text (the old msg style) is refused
-    expect(c.check('msg', '15', JSON.stringify(upsert, null, 1))).toEqual(['not compact JSON (the one value style of both topics)']);
+    expect(c.check('msg', '15', JSON.stringify(upsert, null, 1))).toEqual(['not compact JSON (the one value style of every topic)']);
     expect(c.check('msg', 'x', msgValue(upsert))[0]).toMatch(/key "x"/);
     expect(c.check('msg', '15', msgValue({ ...upsert, EXTRA: 1 })).join()).toMatch(/additional properties/);
     expect(c.check('msg', '15', msgValue({ ...fdel, PURGED: true })).join()).toMatch(/FlightTombstone/); // both MSG_ID and PURGED
@@ -89,5 +100,9 @@ describe('docs/asyncapi.yaml', () => {
     expect(c.check('schd', 'schd', schdRecord([JSON.stringify({ ...state, STATE: 'DELETED' })]))).not.toEqual([]);
     expect(c.check('schd', 'schd', schdRecord([JSON.stringify({ ...state, NOPE: 'x' })]))).not.toEqual([]);
     expect(c.check('schd', 'other', schdRecord([JSON.stringify(state)]))[0]).toMatch(/key "other"/);
+    expect(c.check('state', live.key, live.value, {})[0]).toMatch(/headers/); // headers are part of the state contract
+    expect(c.check('state', live.key, live.value, { ...live.headers, STATE_VERSION: 'four' })[0]).toMatch(/headers/);
+    expect(c.check('state', gone.key, JSON.stringify({ ...state, STATE: 'DELETED' }), gone.headers)).not.toEqual([]); // deleted = null, never a DELETED state
+    expect(c.check('msg', '15', msgValue(upsert), { EVENT_ID: '3' })[0]).toMatch(/headers/); // msg records carry none
   });
 });
