@@ -4,9 +4,11 @@
 // nothing is due — once per msg batch size (msgx.msg.batch) per run. schd: 10,000 flights created
 // through the real pump (a 9,999-flight SCHD DNLD and one more), their 10,000 PENDING schd rows
 // drained by schdRound — once per flush limit (msgx.schd.flush-limit) per run, the rows set back
-// to PENDING between measurements. Sizes alternate within a run; medians over RUNS runs.
-// Fresh topics per invocation (bench.<random>.msg / .schd); at the end a real consumer reads
-// both topics back and counts: every EVENT_ID sent, every flight of every schd record.
+// to PENDING between measurements. state: the same 10,000 flights' state rows drained by
+// stateRound at the default batch, once per run. Sizes alternate within a run; medians over RUNS
+// runs. Fresh topics per invocation (bench.<random>.msg / .schd / .state); at the end a real
+// consumer reads the topics back and counts: every EVENT_ID sent, every flight of every schd
+// record, every state record and its key.
 //   npm run bench:dispatch -- [runs=3] [msgBatches=500,2000,5000] [schdFlushLimits=200,1000,5000] [events=100000] [flids=10000]
 import { scriptHelp } from '../args.ts';
 import { randomUUID } from 'node:crypto';
@@ -17,6 +19,7 @@ import { type Config, slices } from '../../lib/core/config.ts';
 import { createKafkaEdge, kafkaOptions } from '../../lib/dispatch/kafka.ts';
 import { msgRound, type DispatchDeps } from '../../lib/dispatch/msg.ts';
 import { schdRound } from '../../lib/dispatch/schd.ts';
+import { stateRound } from '../../lib/dispatch/state.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { drainMsg, fillMsgOutbox, msgEvents } from './msg-outbox.ts';
 import { emptyAll, machine, median, openBench, pumpTenThousandFlights } from './setup.ts';
@@ -34,10 +37,11 @@ const SCHD_FLIGHTS = 10_000;
 const tag = randomUUID().slice(0, 8);
 const msgTopic = `bench.${tag}.msg`;
 const schdTopic = `bench.${tag}.schd`;
-const b = await openBench({ MSGX_KAFKA_MSG_TOPIC: msgTopic, MSGX_KAFKA_SCHD_TOPIC: schdTopic });
+const stateTopic = `bench.${tag}.state`;
+const b = await openBench({ MSGX_KAFKA_MSG_TOPIC: msgTopic, MSGX_KAFKA_SCHD_TOPIC: schdTopic, MSGX_KAFKA_STATE_TOPIC: stateTopic });
 const log = createLogger('bench', process.env.BENCH_LOG ?? 'silent');
 const kafka = createKafkaEdge(kafkaOptions(slices(b.config).kafka, log));
-await kafka.ensureTopics([msgTopic, schdTopic]);
+await kafka.ensureTopics([msgTopic, schdTopic, { topic: stateTopic, compacted: true }]);
 const depsWith = (o: Partial<Config>): DispatchDeps => ({ db: b.db, kafka, dispatch: slices({ ...b.config, ...o } as Config).dispatch, clock: systemClock, log });
 await emptyAll(b);
 
@@ -114,10 +118,37 @@ for (let run = 0; run < runs; run++) {
     console.error(`schd run ${run + 1} flush-limit ${limit}: ${Math.round(sent / sec)} flights/s (${records} records, ${sec.toFixed(2)} s)`);
   }
 }
+
+// state topic: the same 10,000 flights' state rows (one per FLID, written by the pump), drained
+// by stateRound at the default batch (msgx.msg.batch) — each round reads the flights' complete
+// states and sends one record each
+const resetState = () =>
+  sql`update msg_event set state = 'PENDING', attempts = 0, next_attempt_at = null, sent_at = null, kafka_partition = null, kafka_offset = null
+      where target = 'state'`.execute(b.db);
+const stateRates: number[] = [];
+let stateSentTotal = 0;
+for (let run = 0; run < runs; run++) {
+  await resetState();
+  await sql`vacuum analyze msg_event`.execute(b.db);
+  const d = depsWith({});
+  let sent = 0;
+  const t = performance.now();
+  for (;;) {
+    const r = await stateRound(d);
+    if (r.failed || r.dead) throw new Error(`state round: ${JSON.stringify(r)}`);
+    if (r.picked === 0) break;
+    sent += r.sent;
+  }
+  const sec = (performance.now() - t) / 1000;
+  if (sent !== SCHD_FLIGHTS) throw new Error(`state: sent ${sent} of ${SCHD_FLIGHTS}`);
+  stateSentTotal += sent;
+  stateRates.push(sent / sec);
+  console.error(`state run ${run + 1}: ${Math.round(sent / sec)} flights/s (${sec.toFixed(2)} s)`);
+}
 await kafka.close();
 
 // ---------------------------------------------------------------------------------------------
-// read both topics back with a real consumer
+// read the topics back with a real consumer
 async function readBack(topic: string, done: (n: { records: number; items: number }) => boolean, onValue: (v: string) => number): Promise<{ records: number; items: number; ms: number }> {
   const k = new Kafka({ clientId: 'msgx-bench-consumer', brokers: b.config.KAFKA_BROKERS.split(','), logLevel: logLevel.NOTHING });
   const consumer = k.consumer({ groupId: `bench-${randomUUID()}`, sessionTimeout: 30_000, heartbeatInterval: 3000, maxBytes: 50 * 2 ** 20 });
@@ -161,6 +192,16 @@ const schdBack = await readBack(
   (v) => (JSON.parse(v) as { SCHD: { RECS: number; FLTR: unknown[] } }).SCHD.FLTR.length,
 );
 
+const stateKeys = new Set<string>();
+const stateBack = await readBack(
+  stateTopic,
+  (n) => n.records >= stateSentTotal,
+  (v) => {
+    stateKeys.add(String((JSON.parse(v) as { FLID: string }).FLID));
+    return 1;
+  },
+);
+
 const summary = (m: Map<number, number[]>) => [...m].map(([size, xs]) => ({ size, median: Math.round(median(xs)), runs: xs.map(Math.round) }));
 console.log(
   JSON.stringify(
@@ -179,7 +220,14 @@ console.log(
         byFlushLimit: summary(schdRates).map((s) => ({ flushLimit: s.size, flightsPerSecMedian: s.median, runs: s.runs, records: schdRecords.get(s.size) })),
         consumer: { expectedFlights: schdFlightsTotal, expectedRecords: schdRecordsTotal, records: schdBack.records, flights: schdBack.items, ms: Math.round(schdBack.ms) },
       },
-      topics: [msgTopic, schdTopic],
+      state: {
+        flights: SCHD_FLIGHTS,
+        batch: b.config['msgx.msg.batch'],
+        flightsPerSecMedian: Math.round(median(stateRates)),
+        runs: stateRates.map(Math.round),
+        consumer: { expectedRecords: stateSentTotal, records: stateBack.records, distinctKeys: stateKeys.size, ms: Math.round(stateBack.ms) },
+      },
+      topics: [msgTopic, schdTopic, stateTopic],
     },
     null,
     2,
