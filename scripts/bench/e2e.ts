@@ -1,5 +1,5 @@
 // B1 end to end: N FLOP messages (default 20,000) over F flights (default 2,000) land in the inbox
-// at once; the real processes (intake, pump, backfill, msg-dispatch, schd-dispatch — the
+// at once; the real processes (intake, pump, backfill, msg-dispatch, schd-dispatch, state-dispatch — the
 // Procfile's entry files, default configuration) take them to "terminal, backfilled into the
 // inbox, and every msg event on Kafka". Reported: messages / (first insert → the last of those
 // three), with the time each leg finished. Kafka is checked by the topic's high watermarks (the
@@ -19,7 +19,7 @@ scriptHelp(import.meta.url);
 const N = Number(process.argv[2] ?? 20_000);
 const F = Number(process.argv[3] ?? 2_000);
 const RUNS = Number(process.argv[4] ?? 1);
-const PROCESSES = ['intake', 'pump', 'backfill', 'msg-dispatch', 'schd-dispatch'] as const;
+const PROCESSES = ['intake', 'pump', 'backfill', 'msg-dispatch', 'schd-dispatch', 'state-dispatch'] as const;
 const { Kafka, logLevel } = kafkajs;
 
 const flop = (i: number) => {
@@ -34,7 +34,7 @@ async function count(b: Bench, q: ReturnType<typeof sql<{ n: number }>>): Promis
 
 async function oneRun(b: Bench, run: number) {
   const tag = randomUUID().slice(0, 8);
-  const topics = { msg: `bench.${tag}.msg`, schd: `bench.${tag}.schd` };
+  const topics = { msg: `bench.${tag}.msg`, schd: `bench.${tag}.schd`, state: `bench.${tag}.state` };
   await emptyAll(b);
   const admin = new Kafka({ clientId: 'msgx-bench-e2e', brokers: KAFKA.split(','), logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
@@ -77,7 +77,7 @@ async function oneRun(b: Bench, run: number) {
     const onKafka = offsets.reduce((a, o) => a + Number(o.high), 0);
     const exitCodes = await stopWorkers(workers);
     const states = await stateCounts(b);
-    await admin.deleteTopics({ topics: [topics.msg, topics.schd] }).catch(() => {});
+    await admin.deleteTopics({ topics: [topics.msg, topics.schd, topics.state] }).catch(() => {});
     const res = {
       messages: N,
       insertSeconds: +((inserted - start) / 1000).toFixed(2),

@@ -34,7 +34,7 @@ const WINDOW = 20_000;
 const CHUNK = 1_000;
 const SAMPLE_MS = 500;
 const DRAIN_S = 120;
-const PROCESSES = ['intake', 'pump', 'backfill', 'msg-dispatch', 'schd-dispatch'] as const;
+const PROCESSES = ['intake', 'pump', 'backfill', 'msg-dispatch', 'schd-dispatch', 'state-dispatch'] as const;
 const { Kafka, logLevel } = kafkajs;
 if (!(N >= TENTHS * CHUNK) || !(F >= 1 && F <= 9999 * 2)) throw new Error(`usage: npm run bench:growth -- [messages ≥ ${TENTHS * CHUNK}] [flights 1–19998]`);
 
@@ -77,7 +77,7 @@ async function insertFlops(b: Bench, from: number, count: number): Promise<numbe
 
 async function run(b: Bench): Promise<{ tenths: Tenth[]; drainSeconds: number; states: Record<string, number>; exitCodes: Record<string, unknown>; totalSeconds: number }> {
   const tag = randomUUID().slice(0, 8);
-  const topics = { msg: `bench.${tag}.msg`, schd: `bench.${tag}.schd` };
+  const topics = { msg: `bench.${tag}.msg`, schd: `bench.${tag}.schd`, state: `bench.${tag}.state` };
   await emptyAll(b);
   const admin = new Kafka({ clientId: 'msgx-bench-growth', brokers: KAFKA.split(','), logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
@@ -186,7 +186,7 @@ async function run(b: Bench): Promise<{ tenths: Tenth[]; drainSeconds: number; s
     const totalSeconds = +((Date.now() - start) / 1000).toFixed(1);
     const exitCodes = await stopWorkers(workers);
     const states = await stateCounts(b);
-    await admin.deleteTopics({ topics: [topics.msg, topics.schd] }).catch(() => {});
+    await admin.deleteTopics({ topics: [topics.msg, topics.schd, topics.state] }).catch(() => {});
     return { tenths, drainSeconds, states, exitCodes, totalSeconds };
   } catch (e) {
     return await failWithLogs(workers, e);

@@ -12,7 +12,7 @@ export interface Worker {
   exited: Promise<number | null>;
 }
 
-export function startWorker(name: string, port: number, topics: { msg: string; schd: string }, extra: Record<string, string> = {}): Worker {
+export function startWorker(name: string, port: number, topics: { msg: string; schd: string; state?: string }, extra: Record<string, string> = {}): Worker {
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
     DATABASE_URL: BENCH_PG,
@@ -21,6 +21,7 @@ export function startWorker(name: string, port: number, topics: { msg: string; s
     KAFKA_BROKERS: KAFKA,
     MSGX_KAFKA_MSG_TOPIC: topics.msg,
     MSGX_KAFKA_SCHD_TOPIC: topics.schd,
+    ...(topics.state ? { MSGX_KAFKA_STATE_TOPIC: topics.state } : {}),
     MSGX_REQUESTS_DAILY_SCHEDULE_AT: '',
     MSGX_LOG_LEVEL: process.env.BENCH_LOG ?? 'warn',
     [`MSGX_HTTP_PORT_${name.replace(/-/g, '_').toUpperCase()}`]: String(port),
