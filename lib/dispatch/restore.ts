@@ -13,6 +13,7 @@ import { withTimeout } from '../core/timeout.ts';
 import type { Db } from '../db/postgres.ts';
 import { pgOne, pgRows } from '../db/statement.ts';
 import type { Finding } from '../pipeline/restore.ts';
+import * as Outbox from '../sql/outbox.ts';
 import * as Restore from '../sql/restore.ts';
 import type { KafkaOptions } from './kafka.ts';
 
@@ -67,10 +68,11 @@ export function createKafkaRestoreCheck(o: KafkaOptions, topic: string, db: Db):
   /** The ranges of the topic Postgres does not know (and not verified before). */
   async function unknownRanges(useVerified: boolean) {
     const topicEnds = await ends();
-    const known = new Map((await pgRows(db, Restore.sentOffsets)).map((r) => [r.partition, BigInt(r.offset)]));
+    // per partition, one past the highest offset of a SENT msg event (the position GET /all/flights answers)
+    const known = new Map((await pgRows(db, Outbox.msgPositions)).map((r) => [r.partition, BigInt(r.offset)]));
     return topicEnds
       .map((e) => {
-        let from = (known.get(e.partition) ?? -1n) + 1n;
+        let from = known.get(e.partition) ?? 0n;
         if (useVerified && (verified.get(e.partition) ?? -1n) > from) from = verified.get(e.partition)!;
         if (from < e.low) from = e.low;
         if (from < e.high - BigInt(TAIL)) from = e.high - BigInt(TAIL);

@@ -25,14 +25,6 @@ export const flightVersions = pgStatement<[flids: string[]], { flid: string; sta
 /** Every FLID Postgres holds, in order (the Redis re-sync rewrites each one). */
 export const allFlids = pgStatement<[], { flid: string }>('restore.all_flids', 'select flid from flight_schd order by flid');
 
-/** Per partition, the highest Kafka offset of a SENT msg event the outbox remembers. */
-export const sentOffsets = pgStatement<[], { partition: number; offset: string }>(
-  'restore.sent_offsets',
-  `select kafka_partition as partition, max(kafka_offset::bigint)::text as offset from msg_event
-    where target = 'msg' and state = 'SENT' and kafka_partition is not null and kafka_offset is not null
-    group by kafka_partition`,
-);
-
 /** The highest EVENT_ID handed out so far (0: none). */
 export const eventIdHigh = pgStatement<[], { high: number }>('restore.event_id_high', `select case when is_called then last_value else last_value - 1 end::float8 as high from msg_event_id_seq`);
 
