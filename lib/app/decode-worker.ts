@@ -3,6 +3,7 @@
 // knows which message is over its budget.
 import { parentPort, workerData } from 'node:worker_threads';
 import { buildRegistry } from './composition.ts';
+import { releaseMemory } from '../runtime/gc.ts';
 import { decodeMessage, type DecodeSettings } from '../pipeline/decoding.ts';
 import type { DecodeAnswer, DecodeRequest } from '../pipeline/decoder.ts';
 
@@ -10,6 +11,7 @@ const { settings, registry: options } = workerData as { settings: DecodeSettings
 const registry = buildRegistry(options);
 
 parentPort!.on('message', (m: DecodeRequest) => {
+  if (m === 'release') return releaseMemory(); // set aside while a large body's worker runs: its garbage goes
   let stop = false;
   m.bodies.forEach((body, i) => {
     const index = m.from + i;

@@ -9,10 +9,14 @@
 // messages. A worker that dies by itself (out of memory) makes its current message a retryable
 // INTERNAL failure (the failure ladder ends it DEAD after its attempts).
 //
+// A job with a large body (over LARGE_BODY: a big snapshot) is decoded by a worker of its own,
+// with a small young generation, ended after the job; the ordinary worker is set aside meanwhile,
+// gives its garbage back, and takes the next jobs (docs/decisions.md "Snapshots in bounded memory").
+//
 // Jobs are decoded one after the other, in the order they were asked for.
 import { Worker } from 'node:worker_threads';
 import type { Failure } from '../core/errors.ts';
-import type { Decoded, DecodeSettings } from './decoding.ts';
+import { LARGE_BODY, type Decoded, type DecodeSettings } from './decoding.ts';
 
 /**
  * A result from the worker; 'inline': the command cannot cross threads (not cloneable), decode it
@@ -31,8 +35,8 @@ export interface DecoderOptions {
   maxHeapMb?: number;
 }
 
-/** What the worker receives and answers (lib/app/decode-worker.ts). */
-export type DecodeRequest = { job: number; from: number; bodies: string[] };
+/** What the worker receives ('release': give its garbage back now) and answers (lib/app/decode-worker.ts). */
+export type DecodeRequest = { job: number; from: number; bodies: string[] } | 'release';
 export type DecodeAnswer = { job: number; index: number; result: WorkerResult } | { ready: true };
 
 interface Job {
@@ -42,6 +46,9 @@ interface Job {
   next: number;
   resolve: (r: WorkerResult[]) => void;
 }
+
+/** The young generation (MB) of the worker of a large body (LARGE_BODY). */
+const LARGE_YOUNG_GENERATION_MB = 16;
 
 export const budgetFailure = (budgetMs: number): Failure => ({
   cls: 'MALFORMED',
@@ -54,11 +61,17 @@ export class Decoder {
   private current: Job | undefined;
   private timer: NodeJS.Timeout | undefined;
   private seq = 0;
-  /** The worker has loaded its modules: a message's budget starts only then (a new worker's start-up is not the message's). */
-  private ready = false;
+  /** Workers that have loaded their modules: a message's budget starts only then (a new worker's start-up is not the message's). */
+  private readonly ready = new WeakSet<Worker>();
+  /** The current worker decodes a job with a large body (ended after it). */
+  private large = false;
+  /** The ordinary worker, set aside while a large body's worker runs (taken back after, warm). */
+  private parked: Worker | undefined;
   private closed = false;
   /** Workers terminated for a message over its budget (tests, logs). */
   overBudget = 0;
+  /** Workers started (tests): one more after every message over its budget, a crash or a large body. */
+  started = 0;
 
   private readonly opts: DecoderOptions;
   constructor(opts: DecoderOptions) {
@@ -90,11 +103,27 @@ export class Decoder {
 
   /** Send the job's remaining messages to the worker (a new one after a termination). */
   private post(job: Job): void {
-    const w = (this.worker ??= this.spawn());
+    // a job with a large body (a snapshot) gets a worker of its own, with a small young generation,
+    // ended after the job; the ordinary worker waits meanwhile and is taken back warm
+    const large = job.bodies.slice(job.next).some((b) => b.length > LARGE_BODY);
+    if (this.worker && this.large !== large) {
+      if (large && !this.parked) {
+        this.parked = this.worker;
+        this.parked.postMessage('release');
+        this.parked.unref();
+        this.worker = undefined;
+      } else this.drop();
+    }
+    if (!this.worker && !large && this.parked) {
+      this.worker = this.parked;
+      this.parked = undefined;
+      this.large = false;
+    }
+    const w = (this.worker ??= this.spawn(large));
     w.ref(); // a job in flight keeps the process alive until it is answered
     const id = ++this.seq;
     this.jobId = id;
-    if (this.ready) this.arm();
+    if (this.ready.has(w)) this.arm();
     w.postMessage({ job: id, from: job.next, bodies: job.bodies.slice(job.next) } satisfies DecodeRequest);
   }
 
@@ -106,7 +135,6 @@ export class Decoder {
 
   private answer(m: DecodeAnswer): void {
     if ('ready' in m) {
-      this.ready = true;
       if (this.current) this.arm();
       return;
     }
@@ -121,6 +149,8 @@ export class Decoder {
   private finish(job: Job): void {
     clearTimeout(this.timer);
     this.current = undefined;
+    // the worker that decoded a large body goes, and its heap with it; the next job starts an ordinary one
+    if (this.large) this.drop();
     job.resolve(job.results);
     this.start();
   }
@@ -136,6 +166,7 @@ export class Decoder {
 
   /** The worker stopped by itself (out of memory, a crash): its current message fails retryably. */
   private died(w: Worker, why: string): void {
+    if (w === this.parked) this.parked = undefined;
     if (w !== this.worker) return;
     this.worker = undefined;
     const job = this.current;
@@ -158,14 +189,20 @@ export class Decoder {
     if (w) void w.terminate();
   }
 
-  private spawn(): Worker {
-    this.ready = false;
+  private spawn(large: boolean): Worker {
+    this.large = large;
+    this.started++;
     const w = new Worker(this.opts.url, {
       workerData: { settings: this.opts.settings, registry: this.opts.registry ?? {} },
-      resourceLimits: { maxOldGenerationSizeMb: this.opts.maxHeapMb ?? 2048 },
+      // for a large body, a young generation of 16 MB: V8's default for this heap size lets a snapshot's
+      // decode take ~200 MB of RSS; for ordinary bodies the default (decoding FLOPs with 16 MB costs ~15 % more CPU)
+      resourceLimits: { maxOldGenerationSizeMb: this.opts.maxHeapMb ?? 2048, ...(large ? { maxYoungGenerationSizeMb: LARGE_YOUNG_GENERATION_MB } : {}) },
     });
     let error = '';
-    w.on('message', (m: DecodeAnswer) => w === this.worker && this.answer(m)); // never a terminated worker's
+    w.on('message', (m: DecodeAnswer) => {
+      if ('ready' in m) this.ready.add(w);
+      if (w === this.worker) this.answer(m); // never a terminated or parked worker's
+    });
     w.on('error', (e) => {
       error = e instanceof Error ? e.message : String(e);
     });
@@ -177,6 +214,9 @@ export class Decoder {
     this.closed = true;
     const w = this.worker;
     this.drop();
+    const parked = this.parked;
+    this.parked = undefined;
+    if (parked) void parked.terminate();
     const pending = [this.current, ...this.queue.splice(0)];
     this.current = undefined;
     for (const job of pending) job?.resolve(job.bodies.map((_, i) => job.results[i] ?? { ok: false, failure: { cls: 'INTERNAL', detail: 'decoder closed' } }));

@@ -29,7 +29,8 @@
 //                                                                       fails → FAILED(INFRA, redis)
 //   terminal     ONE statement: every applied outcome becomes its terminal state + backfill
 //                intent + backfill wake-up (INV-10: nothing is terminal before its business
-//                commit and its mirror step).
+//                commit and its mirror step). After the batch of a large message (a snapshot over
+//                LARGE_BODY) the pump gives the memory it left back (lib/runtime/gc.ts).
 //   A message found with APPLIED_STATE set (a crash after its business step) is not applied
 //   again (Todo 'recover'): its flights are mirrored from Postgres and its outcome made terminal.
 //
@@ -55,8 +56,9 @@ import { decide, isExhausted, ownOutcome, probeTarget, RAW_MISSING } from './fai
 import type { BatchDomain, DomainBatch, Handler, HandlerOutcome, HandlerRegistry, Mirror } from '../domain/handlers.ts';
 import * as T from './transitions.ts';
 import { TimeBudget } from '../core/budget.ts';
-import { decodeMessage, type Decoded } from './decoding.ts';
+import { decodeMessage, LARGE_BODY, type Decoded } from './decoding.ts';
 import type { Decoder } from './decoder.ts';
+import { releaseMemory } from '../runtime/gc.ts';
 
 export interface PumpDeps {
   /** Kysely on the pump's dedicated connection (leader lock held on it; PIPELINE_LOCK taken here). */
@@ -258,6 +260,8 @@ async function applyBatch(deps: PumpDeps, limit: number, ahead?: Ahead): Promise
     deps.crash?.('pump.before-terminal');
     out.push(...(await terminal(deps, applied, started)));
     lap('terminal');
+    // a large message (a big snapshot) leaves garbage of several times its live data: collected and given back now
+    if (members.length === 1 && isLarge(bodies.get(head.msg_id))) releaseMemory();
   }
   if (cut) out.push(await fail(deps, cut.ref, cut.failure));
   return { kind: 'done', done: out };
@@ -390,6 +394,8 @@ async function decodeBodies(d: PumpDeps, ids: number[], bodies: Map<number, stri
   }
   return out;
 }
+
+const isLarge = (b: Body | undefined) => b !== undefined && b !== 'missing' && b.body.length > LARGE_BODY;
 
 const decodeSettings = (d: PumpDeps) => ({ airport: d.airport, includeDayBoundary: d.pump.includeDayBoundary });
 

@@ -1,8 +1,10 @@
 // B2: one SCHD DNLD of N flights (default 4,000) from pump pick-up to SUCCEEDED; the same
-// content again as a new message (0 events); parse share; peak RSS. Median of RUNS runs, in two
-// passes, each in a process of its own (RSS is the process's): decode inline on the pump's thread
-// (as the B2 bar was first measured), and decode in the decode worker thread, as the pump process
-// runs it (its heap and the structured clone of the decoded command count in the same RSS).
+// content again as a new message (0 events); parse share; peak RSS of the pump. Median of RUNS
+// runs, in two passes: decode inline on the pump's thread (as the B2 bar was first measured), and
+// decode in the decode worker thread, as the pump process runs it (its heap and the structured
+// clone of the decoded command count in the same RSS). Each run's pump is a process of its own
+// that holds what the pump process holds — the message is generated and put in the inbox by its
+// parent — and reports its peak RSS as the kernel's high-water mark (ru_maxrss), not a sample.
 //   npm run bench:snapshot -- [flights=4000] [runs=3]
 import { scriptHelp } from '../args.ts';
 import { sql } from 'kysely';
@@ -13,6 +15,7 @@ import { decodeEnvelope } from '../../lib/sis/envelope.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
 import { bigSnapshot } from '../../test/support/fixtures.ts';
+import { sisMessage } from '../../test/support/services.ts';
 import { emptyAll, machine, median, openBench, pumpDeps } from './setup.ts';
 import { slices } from '../../lib/core/config.ts';
 import { execFileSync } from 'node:child_process';
@@ -33,38 +36,56 @@ if (mode === undefined) {
 }
 const b = await openBench();
 const log = createLogger('bench', process.env.BENCH_LOG ?? 'silent');
+const role = process.env.BENCH_SNAPSHOT_ROLE;
+if (role === 'pump') {
+  // one run's pump: a process that holds what the pump process holds (its modules, connections,
+  // the decode worker in 'worker' mode) and applies the two snapshots the parent put in the
+  // inbox; its peak RSS is the kernel's high-water mark (ru_maxrss) of this process
+  const timings: Record<string, number> = {};
+  const decoder = mode === 'worker' ? buildDecoder(slices(b.config).pump, slices(b.config).airport) : undefined;
+  const deps = pumpDeps(b, { log, timings, ...(decoder ? { decoder } : {}) });
+  // as in a running pump, the ordinary decode worker exists and has decoded FLOPs (it waits while a snapshot's own worker runs)
+  if (decoder)
+    await decoder.decode(Array.from({ length: 500 }, (_, i) => sisMessage({ type: 'FLOP', styp: 'STND', seqn: 100 + i, body: `<FLOP><FLID>${i}</FLID><FFID>X</FFID><STND>S${i}</STND></FLOP>` })));
+  let t = performance.now();
+  const r1 = await tick(deps);
+  const first = performance.now() - t;
+  const afterFirst = (await sql<{ n: number }>`select count(*)::int n from msg_event where target = 'msg'`.execute(b.db)).rows[0].n;
+  t = performance.now();
+  const r2 = await tick(deps);
+  const again = performance.now() - t;
+  if (r1.kind !== 'processed' || r1.state !== 'SUCCEEDED' || r2.kind !== 'processed' || r2.state !== 'SUCCEEDED') throw new Error(`unexpected ${JSON.stringify([r1, r2])}`);
+  const ev = await sql<{ n: number }>`select count(*)::int n from msg_event where target = 'msg'`.execute(b.db);
+  if (afterFirst !== flights) throw new Error(`expected ${flights} events from the first snapshot, got ${afterFirst}`);
+  await decoder?.close();
+  await b.close();
+  console.log(JSON.stringify({ first, again, secondEvents: ev.rows[0].n - afterFirst, peakRss: process.resourceUsage().maxRSS * 1024, timings }));
+  process.exit(0);
+}
+// the parent of one mode: puts the two messages in the inbox, runs each run's pump in a process of its own
+const xml = bigSnapshot(flights);
 const first: number[] = [];
 const again: number[] = [];
 const parse: number[] = [];
-let peakRss = 0;
+const peaks: number[] = [];
 let secondEvents = -1;
 const timings: Record<string, number> = {};
-const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 20);
-const xml = bigSnapshot(flights);
 for (let r = 0; r < runs; r++) {
   await emptyAll(b);
   for (const seqn of [1, 2]) await insertInboxRow(b.inbox, { body: xml.replace(/<SEQN>\d+/, `<SEQN>${seqn}`), received: '2026-12-01 08:00:00' });
   await intakeRound({ db: b.db, inbox: b.inbox, clock: systemClock, intake: slices(b.config).intake, log });
-  const decoder = mode === 'worker' ? buildDecoder(slices(b.config).pump, slices(b.config).airport) : undefined;
-  const deps = pumpDeps(b, { log, timings, ...(decoder ? { decoder } : {}) });
-
-  let t = performance.now();
-  const r1 = await tick(deps);
-  first.push(performance.now() - t);
-  const afterFirst = (await sql<{ n: number }>`select count(*)::int n from msg_event where target = 'msg'`.execute(b.db)).rows[0].n;
-  t = performance.now();
-  const r2 = await tick(deps);
-  again.push(performance.now() - t);
-  if (r1.kind !== 'processed' || r1.state !== 'SUCCEEDED' || r2.kind !== 'processed' || r2.state !== 'SUCCEEDED') throw new Error(`unexpected ${JSON.stringify([r1, r2])}`);
-  const ev = await sql<{ n: number }>`select count(*)::int n from msg_event where target = 'msg'`.execute(b.db);
-  if (afterFirst !== flights) throw new Error(`expected ${flights} events from the first snapshot, got ${afterFirst}`);
-  secondEvents = ev.rows[0].n - afterFirst;
-  t = performance.now();
+  const run = JSON.parse(
+    execFileSync(process.execPath, [import.meta.filename, String(flights), String(runs)], { env: { ...process.env, BENCH_SNAPSHOT_ROLE: 'pump' }, encoding: 'utf8', maxBuffer: 1 << 24 }),
+  );
+  first.push(run.first);
+  again.push(run.again);
+  peaks.push(run.peakRss);
+  secondEvents = run.secondEvents;
+  for (const [n, ms] of Object.entries(run.timings as Record<string, number>)) timings[n] = (timings[n] ?? 0) + ms;
+  const t = performance.now();
   decodeEnvelope(xml);
   parse.push(performance.now() - t);
-  await decoder?.close();
 }
-clearInterval(rssTimer);
 console.log(
   JSON.stringify(
     {
@@ -75,8 +96,9 @@ console.log(
       sameContentAgainMsMedian: Math.round(median(again)),
       eventsSecondMessage: secondEvents,
       parseMsMedian: Math.round(median(parse)),
-      parseShareOfSecond: +(median(parse) / median(again)).toFixed(2), // parse measured on this thread in both modes
-      peakRssMb: Math.round(peakRss / 2 ** 20),
+      parseShareOfSecond: +(median(parse) / median(again)).toFixed(2), // parse measured on the parent's thread in both modes
+      peakRssMbMedian: Math.round(median(peaks) / 2 ** 20),
+      peakRssMbEachRun: peaks.map((p) => Math.round(p / 2 ** 20)),
       wallSecondsPerStepAllRuns: Object.fromEntries(Object.entries(timings).map(([n, ms]) => [n, +(ms / 1000).toFixed(2)])),
     },
     null,

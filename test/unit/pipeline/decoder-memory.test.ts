@@ -1,0 +1,51 @@
+// The decode worker's memory (lib/pipeline/decoder.ts, docs/decisions.md "Snapshots in bounded
+// memory"): a job with a large body (a snapshot) is decoded by a worker of its own, ended once the
+// job is answered; the ordinary worker waits meanwhile and decodes the next jobs again, warm. The answers are the ones the pump's own thread would have decoded. Real worker threads;
+// no service needed.
+import { afterAll, describe, expect, it } from 'vitest';
+import { buildDecoder, buildRegistry } from '../../../lib/app/composition.ts';
+import { slices } from '../../../lib/core/config.ts';
+import { decodeMessage, LARGE_BODY } from '../../../lib/pipeline/decoding.ts';
+import { bigSnapshot } from '../../support/fixtures.ts';
+import { testConfig } from '../../support/env.ts';
+import { sisMessage } from '../../support/services.ts';
+
+const config = testConfig();
+const decoder = buildDecoder(slices(config).pump, slices(config).airport);
+const settings = { airport: slices(config).airport, includeDayBoundary: slices(config).pump.includeDayBoundary };
+const registry = buildRegistry();
+afterAll(() => decoder.close());
+
+const flop = (seqn: number) => sisMessage({ type: 'FLOP', styp: 'STND', seqn, body: `<FLOP><FLID>${seqn}</FLID><FFID>X</FFID><STND>S${seqn}</STND></FLOP>` });
+
+describe('the decode worker after a large body', () => {
+  it('keeps its worker for ordinary bodies, decodes a snapshot of more than 2 MB in a worker of its own that ends with the job, takes the ordinary one back, and answers as the inline decode does', async () => {
+    const small = [flop(1), flop(2), flop(3)];
+    expect(await decoder.decode(small)).toEqual(small.map((b) => decodeMessage(registry, settings, b)));
+    expect(await decoder.decode([flop(4)])).toEqual([decodeMessage(registry, settings, flop(4))]);
+    expect(decoder.started).toBe(1);
+
+    const snapshot = bigSnapshot(4_000, 1, { seqn: 5 });
+    expect(snapshot.length).toBeGreaterThan(LARGE_BODY);
+    // a smaller snapshot is an ordinary body
+    const smaller = bigSnapshot(2_000, 1, { seqn: 9 });
+    expect(smaller.length).toBeLessThan(LARGE_BODY);
+    expect((await decoder.decode([smaller]))[0]).toMatchObject({ ok: true, alone: true });
+    expect(decoder.started).toBe(1);
+    const [big, after] = await decoder.decode([snapshot, flop(6)]);
+    expect(big).toEqual(decodeMessage(registry, settings, snapshot));
+    expect(big).toMatchObject({ ok: true, entry: 'batch', alone: true });
+    expect(after).toBe('later'); // a snapshot is a batch of its own
+    expect(decoder.started).toBe(2); // the snapshot's own worker
+
+    expect(await decoder.decode([flop(6)])).toEqual([decodeMessage(registry, settings, flop(6))]);
+    expect(await decoder.decode([flop(7)])).toEqual([decodeMessage(registry, settings, flop(7))]);
+    expect(decoder.started).toBe(2); // the ordinary worker, taken back
+
+    // and again: one more snapshot worker, the same ordinary one after it
+    await decoder.decode([snapshot]);
+    expect(await decoder.decode([flop(8)])).toEqual([decodeMessage(registry, settings, flop(8))]);
+    expect(decoder.started).toBe(3);
+    expect(decoder.overBudget).toBe(0);
+  });
+});
