@@ -49,6 +49,8 @@ await runProcess({
       log: rt.log,
       crash,
       decoder,
+      // the terminal statement on the pool: a batch's mirror and terminal steps overlap the next batch's business step
+      terminalDb: rt.db,
     };
     const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
     // Postgres restored from a backup (lib/pipeline/restore.ts): checked before the first drain; no new business while held

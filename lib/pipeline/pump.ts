@@ -31,6 +31,11 @@
 //                intent + backfill wake-up (INV-10: nothing is terminal before its business
 //                commit and its mirror step). After the batch of a large message (a snapshot over
 //                LARGE_BODY) the pump gives the memory it left back (lib/runtime/gc.ts).
+//   tail         in drain with a second connection (deps.terminalDb): a batch's mirror and
+//                terminal steps run while the next batch is chosen, read and applied (Tail). The
+//                next batch's business transaction commits only after that mirror step succeeded
+//                (or rolls back), and its own mirror step starts only after that terminal
+//                statement ended: Redis is written in batch order and INV-10 holds per batch.
 //   A message found with APPLIED_STATE set (a crash after its business step) is not applied
 //   again (Todo 'recover'): its flights are mirrored from Postgres and its outcome made terminal.
 //
@@ -83,6 +88,12 @@ export interface PumpDeps {
   decoder?: Decoder;
   /** Benchmarks: wall milliseconds per step of applyBatch, added up. */
   timings?: Record<string, number>;
+  /**
+   * A second connection (a pool) for the terminal statement: with it, drain runs a batch's mirror
+   * and terminal steps while the next batch's business step does (see Tail). Without it (tests
+   * that step through the queue, tools), every step of a batch ends before the next batch starts.
+   */
+  terminalDb?: Db;
 }
 
 /** The config slices a pump reads (workers/pump.ts, tests and benchmarks build PumpDeps with this). */
@@ -120,25 +131,35 @@ export async function drain(deps: PumpDeps, budgetMs: number, shouldStop: () => 
   let lockSlice = new TimeBudget(LOCK_SLICE_MS);
   // the next batch, read and decoded ahead (never applied ahead): lives for this drain only
   const ahead: Ahead = { next: null };
+  // the last batch's mirror and terminal steps, still running (with deps.terminalDb): settled before any exit
+  const tail: Tails = { pending: null };
+  const count = (xs: Done[]) => (processed += xs.filter((entry) => entry.state !== 'FAILED').length);
+  const exit = async (next: 'now' | 'idle' | Date) => {
+    count(await settle(deps, tail));
+    return { processed, next };
+  };
   try {
     while (!shouldStop()) {
-      if (budget.spent()) return { processed, next: 'now' };
+      if (budget.spent()) return await exit('now');
       if (lockSlice.spent()) {
         // let a waiting history purge in (what the domains kept is then forgotten)
         if (await lockWanted(deps)) {
+          count(await settle(deps, tail));
           await unlock(deps);
           await lock(deps);
         }
         lockSlice = new TimeBudget(LOCK_SLICE_MS);
       }
-      const result = await applyBatch(deps, batchSize, ahead);
-      if (result.kind === 'idle') return { processed, next: 'idle' };
-      if (result.kind === 'wait') return { processed, next: result.until };
-      processed += result.done.filter((entry) => entry.state !== 'FAILED').length;
+      const result = await applyBatch(deps, batchSize, ahead, tail);
+      if (result.kind === 'idle') return await exit('idle');
+      if (result.kind === 'wait') return await exit(result.until);
+      count(result.done);
       batchSize = result.retrySmaller ?? maxBatch;
     }
-    return { processed, next: 'now' };
+    return await exit('now');
   } finally {
+    // never leave a mirror step writing Redis once PIPELINE_LOCK is released
+    await tail.pending?.result;
     await unlock(deps);
   }
 }
@@ -212,9 +233,9 @@ interface Ahead {
 type Body = { body: string; dec: Decoded } | 'missing';
 
 /** applyBatch, PIPELINE_LOCK held by the caller: its steps in order (the header of this file). */
-async function applyBatch(deps: PumpDeps, limit: number, ahead?: Ahead): Promise<BatchResult> {
+async function applyBatch(deps: PumpDeps, limit: number, ahead?: Ahead, tail?: Tails): Promise<BatchResult> {
   const lap = stopwatch(deps.timings);
-  const chosen = await chooseBatch(deps, limit, ahead);
+  const chosen = await chooseBatch(deps, limit, ahead, new Set(tail?.pending?.applied.map((m) => m.h.msg_id)));
   lap('heads');
   if (chosen.kind !== 'batch') return chosen;
   const { heads, following } = chosen;
@@ -236,9 +257,12 @@ async function applyBatch(deps: PumpDeps, limit: number, ahead?: Ahead): Promise
   if (ahead && deps.decoder && !cut && members.length === heads.length && following.length > 0) readAhead(deps, ahead, following);
   let biz: Business;
   try {
-    biz = await business(deps, members);
+    // the batch before, if its mirror step still runs: this one commits only once it succeeded
+    const pending = tail?.pending;
+    biz = await business(deps, members, pending ? () => mirrored(pending) : undefined);
     lap('business');
   } catch (err) {
+    if (err instanceof MirrorBehind) return done(await settle(deps, tail!)); // rolled back: the batch before failed its mirror step
     if (members.length > 1) {
       deps.log.warn({ err: describe(err), batch: members.length, from: head.msg_id }, 'batch rolled back; trying again smaller');
       return { kind: 'done', done: [], retrySmaller: Math.max(1, Math.floor(members.length / 2)) };
@@ -248,20 +272,28 @@ async function applyBatch(deps: PumpDeps, limit: number, ahead?: Ahead): Promise
   const applied = members.slice(0, biz.count);
   cut = biz.cut ?? cut;
   for (const counts of biz.counts) countAfterCommit(counts);
-  const out: Done[] = [];
+  // the batch before: its terminal step ends (it ran while this one's business step did)
+  const out: Done[] = tail ? await settle(deps, tail) : [];
+  if (out.some((d) => d.state === 'FAILED')) return done(out); // its mirror step failed: the head waits, this batch's outcomes stay to recover
   if (applied.length > 0) {
     deps.crash?.('pump.after-business-commit');
+    const large = members.length === 1 && isLarge(bodies.get(head.msg_id));
+    if (tail && deps.terminalDb && !cut && !large) {
+      // the mirror and terminal steps run while the next batch is chosen, read and applied
+      tail.pending = startTail(deps, deps.terminalDb, applied, biz, started);
+      return done(out);
+    }
     try {
       await deps.mirror.sync(biz.mirror, biz.known);
       lap('mirror');
     } catch (err) {
-      return done([await fail(deps, applied[0], { cls: 'INFRA', service: 'redis', detail: `mirror step (Redis) failed after the business commit: ${describe(err)}` })]);
+      return done([...out, await fail(deps, applied[0], mirrorFailure(err))]);
     }
     deps.crash?.('pump.before-terminal');
-    out.push(...(await terminal(deps, applied, started)));
+    out.push(...(await terminal(deps, deps.session, applied, started)));
     lap('terminal');
     // a large message (a big snapshot) leaves garbage of several times its live data: collected and given back now
-    if (members.length === 1 && isLarge(bodies.get(head.msg_id))) releaseMemory();
+    if (large) releaseMemory();
   }
   if (cut) out.push(await fail(deps, cut.ref, cut.failure));
   return { kind: 'done', done: out };
@@ -269,13 +301,84 @@ async function applyBatch(deps: PumpDeps, limit: number, ahead?: Ahead): Promise
 
 const done = (xs: Done[]): BatchResult => ({ kind: 'done', done: xs });
 
+const mirrorFailure = (err: unknown): Failure => ({ cls: 'INFRA', service: 'redis', detail: `mirror step (Redis) failed after the business commit: ${describe(err)}` });
+
+/**
+ * A batch whose business step committed, its mirror step (Redis) and then its terminal statement
+ * (on deps.terminalDb) running while the next batch's business step does (drain with a second
+ * connection). INV-10 holds: the terminal statement starts only after the mirror step succeeded.
+ * The next batch's business transaction commits only after this mirror step succeeded (or rolls
+ * back: MirrorBehind), so a Redis failure stops the pump where it stopped before; the next
+ * batch's mirror step starts only after this terminal statement ended (settle), so Redis is
+ * written in batch order. A crash anywhere leaves committed, non-terminal outcomes: recovered.
+ */
+interface Tail {
+  applied: Member[];
+  /** The mirror step: null when it succeeded, or its error (never rejects). */
+  mirrored: Promise<unknown>;
+  /** The whole tail (never rejects). */
+  result: Promise<{ done: Done[] } | { mirrorError: unknown } | { terminalError: unknown }>;
+}
+
+/** The tail still running in a drain (at most one). */
+interface Tails {
+  pending: Tail | null;
+}
+
+/** The next batch's business transaction rolls back: the mirror step of the batch before failed. */
+class MirrorBehind extends Error {}
+
+function startTail(deps: PumpDeps, db: Db, applied: Member[], biz: Business, started: number): Tail {
+  const t0 = performance.now();
+  const sync = deps.mirror.sync(biz.mirror, biz.known);
+  const mirrored = sync.then(
+    () => null,
+    (e: unknown) => e ?? new Error('mirror step failed'),
+  );
+  const result = sync.then(
+    async () => {
+      const t1 = performance.now();
+      if (deps.timings) deps.timings.mirror = (deps.timings.mirror ?? 0) + (t1 - t0);
+      try {
+        deps.crash?.('pump.before-terminal');
+        const done = await terminal(deps, db, applied, started);
+        if (deps.timings) deps.timings.terminal = (deps.timings.terminal ?? 0) + (performance.now() - t1);
+        return { done };
+      } catch (terminalError) {
+        return { terminalError };
+      }
+    },
+    (mirrorError: unknown) => ({ mirrorError }),
+  );
+  return { applied, mirrored, result };
+}
+
+/** Called before the next batch's business transaction commits. */
+async function mirrored(t: Tail): Promise<void> {
+  const e = await t.mirrored;
+  if (e !== null) throw new MirrorBehind(describe(e));
+}
+
+/** Wait for the tail to end: its outcomes, or its mirror failure recorded on its first message (the head waits); a terminal failure is thrown. */
+async function settle(deps: PumpDeps, tails: Tails): Promise<Done[]> {
+  const t = tails.pending;
+  if (!t) return [];
+  tails.pending = null;
+  const r = await t.result;
+  if ('mirrorError' in r) return [await fail(deps, t.applied[0], mirrorFailure(r.mirrorError))];
+  if ('terminalError' in r) throw r.terminalError;
+  return r.done;
+}
+
 /** chooseBatch: the head and the open messages after it (with a decode worker, also the next batch's candidates), or why there is no batch now. */
 async function chooseBatch(
   deps: PumpDeps,
   limit: number,
   ahead: Ahead | undefined,
+  /** The batch before, whose terminal step may still be running: not open for this one. */
+  exclude: ReadonlySet<number>,
 ): Promise<{ kind: 'batch'; heads: T.HeadRow[]; following: T.HeadRow[] } | Exclude<BatchResult, { retrySmaller: number }>> {
-  const rows = await T.heads(deps.session, ahead && deps.decoder ? limit * 2 : limit);
+  const rows = (await T.heads(deps.session, (ahead && deps.decoder ? limit * 2 : limit) + exclude.size)).filter((r) => !exclude.has(r.msg_id));
   const heads = rows.slice(0, limit);
   const head = heads[0];
   if (!head) return { kind: 'idle' };
@@ -297,9 +400,9 @@ async function chooseBatch(
 }
 
 /** The terminal step: every applied outcome becomes terminal (one statement); logged and counted per message. */
-async function terminal(deps: PumpDeps, applied: Member[], started: number): Promise<Done[]> {
+async function terminal(deps: PumpDeps, db: Db, applied: Member[], started: number): Promise<Done[]> {
   const became = await T.markAppliedTerminal(
-    deps.session,
+    db,
     applied.map((member) => member.h.msg_id),
     deps.clock.now(),
   );
@@ -467,8 +570,8 @@ interface Business {
 /** Thrown to roll the business transaction back when no member is left to commit. */
 class NothingToCommit extends Error {}
 
-/** The business step: one transaction for the batch. */
-async function business(deps: PumpDeps, members: Member[]): Promise<Business> {
+/** The business step: one transaction for the batch (`beforeCommit` runs last inside it; throwing rolls it back). */
+async function business(deps: PumpDeps, members: Member[], beforeCommit?: () => Promise<void>): Promise<Business> {
   const now = deps.clock.now();
   let cut: Cut | null = null;
   try {
@@ -513,6 +616,7 @@ async function business(deps: PumpDeps, members: Member[]): Promise<Business> {
           for (const [flid, state] of written.states ?? []) known.set(flid, state);
         }
         await T.recordApplied(tx, outcomes, now, wake);
+        await beforeCommit?.();
         return { count, cut, mirror: [...mirror], counts, known, batches: [...batches.values()] };
       })
       .then((result) => {

@@ -95,6 +95,7 @@ export function pumpDeps(b: Bench, o: { log: Logger; config?: Config; registry?:
   const config = o.config ?? b.config;
   return {
     session: b.session,
+    terminalDb: b.db,
     inbox: b.inbox,
     registry: o.registry ?? buildRegistry(),
     mirror: buildMirror({ db: b.db, redis: b.redis, airport: slices(config).airport }),

@@ -16,7 +16,7 @@ export async function runPipelineUntilSettled(s: TestServices, config: Config, c
   try {
     for (let round = 0; round < maxRounds; round++) {
       const r = await intakeRound({ ...base, db: s.db, inbox: s.inbox });
-      const p = await drain({ ...base, ...pumpSettings(config), session: s.session, inbox: s.inbox, registry, mirror, decoder }, 60_000);
+      const p = await drain({ ...base, ...pumpSettings(config), session: s.session, terminalDb: s.db, inbox: s.inbox, registry, mirror, decoder }, 60_000);
       const b = await backfillRound({ ...base, db: s.db, inbox: s.inbox });
       if (r.enqueued.length === 0 && p.processed === 0 && b.candidates === 0 && r.scanned === 0) return;
       if (p.next instanceof Date) throw new Error(`head is waiting for a retry at ${p.next.toISOString()}`);

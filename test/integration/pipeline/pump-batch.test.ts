@@ -67,7 +67,17 @@ const mirror = (): Mirror => ({
   },
 });
 
-const deps = (over: Partial<PumpDeps> = {}): PumpDeps => ({ session: s.session, inbox: s.inbox, registry, mirror: mirror(), clock, ...pumpSettings(config), log: silentLog, ...over });
+const deps = (over: Partial<PumpDeps> = {}): PumpDeps => ({
+  session: s.session,
+  terminalDb: s.db,
+  inbox: s.inbox,
+  registry,
+  mirror: mirror(),
+  clock,
+  ...pumpSettings(config),
+  log: silentLog,
+  ...over,
+});
 const enqueueAll = () => intakeRound({ db: s.db, inbox: s.inbox, clock, intake: slices(config).intake, log: silentLog });
 const state = async (id: number) => (await procRows(s.db)).find((r) => r.msg_id === id)!;
 const effects = async () => (await sql<{ msg_id: number }>`select msg_id from test_effects order by msg_id`.execute(s.db)).rows.map((r) => Number(r.msg_id));
@@ -175,6 +185,36 @@ describe('pump: batches', () => {
     expect(mirrorCalls).toHaveLength(1);
     expect(mirrorCalls[0].flids).toEqual(expect.arrayContaining([`T${ids[0]}`, `T${ids[2]}`]));
     expect(await effects()).toEqual([ids[0], ids[2]]);
+  });
+
+  it("Redis fails in a batch's mirror step while the next batch's business step runs (the tail overlaps it): the next batch rolls back, nothing of it applied; the head is FAILED(INFRA)", async () => {
+    const ids = await put(4);
+    failMirror = true;
+    await enqueueAll();
+    const k2 = () => deps(pumpSettings(testConfig({ 'msgx.pipeline.apply-batch': '2' })));
+    expect((await drain(k2(), 10_000)).next).toBeInstanceOf(Date);
+    expect(await state(ids[0])).toMatchObject({ state: 'FAILED', error_class: 'INFRA', applied_state: 'SUCCEEDED', terminal_at: null });
+    expect(await state(ids[1])).toMatchObject({ state: 'PENDING', applied_state: 'SUCCEEDED' });
+    // the second batch's business transaction ran (its handler wrote its effects) and rolled back
+    for (const i of [2, 3]) expect(await state(ids[i])).toMatchObject({ state: 'PENDING', applied_state: null, identity_key: null });
+    expect(await effects()).toEqual([ids[0], ids[1]]);
+    expect(mirrorCalls.map((c) => c.flids)).toEqual([[`T${ids[0]}`, `T${ids[1]}`]]);
+    failMirror = false;
+    clock.advance(60_000);
+    mirrorCalls = [];
+    expect(await drain(k2(), 10_000)).toMatchObject({ processed: 4, next: 'idle' });
+    for (const id of ids) expect((await state(id)).state).toBe('SUCCEEDED');
+    expect(await effects()).toEqual(ids);
+    // INV-10 per batch: each mirror step saw none of its batch terminal; Redis written in batch order
+    expect(mirrorCalls.map((c) => c.flids)).toEqual([
+      [`T${ids[0]}`, `T${ids[1]}`],
+      [`T${ids[2]}`, `T${ids[3]}`],
+    ]);
+    // [applied, not terminal; terminal] when each mirror step began: the first batch terminal only after its own mirror step, before the second's
+    expect(mirrorCalls.map((c) => [c.openApplied, c.terminal])).toEqual([
+      [2, 0],
+      [2, 2],
+    ]);
   });
 
   it('a row missing at its turn is DEAD(raw-missing) inside the batch; a large body is read with the others', async () => {

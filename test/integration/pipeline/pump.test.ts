@@ -27,7 +27,7 @@ const registry = new HandlerRegistry().register('TEST', '*', async (ctx) => {
 const redisMirror = (): Mirror => ({ sync: async (ids) => void (await s.redis.set(`msgx:test:${ids[0]}`, 'ok')) });
 
 function deps(over: Partial<PumpDeps> = {}): PumpDeps {
-  return { session: s.session, inbox: s.inbox, registry, mirror: redisMirror(), clock, ...pumpSettings(config), log: silentLog, ...over };
+  return { session: s.session, terminalDb: s.db, inbox: s.inbox, registry, mirror: redisMirror(), clock, ...pumpSettings(config), log: silentLog, ...over };
 }
 async function enqueueAll() {
   await intakeRound({ db: s.db, inbox: s.inbox, clock, intake: slices(config).intake, log: silentLog });

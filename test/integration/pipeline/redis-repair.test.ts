@@ -25,7 +25,16 @@ const schd = (styp: string, recs: string[]) => sisMessage({ type: 'SCHD', styp, 
 const fdel = (f: number) => sisMessage({ type: 'FLOP', styp: 'FDEL', seqn: ++seqn, body: `<FLOP><FLID>${f}</FLID><FFID>X</FFID><FDEL></FDEL></FLOP>` });
 
 function deps(redis = s.redis): PumpDeps {
-  return { session: s.session, inbox: s.inbox, registry: buildRegistry(), mirror: buildMirror({ db: s.db, redis, airport: slices(config).airport }), clock, ...pumpSettings(config), log: silentLog };
+  return {
+    session: s.session,
+    terminalDb: s.db,
+    inbox: s.inbox,
+    registry: buildRegistry(),
+    mirror: buildMirror({ db: s.db, redis, airport: slices(config).airport }),
+    clock,
+    ...pumpSettings(config),
+    log: silentLog,
+  };
 }
 async function put(xml: string) {
   const id = await putInbox(s.inbox, xml);
