@@ -53,7 +53,7 @@ const trustProxy = z.string().transform((s, ctx): false | string => {
 /** Spec key → [schema, default]. The environment name is MSGX_ + key without "msgx.", dots/dashes → _, upper case. */
 const PARAMS = {
   'msgx.pipeline.claim-batch': [posInt, '500'],
-  'msgx.pipeline.apply-batch': [posInt, '200'],
+  'msgx.pipeline.apply-batch': [posInt, '500'],
   'msgx.pipeline.message-budget': [duration, '10s'],
   'msgx.pipeline.idle-poll': [duration, '200ms'],
   'msgx.intake.gap-settle': [duration, '2s'],
