@@ -28,10 +28,10 @@ export type Decoded =
     };
 
 /**
- * A body this long is a large message (a snapshot of more than ~3,500 flights; ~600 bytes per
- * flight): the decode worker gives it a worker of its own, ended after it, and the pump gives the
- * memory back after its batch (docs/decisions.md "Snapshots in bounded memory"). Ordinary messages
- * are a few KB.
+ * A body this long, in characters (about bytes for SIS's mostly ASCII XML), is a large message
+ * (a snapshot of more than ~3,500 flights; ~600 bytes per flight): the decode worker gives it a
+ * worker of its own, ended after it, and the pump gives the memory back after its batch
+ * (docs/decisions.md "Snapshots in bounded memory"). Ordinary messages are a few KB.
  */
 export const LARGE_BODY = 2 * 1024 * 1024;
 

@@ -274,7 +274,6 @@ async function applyBatch(deps: PumpDeps, limit: number, ahead?: Ahead, tail?: T
   for (const counts of biz.counts) countAfterCommit(counts);
   // the batch before: its terminal step ends (it ran while this one's business step did)
   const out: Done[] = tail ? await settle(deps, tail) : [];
-  if (out.some((d) => d.state === 'FAILED')) return done(out); // its mirror step failed: the head waits, this batch's outcomes stay to recover
   if (applied.length > 0) {
     deps.crash?.('pump.after-business-commit');
     const large = members.length === 1 && isLarge(bodies.get(head.msg_id));

@@ -69,6 +69,9 @@ export async function emptyAll(b: Bench): Promise<void> {
   await sql`truncate proc_state, proc_attempt, flight_schd, flight_change, schd_gen, schd_gen_flid, schd_snap_log, msg_event cascade`.execute(b.db);
   await sql`update intake_cursor set watermark = 0, full_scan_from = null, full_scan_at = null, gap_id = null, gap_seen_at = null, gaps = '[]', passed_gaps = '[]'`.execute(b.db);
   await sql`delete from graphile_worker._private_jobs`.execute(b.db);
+  // what the runs churn, vacuumed: without autovacuum (some machines' Postgres runs without it) the
+  // job queue's and the catalog's dead rows pile up run after run and slow every wake-up
+  await sql`vacuum analyze graphile_worker._private_jobs, pg_catalog.pg_class, pg_catalog.pg_attribute, pg_catalog.pg_type`.execute(b.db);
   await b.inbox.query('TRUNCATE TABLE cminmsgs');
   await b.redis.flushdb();
 }
