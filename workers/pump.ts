@@ -15,6 +15,7 @@ import { slices } from '../lib/core/config.ts';
 import { kafkaOptions } from '../lib/dispatch/kafka.ts';
 import { createKafkaRestoreCheck } from '../lib/dispatch/restore.ts';
 import { RestoreWatch } from '../lib/pipeline/restore.ts';
+import { RedisHeal } from '../lib/pipeline/mirror-heal.ts';
 
 const BUDGET_MS = 30_000;
 const GAUGES_EVERY_MS = 1_000;
@@ -66,6 +67,10 @@ await runProcess({
       log: rt.log,
     });
     await restore.start();
+    // Redis lost what it held (flushed, restarted, a failover): rebuilt from Postgres by version (lib/pipeline/mirror-heal.ts)
+    const mirror = slices(rt.config).mirror;
+    const heal = new RedisHeal({ db: rt.db, redis, timeZone: mirror.timezone, clock: rt.clock, log: rt.log, timeoutMs: mirror.timeoutMs, everyMs: mirror.checkEveryMs, held: () => restore.held() });
+    await heal.start();
     const gauges = setInterval(() => void refreshHeadGauges(rt.db, rt.clock, deps.failures), GAUGES_EVERY_MS);
     gauges.unref();
     return {
@@ -78,6 +83,7 @@ await runProcess({
       },
       close: async () => {
         clearInterval(gauges);
+        heal.stop();
         restore.stop();
         await decoder.close();
         await inbox.end();

@@ -73,6 +73,7 @@ const PARAMS = {
   'msgx.dispatch.max-attempts': [posInt, '10'],
   'msgx.dispatch.backoff': [durationList, '1s,5s,30s,2m,10m'],
   'msgx.io.timeout': [duration, '5s'],
+  'msgx.mirror.check-every': [duration, '20s'],
   'msgx.airport.timezone': [
     z.string().refine((tz) => {
       try {
@@ -177,6 +178,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 const SLICES = {
   airport: { timezone: 'msgx.airport.timezone', dayCutover: 'msgx.airport.day-cutover' },
   io: { timeoutMs: 'msgx.io.timeout' },
+  mirror: { checkEveryMs: 'msgx.mirror.check-every', timezone: 'msgx.airport.timezone', timeoutMs: 'msgx.io.timeout' },
   pump: { applyBatch: 'msgx.pipeline.apply-batch', messageBudgetMs: 'msgx.pipeline.message-budget', includeDayBoundary: 'msgx.identity.include-day-boundary', timeoutMs: 'msgx.io.timeout' },
   failures: { maxAttempts: 'msgx.pipeline.max-attempts', backoffMs: 'msgx.pipeline.backoff', infraAlertAfterMs: 'msgx.pipeline.infra-alert-after' },
   intake: {

@@ -1,10 +1,16 @@
 // The mirror step of the pump (docs/design.md "The pump's steps", INV-10): bring Redis in line with Postgres for
-// the flights a message addresses. Postgres is the truth (INV-5); Redis is never read back.
-// `msgx:flight:<FLID>` = complete state JSON for ACTIVE flights; DEL for DELETED / unknown ones.
+// the flights a message addresses. Postgres is the truth (INV-5); Redis is a derived copy, written by version.
+// `msgx:flight:<FLID>` = complete state JSON for ACTIVE flights; removed for DELETED / unknown ones.
 // The states the business transaction committed are written as they are (the pump is the only
 // writer of flights under PIPELINE_LOCK: they are Postgres's current state); any other flight is
-// read in one statement. One pipeline per 1,000 flights; any command error throws (the pump
-// holds the head).
+// read in one statement. One script call per 1,000 flights; any error throws (the pump holds the head).
+//
+// Writes never go backwards (docs/decisions.md "Redis written by version"): each flight is written
+// by MIRROR_WRITE, a Lua script that applies a state only if its STATE_VERSION is at least the one
+// Redis holds — the version inside the key's JSON, or, for a removed key, the version its removal
+// left in `msgx:mirror:removed:<FLID>` (kept REMOVED_TTL_S). So a write that arrives late (sent
+// down a connection that froze, delivered when it moved again) cannot overwrite a newer one, and
+// the heal (lib/pipeline/mirror-heal.ts) and every re-sync may run beside the pump.
 import type { Redis } from 'ioredis';
 import type { Mirror } from '../domain/handlers.ts';
 import type { Crash } from '../runtime/crash.ts';
@@ -13,35 +19,127 @@ import { toJson, type FlightState } from './state.ts';
 import type { Executor } from './store.ts';
 
 export const flightKey = (flid: string) => `msgx:flight:${flid}`;
+/** The version a removal left behind (a late write of an older state must not bring the key back). */
+export const removedKey = (flid: string) => `msgx:mirror:removed:${flid}`;
+/** How long a removal's version is kept: far beyond any connection that could still deliver a late write. */
+export const REMOVED_TTL_S = 86_400;
 
-/** Flights per Redis pipeline (a 9,999-flight snapshot is a handful of round trips). */
+/** Flights per script call (a 9,999-flight snapshot is a handful of round trips). */
 const BATCH = 1000;
+
+/**
+ * KEYS: per flight its key and its removed-key; ARGV[1] = REMOVED_TTL_S, ARGV[2] = 1 to write
+ * whatever Redis holds (recover-restore only), then per flight its STATE_VERSION and its JSON
+ * ('' = remove). Returns the number of flights whose write was refused as older.
+ */
+const MIRROR_WRITE = `
+local ttl = ARGV[1]
+local force = ARGV[2] == '1'
+local refused = 0
+for i = 1, #KEYS, 2 do
+  local a = i + 2
+  local v = tonumber(ARGV[a])
+  local value = ARGV[a + 1]
+  local have = 0
+  if not force then
+    local cur = redis.call('GET', KEYS[i])
+    if cur then
+      have = tonumber(string.match(cur, '"STATE_VERSION":(%d+)')) or 0
+    else
+      have = tonumber(redis.call('GET', KEYS[i + 1]) or '0') or 0
+    end
+  end
+  if v < have then
+    refused = refused + 1
+  elseif value == '' then
+    redis.call('DEL', KEYS[i])
+    if v > 0 then redis.call('SET', KEYS[i + 1], ARGV[a], 'EX', ttl) end
+  else
+    redis.call('SET', KEYS[i], value)
+    redis.call('DEL', KEYS[i + 1])
+  end
+end
+return refused
+`;
+
+/**
+ * KEYS: flight keys. Returns, per key, the STATE_VERSION its JSON holds (0: no key). Read on the
+ * server: a check of every flight moves numbers, not states.
+ */
+const MIRROR_VERSIONS = `
+local out = {}
+for i = 1, #KEYS do
+  local cur = redis.call('GET', KEYS[i])
+  out[i] = cur and (tonumber(string.match(cur, '"STATE_VERSION":(%d+)')) or 0) or 0
+end
+return out
+`;
+
+interface MirrorScripts {
+  msgxMirrorWrite(...args: (string | number)[]): Promise<number>;
+  msgxMirrorVersions(...args: string[]): Promise<number[]>;
+}
+
+function scripts(redis: Redis): MirrorScripts {
+  const r = redis as Redis & Partial<MirrorScripts>;
+  if (!r.msgxMirrorWrite) redis.defineCommand('msgxMirrorWrite', { lua: MIRROR_WRITE });
+  if (!r.msgxMirrorVersions) redis.defineCommand('msgxMirrorVersions', { lua: MIRROR_VERSIONS });
+  return redis as unknown as MirrorScripts;
+}
+
+/** One flight's write: its state (null: Postgres does not have it), and the version of its removal when null. */
+export interface MirrorEntry {
+  flid: string;
+  state: FlightState | null;
+}
+
+/**
+ * Writes the flights by version, BATCH per call. An ACTIVE state is set; a DELETED one, or an
+ * unknown flight (version 0: never over a key Redis holds with a version), removed. `force`
+ * writes whatever Redis holds (recover-restore: Redis ahead of a restored Postgres). Returns
+ * how many writes Redis refused as older than what it holds.
+ */
+export async function writeMirror(redis: Redis, entries: readonly MirrorEntry[], o: { force?: boolean; between?: () => void } = {}): Promise<number> {
+  const s = scripts(redis);
+  let refused = 0;
+  for (let i = 0; i < entries.length; i += BATCH) {
+    const chunk = entries.slice(i, i + BATCH);
+    const keys: string[] = [];
+    const args: (string | number)[] = [REMOVED_TTL_S, o.force ? 1 : 0];
+    for (const { flid, state } of chunk) {
+      keys.push(flightKey(flid), removedKey(flid));
+      args.push(state?.STATE_VERSION ?? 0, state && state.STATE === 'ACTIVE' ? JSON.stringify(toJson(state)) : '');
+    }
+    refused += Number(await s.msgxMirrorWrite(keys.length, ...keys, ...args));
+    if (i + BATCH < entries.length) o.between?.();
+  }
+  return refused;
+}
+
+/** The STATE_VERSION Redis holds for each flight (0: no key), in order. */
+export async function mirrorVersions(redis: Redis, flids: readonly string[]): Promise<number[]> {
+  const s = scripts(redis);
+  const out: number[] = [];
+  for (let i = 0; i < flids.length; i += BATCH) {
+    const chunk = flids.slice(i, i + BATCH).map(flightKey);
+    out.push(...(await s.msgxMirrorVersions(chunk.length as unknown as string, ...chunk)).map(Number));
+  }
+  return out;
+}
 
 export function createFlightMirror(db: Executor, redis: Redis, opts: { timeZone: string; crash?: Crash }): Mirror {
   return {
     async probe(): Promise<void> {
       await redis.ping();
     },
-    async sync(flids: string[], known?: ReadonlyMap<string, unknown>): Promise<void> {
+    async sync(flids: string[], known?: ReadonlyMap<string, FlightState | null>): Promise<void> {
       const ids = [...new Set(flids)];
       if (ids.length === 0) return;
       // states committed by the business transaction are used as they are; the rest is read (one statement)
       const unknown = known ? ids.filter((f) => !known.has(f)) : ids;
       const read = await readFlights(db, unknown, opts.timeZone);
-      const stateOf = (f: string) => (known?.has(f) ? (known.get(f) as FlightState | null) : read.get(f));
-      for (let i = 0; i < ids.length; i += BATCH) {
-        const p = redis.pipeline();
-        for (const f of ids.slice(i, i + BATCH)) {
-          const s = stateOf(f);
-          if (s && s.STATE === 'ACTIVE') p.set(flightKey(f), JSON.stringify(toJson(s)));
-          else p.del(flightKey(f));
-        }
-        const res = await p.exec();
-        if (!res) throw new Error('redis pipeline aborted');
-        const err = res.find(([e]) => e)?.[0];
-        if (err) throw err;
-        if (i + BATCH < ids.length) opts.crash?.('pump.mid-redis');
-      }
+      const entries = ids.map((flid) => ({ flid, state: (known?.has(flid) ? known.get(flid) : read.get(flid)) ?? null }));
+      await writeMirror(redis, entries, { between: () => opts.crash?.('pump.mid-redis') });
     },
   };
 }

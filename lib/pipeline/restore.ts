@@ -25,7 +25,8 @@ import type { Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
 import type { Redis } from '../db/redis.ts';
 import { myRows, pgOne, pgRows, pgRun } from '../db/statement.ts';
-import { createFlightMirror, flightKey } from '../flight/mirror.ts';
+import { flightKey, writeMirror } from '../flight/mirror.ts';
+import { readFlights } from '../flight/read.ts';
 import { clearCondition, setCondition } from '../runtime/conditions.ts';
 import * as Restore from '../sql/restore.ts';
 import { enqueue, wake } from './transitions.ts';
@@ -35,6 +36,8 @@ export const SOURCES: readonly Source[] = ['inbox', 'redis', 'kafka'];
 
 /** The condition name /healthz reports. */
 export const CONDITION = 'postgres-behind';
+/** Until the first check of the inbox (and Redis) completed, the process holds and says so. */
+export const UNCHECKED = 'restore-check-pending';
 
 export const postgresBehind = new client.Gauge({
   registers: [],
@@ -96,7 +99,7 @@ const KEY_PREFIX = flightKey('');
 const SCAN_COUNT = 1000;
 
 /** Redis flight keys, one SCAN page at a time. */
-async function* redisFlights(redis: Redis, timeoutMs: number): AsyncGenerator<string[]> {
+export async function* redisFlights(redis: Redis, timeoutMs: number): AsyncGenerator<string[]> {
   let cursor = '0';
   do {
     const [next, keys] = await withTimeout(timeoutMs, 'redis scan', redis.scan(cursor, 'MATCH', `${KEY_PREFIX}*`, 'COUNT', SCAN_COUNT));
@@ -188,7 +191,11 @@ export class RestoreWatch {
 
   held(): boolean {
     if (this.behind.size > 0 || this.wentBack) return true;
-    return !this.checked.has('inbox') || (!!this.d.redis && !this.checked.has('redis'));
+    return !this.firstChecked();
+  }
+
+  private firstChecked(): boolean {
+    return this.checked.has('inbox') && (!this.d.redis || this.checked.has('redis'));
   }
 
   findings(): Finding[] {
@@ -201,6 +208,7 @@ export class RestoreWatch {
    * starts, held (held() is true until the inbox and Redis were checked once).
    */
   async start(): Promise<void> {
+    setCondition(UNCHECKED, 'the check whether Postgres is behind the inbox and Redis (restored from a backup) has not completed yet; new business is held');
     await this.glance();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.check(), new Promise<void>((resolve) => (timer = setTimeout(resolve, this.d.timeoutMs * 4)))]);
@@ -216,6 +224,7 @@ export class RestoreWatch {
     clearTimeout(this.timer);
     clearInterval(this.glancer);
     clearCondition(CONDITION);
+    clearCondition(UNCHECKED);
     for (const s of this.sources()) postgresBehind.set({ source: s }, 0);
   }
 
@@ -290,6 +299,7 @@ export class RestoreWatch {
       kafka && run('kafka', async () => ((await inUse(this.d.db)) ? ((await kafka())?.detail ?? null) : null)),
     ]);
     if (this.stopped) return;
+    if (this.firstChecked()) clearCondition(UNCHECKED);
     for (const s of this.sources()) postgresBehind.set({ source: s }, this.behind.has(s) ? 1 : 0);
     const now = this.d.clock.now();
     if (this.behind.size > 0) {
@@ -352,15 +362,30 @@ export async function takeInAgain(db: Db, inbox: Inbox, clock: Clock, timeoutMs:
 
 /**
  * Rewrites every Redis flight key from Postgres: ACTIVE flights set, every other key (DELETED,
- * or a flight Postgres does not have) removed. Returns how many keys were examined.
+ * or a flight Postgres does not have) removed — forced, whatever version Redis holds (Redis is
+ * ahead of a restored Postgres; the pump is held meanwhile). Returns how many keys were examined.
  */
 export async function resyncRedis(db: Db, redis: Redis, timeZone: string, timeoutMs: number): Promise<{ flights: number; removed: number }> {
-  const mirror = createFlightMirror(db, redis, { timeZone });
   const pgFlids = (await pgRows(db, Restore.allFlids)).map((r) => r.flid);
   const known = new Set(pgFlids);
   const extra: string[] = [];
   for await (const page of redisFlights(redis, timeoutMs)) extra.push(...page.filter((f) => !known.has(f)));
-  const all = [...pgFlids, ...extra];
-  for (let i = 0; i < all.length; i += SCAN_COUNT) await withTimeout(timeoutMs * 4, 'redis re-sync', mirror.sync(all.slice(i, i + SCAN_COUNT)));
-  return { flights: all.length, removed: extra.length };
+  for (let i = 0; i < pgFlids.length; i += SCAN_COUNT) {
+    const flids = pgFlids.slice(i, i + SCAN_COUNT);
+    const states = await readFlights(db, flids, timeZone);
+    await withTimeout(
+      timeoutMs * 4,
+      'redis re-sync',
+      writeMirror(
+        redis,
+        flids.map((flid) => ({ flid, state: states.get(flid) ?? null })),
+        { force: true },
+      ),
+    );
+  }
+  for (let i = 0; i < extra.length; i += SCAN_COUNT) {
+    const gone = extra.slice(i, i + SCAN_COUNT).map((flid) => ({ flid, state: null }));
+    await withTimeout(timeoutMs * 4, 'redis re-sync', writeMirror(redis, gone, { force: true }));
+  }
+  return { flights: pgFlids.length + extra.length, removed: extra.length };
 }

@@ -48,6 +48,8 @@ export async function runAsLeader(opts: {
   signal: AbortSignal;
   /** Called the moment a tenure ends with the session lost (not on shutdown): e.g. start the pool over on new connections. */
   onLost?: () => Promise<void>;
+  /** Called each time this instance finds another one active and stands by. */
+  onStandby?: () => void;
   pollMs?: number;
   heartbeatMs?: number;
   deadlineMs?: number;
@@ -65,6 +67,7 @@ export async function runAsLeader(opts: {
       if (!(await tryTake(session, opts.lockKey, deadline, opts.log, opts.name))) {
         if (!announced) opts.log.info({ lock: opts.lockKey }, `${opts.name}: another instance is active; standing by`);
         announced = true;
+        opts.onStandby?.();
         await endClient(client);
         client = undefined;
         await sleep(poll, opts.signal);

@@ -16,7 +16,7 @@ import { createLogger, type Logger } from './log.ts';
 import { exportProcessMetrics, metrics, registry } from './metrics.ts';
 import { runAsLeader, withDeadline, type LeaderHandle } from './leader.ts';
 import type { ProcessName } from '../core/tasks.ts';
-import { conditions } from './conditions.ts';
+import { clearCondition, conditions, setCondition } from './conditions.ts';
 import { watchPool } from './pool-watch.ts';
 import { watches } from './probe.ts';
 
@@ -167,6 +167,9 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
     const body = { ok, process: spec.name, postgres: health.isUp('postgres') ? 'up' : 'unreachable', dependencies: h.dependencies, ...(held.length ? { conditions: held } : {}) };
     return ok ? body : reply.code(503).send({ ...body, reason: [...h.reasons, ...held.map((c) => `${c.name}: ${c.reason}`)].join('; ') });
   });
+  // Not ready until the duty's start-up checks ran (spec.tasks resolved: e.g. the restore check),
+  // or this instance stands by behind another leader.
+  setCondition(STARTING, 'start-up checks have not run yet');
   if (spec.http) await spec.http(app, rt);
   const port = config[`msgx.http.port.${spec.name}`];
   await app.listen({ port, host: config['msgx.http.host'] });
@@ -174,6 +177,7 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
 
   const startRunner = async (leader?: LeaderHandle) => {
     const built = await spec.tasks(rt, leader);
+    clearCondition(STARTING);
     if (spec.leaderLock) await unlockStaleJobs(rt, Object.keys(built.tasks));
     let stopped = false;
     let runner: Runner;
@@ -227,7 +231,16 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
 
   let stopRunner: (() => Promise<void>) | undefined;
   const duty = spec.leaderLock
-    ? runAsLeader({ url: config.DATABASE_URL, name: spec.name, lockKey: spec.leaderLock, log, signal: abort.signal, start: startRunner, onLost: () => poolWatch.reset() })
+    ? runAsLeader({
+        url: config.DATABASE_URL,
+        name: spec.name,
+        lockKey: spec.leaderLock,
+        log,
+        signal: abort.signal,
+        start: startRunner,
+        onLost: () => poolWatch.reset(),
+        onStandby: () => clearCondition(STARTING),
+      })
     : (async () => {
         stopRunner = await startRunner();
         await new Promise((r) => (abort.signal.aborted ? r(undefined) : abort.signal.addEventListener('abort', r, { once: true })));
@@ -275,6 +288,8 @@ async function scrape(health: Health): Promise<string> {
 }
 
 const SCRAPE_MS = 3000;
+/** The condition /healthz names until the duty's start-up checks ran. */
+const STARTING = 'starting';
 const KEEP_ALIVE_EVERY_MS = 60_000;
 const STALE_LOCK_MS = 5 * 60_000;
 

@@ -18,6 +18,9 @@
 //              the frozen connections move again (what they held flows).
 // Sessions kept by halfopen stay open until the server ends them (pg_terminate_backend, its
 // own timeouts) or the proxy is closed.
+// deliverLate(true): a frozen connection its client gave up on (closed while frozen) still hands
+// what it had sent to the server once the freeze ends, as a network path that comes back does
+// with the segments it held — the late write a frozen connection can deliver.
 import net from 'node:net';
 
 export type FaultMode = 'pass' | 'refuse' | 'blackhole' | 'halfopen' | 'freeze';
@@ -33,6 +36,7 @@ export class FaultProxy {
   private server: net.Server | null = null;
   private readonly pairs = new Set<Pair>();
   private mode: FaultMode = 'pass';
+  private late = false;
   /** Connections accepted during a black hole: forwarded when the path comes back. */
   private readonly held = new Set<Pair>();
   /** Connections stalled by freeze (open when it started). */
@@ -75,6 +79,11 @@ export class FaultProxy {
     u.hostname = '127.0.0.1';
     u.port = String(this.port);
     return u.toString();
+  }
+
+  /** See the header: frozen connections deliver what they held even when their client has closed. */
+  deliverLate(on: boolean): void {
+    this.late = on;
   }
 
   async set(mode: FaultMode): Promise<void> {
@@ -144,7 +153,10 @@ export class FaultProxy {
     this.pairs.add(p);
     client.on('error', () => {});
     client.on('close', () => {
-      if (!p.zombie) this.kill(p);
+      if (p.zombie) return;
+      // late delivery: the pipe ended the upstream gracefully after the held bytes; its close ends the pair
+      if (this.late && p.upstream && !p.upstream.destroyed) return;
+      this.kill(p);
     });
     if (this.mode === 'blackhole') {
       client.pause();

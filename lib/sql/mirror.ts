@@ -1,0 +1,6 @@
+// SQL of the Redis mirror's check (lib/pipeline/mirror-heal.ts): what Redis should hold, as
+// numbers. Statement conventions: lib/db/statement.ts.
+import { pgStatement } from '../db/statement.ts';
+
+/** Every flight's state and STATE_VERSION (ACTIVE: Redis holds this version; DELETED: no key). */
+export const flightVersions = pgStatement<[], { flid: string; state: 'ACTIVE' | 'DELETED'; state_version: number }>('mirror.flight_versions', 'select flid, state, state_version from flight_schd');
