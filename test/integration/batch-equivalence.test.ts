@@ -100,7 +100,7 @@ async function run(k: number) {
   const q = async (x: ReturnType<typeof sql<Record<string, unknown>>>) => (await x.execute(s.db)).rows;
   const events = await q(sql`select event_id, target, flid, state_version, state, payload from msg_event order by event_id`);
   const rank = new Map(events.map((e, i) => [String(e.event_id), i + 1]));
-  const redisKeys = (await s.redis.keys('msgx:*')).sort();
+  const redisKeys = (await s.redis.keys('msgx:flight:*')).sort();
   return strip({
     proc: await q(sql`select msg_id, state, reason, kind, identity_key, applied_state, backfill_at is not null as backfilled from proc_state order by msg_id`),
     flights: (await listFlights(s.db, { limit: 10_000, includeDeleted: true }, TZ)).flights,

@@ -39,7 +39,8 @@ export async function resetFlights(db: Db, redis: Redis): Promise<void> {
   await sql`truncate flight_schd, flight_gate, flight_checkin, flight_carousel, flight_chute, flight_planned_stand, flight_chock,
             flight_delay, flight_airbridge, flight_pushback, flight_tractor, flight_route_point, flight_raw_fragment,
             schd_gen, schd_gen_flid, schd_snap_log, msg_event, req_track`.execute(db);
-  const keys = await redis.keys('msgx:flight:*');
+  // the flight keys and what the versioned mirror keeps beside them (removals' versions)
+  const keys = [...(await redis.keys('msgx:flight:*')), ...(await redis.keys('msgx:mirror:*'))];
   if (keys.length) await redis.del(...keys);
 }
 

@@ -218,7 +218,16 @@ describe('R7 restore from backup', () => {
 
     const t0 = Date.now();
     p = startAll();
-    const held = await waitFor('pump /healthz 503', async () => ((await health(p.pump)).status === 503 ? health(p.pump) : false), 60_000, 200);
+    // readiness at start: from the first answer on, pump and intake never say 200 before their restore check ran
+    const seen: Record<string, number[]> = { pump: [], intake: [] };
+    const behindNow = async (q: Proc) => {
+      const h = await health(q);
+      seen[q.name].push(h.status);
+      return h.status === 503 && h.body.conditions?.some((c) => c.name === 'postgres-behind') ? h : false;
+    };
+    const [held] = await Promise.all([waitFor('pump /healthz 503 postgres-behind', () => behindNow(p.pump), 60_000, 25), waitFor('intake /healthz 503 postgres-behind', () => behindNow(p.intake), 60_000, 25)]);
+    expect(seen.pump.length + seen.intake.length).toBeGreaterThan(2);
+    expect([...seen.pump, ...seen.intake]).not.toContain(200);
     const detectedS = (Date.now() - t0) / 1000;
     const reason = held.body.conditions!.find((c) => c.name === 'postgres-behind')!.reason;
     expect(reason).toMatch(/inbox: \d+ inbox row\(s\) in \d+\.\.\d+ are marked processed above intake's watermark/);
@@ -232,10 +241,18 @@ describe('R7 restore from backup', () => {
       250,
     );
     const intake = await waitFor('intake /healthz 503', async () => ((await health(p.intake)).status === 503 ? health(p.intake) : false), 30_000, 200);
-    expect(intake.body.conditions![0].reason).toContain('recover-restore');
+    expect(intake.body.conditions!.find((c) => c.name === 'postgres-behind')!.reason).toContain('recover-restore');
     expect(await behindGauge(p.intake)).toMatchObject({ inbox: 1 });
-    const retention = await waitFor('retention /healthz 503', async () => ((await health(p.retention)).status === 503 ? health(p.retention) : false), 30_000, 200);
-    expect(retention.body.conditions![0].name).toBe('postgres-behind');
+    const retention = await waitFor(
+      'retention /healthz 503 postgres-behind',
+      async () => {
+        const h = await health(p.retention);
+        return h.status === 503 && h.body.conditions?.some((c) => c.name === 'postgres-behind') ? h : false;
+      },
+      30_000,
+      200,
+    );
+    expect(retention.status).toBe(503);
     await waitFor('retention run skipped', () => hasLog(p.retention, 'retention run skipped'), 30_000, 200);
     const errorLines = p.pump.logs.filter((l) => l.includes('"level":50') && l.includes('Postgres is behind'));
     expect(errorLines).toHaveLength(1);

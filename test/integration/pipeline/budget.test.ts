@@ -94,9 +94,10 @@ describe('a message over its budget', () => {
     const events = await sql<{ msg: number }>`select (payload->>'MSG_ID')::int as msg from msg_event where flid = '1' and payload->>'TYPE' = 'FLOP' order by event_id`.execute(s.db);
     expect(events.rows.map((r) => r.msg)).toEqual([ids.before, ids.after]);
     expect(JSON.parse((await s.redis.get('msgx:flight:1'))!)).toMatchObject({ STND: 'S-AFTER' });
-    // the pump answered /healthz all along: every answer 200, none held for seconds by the parse
-    expect(answers.length).toBeGreaterThan(3);
-    expect(answers.every((a) => a.status === 200)).toBe(true);
+    // the pump answered /healthz all along: once ready (its start-up checks ran), every answer 200, none held for seconds by the parse
+    const ready = answers.slice(answers.findIndex((a) => a.status === 200));
+    expect(ready.length).toBeGreaterThan(3);
+    expect(ready.every((a) => a.status === 200)).toBe(true);
     expect(Math.max(...answers.map((a) => a.ms))).toBeLessThan(2_000);
   }, 120_000);
 });
