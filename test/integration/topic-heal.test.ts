@@ -232,6 +232,9 @@ describe('derived topics heal (state) or are reported and resent (msg), with mes
     expect(await metricValue(stateProc, 'msgx_mirror_behind')).toBe(0);
     expect(await metricValue(stateProc, 'msgx_mirror_rebuilds_total')).toBeGreaterThanOrEqual(rebuildsBefore + 1);
     expect(await policyOf(STATE)).toBe('compact');
+    // one line when the re-seed starts, one when it ends
+    const lines = (text: string) => stateProc.logs.filter((l) => l.includes(text) && Date.parse((JSON.parse(l) as { time: string }).time) >= t0).length;
+    expect([lines('state topic re-seed started'), lines('state topic re-seed done')]).toEqual([1, 1]);
     const detect = (Math.min(started, seen503 ?? started) - t0) / 1000;
     const healed = (done - t0) / 1000;
     const cmp = await stateTopicEqualsFlights(api);
@@ -350,7 +353,7 @@ describe('derived topics heal (state) or are reported and resent (msg), with mes
     expect(help.out).toContain('usage: npm run dispatch-resend');
     const ack = await cli(['--acknowledge']);
     expect(ack.code, 'nothing open: nothing done').toBe(1);
-    expect(ack.out).toBe('resent nothing; closed 0 loss(es)');
+    expect(ack.out).toBe('resent nothing; closed 0 loss(es)\n');
   }, 60_000);
 });
 
