@@ -201,6 +201,7 @@ abstract class Watch {
   private running: Promise<void> | null = null;
   private stopped = false;
   private again = false;
+  private lastSoon = 0;
 
   constructor(d: WatchDeps) {
     this.d = d;
@@ -223,9 +224,12 @@ abstract class Watch {
     clearTimeout(this.timer);
   }
 
-  /** A send found the topic missing: check now (concurrent asks share one check). */
+  /** A send found the topic missing: check now (concurrent asks share one check; at most one per BEHIND_EVERY_MS). */
   checkSoon(): void {
     if (this.stopped) return;
+    const now = Date.now();
+    if (now - this.lastSoon < (this.d.behindEveryMs ?? BEHIND_EVERY_MS)) return;
+    this.lastSoon = now;
     if (this.running) {
       this.again = true;
       return;
