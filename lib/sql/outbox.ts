@@ -290,7 +290,7 @@ export const statePositions = pgStatement<[], { partition: number; offset: strin
  * The re-seed of the state topic, at $1: a state row for every ACTIVE flight that has none (the
  * dispatch retention deletes SENT rows after msgx.pipeline.event-retention, whatever the target),
  * and every SENT state row back to PENDING with its own EVENT_ID (attempts 0, placement
- * forgotten). A row the pump writes meanwhile wins (on conflict do nothing; its upsert replaces
+ * forgotten); PENDING rows backing off (sends to the vanished topic) are due at once. A row the pump writes meanwhile wins (on conflict do nothing; its upsert replaces
  * ours). DEAD rows stay the operator's. Returns the counts and the highest event id touched.
  */
 export const reseedState = pgStatement<[now: Date], { inserted: number; requeued: number; high: number | null; dead: number }>(
@@ -305,7 +305,10 @@ export const reseedState = pgStatement<[now: Date], { inserted: number; requeued
    req as (
      update msg_event set state = 'PENDING', attempts = 0, next_attempt_at = null, sent_at = null, kafka_partition = null, kafka_offset = null
      where target = 'state' and state = 'SENT'
-     returning event_id)
+     returning event_id),
+   due as (
+     update msg_event set next_attempt_at = null
+     where target = 'state' and state = 'PENDING' and next_attempt_at is not null)
    select (select count(*)::int from ins) as inserted, (select count(*)::int from req) as requeued,
           greatest((select max(event_id) from ins), (select max(event_id) from req))::bigint as high,
           (select count(*)::int from msg_event where target = 'state' and state = 'DEAD') as dead`,

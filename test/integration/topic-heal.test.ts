@@ -265,6 +265,44 @@ describe('derived topics heal (state) or are reported and resent (msg), with mes
     });
   }, 300_000);
 
+  it('state topic deleted while state-dispatch was stopped: not ready at start until the re-seed is done', async () => {
+    stateProc.child.kill('SIGTERM');
+    await stateProc.exited;
+    await deleteTopics([STATE]);
+    const stop = feed();
+    try {
+      const t0 = Date.now();
+      stateProc = startWorker('state-dispatch', env);
+      procs.push(stateProc);
+      const statuses: { at: number; status: number }[] = [];
+      await waitFor(
+        'state-dispatch ready',
+        async () => {
+          const h = await healthz(stateProc).catch(() => null);
+          if (h) statuses.push({ at: Date.now(), status: h.status });
+          return h?.status === 200;
+        },
+        120_000,
+        100,
+      );
+      const started = logAt(stateProc, 'state topic re-seed started', t0);
+      const done = logAt(stateProc, 'state topic re-seed done', t0);
+      expect(started, 'the first check at start found the topic behind').toBeDefined();
+      expect(done).toBeDefined();
+      const firstOk = statuses.find((x) => x.status === 200)!.at;
+      expect(statuses.filter((x) => x.status === 503).length, 'answered 503 before').toBeGreaterThan(0);
+      expect(firstOk).toBeGreaterThanOrEqual(done!);
+      await stop();
+      await drained();
+      const cmp = await stateTopicEqualsFlights(api);
+      measured.push(
+        `state topic deleted while state-dispatch was down: started, /healthz 503 until the re-seed was done (${((done! - t0) / 1000).toFixed(1)} s after the start), first 200 at ${((firstOk - t0) / 1000).toFixed(1)} s; ${cmp.records} records, ${cmp.flights} flights`,
+      );
+    } finally {
+      await stop();
+    }
+  }, 300_000);
+
   it('msg topic deleted: condition, topic re-created, dispatch-resend puts the lost range back', async () => {
     const stop = feed();
     try {
