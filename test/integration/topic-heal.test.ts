@@ -8,6 +8,7 @@
 // once, the last copies in EVENT_ID order per FLID; no event burnt an attempt or went DEAD.
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import kafkajs from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contract } from '../support/contract.ts';
@@ -190,6 +191,8 @@ describe('derived topics heal (state) or are reported and resent (msg), with mes
 
   afterAll(async () => {
     await stopAll(procs);
+    // TOPIC_HEAL_LOGS=<dir>: every process's log lines, to look at timings
+    if (process.env.TOPIC_HEAL_LOGS) for (const [i, p] of procs.entries()) writeFileSync(`${process.env.TOPIC_HEAL_LOGS}/${i}-${p.name}.log`, `${p.logs.join('\n')}\n`);
     await deleteTopics([env.MSGX_KAFKA_MSG_TOPIC, env.MSGX_KAFKA_SCHD_TOPIC, env.MSGX_KAFKA_STATE_TOPIC]).catch(() => {});
     await s?.close();
     console.log(`\ntopic-heal measurements:\n  ${measured.join('\n  ')}\n`);
