@@ -4,8 +4,9 @@
 // acknowledged ones SENT (sent_at, partition, offset). A send that fails or times out while the
 // cluster answers a metadata request counts one failed attempt for every event it carried
 // (backoff; DEAD after max attempts); with the cluster unreachable it counts none (backoff
-// only), nor while the topic is missing (lib/dispatch/topic-watch.ts creates it again). Nothing of a failed send is marked SENT. The round runs under a transaction-scoped advisory lock, so two instances
-// never send the same FLID concurrently.
+// only), nor while the topic is missing (lib/dispatch/topic-watch.ts creates it again). Nothing
+// of a failed send is marked SENT. The round runs under a transaction-scoped advisory lock, so
+// two instances never send the same FLID concurrently.
 import type { Clock } from '../core/clock.ts';
 import type { Slices } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';

@@ -15,8 +15,10 @@
 //     version, never an older one);
 //   - a state larger than msgx.schd.max-record-bytes goes DEAD at once ("too-large"), as on schd;
 //   - sends stop at the first failure: the failed chunk backs off (DEAD after max attempts, none
-//     counted while Kafka is unreachable or the topic is missing), later chunks stay untouched; per FLID nothing waits,
-//     since the row's next version replaces the failed one.
+//     counted while Kafka is unreachable or the topic is missing), later chunks stay untouched;
+//     per FLID nothing waits, since the row's next version replaces the failed one;
+//   - a lost topic (missing, not compacted, below the recorded offsets) is re-seeded by the
+//     topic check (lib/dispatch/topic-watch.ts).
 import { readFlights } from '../flight/read.ts';
 import { toJson } from '../flight/state.ts';
 import { stateRecord, type StateRecord } from '../contract/kafka.ts';
