@@ -2,15 +2,19 @@
 // FLID, value = the flight's complete state as GET /flights/:flid answers it, a tombstone when it
 // is deleted or purged (lib/dispatch/state.ts). Its own process, as each dispatcher (one duty
 // per process: docs/decisions.md "Dispatch"). Any number of instances: a round runs under an
-// advisory lock.
+// advisory lock. The topic check (lib/dispatch/topic-watch.ts) finds the topic missing, not
+// compacted or below the recorded offsets, and re-seeds it from Postgres; /healthz is not ready
+// before its first check.
 import { slices } from '../lib/core/config.ts';
 import { stateDrain } from '../lib/dispatch/state.ts';
+import { holdUntilChecked, StateTopicWatch } from '../lib/dispatch/topic-watch.ts';
 import { connectKafka, dispatcherTask } from '../lib/dispatch/worker.ts';
 import { DISPATCH_TASK } from '../lib/core/tasks.ts';
 import { runProcess } from '../lib/runtime/process.ts';
 
 const TASK = DISPATCH_TASK.state;
 
+holdUntilChecked('state-topic');
 await runProcess({
   name: 'state-dispatch',
   needs: ['kafka'],
@@ -19,7 +23,16 @@ await runProcess({
   tasks: async (rt) => {
     // Keyed by FLID like the msg topic (msgx.kafka.partitions), compacted: the last record per
     // FLID is its current state (docs/consumers.md "Topic settings").
-    const kafka = await connectKafka(rt, { topic: slices(rt.config).kafka.stateTopic, compacted: true });
-    return { tasks: { [TASK]: dispatcherTask(rt, 'state', TASK, stateDrain, kafka) }, close: () => kafka.close() };
+    const spec = { topic: slices(rt.config).kafka.stateTopic, compacted: true };
+    const kafka = await connectKafka(rt, spec, { refusalFatal: false });
+    const watch = new StateTopicWatch({ kafka, db: rt.db, log: rt.log, clock: rt.clock, spec, timeoutMs: slices(rt.config).io.timeoutMs });
+    await watch.start();
+    return {
+      tasks: { [TASK]: dispatcherTask(rt, 'state', TASK, stateDrain, kafka, () => watch.checkSoon()) },
+      close: async () => {
+        watch.stop();
+        await kafka.close();
+      },
+    };
   },
 });

@@ -54,6 +54,11 @@ export interface KafkaEdge {
    * TopicCreationError when the cluster refuses.
    */
   ensureTopics(topics: readonly (string | TopicSpec)[]): Promise<TopicCheck>;
+  /**
+   * A new admin client on this edge's connection settings, for the derived topics' checks
+   * (lib/dispatch/topic-watch.ts); the caller connects it, bounds every call and disconnects it.
+   */
+  admin(): Admin;
   close(): Promise<void>;
 }
 
@@ -297,6 +302,8 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
         await withTimeout(o.timeoutMs, kafkaTimeout('admin disconnect'), admin.disconnect()).catch(() => {});
       }
     },
+
+    admin: () => kafka.admin({ retry: { retries: 0 } }),
 
     async close() {
       const p = producer;

@@ -4,8 +4,9 @@
 // acknowledged ones SENT (sent_at, partition, offset). A send that fails or times out while the
 // cluster answers a metadata request counts one failed attempt for every event it carried
 // (backoff; DEAD after max attempts); with the cluster unreachable it counts none (backoff
-// only). Nothing of a failed send is marked SENT. The round runs under a transaction-scoped advisory lock, so two instances
-// never send the same FLID concurrently.
+// only), nor while the topic is missing (lib/dispatch/topic-watch.ts creates it again). Nothing
+// of a failed send is marked SENT. The round runs under a transaction-scoped advisory lock, so
+// two instances never send the same FLID concurrently.
 import type { Clock } from '../core/clock.ts';
 import type { Slices } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
@@ -16,6 +17,7 @@ import { dispatchSent } from './metrics.ts';
 import { freezeMsgBatch, markFailed, markSent, nextAttemptAt, tryRoundLock, type Acked, type MsgRow } from './outbox.ts';
 import { afterFailure, chunkBySize, type RetryPolicy, type Target } from './plan.ts';
 import { TimeBudget } from '../core/budget.ts';
+import { isUnknownTopic } from './topic-watch.ts';
 
 export interface DispatchDeps {
   db: Db;
@@ -26,6 +28,8 @@ export interface DispatchDeps {
   log: Logger;
   /** Outage state of a running dispatcher (lib/dispatch/outage.ts): one log line per outage, not per send. */
   outage?: KafkaOutage;
+  /** A send found the topic missing: the topic check runs at once (lib/dispatch/topic-watch.ts). */
+  topicMissing?: () => void;
 }
 
 export interface RoundResult {
@@ -77,10 +81,13 @@ export async function msgRound(d: DispatchDeps): Promise<RoundResult> {
     if (failed) {
       const policy = retryPolicy(d.dispatch);
       const unavailable = !(await d.kafka.reachable());
-      const error = `${unavailable ? 'broker unreachable: ' : ''}${failed.error.name}: ${failed.error.message}`;
+      // the topic vanished: no attempt counted either (the topic check creates it again)
+      const gone = !unavailable && isUnknownTopic(failed.error);
+      if (gone) d.topicMissing?.();
+      const error = `${unavailable ? 'broker unreachable: ' : gone ? 'topic missing: ' : ''}${failed.error.name}: ${failed.error.message}`;
       const dead = await markFailed(
         tx,
-        failed.rows.map((e) => ({ eventId: e.eventId, attemptsBefore: e.attempts, next: afterFailure(e.attempts, policy, at, unavailable) })),
+        failed.rows.map((e) => ({ eventId: e.eventId, attemptsBefore: e.attempts, next: afterFailure(e.attempts, policy, at, unavailable || gone) })),
         error,
       );
       res.failed = failed.rows.length;
@@ -90,6 +97,7 @@ export async function msgRound(d: DispatchDeps): Promise<RoundResult> {
           error,
           failed.rows.map((e) => e.eventId),
         );
+      else if (gone) d.log.debug({ topic, err: error }, 'msg dispatch: topic missing, backing off until the topic check creates it');
       else d.log.warn({ topic, events: failed.rows.length, firstEventId: failed.rows[0].eventId, dead: dead.length, err: error }, 'msg dispatch: send failed, backing off');
       if (dead.length) d.log.error({ topic, eventIds: dead, err: error }, 'msg dispatch: events DEAD after max attempts (their FLIDs are held)');
     }

@@ -15,8 +15,10 @@
 //     version, never an older one);
 //   - a state larger than msgx.schd.max-record-bytes goes DEAD at once ("too-large"), as on schd;
 //   - sends stop at the first failure: the failed chunk backs off (DEAD after max attempts, none
-//     counted while Kafka is unreachable), later chunks stay untouched; per FLID nothing waits,
-//     since the row's next version replaces the failed one.
+//     counted while Kafka is unreachable or the topic is missing), later chunks stay untouched;
+//     per FLID nothing waits, since the row's next version replaces the failed one;
+//   - a lost topic (missing, not compacted, below the recorded offsets) is re-seeded by the
+//     topic check (lib/dispatch/topic-watch.ts).
 import { readFlights } from '../flight/read.ts';
 import { toJson } from '../flight/state.ts';
 import { stateRecord, type StateRecord } from '../contract/kafka.ts';
@@ -24,6 +26,7 @@ import { dispatchSent } from './metrics.ts';
 import { drain, retryPolicy, type DispatchDeps, type DrainNext, type RoundResult } from './msg.ts';
 import { markFailed, markSent, pendingStateRows, tryRoundLock, unchangedStateRows, type Acked, type SchdRow } from './outbox.ts';
 import { afterFailure, chunkBySize } from './plan.ts';
+import { isUnknownTopic } from './topic-watch.ts';
 
 export interface StateRoundResult extends RoundResult {
   /** Rows rewritten after they were read (left for the next round). */
@@ -112,10 +115,13 @@ export async function stateRound(d: DispatchDeps): Promise<StateRoundResult> {
     res.overtaken += acked.length - marked.length;
     if (failed) {
       const unavailable = !(await d.kafka.reachable());
-      const error = `${unavailable ? 'broker unreachable: ' : ''}${failed.error.name}: ${failed.error.message}`;
+      // the topic vanished: no attempt counted either (the topic check re-creates and re-seeds it)
+      const gone = !unavailable && isUnknownTopic(failed.error);
+      if (gone) d.topicMissing?.();
+      const error = `${unavailable ? 'broker unreachable: ' : gone ? 'topic missing: ' : ''}${failed.error.name}: ${failed.error.message}`;
       const dead = await markFailed(
         tx,
-        failed.rows.map((r) => ({ eventId: r.eventId, attemptsBefore: r.attempts, next: afterFailure(r.attempts, policy, at, unavailable) })),
+        failed.rows.map((r) => ({ eventId: r.eventId, attemptsBefore: r.attempts, next: afterFailure(r.attempts, policy, at, unavailable || gone) })),
         error,
       );
       res.failed = failed.rows.length;
@@ -125,6 +131,7 @@ export async function stateRound(d: DispatchDeps): Promise<StateRoundResult> {
           error,
           failed.rows.map((r) => r.eventId),
         );
+      else if (gone) d.log.debug({ topic, err: error }, 'state dispatch: topic missing, backing off until the topic check creates it');
       else d.log.warn({ topic, rows: failed.rows.length, dead: dead.length, err: error }, 'state dispatch: send failed, backing off');
       if (dead.length) d.log.error({ topic, eventIds: dead, err: error }, 'state dispatch: rows DEAD after max attempts');
     }

@@ -1,5 +1,6 @@
-// What both dispatcher processes share: the Kafka edge with its topics ensured before the first
-// round (retrying while the broker is unreachable; a refusal to create a topic is fatal), the
+// What the dispatcher processes share: the Kafka edge with its topics ensured before the first
+// round (retrying while the broker is unreachable; a refusal to create a topic is fatal, except
+// where the topic check owns the topic: msg and state, lib/dispatch/topic-watch.ts), the
 // self-rescheduling drain task and the health view. A lost wake-up is caught by the process's
 // keep-alive (ProcessSpec.keepAlive, lib/runtime/process.ts).
 import type { Task } from 'graphile-worker';
@@ -21,7 +22,7 @@ export const DRAIN_BUDGET_MS = 30_000;
  * Kafka edge with the topic ensured (created with the gateway's settings, or its settings
  * checked); waits (and retries) while the broker cannot be reached.
  */
-export async function connectKafka(rt: Runtime, spec: TopicSpec): Promise<KafkaEdge> {
+export async function connectKafka(rt: Runtime, spec: TopicSpec, o: { refusalFatal?: boolean } = {}): Promise<KafkaEdge> {
   const topic = spec.topic;
   const kafka = createKafkaEdge(kafkaOptions(slices(rt.config).kafka, rt.log, rt.health.reporter('kafka')));
   const started = Date.now();
@@ -35,6 +36,9 @@ export async function connectKafka(rt: Runtime, spec: TopicSpec): Promise<KafkaE
       return kafka;
     } catch (e) {
       if (e instanceof TopicCreationError) {
+        // a dispatcher whose topic check owns the topic (lib/dispatch/topic-watch.ts) starts
+        // anyway: the check reports the refusal in /healthz and retries with backoff
+        if (o.refusalFatal === false) return kafka;
         await kafka.close();
         throw e;
       }
@@ -51,11 +55,18 @@ export async function connectKafka(rt: Runtime, spec: TopicSpec): Promise<KafkaE
   return kafka;
 }
 
-export function dispatcherTask(rt: Runtime, target: Target, task: string, drainFn: (d: DispatchDeps, budgetMs: number, signal?: AbortSignal) => Promise<DrainNext>, kafka: KafkaEdge): Task {
+export function dispatcherTask(
+  rt: Runtime,
+  target: Target,
+  task: string,
+  drainFn: (d: DispatchDeps, budgetMs: number, signal?: AbortSignal) => Promise<DrainNext>,
+  kafka: KafkaEdge,
+  topicMissing?: () => void,
+): Task {
   registerDispatchGauges(rt.db, [target]);
   const outage = new KafkaOutage(rt.log, target);
   const probe = probes.kafka(kafkaOptions(slices(rt.config).kafka, rt.log).brokers, Math.min(1000, slices(rt.config).io.timeoutMs));
-  const deps: DispatchDeps = { db: rt.db, kafka, dispatch: slices(rt.config).dispatch, clock: rt.clock, log: rt.log, outage };
+  const deps: DispatchDeps = { db: rt.db, kafka, dispatch: slices(rt.config).dispatch, clock: rt.clock, log: rt.log, outage, topicMissing };
   return dutyTask({
     task,
     stopping: () => rt.signal.aborted,

@@ -90,22 +90,25 @@ describe('a broker that cannot be reached', () => {
 
 describe('a reachable broker that answers the send with an error', () => {
   // The "unavailable" decision is the broker's reachability (a metadata request), never the
-  // error's text: a topic the broker does not host fails with retriable errors and
-  // KafkaJSNumberOfRetriesExceeded ("… not available …"), yet the broker answers — the events
-  // count their attempts and go DEAD at max-attempts (INV-9), visibly.
-  it("unknown topic: attempts count, DEAD at max-attempts with the broker's error", async () => {
+  // error's text. A topic the broker does not host is the topic's fault, not the event's: no
+  // attempt is counted, the topic check is asked to run at once (it creates the topic again,
+  // lib/dispatch/topic-watch.ts), and nothing goes DEAD for it (docs/decisions.md "Derived
+  // topics"); while the cluster refuses to create it, the check's condition says so.
+  it('unknown topic: no attempt counted, never DEAD, the topic check asked at once', async () => {
     const kafka = track(edge({ timeoutMs: 5000 }));
     await putMsgEvents(db, ['1', '2']);
     const clock = new ManualClock(NOW);
-    const d = deps(db, kafka, { 'msgx.kafka.msg-topic': uniqueTopic('absent'), 'msgx.dispatch.max-attempts': '3', 'msgx.dispatch.backoff': '1s,2s' }, clock);
-    for (let i = 1; i <= 3; i++) {
+    let asked = 0;
+    const d = { ...deps(db, kafka, { 'msgx.kafka.msg-topic': uniqueTopic('absent'), 'msgx.dispatch.max-attempts': '3', 'msgx.dispatch.backoff': '1s,2s' }, clock), topicMissing: () => void asked++ };
+    for (let i = 1; i <= 4; i++) {
       const r = await msgRound(d);
-      expect(r).toMatchObject({ picked: i < 3 ? 2 : 2, sent: 0, failed: 2, dead: i < 3 ? 0 : 2 });
+      expect(r).toMatchObject({ picked: 2, sent: 0, failed: 2, dead: 0 });
       const after = await rows(db);
-      expect(after.map((x) => [x.state, x.attempts])).toEqual(after.map(() => [i < 3 ? 'PENDING' : 'DEAD', i]));
-      expect(after.every((x) => (x.last_error ?? '').length > 0 && !/^broker unreachable/.test(x.last_error ?? ''))).toBe(true);
+      expect(after.map((x) => [x.state, x.attempts])).toEqual(after.map(() => ['PENDING', 0]));
+      expect(after.every((x) => /^topic missing: /.test(x.last_error ?? ''))).toBe(true);
       clock.advance(60_000);
     }
+    expect(asked).toBe(4);
   });
 
   it('an unreachable broker (no metadata answer) never makes an event DEAD and counts no attempt', async () => {

@@ -149,6 +149,7 @@ describe('races and dead rows', () => {
       },
       ensureTopics: (t) => kafka.ensureTopics(t),
       reachable: () => kafka.reachable(),
+      admin: () => kafka.admin(),
       close: async () => {},
     };
     expect(await schdRound(deps(db, racing, { 'msgx.kafka.schd-topic': topic }))).toMatchObject({ picked: 2, sent: 1, overtaken: 1 });

@@ -125,6 +125,7 @@ describe('every CLI answers --help with its usage and exit 0, before touching an
     'backfill-resume',
     'dispatch-replay',
     'dispatch-skip',
+    'dispatch-resend',
     'migrate',
     'inject',
     'request',

@@ -225,7 +225,10 @@ describe('R7 restore from backup', () => {
       seen[q.name].push(h.status);
       return h.status === 503 && h.body.conditions?.some((c) => c.name === 'postgres-behind') ? h : false;
     };
-    const [held] = await Promise.all([waitFor('pump /healthz 503 postgres-behind', () => behindNow(p.pump), 60_000, 25), waitFor('intake /healthz 503 postgres-behind', () => behindNow(p.intake), 60_000, 25)]);
+    const [held] = await Promise.all([
+      waitFor('pump /healthz 503 postgres-behind', () => behindNow(p.pump), 60_000, 25),
+      waitFor('intake /healthz 503 postgres-behind', () => behindNow(p.intake), 60_000, 25),
+    ]);
     expect(seen.pump.length + seen.intake.length).toBeGreaterThan(2);
     expect([...seen.pump, ...seen.intake]).not.toContain(200);
     const detectedS = (Date.now() - t0) / 1000;

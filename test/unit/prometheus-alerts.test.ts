@@ -20,6 +20,21 @@ describe('alert rules (ops/prometheus-alerts.yml)', () => {
     }
   });
 
+  it('every runbook link points at a heading that exists', () => {
+    const links = [...readFileSync('ops/prometheus-alerts.yml', 'utf8').matchAll(/runbook: "([^"#]+)#([^"]+)"/g)];
+    expect(links.length).toBeGreaterThanOrEqual(3);
+    for (const [, file, anchor] of links) {
+      // GitHub's heading anchors: lower case, punctuation dropped, spaces to dashes
+      const anchors = [...readFileSync(file, 'utf8').matchAll(/^#+ (.+)$/gm)].map((m) =>
+        m[1]
+          .toLowerCase()
+          .replace(/[^a-z0-9 _-]/g, '')
+          .replace(/ /g, '-'),
+      );
+      expect(anchors, `${file}#${anchor}`).toContain(anchor);
+    }
+  });
+
   it.skipIf(!promtool)('promtool check rules and promtool test rules pass', () => {
     const check = spawnSync('promtool', ['check', 'rules', 'ops/prometheus-alerts.yml'], { encoding: 'utf8' });
     expect(check.stdout + check.stderr).toContain('SUCCESS');
