@@ -84,3 +84,22 @@ export const referenceRows = pgStatement<[], { tbl: string; k: string; v: unknow
    union all
    select 'schs_season', snam || '/' || apcd, jsonb_build_object('sdat', sdat, 'edat', edat, 'recs', recs, 'flights', flights), last_msg_id::bigint from schs_season`,
 );
+
+// ---- dry-run: the scratch database (scripts/dry-run.ts)
+
+/** Tables in the scratch's public schema, and whether any holds messages or flights (when migrated). */
+export const publicTables = pgStatement<[], { t: string }>('shadow.public_tables', `select tablename as t from pg_tables where schemaname = 'public' order by 1`);
+
+/** How much a migrated database holds (a scratch must hold nothing yet). */
+export const holdings = pgStatement<[], { messages: number; flights: number; refs: number; watermark: number }>(
+  'shadow.holdings',
+  `select (select count(*) from proc_state)::int as messages, (select count(*) from flight_schd)::int as flights,
+          (select count(*) from ref_master)::int as refs, (select watermark from intake_cursor where id = 1)::bigint as watermark`,
+);
+
+/** A dry run's scratch: where it starts (the rows it takes in are enqueued by the command itself). */
+export const startScratch = pgStatement<[after: number]>(
+  'shadow.start_scratch',
+  `with s as (update shadow_intake set started_after = $1::bigint where id = 1 returning 1)
+   update intake_cursor set watermark = $1::bigint where id = 1 and exists (select 1 from s)`,
+);
