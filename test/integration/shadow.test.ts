@@ -46,7 +46,13 @@ const runShadow = (config = shadowConfig) => runPipelineUntilSettled(shadow, con
 const compare = (waitMs = 0): Promise<DiffReport> => compareInstallations({ name: 'shadow', db: shadow.db }, { name: 'live', db: live.db }, { timeZone: TZ, timeoutMs: 60_000, waitMs });
 
 function cli(script: string, args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, [join(ROOT, 'scripts', script), ...args], { cwd: ROOT, env: { ...process.env, ...testEnv(env) }, encoding: 'utf8', timeout: 240_000 });
+  const r = spawnSync(process.execPath, [join(ROOT, 'scripts', script), ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...testEnv(env) },
+    encoding: 'utf8',
+    timeout: 240_000,
+    maxBuffer: 512 * 1024 * 1024,
+  });
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
 

@@ -58,7 +58,7 @@ export function generate(o: { days: number; flights: number; flops: number; firs
       const r = next();
       if (r < 0.12) {
         lastRemc.set(f, messages.length);
-        messages.push(flop('REMC', `<REMC>remark ${k % 97}</REMC>`));
+        messages.push(flop('REMC', `<REMC>remark ${d}-${k}</REMC>`)); // never the value it had: every one changes REMC
       } else if (r < 0.45) messages.push(flop('ESTT', `<ESTT>${t(6 + (k % 16), k % 60)}</ESTT>`));
       else if (r < 0.65) messages.push(flop('STND', `<STND>${200 + (k % 40)}</STND>`));
       else if (r < 0.8) messages.push(flop('MAXP', `<MAXP>${100 + (k % 200)}</MAXP>`));
