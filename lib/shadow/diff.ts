@@ -6,8 +6,10 @@
 // later of the two start positions: rows up to it were never both sides' own):
 //  - every flight as GET /flights/:flid shows it, but for the clock-valued and installation-specific
 //    keys (IGNORED_KEYS). A flight is not comparable when its history began at or before S (its
-//    first retained change record on either side is not its creation by a message after S), or
-//    when either side changed it after P; those are counted, never reported as differences;
+//    first retained change record on either side is not its creation by a message after S), when
+//    either side changed it after P, or when it is DELETED on one side and already purged on the
+//    other (history purge runs on each installation's own clock); those are counted, never
+//    reported as differences;
 //  - reference data records (master data, resource status, seasons), under the same two rules by
 //    the message that last wrote each record;
 //  - the outcome (state and reason) of every message in (S, P].
@@ -92,7 +94,7 @@ export interface RefDiff {
   setOther: number | null;
 }
 
-export type NotComparableWhy = 'history-before-start' | 'changed-after-position';
+export type NotComparableWhy = 'history-before-start' | 'changed-after-position' | 'purged-on-one-side';
 
 export interface DiffReport {
   position: number;
@@ -148,7 +150,7 @@ const beganAfter = (h: HistoryStart | undefined, s: number) => h !== undefined &
 /** Which flights are compared, which not and why; the FLIDs that differ. Step one of diff(). */
 export function classifyFlights(here: SideData, other: SideData, position: number, start: number) {
   const flids = [...new Set([...here.flights.keys(), ...other.flights.keys()])].sort();
-  const notComparableBy: Record<NotComparableWhy, number> = { 'history-before-start': 0, 'changed-after-position': 0 };
+  const notComparableBy: Record<NotComparableWhy, number> = { 'history-before-start': 0, 'changed-after-position': 0, 'purged-on-one-side': 0 };
   const different: string[] = [];
   let compared = 0;
   for (const flid of flids) {
@@ -156,6 +158,11 @@ export function classifyFlights(here: SideData, other: SideData, position: numbe
     const b = other.flights.get(flid);
     if ((lastMsg(a) ?? 0) > position || (lastMsg(b) ?? 0) > position) {
       notComparableBy['changed-after-position']++;
+      continue;
+    }
+    // a DELETED flight one side's history purge already removed (retention runs on its own clock)
+    if ((!a && b?.STATE === 'DELETED') || (!b && a?.STATE === 'DELETED')) {
+      notComparableBy['purged-on-one-side']++;
       continue;
     }
     // a side that has the flight must have seen its creation after the start
@@ -239,7 +246,7 @@ export function diff(here: SideData, other: SideData, changes: { here: ReadonlyM
       compared: cls.compared,
       equal: cls.compared - different,
       different,
-      notComparable: cls.notComparableBy['history-before-start'] + cls.notComparableBy['changed-after-position'],
+      notComparable: Object.values(cls.notComparableBy).reduce((x, y) => x + y, 0),
       notComparableBy: cls.notComparableBy,
     },
     reference: { tables: tables.size, tablesDifferent: tablesDifferent.size, records, recordsDifferent: referenceDiffs.length, notComparable: refNotComparable },
@@ -261,7 +268,7 @@ export function formatReport(r: DiffReport, o: { maxFlights?: number } = {}): st
   const n = r.names;
   const lines = [
     `compared at inbox position ${r.position} (${n.here} at ${r.positions.here}, ${n.other} at ${r.positions.other}), messages after ${r.startedAfter}`,
-    `flights: ${r.flights.compared} compared, ${r.flights.equal} equal, ${r.flights.different} different, ${r.flights.notComparable} not comparable (${r.flights.notComparableBy['history-before-start']} history began before the start, ${r.flights.notComparableBy['changed-after-position']} changed after the position)`,
+    `flights: ${r.flights.compared} compared, ${r.flights.equal} equal, ${r.flights.different} different, ${r.flights.notComparable} not comparable (${r.flights.notComparableBy['history-before-start']} history began before the start, ${r.flights.notComparableBy['changed-after-position']} changed after the position, ${r.flights.notComparableBy['purged-on-one-side']} deleted and purged on one side)`,
     `reference data: ${r.reference.tables} table(s) compared, ${r.reference.tablesDifferent} different (${r.reference.records} record(s), ${r.reference.recordsDifferent} different, ${r.reference.notComparable} not comparable)`,
     `message outcomes: ${r.outcomes.compared} compared, ${r.outcomes.different} different`,
   ];
