@@ -54,6 +54,7 @@ export async function resetDomain(s: Pick<TestServices, 'db' | 'redis'>): Promis
 export async function resetPipeline(s: Pick<TestServices, 'db' | 'inbox'>): Promise<void> {
   await sql`truncate proc_state`.execute(s.db);
   await sql`update intake_cursor set watermark = 0, full_scan_from = null, full_scan_at = null, gap_id = null, gap_seen_at = null, gaps = '[]', passed_gaps = '[]'`.execute(s.db);
+  await sql`update shadow_intake set started_after = null, lost = '[]'`.execute(s.db);
   await sql`delete from graphile_worker._private_jobs`.execute(s.db);
   await s.inbox.query('TRUNCATE TABLE cminmsgs');
   await s.inbox.query('TRUNCATE TABLE coutmsgs');
