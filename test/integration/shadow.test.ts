@@ -11,6 +11,7 @@
 //     flights and fields that rule touches, with the messages that set them. The same for
 //     `npm run dry-run` (with the change; and 0 differences without it), and bad input → exit 2.
 import { spawnSync } from 'node:child_process';
+import pg from 'pg';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -200,7 +201,12 @@ describe('a rule change tried on real traffic', () => {
     expect(report.reference.tables).toBeGreaterThan(0);
   });
 
-  it('npm run compare prints the same (text and --json), exit 1; bad input exit 2', { timeout: 180_000 }, () => {
+  it('npm run compare prints the same (text and --json), exit 1; bad input exit 2', { timeout: 180_000 }, async () => {
+    await freshDatabase(SCRATCH_PG);
+    const scratch = new pg.Client({ connectionString: SCRATCH_PG });
+    await scratch.connect();
+    await scratch.query(`delete from pgmigrations where name = '0900_shadow'`);
+    await scratch.end();
     const env = { DATABASE_URL: SHADOW_PG, REDIS_URL: SHADOW_REDIS };
     const json = cli('compare.ts', ['--other', TEST_PG_URL, '--json'], env);
     expect(json.code, json.err).toBe(1);
@@ -220,6 +226,9 @@ describe('a rule change tried on real traffic', () => {
     expect([foreign.code, foreign.err]).toEqual([2, expect.stringMatching(/is not a msgexchange database/)]);
     const usage = cli('compare.ts', [], env);
     expect(usage.code).toBe(2);
+    // a schema version that differs: a database one migration behind
+    const behind = cli('compare.ts', ['--other', SCRATCH_PG], env);
+    expect([behind.code, behind.err]).toEqual([2, expect.stringMatching(/schema versions differ: here at 0900_shadow \(\d+ migrations\), other at 0800_state_target/)]);
   });
 
   it('npm run dry-run: the same diff from a retained range into a scratch database; 0 differences without the change', async () => {
