@@ -62,7 +62,7 @@ const s = slices(config);
 const timeoutMs = Math.max(s.io.timeoutMs, 30_000);
 const log = createLogger('dry-run', config['msgx.log.level'] === 'info' ? 'warn' : config['msgx.log.level']);
 const livePool = createPool(config.DATABASE_URL, { max: 3, name: 'dry-run', statementTimeoutMs: timeoutMs });
-const scratchPool = createPool(scratchUrl, { max: 4, name: 'dry-run' });
+const scratchPool = createPool(scratchUrl, { max: 4, name: 'dry-run', statementTimeoutMs: timeoutMs });
 const inbox = createAodbPool(config.INBOX_URL, { timeoutMs: s.io.timeoutMs });
 const live = createDb(livePool);
 const scratch = createDb(scratchPool);
@@ -79,7 +79,7 @@ try {
   if (to < from) throw new CannotCompare(`the live installation is at ${livePos}, below --from ${from}`);
   if (to > bounds.max) throw new CannotCompare(`--to ${to} is beyond the inbox's newest row ${bounds.max}`);
 
-  await migrate(scratchUrl);
+  await withTimeout(10 * timeoutMs, 'scratch: migrate', migrate(scratchUrl));
   await startScratch(scratch, from - 1, timeoutMs);
   await checkComparable({ name: 'dry-run', db: scratch }, { name: 'live', db: live }, timeoutMs);
 
@@ -89,7 +89,7 @@ try {
   for (;;) {
     const rows = await withTimeout(s.io.timeoutMs, 'inbox read', readAllAfter(inbox, after, 5_000, to));
     if (rows.length === 0) break;
-    taken += (await enqueue(scratch, rows, systemClock.now())).length;
+    taken += (await withTimeout(timeoutMs, 'scratch: take in', enqueue(scratch, rows, systemClock.now()))).length;
     after = rows[rows.length - 1].id;
   }
   say(`applying ${taken} message(s) ${from}..${to} into ${redactUrl(scratchUrl)}`);
