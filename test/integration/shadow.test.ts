@@ -25,6 +25,7 @@ import { TEST_INBOX_URL, TEST_PG_URL, testConfig, testEnv } from '../support/env
 import { runPipelineUntilSettled } from '../support/pipeline.ts';
 import { openServices, type TestServices } from '../support/services.ts';
 import { freshDatabase, generate, insertAll, resetInstallation, siblingUrl } from '../support/shadow-workload.ts';
+import { type Proc, startWorker, stopAll, waitFor } from '../support/processes.ts';
 
 const ROOT = join(import.meta.dirname, '../..');
 const SHADOW_PG = siblingUrl('2');
@@ -134,6 +135,49 @@ describe('a read-only installation as a shadow', () => {
     expect(beyond.code, beyond.err).toBe(2);
     expect(beyond.err).toMatch(/beyond the inbox's retention: its oldest retained row is/);
   }, 240_000);
+});
+
+describe('the shadow as real worker processes', () => {
+  const procs: Proc[] = [];
+  afterAll(async () => stopAll(procs));
+  /** The shadow's intake and pump, as the Procfile runs them, on its own Postgres, Redis and topic names. */
+  const startShadow = () => {
+    const env = {
+      DATABASE_URL: SHADOW_PG,
+      REDIS_URL: SHADOW_REDIS,
+      MSGX_INBOX_READ_ONLY: 'true',
+      MSGX_KAFKA_MSG_TOPIC: 'shadowtest.msgx.flight.msg',
+      MSGX_KAFKA_SCHD_TOPIC: 'shadowtest.msgx.flight.schd',
+      MSGX_KAFKA_STATE_TOPIC: 'shadowtest.msgx.flight.state',
+    };
+    const started = [startWorker('intake', env), startWorker('pump', env)];
+    procs.push(...started);
+    return started;
+  };
+  const shadowDone = (n: number) => async () => (await terminalIds(shadow)).length === n;
+
+  it('started after the live one, stopped (SIGTERM) while more arrive, restarted: catches up, the same state', async () => {
+    await resetAll();
+    const g = generate({ days: 2, flights: 30, flops: 120, firstFlid: 800_000, seqn: 800_000 });
+    const first = await insertAll(live.inbox, g.messages.slice(0, g.dayStart[1]));
+    await runLive();
+    let running = startShadow();
+    await waitFor('the shadow took in and applied day 1', shadowDone(first.length), 60_000, 250);
+    const health = (await (await fetch(`http://127.0.0.1:${running[0].port}/healthz`)).json()) as { shadow?: unknown };
+    expect(health.shadow).toEqual({ startedAfter: 0, lostToRetention: { count: 0, ranges: [] } });
+    await stopAll(running);
+    const second = await insertAll(live.inbox, g.messages.slice(g.dayStart[1]));
+    await runLive();
+    running = startShadow();
+    await waitFor('the restarted shadow caught up', shadowDone(first.length + second.length), 60_000, 250);
+    await stopAll(running);
+    expect(await terminalIds(shadow)).toEqual(await terminalIds(live));
+    const r = await compare();
+    expect([r.equal, r.flights.compared, r.flights.notComparable, r.outcomes.compared]).toEqual([true, 60, 0, first.length + second.length]);
+    // nothing written to the AODB by the shadow
+    const [out] = await live.inbox.query<import('mysql2').RowDataPacket[]>('SELECT COUNT(*) n FROM coutmsgs');
+    expect(Number(out[0].n)).toBe(0);
+  }, 180_000);
 });
 
 describe('a rule change tried on real traffic', () => {
