@@ -272,6 +272,10 @@ export function formatReport(r: DiffReport, o: { maxFlights?: number } = {}): st
     `reference data: ${r.reference.tables} table(s) compared, ${r.reference.tablesDifferent} different (${r.reference.records} record(s), ${r.reference.recordsDifferent} different, ${r.reference.notComparable} not comparable)`,
     `message outcomes: ${r.outcomes.compared} compared, ${r.outcomes.different} different`,
   ];
+  if (r.positions.here !== r.positions.other) {
+    const [ahead, by] = r.positions.here > r.positions.other ? [n.here, r.positions.here - r.positions.other] : [n.other, r.positions.other - r.positions.here];
+    lines.push(`positions differ: ${ahead} is ${by} inbox ID(s) ahead; compared at the lower one, flights changed after it are not comparable`);
+  }
   for (const [side, l] of [
     [n.here, r.lost.here],
     [n.other, r.lost.other],

@@ -95,6 +95,7 @@ describe('diff', () => {
       notComparableBy: { 'history-before-start': 2, 'changed-after-position': 1, 'purged-on-one-side': 1 },
     });
     expect(r.flightDiffs).toEqual([{ flid: '2', fields: [{ field: 'REMC', here: 'x', other: null, setHere: { msgId: 60, kind: 'FLOP/REMC' }, setOther: null }] }]);
+    expect(formatReport(r)).toContain('positions differ: live is 30 inbox ID(s) ahead; compared at the lower one');
     expect(r.equal).toBe(false);
   });
 
