@@ -36,6 +36,12 @@ export async function inboxBounds(inbox: Inbox): Promise<{ min: number | null; m
   return { min: lo?.m === null || lo?.m === undefined ? null : Number(lo.m), max: hi?.m === null || hi?.m === undefined ? null : Number(hi.m) };
 }
 
+/** The oldest inbox row with a processing time (null: none): retention deletes only marked rows, oldest first. */
+export async function oldestProcessedId(inbox: Inbox): Promise<number | null> {
+  const [r] = await myRows(inbox, Sql.oldestProcessed);
+  return r ? Number(r.id) : null;
+}
+
 /** Rows present in (from, to] with whether they are unprocessed (a gap check that also sees a row committed meanwhile). */
 export async function existingRows(inbox: Inbox, from: number, to: number): Promise<{ id: number; unprocessed: boolean }[]> {
   const rows = await myRows(inbox, Sql.rowsBetween, from, to);

@@ -19,15 +19,15 @@
 // row by ID, processed by the other installation or not, so that after any downtime it catches up
 // on everything it missed. It starts after msgx.inbox.start-after (0: just below the oldest
 // retained row), recorded once in SHADOW_INTAKE; a gap it moves past that lies below the oldest
-// retained row was deleted by retention before it read it: recorded there and reported in
-// /healthz (count, ID ranges), never skipped silently.
+// row carrying a processing time was deleted by retention before it read it: recorded there and
+// reported in /healthz (count, ID ranges), never skipped silently.
 import { TASK } from '../core/tasks.ts';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import type { Slices } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
-import { existingRows, inboxBounds, nthIdAfter, readAllAfter, readAllIn, readUnprocessedAfter, readUnprocessedIn, type InboxRowRef } from './inbox.ts';
+import { existingRows, inboxBounds, nthIdAfter, oldestProcessedId, readAllAfter, readAllIn, readUnprocessedAfter, readUnprocessedIn, type InboxRowRef } from './inbox.ts';
 import { pgOne, pgRun } from '../db/statement.ts';
 import * as ProcState from '../sql/proc-state.ts';
 import * as Shadow from '../sql/shadow.ts';
@@ -200,14 +200,16 @@ async function reportShadow(d: IntakeDeps): Promise<void> {
 }
 
 /**
- * The passed gaps (or parts of them) below the oldest retained inbox row: rows there were
- * deleted by retention (another installation processed them) before this shadow read them. A gap
- * above it is an ID the AODB never committed, handled as on any installation.
+ * The passed gaps (or parts of them) below the oldest inbox row that carries a processing time:
+ * inbox retention deletes only marked rows, oldest first, so rows there were deleted by retention
+ * (another installation processed them) before this shadow read them — never-marked rows (DEAD
+ * messages) may stay below, which is why the oldest row as such would not do. A gap above it is an
+ * ID the AODB never committed, handled as on any installation.
  */
 async function lostToRetention(d: IntakeDeps, passed: Gap[], now: Date): Promise<{ lo: number; hi: number; at: string }[]> {
-  const { min } = await withTimeout(d.intake.timeoutMs, 'inbox bounds', inboxBounds(d.inbox));
-  if (min === null) return [];
-  return passed.filter((g) => g.lo < min).map((g) => ({ lo: g.lo, hi: Math.min(g.hi, min - 1), at: now.toISOString() }));
+  const oldest = await withTimeout(d.intake.timeoutMs, 'inbox oldest processed row', oldestProcessedId(d.inbox));
+  if (oldest === null) return [];
+  return passed.filter((g) => g.lo < oldest).map((g) => ({ lo: g.lo, hi: Math.min(g.hi, oldest - 1), at: now.toISOString() }));
 }
 
 /**

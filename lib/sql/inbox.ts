@@ -118,5 +118,16 @@ export const rowsInRanges = myStatement<[ranges: string, limit: number], InboxRe
     ORDER BY c.CMINMSGS_ID LIMIT ?`,
 );
 
+/**
+ * The oldest row that carries a processing time (primary-key scan from the bottom, stopping at the
+ * first one: only never-marked rows, e.g. DEAD messages, lie below it). Inbox retention deletes
+ * only marked rows, oldest first: a missing ID below this row is one retention deleted (or one
+ * the AODB never committed).
+ */
+export const oldestProcessed = myStatement<[], { id: number }>(
+  'inbox.oldest_processed',
+  `SELECT CMINMSGS_ID AS id FROM cminmsgs WHERE CMINMSGS_DATE_PROCESSED IS NOT NULL ORDER BY CMINMSGS_ID LIMIT 1`,
+);
+
 /** The largest inbox ID present (null when the inbox is empty). */
 export const maxId = myStatement<[], { m: number | null }>('inbox.max_id', `SELECT MAX(CMINMSGS_ID) AS m FROM cminmsgs`);

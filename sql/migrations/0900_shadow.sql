@@ -5,7 +5,8 @@
 --                 not started yet). A flight whose history began at or before it is not
 --                 comparable with the other installation's (npm run compare).
 --  lost           inbox ID ranges [{lo, hi, at}] that retention deleted before it read them
---                 (below the oldest retained row when intake moved past them): reported, never
+--                 (below the oldest row carrying a processing time when intake moved past
+--                 them; retention deletes only marked rows, oldest first): reported, never
 --                 skipped silently.
 CREATE TABLE shadow_intake (
   id             smallint PRIMARY KEY CHECK (id = 1),

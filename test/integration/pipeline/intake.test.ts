@@ -202,13 +202,14 @@ describe('intake of a read-only (shadow) installation', () => {
   });
 
   it('starts after msgx.inbox.start-after; rows retention deleted before it read them are recorded and reported', async () => {
-    for (const id of [1, 2, 3, 4, 5, 6]) await putInbox(s.inbox, sisMessage(), { id, processed: '2026-11-30 10:00:00' });
+    await putInbox(s.inbox, sisMessage(), { id: 1 }); // never marked (a DEAD message): retention keeps it
+    for (const id of [2, 3, 4, 5, 6]) await putInbox(s.inbox, sisMessage(), { id, processed: '2026-11-30 10:00:00' });
     const from3 = slices(testConfig({ 'msgx.pipeline.claim-batch': '3', 'msgx.intake.gap-settle': '2s', 'msgx.inbox.read-only': 'true', 'msgx.inbox.start-after': '2' })).intake;
     expect((await intakeRound(deps({ intake: from3 }))).enqueued).toEqual([3, 4, 5]);
     expect((await shadowRow()).started).toBe(2);
-    // the shadow is down; retention (on the live installation) deletes 1..8 while 7..10 arrive
+    // the shadow is down; retention (on the live installation) deletes the marked rows up to 8 while 7..10 arrive
     for (const id of [7, 8, 9, 10]) await putInbox(s.inbox, sisMessage(), { id, processed: '2026-11-30 10:00:00' });
-    await s.inbox.query('DELETE FROM cminmsgs WHERE CMINMSGS_ID <= 8');
+    await s.inbox.query('DELETE FROM cminmsgs WHERE CMINMSGS_ID <= 8 AND CMINMSGS_DATE_PROCESSED IS NOT NULL');
     const r = await intakeRound(deps({ intake: from3 }));
     expect(r.enqueued).toEqual([]);
     expect(r.waitingOnGap).toBe(6); // a gap like any other: it waits gap-settle first
