@@ -5,8 +5,9 @@
 // What is compared, at position P (the highest message both have made terminal) and from S (the
 // later of the two start positions: rows up to it were never both sides' own):
 //  - every flight as GET /flights/:flid shows it, but for the clock-valued and installation-specific
-//    keys (IGNORED_KEYS). A flight is not comparable when its history began at or before S (its
-//    first retained change record on either side is not its creation by a message after S), when
+//    keys (IGNORED_KEYS). A flight is not comparable when its history began at or before S (a
+//    retained change record at or before S on either side; or its creation record is purged on a
+//    side and the two sides' STATE_VERSIONs differ), when
 //    either side changed it after P, or when it is DELETED on one side and already purged on the
 //    other (history purge runs on each installation's own clock); those are counted, never
 //    reported as differences;
@@ -144,8 +145,28 @@ export function lastSetter(changes: readonly ChangeRef[] | undefined, field: str
 
 const lastMsg = (f: Json | undefined) => (f && f.LAST_MSG_ID !== undefined && f.LAST_MSG_ID !== null ? Number(f.LAST_MSG_ID) : null);
 
-/** Whether a flight's history began after `s` on this side (its creation is retained and after s). */
-const beganAfter = (h: HistoryStart | undefined, s: number) => h !== undefined && h.firstVersion === 1 && h.firstMsg > s;
+/**
+ * Where a flight's history began on this side, relative to the start `s`: 'after' (its creation
+ * record is retained and after s), 'before' (a retained record at or before s), or 'unknown' (its
+ * first records are purged, msgx.pipeline.event-retention).
+ */
+export function historyBegan(h: HistoryStart | undefined, s: number): 'after' | 'before' | 'unknown' {
+  if (h === undefined) return 'unknown';
+  if (h.firstMsg <= s) return 'before';
+  return h.firstVersion === 1 ? 'after' : 'unknown';
+}
+
+/**
+ * Comparable as far as history goes: no side's history began before the start, and a side whose
+ * beginning is unknown has made exactly as many versions as the other (a flight that existed
+ * before the start has versions the other side never made).
+ */
+function historyComparable(a: Json | undefined, b: Json | undefined, ha: HistoryStart | undefined, hb: HistoryStart | undefined, s: number): boolean {
+  const began = [a ? historyBegan(ha, s) : 'after', b ? historyBegan(hb, s) : 'after'];
+  if (began.includes('before')) return false;
+  if (!began.includes('unknown')) return true;
+  return a !== undefined && b !== undefined && Number(a.STATE_VERSION) === Number(b.STATE_VERSION);
+}
 
 /** Which flights are compared, which not and why; the FLIDs that differ. Step one of diff(). */
 export function classifyFlights(here: SideData, other: SideData, position: number, start: number) {
@@ -166,7 +187,7 @@ export function classifyFlights(here: SideData, other: SideData, position: numbe
       continue;
     }
     // a side that has the flight must have seen its creation after the start
-    if ((a && !beganAfter(here.history.get(flid), start)) || (b && !beganAfter(other.history.get(flid), start))) {
+    if (!historyComparable(a, b, here.history.get(flid), other.history.get(flid), start)) {
       notComparableBy['history-before-start']++;
       continue;
     }

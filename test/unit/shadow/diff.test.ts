@@ -99,10 +99,18 @@ describe('diff', () => {
     expect(r.equal).toBe(false);
   });
 
-  it('a history of unknown beginning (creation record purged) is not comparable', () => {
-    const f: [string, Json][] = [['1', flight('1')]];
-    const r = diff(side('a', { flights: f, history: [['1', { firstMsg: 30, firstVersion: 4 }]] }), side('b', { flights: f, history: [['1', created(5)]] }), none);
-    expect(r.flights.notComparableBy['history-before-start']).toBe(1);
+  it.each([
+    ['a record at or before the start', { firstMsg: 5, firstVersion: 2 }, 3, 3, false],
+    ['creation retained after the start', created(30), 3, 3, true],
+    ['creation purged, the same number of versions', { firstMsg: 30, firstVersion: 4 }, 6, 6, true],
+    ['creation purged, versions differ (versions before the start)', { firstMsg: 30, firstVersion: 4 }, 9, 6, false],
+    ['no change record at all, versions differ', undefined, 9, 6, false],
+  ] as const)('history: %s → comparable %s', (_, h, va, vb, comparable) => {
+    const here = side('a', { startedAfter: 10, flights: [['1', flight('1', { STATE_VERSION: va })]], history: h ? [['1', h]] : [] });
+    const other = side('b', { flights: [['1', flight('1', { STATE_VERSION: vb })]], history: [['1', created(20)]] });
+    const r = diff(here, other, none);
+    expect(r.flights.compared).toBe(comparable ? 1 : 0);
+    expect(r.flights.notComparableBy['history-before-start']).toBe(comparable ? 0 : 1);
   });
 
   it('message outcomes in (start, position]: different states or reasons, and messages a side never took in', () => {
