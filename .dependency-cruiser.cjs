@@ -10,7 +10,7 @@ const LAYERS = [
   ['sql'], // every SQL statement, one file per table group: static text, stable name, typed row
   ['runtime'], // logger, metrics, crash handling, process runner, leader lock, HTTP server
   ['contract', 'domain', 'flight', 'refdata', 'requests'], // the Kafka contract, the pump↔domain contract and the domains
-  ['pipeline', 'dispatch', 'lifecycle'], // the pump, intake, backfill; the dispatchers; retention and purge
+  ['pipeline', 'dispatch', 'lifecycle', 'shadow'], // the pump, intake, backfill; the dispatchers; retention and purge; the state diff of two installations
   ['api'], // HTTP routes
   ['app'], // composition of the processes
 ];

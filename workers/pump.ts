@@ -43,7 +43,7 @@ await runProcess({
     const deps = {
       session,
       inbox,
-      registry: buildRegistry(),
+      registry: buildRegistry({ ruleOverride: slices(rt.config).pump.ruleOverride }),
       mirror: buildMirror({ db: rt.db, redis, airport: slices(rt.config).airport, crash }),
       clock: rt.clock,
       ...pumpSettings(rt.config),

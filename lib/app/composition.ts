@@ -11,7 +11,13 @@ import { Decoder } from '../pipeline/decoder.ts';
 import { FLOP_STYPS } from '../flight/rules.ts';
 import { ERROR_STYPS, registerRefdataHandlers } from '../refdata/handlers.ts';
 
-export function buildRegistry(opts: { changeRecords?: boolean } = {}): HandlerRegistry {
+/** Registry options: change records (default on) and, in tests only, a flight rule override (msgx.test.rule-override, read once at start). */
+export interface RegistryOptions {
+  changeRecords?: boolean;
+  ruleOverride?: string;
+}
+
+export function buildRegistry(opts: RegistryOptions = {}): HandlerRegistry {
   const registry = new HandlerRegistry();
   registerFlightHandlers(registry, opts); // SCHD DNLD/RESP/ADFT, FLOP/* (FDEL = delete path)
   registerRefdataHandlers(registry); // 23 reference TYPEs, RSTA, SCHS, EROR
@@ -22,11 +28,11 @@ export function buildRegistry(opts: { changeRecords?: boolean } = {}): HandlerRe
 }
 
 /** The pump's decode worker (lib/pipeline/decoder.ts): the same registry as buildRegistry(opts), in a worker thread. */
-export function buildDecoder(pump: { includeDayBoundary: boolean; messageBudgetMs: number }, airport: AirportConfig, opts: { changeRecords?: boolean } = {}): Decoder {
+export function buildDecoder(pump: { includeDayBoundary: boolean; messageBudgetMs: number; ruleOverride?: string }, airport: AirportConfig, opts: RegistryOptions = {}): Decoder {
   return new Decoder({
     url: new URL('./decode-worker.ts', import.meta.url),
     settings: { airport, includeDayBoundary: pump.includeDayBoundary },
-    registry: opts,
+    registry: { ruleOverride: pump.ruleOverride, ...opts },
     budgetMs: pump.messageBudgetMs,
   });
 }

@@ -7,7 +7,7 @@ import { releaseMemory } from '../runtime/gc.ts';
 import { decodeMessage, type DecodeSettings } from '../pipeline/decoding.ts';
 import type { DecodeAnswer, DecodeRequest } from '../pipeline/decoder.ts';
 
-const { settings, registry: options } = workerData as { settings: DecodeSettings; registry: { changeRecords?: boolean } };
+const { settings, registry: options } = workerData as { settings: DecodeSettings; registry: { changeRecords?: boolean; ruleOverride?: string } };
 const registry = buildRegistry(options);
 
 parentPort!.on('message', (m: DecodeRequest) => {

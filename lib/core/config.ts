@@ -93,6 +93,8 @@ const PARAMS = {
   'msgx.req-track.retention': [duration, '30d'],
   'msgx.inbox.read-only': [bool, 'false'],
   'msgx.inbox.max-message-bytes': [posInt, '16000000'],
+  // A read-only (shadow) installation starts after this inbox ID (0: at the oldest retained row).
+  'msgx.inbox.start-after': [z.coerce.number().int().min(0), '0'],
   'msgx.kafka.client-id': [z.string().min(1), 'msgexchange'],
   'msgx.kafka.msg-topic': [z.string().min(1), 'msgx.flight.msg'],
   'msgx.kafka.schd-topic': [z.string().min(1), 'msgx.flight.schd'],
@@ -124,6 +126,8 @@ const PARAMS = {
   'msgx.http.keep-alive-timeout': [duration, '5s'],
   'msgx.log.level': [z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']), 'info'],
   'msgx.dev-mode': [bool, 'false'],
+  // Test only: one flight rule changed at start (lib/flight/override.ts), e.g. 'ignore REMC in FLOP/REMC'.
+  'msgx.test.rule-override': [z.string(), ''],
   'msgx.test.crash-at': [z.string().regex(/^$|^[a-z.-]+(:\d+)?$/, 'expected <point>[:<n>]'), ''],
 } as const satisfies Record<string, readonly [z.ZodType, string]>;
 
@@ -179,7 +183,13 @@ const SLICES = {
   airport: { timezone: 'msgx.airport.timezone', dayCutover: 'msgx.airport.day-cutover' },
   io: { timeoutMs: 'msgx.io.timeout' },
   mirror: { checkEveryMs: 'msgx.mirror.check-every', timezone: 'msgx.airport.timezone', timeoutMs: 'msgx.io.timeout' },
-  pump: { applyBatch: 'msgx.pipeline.apply-batch', messageBudgetMs: 'msgx.pipeline.message-budget', includeDayBoundary: 'msgx.identity.include-day-boundary', timeoutMs: 'msgx.io.timeout' },
+  pump: {
+    applyBatch: 'msgx.pipeline.apply-batch',
+    messageBudgetMs: 'msgx.pipeline.message-budget',
+    includeDayBoundary: 'msgx.identity.include-day-boundary',
+    timeoutMs: 'msgx.io.timeout',
+    ruleOverride: 'msgx.test.rule-override',
+  },
   failures: { maxAttempts: 'msgx.pipeline.max-attempts', backoffMs: 'msgx.pipeline.backoff', infraAlertAfterMs: 'msgx.pipeline.infra-alert-after' },
   intake: {
     claimBatch: 'msgx.pipeline.claim-batch',
@@ -188,6 +198,8 @@ const SLICES = {
     fullScanEveryMs: 'msgx.intake.full-scan-every',
     inboxRetentionMs: 'msgx.pipeline.inbox-retention',
     timeoutMs: 'msgx.io.timeout',
+    readOnly: 'msgx.inbox.read-only',
+    startAfter: 'msgx.inbox.start-after',
   },
   backfill: {
     batch: 'msgx.pipeline.backfill-batch',
@@ -240,6 +252,7 @@ const SLICES = {
     dailyScheduleAt: 'msgx.requests.daily-schedule-at',
     reconcileWindowMs: 'msgx.requests.reconcile-window',
     timeoutMs: 'msgx.io.timeout',
+    readOnly: 'msgx.inbox.read-only',
   },
   http: {
     host: 'msgx.http.host',

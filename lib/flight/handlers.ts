@@ -9,6 +9,7 @@ import { decodeFlop, decodeSchedule } from './decode.ts';
 import { validateSnapshot } from './ledger.ts';
 import type { FlightCommand } from './plan.ts';
 import { FLOP_STYPS } from './rules.ts';
+import { applyRuleOverride, parseRuleOverride } from './override.ts';
 import { FlightSession, FlightStateCache, type FlightDomainOptions } from './session.ts';
 
 /** Decode a flight message into the planner's command (pure). PROTOCOL/MALFORMED throw. */
@@ -33,8 +34,9 @@ export function decodeFlightCommand(env: Envelope, airport: AirportConfig): Flig
  */
 export function createFlightDomain(opts: FlightDomainOptions = {}): BatchDomain<FlightCommand> {
   const cache = new FlightStateCache();
+  const overrides = parseRuleOverride(opts.ruleOverride ?? '');
   return {
-    decode: decodeFlightCommand,
+    decode: overrides.length ? (env, airport) => applyRuleOverride(overrides, env.type, env.styp, decodeFlightCommand(env, airport)) : decodeFlightCommand,
     alone: (cmd) => cmd.kind === 'snapshot',
     open: (ctx) => new FlightSession(ctx, cache, opts),
     reset: () => cache.clear(),

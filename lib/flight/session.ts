@@ -51,6 +51,8 @@ export class FlightStateCache {
 export interface FlightDomainOptions {
   /** Write the per-message change records (flight_change; default true). False only to measure their cost (bench:pump). */
   changeRecords?: boolean;
+  /** Test only: flight rules changed at start (lib/flight/override.ts, msgx.test.rule-override). */
+  ruleOverride?: string;
 }
 
 export class FlightSession implements DomainBatch<FlightCommand> {

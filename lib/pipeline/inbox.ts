@@ -16,6 +16,32 @@ export async function readUnprocessedAfter(inbox: Inbox, after: number, limit: n
   return refs(upTo !== undefined ? await myRows(inbox, Sql.unprocessedBetween, after, upTo, limit) : await myRows(inbox, Sql.unprocessedAfter, after, limit));
 }
 
+/**
+ * A shadow installation's reads (docs/operations.md "Trying a rule change"): every row by ID,
+ * processed by another installation or not; otherwise as readUnprocessedAfter / readUnprocessedIn.
+ */
+export async function readAllAfter(inbox: Inbox, after: number, limit: number, upTo?: number): Promise<InboxRowRef[]> {
+  return refs(upTo !== undefined ? await myRows(inbox, Sql.rowsAfterUpTo, after, upTo, limit) : await myRows(inbox, Sql.rowsAfter, after, limit));
+}
+
+export async function readAllIn(inbox: Inbox, ranges: readonly { lo: number; hi: number }[], limit: number): Promise<InboxRowRef[]> {
+  if (ranges.length === 0) return [];
+  return refs(await myRows(inbox, Sql.rowsInRanges, JSON.stringify(ranges.map((r) => ({ lo: r.lo, hi: r.hi }))), limit));
+}
+
+/** The smallest and largest inbox IDs present (null when the inbox is empty). */
+export async function inboxBounds(inbox: Inbox): Promise<{ min: number | null; max: number | null }> {
+  const [lo] = await myRows(inbox, Sql.minId);
+  const [hi] = await myRows(inbox, Sql.maxId);
+  return { min: lo?.m === null || lo?.m === undefined ? null : Number(lo.m), max: hi?.m === null || hi?.m === undefined ? null : Number(hi.m) };
+}
+
+/** The oldest inbox row with a processing time (null: none): retention deletes only marked rows, oldest first. */
+export async function oldestProcessedId(inbox: Inbox): Promise<number | null> {
+  const [r] = await myRows(inbox, Sql.oldestProcessed);
+  return r ? Number(r.id) : null;
+}
+
 /** Rows present in (from, to] with whether they are unprocessed (a gap check that also sees a row committed meanwhile). */
 export async function existingRows(inbox: Inbox, from: number, to: number): Promise<{ id: number; unprocessed: boolean }[]> {
   const rows = await myRows(inbox, Sql.rowsBetween, from, to);

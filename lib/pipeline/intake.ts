@@ -13,15 +13,25 @@
 //    lie in a remembered gap) and walks in chunks of a bounded number of existing rows, so empty
 //    ID spans cost nothing and its cost per period is bounded by the unfinished part of the
 //    inbox, not by its size or the watermark's magnitude.
+//
+// A read-only installation (msgx.inbox.read-only) is a shadow beside the live one
+// (docs/operations.md "Trying a rule change"): the same scans and gap handling, but over every
+// row by ID, processed by the other installation or not, so that after any downtime it catches up
+// on everything it missed. It starts after msgx.inbox.start-after (0: just below the oldest
+// retained row), recorded once in SHADOW_INTAKE; a gap it moves past that lies below the oldest
+// row carrying a processing time was deleted by retention before it read it: recorded there and
+// reported in /healthz (count, ID ranges), never skipped silently.
 import { TASK } from '../core/tasks.ts';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import type { Slices } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
-import { existingRows, nthIdAfter, readUnprocessedAfter, readUnprocessedIn, type InboxRowRef } from './inbox.ts';
+import { existingRows, inboxBounds, nthIdAfter, oldestProcessedId, readAllAfter, readAllIn, readUnprocessedAfter, readUnprocessedIn, type InboxRowRef } from './inbox.ts';
 import { pgOne, pgRun } from '../db/statement.ts';
 import * as ProcState from '../sql/proc-state.ts';
+import * as Shadow from '../sql/shadow.ts';
+import { setNote } from '../runtime/conditions.ts';
 import { withTimeout } from '../core/timeout.ts';
 import { metrics, noteInboxRead } from '../runtime/metrics.ts';
 import { enqueue, wake } from './transitions.ts';
@@ -71,13 +81,18 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
   const batch = d.intake.claimBatch;
   const now = d.clock.now();
   const fullEvery = d.intake.fullScanEveryMs;
+  const shadow = d.intake.readOnly === true;
+  if (shadow) await startShadow(d);
   const cur = await pgOne(d.db, ProcState.intakeCursor);
   if (!cur) throw new Error('intake_cursor has no row');
+  const readAfter = shadow ? readAllAfter : readUnprocessedAfter;
+  const readIn = shadow ? readAllIn : readUnprocessedIn;
 
   // 1. watermark scan, gaps settled one by one
-  const fresh = await withTimeout(timeout, 'inbox scan', readUnprocessedAfter(d.inbox, cur.watermark, batch));
+  const fresh = await withTimeout(timeout, 'inbox scan', readAfter(d.inbox, cur.watermark, batch));
   noteInboxRead();
   const settled = await settleGaps(d, cur.watermark, fresh, cur.gaps ?? [], now);
+  const lost = shadow && settled.passed.length ? await lostToRetention(d, settled.passed, now) : [];
   const horizon = now.getTime() - d.intake.inboxRetentionMs;
   let passedGaps: PassedGap[] = [...(cur.passed_gaps ?? []), ...settled.passed.map((g) => ({ lo: g.lo, hi: g.hi, at: now.toISOString() }))].filter((g) => Date.parse(g.at) >= horizon);
   if (passedGaps.length > MAX_PASSED_GAPS) {
@@ -100,7 +115,7 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
     const chunk = batch * FULL_SCAN_CHUNK_FACTOR;
     const boundary = fullFrom < cur.watermark ? await withTimeout(timeout, 'inbox full scan', nthIdAfter(d.inbox, fullFrom, cur.watermark, chunk)) : null;
     const upTo = boundary ?? cur.watermark;
-    below = upTo > fullFrom ? await withTimeout(timeout, 'inbox full scan', readUnprocessedAfter(d.inbox, fullFrom, chunk, upTo)) : [];
+    below = upTo > fullFrom ? await withTimeout(timeout, 'inbox full scan', readAfter(d.inbox, fullFrom, chunk, upTo)) : [];
     fullFrom = upTo >= cur.watermark ? null : upTo;
   }
 
@@ -108,7 +123,7 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
   const recheck = startedFull ? passedGaps : passedGaps.filter((g) => now.getTime() - Date.parse(g.at) < fullEvery);
   const lateInGaps: InboxRowRef[] = [];
   for (let i = 0; i < recheck.length; i += RECHECK_RANGES) {
-    lateInGaps.push(...(await withTimeout(timeout, 'inbox gap recheck', readUnprocessedIn(d.inbox, recheck.slice(i, i + RECHECK_RANGES), batch))));
+    lateInGaps.push(...(await withTimeout(timeout, 'inbox gap recheck', readIn(d.inbox, recheck.slice(i, i + RECHECK_RANGES), batch))));
   }
   metrics.intakeScannedRows.inc(fresh.length + below.length + lateInGaps.length);
 
@@ -129,6 +144,7 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
       JSON.stringify(settled.open),
       JSON.stringify(passedGaps),
     );
+    if (lost.length) await pgRun(tx, Shadow.addLost, JSON.stringify(lost));
     if (ins.length) await wake(tx, TASK.pump);
     const belowIds = new Set(belowAll.map((r) => r.id));
     return { inserted: ins, late: ins.filter((id) => belowIds.has(id)) };
@@ -137,11 +153,63 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
     metrics.intakeGapsPassed.inc(settled.passed.length);
     d.log.warn({ gaps: settled.passed.map((g) => (g.lo === g.hi ? g.lo : `${g.lo}-${g.hi}`)) }, 'inbox ID gap not filled within gap-settle; moving past it');
   }
+  if (lost.length) {
+    d.log.error({ lost: lost.map((g) => `${g.lo}-${g.hi}`) }, 'shadow: inbox rows were deleted by retention before this installation read them; their messages are missing here');
+    await reportShadow(d);
+  }
   if (late.length) {
     metrics.intakeLateRows.inc(late.length);
     d.log.warn({ msgIds: late }, 'inbox rows appeared below IDs already enqueued; processed late, out of order');
   }
   return { scanned: fresh.length + below.length + lateInGaps.length, enqueued: inserted, late, waitingOnGap: settled.blockedAt, full: fresh.length >= batch };
+}
+
+const shadowStarted = new WeakSet<object>();
+
+/**
+ * A shadow's start, once (kept in SHADOW_INTAKE): after msgx.inbox.start-after, or just below the
+ * oldest retained row (or at the watermark of an installation that already took rows in).
+ */
+async function startShadow(d: IntakeDeps): Promise<void> {
+  if (shadowStarted.has(d)) return;
+  const row = await pgOne(d.db, Shadow.shadowIntake);
+  if (!row) throw new Error('shadow_intake has no row');
+  if (row.started_after === null) {
+    const cur = await pgOne(d.db, ProcState.intakeCursor);
+    let after = d.intake.startAfter ?? 0;
+    if (after === 0) {
+      const { min } = await withTimeout(d.intake.timeoutMs, 'inbox bounds', inboxBounds(d.inbox));
+      after = Math.max(Number(cur?.watermark ?? 0), min === null ? 0 : min - 1);
+    }
+    await pgRun(d.db, Shadow.startShadow, after);
+    d.log.info({ startedAfter: after }, 'shadow: read-only installation starts taking every inbox row after this ID');
+  }
+  shadowStarted.add(d);
+  await reportShadow(d);
+}
+
+/** /healthz: where the shadow started and what retention deleted before it read it (count, ID ranges). */
+async function reportShadow(d: IntakeDeps): Promise<void> {
+  const row = await pgOne(d.db, Shadow.shadowIntake);
+  if (!row) return;
+  const lost = row.lost ?? [];
+  setNote('shadow', {
+    startedAfter: row.started_after === null ? null : Number(row.started_after),
+    lostToRetention: { count: lost.reduce((n, g) => n + g.hi - g.lo + 1, 0), ranges: lost.map((g) => (g.lo === g.hi ? `${g.lo}` : `${g.lo}-${g.hi}`)) },
+  });
+}
+
+/**
+ * The passed gaps (or parts of them) below the oldest inbox row that carries a processing time:
+ * inbox retention deletes only marked rows, oldest first, so rows there were deleted by retention
+ * (another installation processed them) before this shadow read them — never-marked rows (DEAD
+ * messages) may stay below, which is why the oldest row as such would not do. A gap above it is an
+ * ID the AODB never committed, handled as on any installation.
+ */
+async function lostToRetention(d: IntakeDeps, passed: Gap[], now: Date): Promise<{ lo: number; hi: number; at: string }[]> {
+  const oldest = await withTimeout(d.intake.timeoutMs, 'inbox oldest processed row', oldestProcessedId(d.inbox));
+  if (oldest === null) return [];
+  return passed.filter((g) => g.lo < oldest).map((g) => ({ lo: g.lo, hi: Math.min(g.hi, oldest - 1), at: now.toISOString() }));
 }
 
 /**
@@ -167,7 +235,7 @@ async function settleGaps(d: IntakeDeps, watermark: number, fresh: InboxRowRef[]
   if (hi - watermark === fresh.length) return { take: fresh, open: keepAbove(hi), passed: [] as Gap[], blockedAt: null };
   const present = await withTimeout(d.intake.timeoutMs, 'inbox gap check', existingRows(d.inbox, watermark, hi));
   const freshIds = new Set(fresh.map((r) => r.id));
-  const raced = present.find((p) => p.unprocessed && !freshIds.has(p.id))?.id ?? Infinity;
+  const raced = present.find((p) => (p.unprocessed || d.intake.readOnly === true) && !freshIds.has(p.id))?.id ?? Infinity;
   // missing runs in (watermark, hi], split by what is already known so that each part keeps its sighting
   const missing: Gap[] = [];
   let next = watermark + 1;

@@ -93,6 +93,11 @@ export type SendResult =
 
 /** Send every PENDING request (one sender at a time: session advisory lock on one connection). */
 export async function sendPending(deps: OutboundDeps): Promise<SendResult[]> {
+  // a read-only (shadow) installation never writes COUTMSGS: the AODB answers the live one only
+  if (deps.requests.readOnly) {
+    deps.log?.warn('read-only installation (msgx.inbox.read-only): requests are kept PENDING, never written to COUTMSGS');
+    return [];
+  }
   return deps.db.connection().execute(async (conn) => {
     await pgRun(conn, Locks.requestSenderLock, REQUEST_LOCKS.class, REQUEST_LOCKS.SENDER);
     try {

@@ -65,7 +65,7 @@ export function requestTasks(deps: OutboundDeps): Record<typeof TASK.request, Ta
 
 export function requestsCrontab(s: RequestSettings, now: Date = new Date()): string {
   const at = s.requests.dailyScheduleAt;
-  if (!at) return '';
+  if (!at || s.requests.readOnly) return ''; // a read-only (shadow) installation asks the AODB nothing
   const [h, m] = at.split(':').map(Number);
   const tz = s.airport.timezone;
   const w = wallClock(now, tz);

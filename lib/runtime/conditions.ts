@@ -25,3 +25,18 @@ export function clearCondition(name: string): void {
 export function conditions(): Condition[] {
   return [...active.values()];
 }
+
+/**
+ * Facts a process reports in /healthz without being unready (e.g. a shadow installation's start
+ * position and the inbox rows retention deleted before it read them, lib/pipeline/intake.ts).
+ */
+const notes = new Map<string, unknown>();
+
+export function setNote(name: string, value: unknown): void {
+  notes.set(name, value);
+}
+
+/** The notes set now, by name (empty object: none). */
+export function healthNotes(): Record<string, unknown> {
+  return Object.fromEntries(notes);
+}

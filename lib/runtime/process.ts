@@ -16,7 +16,7 @@ import { createLogger, type Logger } from './log.ts';
 import { exportProcessMetrics, metrics, registry } from './metrics.ts';
 import { runAsLeader, withDeadline, type LeaderHandle } from './leader.ts';
 import type { ProcessName } from '../core/tasks.ts';
-import { clearCondition, conditions, setCondition } from './conditions.ts';
+import { clearCondition, conditions, healthNotes, setCondition } from './conditions.ts';
 import { watchPool } from './pool-watch.ts';
 import { watches } from './probe.ts';
 
@@ -164,7 +164,7 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
     // from a backup): not ready either, and why
     const held = conditions();
     const ok = h.ok && held.length === 0;
-    const body = { ok, process: spec.name, postgres: health.isUp('postgres') ? 'up' : 'unreachable', dependencies: h.dependencies, ...(held.length ? { conditions: held } : {}) };
+    const body = { ok, process: spec.name, postgres: health.isUp('postgres') ? 'up' : 'unreachable', dependencies: h.dependencies, ...(held.length ? { conditions: held } : {}), ...healthNotes() };
     return ok ? body : reply.code(503).send({ ...body, reason: [...h.reasons, ...held.map((c) => `${c.name}: ${c.reason}`)].join('; ') });
   });
   // Not ready until the duty's start-up checks ran (spec.tasks resolved: e.g. the restore check),

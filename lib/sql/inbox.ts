@@ -91,3 +91,43 @@ export const retentionPresence = myStatement<[ids: number[]], { id: number; p: s
   'inbox.retention_presence',
   'SELECT CMINMSGS_ID AS id, CMINMSGS_DATE_PROCESSED AS p FROM cminmsgs WHERE CMINMSGS_ID IN (?)',
 );
+
+// ---- a read-only (shadow) installation's intake (lib/pipeline/intake.ts): every row by ID,
+// whether another installation processed it or not (docs/operations.md "Trying a rule change")
+
+/** Every row with ID > `after` (primary-key range scan), ascending, at most `limit`. */
+export const rowsAfter = myStatement<[after: number, limit: number], InboxRefRow>(
+  'inbox.rows_after',
+  `SELECT CMINMSGS_ID AS id, CMINMSGS_DATE_RECEIVED AS received FROM cminmsgs
+    WHERE CMINMSGS_ID > ? ORDER BY CMINMSGS_ID LIMIT ?`,
+);
+
+/** Every row with `after` < ID <= `upTo`, ascending, at most `limit`. */
+export const rowsAfterUpTo = myStatement<[after: number, upTo: number, limit: number], InboxRefRow>(
+  'inbox.rows_after_up_to',
+  `SELECT CMINMSGS_ID AS id, CMINMSGS_DATE_RECEIVED AS received FROM cminmsgs
+    WHERE CMINMSGS_ID > ? AND CMINMSGS_ID <= ? ORDER BY CMINMSGS_ID LIMIT ?`,
+);
+
+/** Every row inside the ID ranges of `ranges` (JSON [{lo, hi}], inclusive), ascending, at most `limit`. */
+export const rowsInRanges = myStatement<[ranges: string, limit: number], InboxRefRow>(
+  'inbox.rows_in_ranges',
+  `SELECT DISTINCT c.CMINMSGS_ID AS id, c.CMINMSGS_DATE_RECEIVED AS received
+     FROM JSON_TABLE(?, '$[*]' COLUMNS (lo BIGINT PATH '$.lo', hi BIGINT PATH '$.hi')) r
+     JOIN cminmsgs c ON c.CMINMSGS_ID BETWEEN r.lo AND r.hi
+    ORDER BY c.CMINMSGS_ID LIMIT ?`,
+);
+
+/**
+ * The oldest row that carries a processing time (primary-key scan from the bottom, stopping at the
+ * first one: only never-marked rows, e.g. DEAD messages, lie below it). Inbox retention deletes
+ * only marked rows, oldest first: a missing ID below this row is one retention deleted (or one
+ * the AODB never committed).
+ */
+export const oldestProcessed = myStatement<[], { id: number }>(
+  'inbox.oldest_processed',
+  `SELECT CMINMSGS_ID AS id FROM cminmsgs WHERE CMINMSGS_DATE_PROCESSED IS NOT NULL ORDER BY CMINMSGS_ID LIMIT 1`,
+);
+
+/** The largest inbox ID present (null when the inbox is empty). */
+export const maxId = myStatement<[], { m: number | null }>('inbox.max_id', `SELECT MAX(CMINMSGS_ID) AS m FROM cminmsgs`);

@@ -131,6 +131,8 @@ describe('every CLI answers --help with its usage and exit 0, before touching an
     'request',
     'kafka-tail',
     'healthcheck',
+    'compare',
+    'dry-run',
     ...['pump', 'snapshot', 'reads', 'dispatch', 'backfill', 'latency', 'intake', 'e2e'].map((b) => `bench/${b}`),
     ...['r1-chaos', 'r2-outages', 'r4-takeover'].map((r) => `reliability/${r}`),
   ];

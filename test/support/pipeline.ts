@@ -9,7 +9,7 @@ import { drain, pumpSettings } from '../../lib/pipeline/pump.ts';
 import { silentLog, type TestServices } from './services.ts';
 
 export async function runPipelineUntilSettled(s: TestServices, config: Config, clock: Clock, maxRounds = 200): Promise<void> {
-  const registry = buildRegistry();
+  const registry = buildRegistry({ ruleOverride: slices(config).pump.ruleOverride });
   const mirror = buildMirror({ db: s.db, redis: s.redis, airport: slices(config).airport });
   const decoder = buildDecoder(slices(config).pump, slices(config).airport);
   const base = { clock, config, intake: slices(config).intake, backfill: slices(config).backfill, log: silentLog };

@@ -20,11 +20,13 @@ export interface TestServices {
   close(): Promise<void>;
 }
 
-export async function openServices(): Promise<TestServices> {
-  const pool = createPool(TEST_PG_URL, { max: 6, name: 'test' });
-  const sessionClient = await connectClient(TEST_PG_URL, 'test-session');
+/** The test services; a second installation passes its own Postgres and Redis (the inbox is shared, as in production). */
+export async function openServices(o: { pgUrl?: string; redisUrl?: string } = {}): Promise<TestServices> {
+  const pgUrl = o.pgUrl ?? TEST_PG_URL;
+  const pool = createPool(pgUrl, { max: 6, name: 'test' });
+  const sessionClient = await connectClient(pgUrl, 'test-session');
   const inbox = createAodbPool(TEST_INBOX_URL, { timeoutMs: 5000 });
-  const redis = createRedis(TEST_REDIS_URL, 5000);
+  const redis = createRedis(o.redisUrl ?? TEST_REDIS_URL, 5000);
   return {
     pool,
     db: createDb(pool),
@@ -52,6 +54,7 @@ export async function resetDomain(s: Pick<TestServices, 'db' | 'redis'>): Promis
 export async function resetPipeline(s: Pick<TestServices, 'db' | 'inbox'>): Promise<void> {
   await sql`truncate proc_state`.execute(s.db);
   await sql`update intake_cursor set watermark = 0, full_scan_from = null, full_scan_at = null, gap_id = null, gap_seen_at = null, gaps = '[]', passed_gaps = '[]'`.execute(s.db);
+  await sql`update shadow_intake set started_after = null, lost = '[]'`.execute(s.db);
   await sql`delete from graphile_worker._private_jobs`.execute(s.db);
   await s.inbox.query('TRUNCATE TABLE cminmsgs');
   await s.inbox.query('TRUNCATE TABLE coutmsgs');

@@ -177,3 +177,47 @@ describe('intake gaps and the full scan', () => {
     expect(rounds).toBeLessThanOrEqual(3 * 12 + 1); // about one round per idle-poll, not hundreds
   });
 });
+
+describe('intake of a read-only (shadow) installation', () => {
+  const shadowConfig = testConfig({ 'msgx.pipeline.claim-batch': '3', 'msgx.intake.gap-settle': '2s', 'msgx.intake.full-scan-every': '10m', 'msgx.inbox.read-only': 'true' });
+  const shadowDeps = () => deps({ intake: slices(shadowConfig).intake });
+  const shadowRow = async () => (await s.pool.query('select started_after::int as started, lost from shadow_intake')).rows[0];
+
+  it('takes every row by ID, processed by another installation or not, with the same gap handling', async () => {
+    await putInbox(s.inbox, sisMessage(), { id: 5, processed: '2026-11-30 10:00:00' });
+    await putInbox(s.inbox, sisMessage(), { id: 6 });
+    await putInbox(s.inbox, sisMessage(), { id: 8, processed: '2026-11-30 10:00:00' });
+    const r1 = await intakeRound(shadowDeps());
+    expect(r1.enqueued).toEqual([5, 6]); // started just below the oldest retained row; 7 is a gap that has not settled
+    expect(r1.waitingOnGap).toBe(7);
+    expect(await shadowRow()).toEqual({ started: 4, lost: [] });
+    clock.advance(2_000);
+    expect((await intakeRound(shadowDeps())).enqueued).toEqual([8]);
+    // 7 commits late (and the other installation has processed it already): the passed-gap recheck takes it
+    await putInbox(s.inbox, sisMessage(), { id: 7, processed: '2026-11-30 10:00:00' });
+    const late = await intakeRound(shadowDeps());
+    expect(late.enqueued).toEqual([7]);
+    expect(late.late).toEqual([7]);
+    expect(await enqueued()).toEqual([5, 6, 7, 8]);
+  });
+
+  it('starts after msgx.inbox.start-after; rows retention deleted before it read them are recorded and reported', async () => {
+    await putInbox(s.inbox, sisMessage(), { id: 1 }); // never marked (a DEAD message): retention keeps it
+    for (const id of [2, 3, 4, 5, 6]) await putInbox(s.inbox, sisMessage(), { id, processed: '2026-11-30 10:00:00' });
+    const from3 = slices(testConfig({ 'msgx.pipeline.claim-batch': '3', 'msgx.intake.gap-settle': '2s', 'msgx.inbox.read-only': 'true', 'msgx.inbox.start-after': '2' })).intake;
+    expect((await intakeRound(deps({ intake: from3 }))).enqueued).toEqual([3, 4, 5]);
+    expect((await shadowRow()).started).toBe(2);
+    // the shadow is down; retention (on the live installation) deletes the marked rows up to 8 while 7..10 arrive
+    for (const id of [7, 8, 9, 10]) await putInbox(s.inbox, sisMessage(), { id, processed: '2026-11-30 10:00:00' });
+    await s.inbox.query('DELETE FROM cminmsgs WHERE CMINMSGS_ID <= 8 AND CMINMSGS_DATE_PROCESSED IS NOT NULL');
+    const r = await intakeRound(deps({ intake: from3 }));
+    expect(r.enqueued).toEqual([]);
+    expect(r.waitingOnGap).toBe(6); // a gap like any other: it waits gap-settle first
+    clock.advance(2_000);
+    expect((await intakeRound(deps({ intake: from3 }))).enqueued).toEqual([9, 10]);
+    const row = await shadowRow();
+    expect(row.lost.map((g: { lo: number; hi: number }) => [g.lo, g.hi])).toEqual([[6, 8]]);
+    const { healthNotes } = await import('../../../lib/runtime/conditions.ts');
+    expect(healthNotes().shadow).toEqual({ startedAfter: 2, lostToRetention: { count: 3, ranges: ['6-8'] } });
+  });
+});

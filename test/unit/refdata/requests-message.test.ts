@@ -66,5 +66,7 @@ describe('days and the evening crontab', () => {
   it('20:00 Asia/Shanghai is 12:00 UTC; empty = off', () => {
     expect(requestsCrontab(slices(testConfig({ 'msgx.requests.daily-schedule-at': '20:00' })))).toBe('0 12 * * * request {type:"RQFD",operationDay:"tomorrow"}');
     expect(requestsCrontab(slices(testConfig()))).toBe('');
+    // a read-only (shadow) installation asks the AODB nothing
+    expect(requestsCrontab(slices(testConfig({ 'msgx.requests.daily-schedule-at': '20:00', 'msgx.inbox.read-only': 'true' })))).toBe('');
   });
 });
