@@ -9,25 +9,36 @@
 // fault, likely frozen too); the next call opens a new one. `onFault` hears of each such timeout
 // (the process's readiness, lib/runtime/health.ts).
 import mysql from 'mysql2/promise';
+import { resolveMysql, targetOf, type MysqlTarget } from '../core/connections.ts';
+import { tlsOptions } from './tls.ts';
 
 export type Inbox = mysql.Pool;
 
 type QueryArgs = Parameters<mysql.Pool['query']>;
 
-/** A pool on the AODB interface database, which holds both the inbox (CMINMSGS) and the outbox (COUTMSGS). */
-/** Where a mysql:// URL points: host, port, user, password, database. */
-export function mysqlTarget(url: string): { host: string; port: number; user: string; password: string; database: string | undefined } {
-  const u = new URL(url);
+/** Where a connection goes: a bare mysql:// URL (its own ssl-mode parameter only) or a configured target (lib/core/config.ts `targets`). */
+export type MysqlWhere = string | MysqlTarget;
+
+/**
+ * Where a connection points: host, port, user, password, database, and TLS (verified:
+ * lib/db/tls.ts; verify-full checks the host name too) — the one factory of MariaDB
+ * connection options (pools, the readiness check, the probes, the CLIs).
+ */
+export function mysqlTarget(where: MysqlWhere): { host: string; port: number; user: string; password: string; database: string | undefined; ssl?: mysql.SslOptions } {
+  const t = typeof where === 'string' ? targetOf(resolveMysql(where, {}, 'the MariaDB URL')) : where;
+  const u = new URL(t.url);
   return {
     host: u.hostname,
     port: Number(u.port || 3306),
     user: decodeURIComponent(u.username || 'root'),
-    password: decodeURIComponent(u.password),
+    password: t.password ?? decodeURIComponent(u.password),
     database: u.pathname.slice(1) || undefined,
+    ...(t.tls ? { ssl: { ...(tlsOptions(t.tls) as mysql.SslOptions), rejectUnauthorized: true, verifyIdentity: t.tls.mode === 'verify-full' } } : {}),
   };
 }
 
-export function createAodbPool(url: string, opts: { timeoutMs: number; connectionLimit?: number; onFault?: (err: Error) => void }): Inbox {
+/** A pool on the AODB interface database, which holds both the inbox (CMINMSGS) and the outbox (COUTMSGS). */
+export function createAodbPool(url: MysqlWhere, opts: { timeoutMs: number; connectionLimit?: number; onFault?: (err: Error) => void }): Inbox {
   const pool = mysql.createPool({
     ...mysqlTarget(url),
     connectionLimit: opts.connectionLimit ?? 4,
