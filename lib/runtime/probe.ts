@@ -36,6 +36,27 @@ const kafkaClient = (clientId: string, where: KafkaWhere, timeoutMs: number) =>
 
 export type Check = () => Promise<void>;
 
+/**
+ * Connect a Redis client within timeoutMs. ioredis rejects connect() with "Connection is closed"
+ * and emits the reason (a TLS verification error, WRONGPASS) as an event: the reason is thrown.
+ * A TLS connection whose handshake gets no answer says that a server without TLS looks like that.
+ */
+async function connectRedis(r: Redis, where: RedisWhere, timeoutMs: number, what: string): Promise<void> {
+  let reason: Error | undefined;
+  r.on('error', (e: Error) => {
+    reason ??= e;
+  });
+  try {
+    await withDeadline(r.connect(), timeoutMs, what);
+  } catch (e) {
+    const tls = typeof where === 'string' ? where.startsWith('rediss:') : !!where.tls;
+    if (reason) throw reason;
+    if (tls && /did not answer/.test((e as Error).message))
+      throw new Error(`${(e as Error).message}: no answer to the TLS handshake (the server may not speak TLS on this port: check REDIS_URL, rediss:// vs redis://; or it is unreachable)`);
+    throw e;
+  }
+}
+
 export interface ProbeOptions {
   /** Time between the start of two probes (a probe that hangs counts against it). */
   intervalMs: number;
@@ -115,9 +136,8 @@ export const probes = {
   redis(url: RedisWhere, timeoutMs = 1000): Check {
     return async () => {
       const r = newRedis(url, { lazyConnect: true, connectTimeout: timeoutMs, commandTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
-      r.on('error', () => {});
       try {
-        await withDeadline(r.connect(), timeoutMs, 'redis probe connect');
+        await connectRedis(r, url, timeoutMs, 'redis probe connect');
         const pong = await withDeadline(r.ping(), timeoutMs, 'redis probe');
         if (pong !== 'PONG') throw new Error(`redis probe: ${pong}`);
       } catch (e) {
@@ -318,9 +338,8 @@ export const watches = {
     return keptConnection<Redis>({
       open: async () => {
         const r = newRedis(url, { lazyConnect: true, connectTimeout: timeoutMs, commandTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
-        r.on('error', () => {});
         try {
-          await withDeadline(r.connect(), timeoutMs, 'redis connect');
+          await connectRedis(r, url, timeoutMs, 'redis connect');
         } catch (e) {
           r.disconnect();
           throw explained('redis', e);
