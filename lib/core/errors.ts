@@ -77,6 +77,7 @@ const SETUP_CODES = new Set([
   'ERR_TLS_CERT_ALTNAME_INVALID',
   'ERR_SSL_WRONG_VERSION_NUMBER',
   'HANDSHAKE_NO_SSL_SUPPORT',
+  'HANDSHAKE_SSL_ERROR',
   'ER_SECURE_TRANSPORT_REQUIRED',
   'ER_ACCESS_DENIED_ERROR',
   'ER_DBACCESS_DENIED_ERROR',
@@ -89,6 +90,7 @@ const SETUP_CODES = new Set([
   'TLS_CLIENT_CERT',
   'TLS_HANDSHAKE',
   'SASL_MECHANISM',
+  'UNTRUSTED_CHAIN',
 ]);
 const SETUP_TEXT = /does not support SSL|does not speak TLS|certificate|WRONGPASS|NOAUTH|wrong version number|SASL .*authentication failed/i;
 

@@ -78,7 +78,7 @@ export function explainConnectionError(service: ServiceName, e: unknown): Connec
   const text = all.map((c) => c.message).join(' | ');
   const has = (re: RegExp) => re.test(text);
   const said = (what: string, code: string | undefined) => new ConnectionSetupError(service, scrub(`${service}: ${what}`), code, e);
-  const code = codes.find((c) => CHAIN.has(c));
+  const code = codes.find((c) => CHAIN.has(c)) ?? (has(/self[- ]signed certificate|unable to verify the first certificate|unable to get local issuer certificate/i) ? 'UNTRUSTED_CHAIN' : undefined);
   if (code) return said(`the server's certificate is not signed by a CA this gateway trusts (${code}): check ${p}_TLS_CA is the CA that issued the server's certificate`, code);
   if (codes.includes('CERT_HAS_EXPIRED') || has(/certificate has expired/i))
     return said(`the server's certificate has expired (CERT_HAS_EXPIRED): renew the server's certificate (or check this machine's clock)`, 'CERT_HAS_EXPIRED');
@@ -101,7 +101,12 @@ export function explainConnectionError(service: ServiceName, e: unknown): Connec
   if (has(/certificate required|tlsv13 alert certificate required|alert handshake failure|peer did not return a certificate|sslv3 alert bad certificate/i))
     return said(`the server refused the TLS handshake (it wants a client certificate, or refused ours): check ${p}_TLS_CERT and ${p}_TLS_KEY`, 'TLS_CLIENT_CERT');
   if (codes.includes('28P01') || codes.includes('ER_ACCESS_DENIED_ERROR') || has(/password authentication failed|Access denied for user|WRONGPASS|invalid username-password pair/i))
-    return said(`the server refused the user name or password: check ${p}_PASSWORD / ${p}_PASSWORD_FILE${service === 'redis' ? ' and REDIS_USERNAME' : ''} (and the user in ${where})`, 'AUTH');
+    return said(
+      `the server refused the user name or password: check ${p}_PASSWORD / ${p}_PASSWORD_FILE${service === 'redis' ? ' and REDIS_USERNAME' : ''} (and the user in ${where})${
+        service === 'mariadb' ? `; a user that must use TLS (REQUIRE SSL) is refused like this over plain text (${p}_TLS_MODE)` : ''
+      }`,
+      'AUTH',
+    );
   if (service === 'redis' && has(/NOAUTH|Authentication required/i)) return said('the server requires a user name and password (ACL): set REDIS_USERNAME and REDIS_PASSWORD_FILE', 'AUTH');
   if (service === 'kafka' && (codes.includes('SASL_AUTHENTICATION_FAILED') || has(/SASL .*authentication failed|Authentication failed during authentication/i)))
     return said('the broker refused the SASL user name or password: check KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD_FILE and KAFKA_SASL_MECHANISM', 'AUTH');

@@ -320,7 +320,15 @@ export async function startMariadb(pki: Pki, password: string): Promise<SecureMa
   const port = await freePort();
   const data = join(dir, 'data');
   const sock = join(dir, 'mysqld.sock');
-  execFileSync('mariadb-install-db', [`--datadir=${data}`, '--auth-root-authentication-method=socket', '--skip-test-db', '--user=root'], { stdio: 'ignore' });
+  // the served certificate at a fixed path: ssl_cert is read-only, FLUSH SSL reads the files again
+  const served = { cert: join(dir, 'served.pem'), key: join(dir, 'served.key') };
+  const serve = (pair: Pair) => {
+    copyFileSync(pair.cert, served.cert);
+    copyFileSync(pair.key, served.key);
+    chmodSync(served.key, 0o600);
+  };
+  serve(pki.server);
+  execFileSync('mariadb-install-db', ['--no-defaults', `--datadir=${data}`, '--auth-root-authentication-method=socket', '--skip-test-db', '--user=root'], { stdio: 'ignore' });
   const child = spawn(
     '/usr/sbin/mariadbd',
     [
@@ -332,8 +340,8 @@ export async function startMariadb(pki: Pki, password: string): Promise<SecureMa
       `--pid-file=${join(dir, 'mysqld.pid')}`,
       `--log-error=${join(dir, 'error.log')}`,
       `--ssl-ca=${pki.ca}`,
-      `--ssl-cert=${pki.server.cert}`,
-      `--ssl-key=${pki.server.key}`,
+      `--ssl-cert=${served.cert}`,
+      `--ssl-key=${served.key}`,
       '--require-secure-transport=ON',
       '--skip-name-resolve',
       '--innodb-buffer-pool-size=16M',
@@ -344,7 +352,7 @@ export async function startMariadb(pki: Pki, password: string): Promise<SecureMa
     { stdio: 'ignore' },
   );
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const sql = (text: string) => execFileSync('mariadb', [`--socket=${sock}`, '-uroot', '-N', '-B', '-e', text], { encoding: 'utf8' });
+  const sql = (text: string) => execFileSync('mariadb', [`--socket=${sock}`, '-uroot', '-N', '-B', '-e', text], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   await until('secured mariadb', () => sql('select 1').trim() === '1', 60_000);
   const schema = execFileSync('cat', [resolve('sql/mysql/aodbinterface.sql')], { encoding: 'utf8' });
   sql('create database aodbinterface');
@@ -355,7 +363,8 @@ export async function startMariadb(pki: Pki, password: string): Promise<SecureMa
     url: `mysql://msgx@127.0.0.1:${port}/aodbinterface`,
     sql,
     useCert(pair) {
-      sql(`set global ssl_cert = '${pair.cert}'; set global ssl_key = '${pair.key}'; flush ssl`);
+      serve(pair);
+      sql('flush ssl');
     },
     async stop() {
       stopChild(child);
