@@ -91,6 +91,7 @@ const SETUP_CODES = new Set([
   'TLS_HANDSHAKE',
   'SASL_MECHANISM',
   'UNTRUSTED_CHAIN',
+  'PLAIN_REFUSED',
 ]);
 const SETUP_TEXT = /does not support SSL|does not speak TLS|certificate|WRONGPASS|NOAUTH|wrong version number|SASL .*authentication failed/i;
 

@@ -69,7 +69,7 @@ function chain(e: unknown): { code?: string; message: string; type?: string; err
  * problem (refused, reset, timed out: an outage, reported as it is). The message names the
  * service and the setting(s) to look at, never a secret.
  */
-export function explainConnectionError(service: ServiceName, e: unknown): ConnectionSetupError | null {
+export function explainConnectionError(service: ServiceName, e: unknown, context: { plain?: boolean } = {}): ConnectionSetupError | null {
   if (e instanceof ConnectionSetupError) return e;
   const p = SETTING_PREFIX[service];
   const where = service === 'kafka' ? 'KAFKA_BROKERS' : `${p}_URL`;
@@ -114,12 +114,17 @@ export function explainConnectionError(service: ServiceName, e: unknown): Connec
     return said('the broker does not offer this SASL mechanism: check KAFKA_SASL_MECHANISM against the listener', 'SASL_MECHANISM');
   if (service === 'kafka' && has(/Connection error: Client network socket disconnected before secure TLS|socket disconnected before secure TLS/i))
     return said('the TLS handshake was cut off: the listener may not speak TLS, or wants SASL / a client certificate (check KAFKA_SECURITY_PROTOCOL and the broker port)', 'TLS_HANDSHAKE');
+  if (service === 'kafka' && context.plain && has(/Closed connection|ECONNRESET|socket hang up/i))
+    return said(
+      'the broker closed the connection at once: the listener may require TLS and/or SASL (check KAFKA_SECURITY_PROTOCOL against the listener; or the broker is going down)',
+      'PLAIN_REFUSED',
+    );
   return null;
 }
 
 /** The error to report: explained when it is a setup problem, else as it was. */
-export function explained(service: ServiceName, e: unknown): Error {
-  return explainConnectionError(service, e) ?? (e instanceof Error ? e : new Error(String(e)));
+export function explained(service: ServiceName, e: unknown, context: { plain?: boolean } = {}): Error {
+  return explainConnectionError(service, e, context) ?? (e instanceof Error ? e : new Error(String(e)));
 }
 
 /** kafkajs's `ssl` and `sasl` options of a Kafka target (lib/core/connections.ts): the one factory for every Kafka client. */

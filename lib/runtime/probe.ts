@@ -157,7 +157,7 @@ export const probes = {
         await withDeadline(admin.connect(), timeoutMs, 'kafka probe connect');
         await withDeadline(admin.describeCluster(), timeoutMs, 'kafka probe');
       } catch (e) {
-        throw explained('kafka', e);
+        throw explained('kafka', e, { plain: !('service' in brokers) || !brokers.tls });
       } finally {
         void withDeadline(admin.disconnect(), timeoutMs, 'kafka probe disconnect').catch(() => {});
       }
@@ -375,7 +375,7 @@ export const watches = {
           await withDeadline(admin.describeCluster(), timeoutMs, 'kafka metadata request');
         } catch (e) {
           drop();
-          throw keptFailed(explained('kafka', e), kept);
+          throw keptFailed(explained('kafka', e, { plain: !('service' in brokers) || !brokers.tls }), kept);
         }
       },
       close: drop,

@@ -78,7 +78,7 @@ export function makePki(dir: string, clientCn = 'msgx-client'): Pki {
   };
   selfSigned('ca', 'msgx test CA');
   selfSigned('other-ca', 'some other CA');
-  writeFileSync(join(dir, 'server.ext'), 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n');
+  writeFileSync(join(dir, 'server.ext'), 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n');
   writeFileSync(join(dir, 'client.ext'), 'extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n');
   const csr = (name: string, cn: string) => {
     key(name);
@@ -377,8 +377,6 @@ export async function startMariadb(pki: Pki, password: string): Promise<SecureMa
 
 export interface SecureKafka {
   port: number;
-  /** A second SASL_SSL listener serving the expired certificate. */
-  expiredPort: number;
   brokers: string;
   stop(): Promise<void>;
 }
@@ -390,12 +388,13 @@ export const kafkaAvailable = () => existsSync(KAFKA_CLASSPATH);
 /**
  * A single-node Kafka 4 (KRaft) broker whose client listeners are SASL_SSL only (SCRAM-SHA-512
  * and PLAIN; PEM key stores; client certificates requested), user msgx with the password
- * (SCRAM credentials formatted into the storage, PLAIN in the JAAS config). EXPIRED: a second
- * listener with the expired certificate. The classpath is the one scripts/services cached.
+ * (SCRAM credentials formatted into the storage, PLAIN in the JAAS config). The classpath is the
+ * one scripts/services cached. (No listener with an expired certificate: Kafka test-handshakes its
+ * own key store at start and refuses one; see tlsFront.)
  */
 export async function startKafka(pki: Pki, password: string): Promise<SecureKafka> {
   const dir = freshDir('kafka');
-  const [port, expiredPort, controller] = [await freePort(), await freePort(), await freePort()];
+  const [port, controller] = [await freePort(), await freePort()];
   const { readFileSync } = await import('node:fs');
   const pemLine = (f: string) => readFileSync(f, 'utf8').trim().replace(/\n/g, ' \\\n  ');
   const jaas = (user: string, pw: string) => `org.apache.kafka.common.security.scram.ScramLoginModule required username="${user}" password="${pw}";`;
@@ -416,15 +415,14 @@ export async function startKafka(pki: Pki, password: string): Promise<SecureKafk
     'process.roles=broker,controller',
     'node.id=1',
     `controller.quorum.voters=1@127.0.0.1:${controller}`,
-    `listeners=SECURE://127.0.0.1:${port},EXPIRED://127.0.0.1:${expiredPort},CONTROLLER://127.0.0.1:${controller}`,
-    `advertised.listeners=SECURE://127.0.0.1:${port},EXPIRED://127.0.0.1:${expiredPort}`,
-    'listener.security.protocol.map=SECURE:SASL_SSL,EXPIRED:SASL_SSL,CONTROLLER:PLAINTEXT',
+    `listeners=SECURE://127.0.0.1:${port},CONTROLLER://127.0.0.1:${controller}`,
+    `advertised.listeners=SECURE://127.0.0.1:${port}`,
+    'listener.security.protocol.map=SECURE:SASL_SSL,CONTROLLER:PLAINTEXT',
     'inter.broker.listener.name=SECURE',
     'sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512',
     'controller.listener.names=CONTROLLER',
     'ssl.endpoint.identification.algorithm=',
     listenerSsl('secure', pki.server),
-    listenerSsl('expired', pki.expired),
     `log.dirs=${join(dir, 'data')}`,
     'num.partitions=1',
     'offsets.topic.replication.factor=1',
@@ -445,18 +443,15 @@ export async function startKafka(pki: Pki, password: string): Promise<SecureKafk
       'kafka.tools.StorageTool',
       'format',
       '-t',
-      'tls-test-cluster-0001',
+      'MkU3OEVBNTcwNTJENDM2Qg',
       '-c',
       config,
-      '--standalone',
       '--add-scram',
       `SCRAM-SHA-512=[name=msgx,password=${password}]`,
       '--add-scram',
       'SCRAM-SHA-512=[name=admin,password=admin-secret]',
     ],
-    {
-      stdio: 'ignore',
-    },
+    { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const log = join(dir, 'server.log');
   const { openSync } = await import('node:fs');
@@ -465,11 +460,32 @@ export async function startKafka(pki: Pki, password: string): Promise<SecureKafk
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   return {
     port,
-    expiredPort,
     brokers: `127.0.0.1:${port}`,
     async stop() {
       stopChild(child);
       await exited;
     },
+  };
+}
+
+/**
+ * A TLS server with the given certificate in front of a TCP port (it decrypts and passes bytes
+ * on): what a client sees of a server whose certificate expired, where the server itself (Kafka)
+ * refuses to run with one.
+ */
+export async function tlsFront(pair: Pair, toPort: number): Promise<{ port: number; close(): Promise<void> }> {
+  const tls = await import('node:tls');
+  const net = await import('node:net');
+  const { readFileSync } = await import('node:fs');
+  const server = tls.createServer({ cert: readFileSync(pair.cert), key: readFileSync(pair.key) }, (client) => {
+    const upstream = net.connect(toPort, '127.0.0.1');
+    client.pipe(upstream).pipe(client);
+    client.on('error', () => upstream.destroy());
+    upstream.on('error', () => client.destroy());
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return {
+    port: (server.address() as { port: number }).port,
+    close: () => new Promise<void>((r) => server.close(() => r())),
   };
 }
