@@ -23,7 +23,8 @@ export const mirrorRebuilds = new client.Counter({
 
 /** Registers both metrics on the default registry (once) with the stores this process checks at 0. */
 export function registerMirrorMetrics(stores: readonly Store[]): void {
-  for (const m of [mirrorBehind, mirrorRebuilds]) if (!client.register.getSingleMetric(m.name)) client.register.registerMetric(m);
+  if (!client.register.getSingleMetric('msgx_mirror_behind')) client.register.registerMetric(mirrorBehind);
+  if (!client.register.getSingleMetric('msgx_mirror_rebuilds_total')) client.register.registerMetric(mirrorRebuilds);
   for (const store of stores) {
     mirrorBehind.set({ store }, 0);
     mirrorRebuilds.inc({ store }, 0);
