@@ -38,6 +38,7 @@ let s: TestServices;
 let env: Record<string, string>;
 const procs: Proc[] = [];
 const ready = kafkaAvailable();
+if (!ready) console.warn('SKIPPED(no-kafka-classpath): the Kafka jars of scripts/services are not cached (.local/kafka/classpath.txt); run scripts/services up once');
 
 beforeAll(async () => {
   if (!ready) return;

@@ -381,7 +381,8 @@ export interface SecureKafka {
   stop(): Promise<void>;
 }
 
-const KAFKA_CLASSPATH = '/work/main/.local/kafka/classpath.txt';
+/** The Kafka jars' classpath scripts/services caches (scripts/kafka/README.md); KAFKA_CLASSPATH_FILE names another copy. */
+const KAFKA_CLASSPATH = process.env.KAFKA_CLASSPATH_FILE ?? resolve('.local/kafka/classpath.txt');
 
 export const kafkaAvailable = () => existsSync(KAFKA_CLASSPATH);
 
