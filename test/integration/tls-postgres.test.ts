@@ -133,6 +133,23 @@ describe('Postgres with TLS required', () => {
     60_000,
   );
 
+  it('a process without a leader lock (api) with a wrong CA: /healthz 503 names it, the runner is retried, no exit', async () => {
+    const p = startWorker('api', { ...env, DATABASE_TLS_CA: pki.otherCa });
+    procs.push(p);
+    try {
+      const h = await waitFor('/healthz 503', async () => {
+        const x = await healthz(p).catch(() => null);
+        return x?.status === 503 && x;
+      });
+      expect(h.body.dependencies.postgres.reason).toMatch(/DATABASE_TLS_CA/);
+      await new Promise((r) => setTimeout(r, 6000));
+      expect(p.child.exitCode).toBeNull();
+      expect(errorLines(p).length).toBeLessThanOrEqual(4);
+    } finally {
+      await stopAll([p]);
+    }
+  }, 60_000);
+
   it('an expired server certificate: /healthz names it; back to a good one, the process recovers by itself', async () => {
     server.useCert(pki.expired);
     const p = startWorker('intake', env);
