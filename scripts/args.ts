@@ -4,6 +4,22 @@
 // command knows, then its usage, and exits 2. Every message is prefixed once with the name.
 
 import { readFileSync } from 'node:fs';
+import { scrub } from '../lib/core/secrets.ts';
+
+/**
+ * Everything a CLI prints passes through scrub (lib/core/secrets.ts): no configured password,
+ * URL password or private key reaches its output, whatever an error message carries. Installed
+ * once, by the first call of cliArgs / scriptHelp (every CLI makes one before anything else).
+ */
+export function guardOutput(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    const s = stream as NodeJS.WriteStream & { msgxGuarded?: boolean };
+    if (s.msgxGuarded) continue;
+    s.msgxGuarded = true;
+    const write = s.write.bind(s) as (...a: unknown[]) => boolean;
+    s.write = ((chunk: unknown, ...rest: unknown[]) => write(typeof chunk === 'string' ? scrub(chunk) : chunk, ...rest)) as typeof s.write;
+  }
+}
 
 export interface CliSpec {
   /** The npm script's name (the prefix of every line on stderr). */
@@ -58,6 +74,7 @@ export function parseArgs(spec: CliSpec, argv: readonly string[]): ParsedArgs {
  * the reason and the usage on stderr and exit 2. Call before opening any connection.
  */
 export function cliArgs(spec: CliSpec, argv: readonly string[] = process.argv.slice(2)): ParsedArgs {
+  guardOutput();
   if (wantsHelp(argv)) {
     process.stdout.write(`${spec.usage.trimEnd()}\n`);
     process.exit(0);
@@ -105,7 +122,9 @@ export async function runOperatorCli(
     process.exitCode = 2;
     return;
   }
-  const pool = createPool(config.DATABASE_URL, { max: 1 });
+  const { targets } = await import('../lib/core/config.ts');
+  const { explained } = await import('../lib/db/tls.ts');
+  const pool = createPool(targets(config).postgres, { max: 1 });
   try {
     const r = await action(createDb(pool), args, config);
     const o: CliOutcome = typeof r === 'string' ? { out: r } : r;
@@ -116,7 +135,7 @@ export async function runOperatorCli(
   } catch (e) {
     if (e instanceof UsageError) {
       console.error(`${spec.name}: ${e.message}\n${spec.usage.trimEnd()}`);
-    } else console.error(`${spec.name}: ${(e as Error).message}`);
+    } else console.error(`${spec.name}: ${explained(/^(ER_|HANDSHAKE|PROTOCOL_)/.test(String((e as { code?: unknown }).code)) ? 'mariadb' : 'postgres', e).message}`);
     process.exitCode = 2;
   } finally {
     await pool.end();
@@ -162,6 +181,7 @@ export function dispatchSelection(a: ParsedArgs) {
  * on --help; exits 2 on an option, since these take positional values only.
  */
 export function scriptHelp(metaUrl: string, argv: readonly string[] = process.argv.slice(2)): void {
+  guardOutput();
   const asked = wantsHelp(argv);
   const option = argv.find((a) => a.startsWith('-') && !/^-\d/.test(a));
   if (!asked && !option) return;

@@ -3,6 +3,7 @@
 // command that recovers it); says on stderr what it left and why; exit 1 when nothing was
 // resumed or a named id was left.
 import { systemClock } from '../lib/core/clock.ts';
+import { targets } from '../lib/core/config.ts';
 import { createAodbPool } from '../lib/db/mysql.ts';
 import { reportOk, resumeReport } from '../lib/pipeline/operator.ts';
 import { listed, runOperatorCli, UsageError } from './args.ts';
@@ -28,7 +29,7 @@ await runOperatorCli(spec, async (db, a, config) => {
   if (reason && reason !== 'MISSING_ROW' && reason !== 'TRANSIENT_DEADLINE') throw new UsageError(`--reason must be MISSING_ROW or TRANSIENT_DEADLINE, not ${reason}`);
   if (!a.ids.length && !reason) throw new UsageError('give message ids or --reason MISSING_ROW|TRANSIENT_DEADLINE');
   const timeoutMs = config['msgx.io.timeout'];
-  const inbox = createAodbPool(config.INBOX_URL, { timeoutMs, connectionLimit: 1 });
+  const inbox = createAodbPool(targets(config).mariadb, { timeoutMs, connectionLimit: 1 });
   try {
     const r = await resumeReport({ db, inbox, clock: systemClock, timeoutMs }, { ids: a.ids, reason: reason as 'MISSING_ROW' | 'TRANSIENT_DEADLINE' | undefined });
     return { out: listed('resumed', 'backfill(s)', r.done), notes: r.untouched, ok: reportOk(r) };

@@ -23,7 +23,7 @@ for (const f of a.words) {
   if (!existsSync(f)) usageExit(spec, `no such file: ${f}${f.includes('*') ? ' (the shell found nothing matching this pattern)' : ''}`);
   if (!statSync(f).isFile()) usageExit(spec, `not a file: ${f}`);
 }
-const { loadConfig } = await import('../lib/core/config.ts');
+const { loadConfig, targets } = await import('../lib/core/config.ts');
 const { createAodbPool } = await import('../lib/db/mysql.ts');
 const { insertInboxRow } = await import('../lib/pipeline/inbox.ts');
 const { messagesFromFile, renumberSeqn, schedulesFirst, seqnCounter } = await import('../lib/inject/files.ts');
@@ -39,7 +39,7 @@ for (const f of a.words) {
   }
 }
 const config = loadConfig();
-const inbox = createAodbPool(config.INBOX_URL, { timeoutMs: config['msgx.io.timeout'] });
+const inbox = createAodbPool(targets(config).mariadb, { timeoutMs: config['msgx.io.timeout'] });
 const next = seqnCounter();
 const all = batches.flatMap((b) => b.messages);
 const ordered = a.flags.has('--schedules-first') ? schedulesFirst(all) : all;

@@ -22,16 +22,18 @@ const a = cliArgs(spec);
 const idleS = a.options['--idle'] === undefined ? 10 : Number(a.options['--idle']);
 if (!Number.isFinite(idleS) || idleS < 0) usageExit(spec, `--idle must be a number of seconds (0 or more), not ${a.options['--idle']}`);
 
-const { loadConfig } = await import('../lib/core/config.ts');
+const { loadConfig, slices } = await import('../lib/core/config.ts');
 const { Kafka, logLevel } = await import('kafkajs');
+const { kafkaClientConfig, kafkaOptions } = await import('../lib/dispatch/kafka.ts');
+const { createLogger } = await import('../lib/runtime/log.ts');
+const { explained } = await import('../lib/db/tls.ts');
 const config = loadConfig();
 const topic = a.options['--topic'] ?? config['msgx.kafka.msg-topic'];
 const timeoutMs = config['msgx.io.timeout'];
 const kafka = new Kafka({
   clientId: 'msgx-kafka-tail',
-  brokers: config.KAFKA_BROKERS.split(',')
-    .map((b) => b.trim())
-    .filter(Boolean),
+  // brokers, TLS and SASL as every Kafka client of the gateway (KAFKA_SECURITY_PROTOCOL and co.)
+  ...kafkaClientConfig(kafkaOptions(slices(config).kafka, createLogger('kafka:tail', 'silent'))),
   connectionTimeout: Math.min(timeoutMs, 3000),
   requestTimeout: timeoutMs,
   retry: { retries: 2 },
@@ -80,6 +82,6 @@ try {
     },
   });
 } catch (e) {
-  process.stderr.write(`kafka:tail: ${(e as Error).message}\n`);
+  process.stderr.write(`kafka:tail: ${explained('kafka', e).message}\n`);
   await stop(1);
 }

@@ -12,7 +12,7 @@
 //      inbox order (an explicit action, as replay is: the gateway never replays on its own).
 // The pump and intake hold while Postgres is behind; they resume by themselves within seconds of
 // the command. Exit 0 when done (or nothing to do, or --dry-run), 2 on an error.
-import { loadConfig, slices } from '../lib/core/config.ts';
+import { loadConfig, slices, targets } from '../lib/core/config.ts';
 import { systemClock } from '../lib/core/clock.ts';
 import { createAodbPool } from '../lib/db/mysql.ts';
 import { createDb, createPool } from '../lib/db/postgres.ts';
@@ -23,6 +23,7 @@ import { createKafkaRestoreCheck } from '../lib/dispatch/restore.ts';
 import { lostRange, redisAhead, resyncRedis, takeInAgain } from '../lib/pipeline/restore.ts';
 import { createLogger } from '../lib/runtime/log.ts';
 import * as Restore from '../lib/sql/restore.ts';
+import { guardOutput } from './args.ts';
 
 const USAGE = `usage: npm run recover-restore -- [--dry-run]
 
@@ -35,6 +36,7 @@ the lost inbox range in again (the pump applies it in inbox order).
   --help      this text
 `;
 
+guardOutput();
 const argv = process.argv.slice(2);
 if (argv.includes('--help') || argv.includes('-h')) {
   process.stdout.write(USAGE);
@@ -51,10 +53,10 @@ const config = loadConfig();
 const s = slices(config);
 const log = createLogger('recover-restore', config['msgx.log.level']);
 const timeoutMs = s.io.timeoutMs;
-const pool = createPool(config.DATABASE_URL, { max: 2, name: 'recover-restore' });
+const pool = createPool(targets(config).postgres, { max: 2, name: 'recover-restore' });
 const db = createDb(pool);
-const inbox = createAodbPool(config.INBOX_URL, { timeoutMs });
-const redis = createRedis(config.REDIS_URL, timeoutMs);
+const inbox = createAodbPool(targets(config).mariadb, { timeoutMs });
+const redis = createRedis(targets(config).redis, timeoutMs);
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
 try {

@@ -3,6 +3,7 @@
 // Says on stderr why matched messages were left (e.g. "needs --force"); exit 1 when nothing was
 // replayed or a named id was left, 2 on bad arguments.
 import { systemClock } from '../lib/core/clock.ts';
+import { targets } from '../lib/core/config.ts';
 import { createAodbPool } from '../lib/db/mysql.ts';
 import { replayReport, reportOk } from '../lib/pipeline/operator.ts';
 import { listed, runOperatorCli, UsageError } from './args.ts';
@@ -31,7 +32,7 @@ await runOperatorCli(spec, async (db, a, config) => {
   const force = a.flags.has('--force');
   // With --force, never-read (raw-missing) messages are replayed only when their inbox row is back.
   const timeoutMs = config['msgx.io.timeout'];
-  const inbox = force ? createAodbPool(config.INBOX_URL, { timeoutMs, connectionLimit: 1 }) : undefined;
+  const inbox = force ? createAodbPool(targets(config).mariadb, { timeoutMs, connectionLimit: 1 }) : undefined;
   try {
     const r = await replayReport(db, systemClock, { ids: a.ids, state: state as 'FAILED' | 'DEAD' | undefined, reason: a.options['--reason'], force }, inbox && { inbox, timeoutMs });
     return { out: listed('replayed', 'message(s)', r.done), notes: r.untouched, ok: reportOk(r) };

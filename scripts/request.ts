@@ -35,14 +35,15 @@ if (state !== undefined && !STATES.includes(state)) usageExit(spec, `--state mus
 const limit = a.options['--limit'] === undefined ? 20 : Number(a.options['--limit']);
 if (!Number.isInteger(limit) || limit < 1 || limit > 500) usageExit(spec, `--limit must be a whole number from 1 to 500, not ${a.options['--limit']}`);
 
-const { loadConfig } = await import('../lib/core/config.ts');
+const { loadConfig, targets } = await import('../lib/core/config.ts');
+const { mysqlTarget } = await import('../lib/db/mysql.ts');
 const { systemClock } = await import('../lib/core/clock.ts');
 const { createDb, createPool } = await import('../lib/db/postgres.ts');
 const { getRequest, listRequests, requestView } = await import('../lib/requests/track.ts');
 
 async function main(): Promise<number> {
   const config = loadConfig();
-  const pool = createPool(config.DATABASE_URL, { max: 2, name: 'request-cli' });
+  const pool = createPool(targets(config).postgres, { max: 2, name: 'request-cli' });
   const db = createDb(pool);
   try {
     if (kind === 'show') {
@@ -63,7 +64,7 @@ async function main(): Promise<number> {
     const { requestSettings } = await import('../lib/requests/outbound.ts');
     const { runRequestTask } = await import('../lib/requests/tasks.ts');
     const payload = kind === 'rqrd' ? { type: 'RQRD', rtype: arg } : { type: 'RQFD', operationDay: arg };
-    const outbox = mysql.createPool({ uri: config.INBOX_URL, connectionLimit: 1, connectTimeout: config['msgx.io.timeout'] });
+    const outbox = mysql.createPool({ ...mysqlTarget(targets(config).mariadb), connectionLimit: 1, connectTimeout: config['msgx.io.timeout'] });
     try {
       const { createdId, results } = await runRequestTask({ db, outbox, ...requestSettings(config), clock: systemClock }, payload);
       const request = createdId === undefined ? undefined : await getRequest(db, createdId);

@@ -4,7 +4,12 @@
 //
 //   node examples/consumer/consumer.ts            (the project's node: node_modules/.bin/node)
 //   environment: KAFKA_BROKERS (127.0.0.1:9092), STATE_TOPIC (msgx.flight.state),
-//                TABLE_FILE (state-table.json), GROUP_ID (msgx-state-example)
+//                TABLE_FILE (state-table.json), GROUP_ID (msgx-state-example);
+//   a secured cluster (the gateway's own names, docs/operations.md "Production settings"):
+//                KAFKA_SECURITY_PROTOCOL (PLAINTEXT | SSL | SASL_SSL), KAFKA_TLS_CA (PEM file),
+//                KAFKA_TLS_CERT + KAFKA_TLS_KEY (mutual TLS), KAFKA_SASL_MECHANISM
+//                (scram-sha-512 | scram-sha-256 | plain), KAFKA_SASL_USERNAME,
+//                KAFKA_SASL_PASSWORD_FILE (or KAFKA_SASL_PASSWORD)
 //
 // What it does:
 //   - bootstrap: the first start reads the topic from the beginning; it notes the end offsets
@@ -25,6 +30,22 @@ import kafkajs from 'kafkajs';
 const { Kafka, logLevel } = kafkajs;
 
 const BROKERS = (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(',');
+
+/** TLS (always verified: the CA file, else the system's; the host name too) and SASL, from the environment. */
+function security(env = process.env): Pick<kafkajs.KafkaConfig, 'ssl' | 'sasl'> {
+  const protocol = (env.KAFKA_SECURITY_PROTOCOL || 'PLAINTEXT').toUpperCase();
+  const file = (path: string | undefined) => (path ? readFileSync(path, 'utf8') : undefined);
+  const out: Pick<kafkajs.KafkaConfig, 'ssl' | 'sasl'> = {};
+  if (protocol === 'SSL' || protocol === 'SASL_SSL') {
+    out.ssl = { rejectUnauthorized: true, ca: file(env.KAFKA_TLS_CA), cert: file(env.KAFKA_TLS_CERT), key: file(env.KAFKA_TLS_KEY) };
+  }
+  if (protocol === 'SASL_SSL' || protocol === 'SASL_PLAINTEXT') {
+    const password = env.KAFKA_SASL_PASSWORD_FILE ? readFileSync(env.KAFKA_SASL_PASSWORD_FILE, 'utf8').replace(/\r?\n$/, '') : (env.KAFKA_SASL_PASSWORD ?? '');
+    const mechanism = (env.KAFKA_SASL_MECHANISM || 'scram-sha-512').toLowerCase() as 'scram-sha-512';
+    out.sasl = { mechanism, username: env.KAFKA_SASL_USERNAME ?? '', password };
+  }
+  return out;
+}
 const TOPIC = process.env.STATE_TOPIC ?? 'msgx.flight.state';
 const FILE = process.env.TABLE_FILE ?? 'state-table.json';
 const GROUP = process.env.GROUP_ID ?? 'msgx-state-example';
@@ -86,7 +107,7 @@ const header = (h: Record<string, unknown> | undefined, name: string): number =>
 
 async function main(): Promise<void> {
   const table = load();
-  const kafka = new Kafka({ clientId: GROUP, brokers: BROKERS, logLevel: logLevel.WARN, connectionTimeout: 3000, requestTimeout: TIMEOUT_MS });
+  const kafka = new Kafka({ clientId: GROUP, brokers: BROKERS, ...security(), logLevel: logLevel.WARN, connectionTimeout: 3000, requestTimeout: TIMEOUT_MS });
   const admin = kafka.admin();
   await withTimeout('admin connect', admin.connect());
   // the end offsets before reading: reaching them completes the bootstrap

@@ -1,6 +1,11 @@
 // Configuration: every setting of the README's configuration table plus connection settings,
 // read from the environment once, validated, typed. Nothing else reads process.env.
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { resolveKafka, resolveMysql, resolvePostgres, resolveRedis, type KafkaTarget, type MysqlTarget, type PgTarget, type RedisTarget } from './connections.ts';
+import { redactUrl, registerSecret } from './secrets.ts';
+
+export { redactUrl };
 
 export class ConfigError extends Error {}
 
@@ -49,6 +54,8 @@ const trustProxy = z.string().transform((s, ctx): false | string => {
   }
   return t;
 });
+
+const tlsMode = z.enum(['', 'disable', 'verify-ca', 'verify-full']);
 
 /** Spec key → [schema, default]. The environment name is MSGX_ + key without "msgx.", dots/dashes → _, upper case. */
 const PARAMS = {
@@ -138,6 +145,33 @@ const CONNECTIONS = {
   REDIS_URL: [z.string().url(), 'redis://127.0.0.1:6379/0'],
   KAFKA_BROKERS: [z.string().min(1), '127.0.0.1:9092'],
   MSGX_API_TOKEN: [z.string(), ''],
+  // Secured connections (docs/operations.md "Production settings"). '' = not set: plain text,
+  // credentials from the URL, exactly the local default. Every password can also be given as a
+  // file: <NAME>_FILE (FILE_SECRETS below).
+  DATABASE_PASSWORD: [z.string(), ''],
+  DATABASE_TLS_MODE: [tlsMode, ''],
+  DATABASE_TLS_CA: [z.string(), ''],
+  DATABASE_TLS_CERT: [z.string(), ''],
+  DATABASE_TLS_KEY: [z.string(), ''],
+  INBOX_PASSWORD: [z.string(), ''],
+  INBOX_TLS_MODE: [tlsMode, ''],
+  INBOX_TLS_CA: [z.string(), ''],
+  INBOX_TLS_CERT: [z.string(), ''],
+  INBOX_TLS_KEY: [z.string(), ''],
+  REDIS_USERNAME: [z.string(), ''],
+  REDIS_PASSWORD: [z.string(), ''],
+  REDIS_TLS_MODE: [tlsMode, ''],
+  REDIS_TLS_CA: [z.string(), ''],
+  REDIS_TLS_CERT: [z.string(), ''],
+  REDIS_TLS_KEY: [z.string(), ''],
+  KAFKA_SECURITY_PROTOCOL: [z.enum(['', 'PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL']), ''],
+  KAFKA_SASL_MECHANISM: [z.enum(['', 'scram-sha-512', 'scram-sha-256', 'plain']), ''],
+  KAFKA_SASL_USERNAME: [z.string(), ''],
+  KAFKA_SASL_PASSWORD: [z.string(), ''],
+  KAFKA_TLS_MODE: [tlsMode, ''],
+  KAFKA_TLS_CA: [z.string(), ''],
+  KAFKA_TLS_CERT: [z.string(), ''],
+  KAFKA_TLS_KEY: [z.string(), ''],
 } as const satisfies Record<string, readonly [z.ZodType, string]>;
 
 type ParamKey = keyof typeof PARAMS;
@@ -157,9 +191,10 @@ export function envName(key: string): string {
 }
 
 /** Parse and validate once. Throws ConfigError naming every bad key and why. */
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+export function loadConfig(given: Record<string, string | undefined> = process.env): Config {
   const out: Record<string, unknown> = {};
   const problems: string[] = [];
+  const env = withSecretFiles(given, problems);
   const take = (key: string, name: string, schema: z.ZodType, dflt: string) => {
     const raw = env[name] ?? dflt;
     const r = schema.safeParse(raw);
@@ -170,7 +205,86 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   for (const [key, [schema, dflt]] of Object.entries(CONNECTIONS)) take(key, key, schema, dflt);
   if (problems.length === 0) problems.push(...selfCheck(out as Config));
   if (problems.length) throw new ConfigError(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
-  return Object.freeze(out) as Config;
+  const config = Object.freeze(out) as Config;
+  registerSecrets(config);
+  return config;
+}
+
+/**
+ * Settings that may be given as a file instead (the Docker / Kubernetes secrets convention):
+ * NAME_FILE = a path whose content (one trailing newline dropped) is the value. Both set: refused.
+ */
+export const FILE_SECRETS = ['DATABASE_URL', 'DATABASE_PASSWORD', 'INBOX_URL', 'INBOX_PASSWORD', 'REDIS_URL', 'REDIS_PASSWORD', 'KAFKA_SASL_PASSWORD', 'MSGX_API_TOKEN'] as const;
+
+/** The environment with each NAME_FILE read into NAME (problems: unreadable file, both given). */
+function withSecretFiles(env: Record<string, string | undefined>, problems: string[]): Record<string, string | undefined> {
+  const out = { ...env };
+  for (const name of FILE_SECRETS) {
+    const path = env[`${name}_FILE`];
+    if (!path) continue;
+    if (env[name]) {
+      problems.push(`${name} and ${name}_FILE are both set: give one`);
+      continue;
+    }
+    try {
+      out[name] = readFileSync(path, 'utf8').replace(/\r?\n$/, '');
+    } catch (e) {
+      problems.push(`${name}_FILE=${path}: cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    }
+  }
+  return out;
+}
+
+/** Every secret value of the configuration, so that no log line or output shows it (lib/core/secrets.ts). */
+function registerSecrets(c: Config): void {
+  for (const name of ['MSGX_API_TOKEN', 'DATABASE_PASSWORD', 'INBOX_PASSWORD', 'REDIS_PASSWORD', 'KAFKA_SASL_PASSWORD'] as const) registerSecret(c[name]);
+  for (const name of ['DATABASE_URL', 'INBOX_URL', 'REDIS_URL'] as const) {
+    try {
+      registerSecret(decodeURIComponent(new URL(c[name]).password));
+    } catch {
+      // validated as a URL already
+    }
+  }
+}
+
+/** Where and how each service is reached (lib/core/connections.ts), resolved once per Config. */
+export interface Targets {
+  postgres: PgTarget;
+  mariadb: MysqlTarget;
+  redis: RedisTarget;
+  kafka: KafkaTarget;
+}
+
+const resolvedTargets = new WeakMap<Config, Targets>();
+
+function resolveAll(c: Config): { targets: Targets; problems: string[] } {
+  const tls = (p: 'DATABASE' | 'INBOX' | 'REDIS' | 'KAFKA') => ({ mode: c[`${p}_TLS_MODE`], ca: c[`${p}_TLS_CA`], cert: c[`${p}_TLS_CERT`], key: c[`${p}_TLS_KEY`] });
+  const pg = resolvePostgres(c.DATABASE_URL, { password: c.DATABASE_PASSWORD || undefined, tls: tls('DATABASE') });
+  const my = resolveMysql(c.INBOX_URL, { password: c.INBOX_PASSWORD || undefined, tls: tls('INBOX') });
+  const rd = resolveRedis(c.REDIS_URL, { username: c.REDIS_USERNAME || undefined, password: c.REDIS_PASSWORD || undefined, tls: tls('REDIS') });
+  const kf = resolveKafka(c.KAFKA_BROKERS, kafkaSecuritySettings(slices(c).kafka));
+  return { targets: { postgres: pg.target, mariadb: my.target, redis: rd.target, kafka: kf.target }, problems: [...pg.problems, ...my.problems, ...rd.problems, ...kf.problems] };
+}
+
+/** The Kafka security settings of the kafka slice, as lib/core/connections.ts resolveKafka takes them. */
+export function kafkaSecuritySettings(k: Slices['kafka']) {
+  return {
+    protocol: k.securityProtocol,
+    mechanism: k.saslMechanism,
+    username: k.saslUsername || undefined,
+    password: k.saslPassword || undefined,
+    tls: { mode: k.tlsMode, ca: k.tlsCa, cert: k.tlsCert, key: k.tlsKey },
+  };
+}
+
+/** The connection targets of a loaded configuration (checked at load: never a problem here). */
+export function targets(config: Config): Targets {
+  let t = resolvedTargets.get(config);
+  if (!t) {
+    t = resolveAll(config).targets;
+    resolvedTargets.set(config, t);
+  }
+  return t;
 }
 
 /**
@@ -221,6 +335,14 @@ const SLICES = {
     partitions: 'msgx.kafka.partitions',
     eventRetentionMs: 'msgx.pipeline.event-retention',
     timeoutMs: 'msgx.io.timeout',
+    securityProtocol: 'KAFKA_SECURITY_PROTOCOL',
+    saslMechanism: 'KAFKA_SASL_MECHANISM',
+    saslUsername: 'KAFKA_SASL_USERNAME',
+    saslPassword: 'KAFKA_SASL_PASSWORD',
+    tlsMode: 'KAFKA_TLS_MODE',
+    tlsCa: 'KAFKA_TLS_CA',
+    tlsCert: 'KAFKA_TLS_CERT',
+    tlsKey: 'KAFKA_TLS_KEY',
   },
   dispatch: {
     msgTopic: 'msgx.kafka.msg-topic',
@@ -294,18 +416,19 @@ function selfCheck(c: Config): string[] {
   const ladder = c['msgx.pipeline.backoff'];
   if (ladder.length !== max - 1) p.push(`msgx.pipeline.backoff has ${ladder.length} entries but msgx.pipeline.max-attempts=${max} needs exactly ${max - 1}`);
   if (c['msgx.pipeline.overdue-backfill'] > c['msgx.pipeline.inbox-retention']) p.push('msgx.pipeline.overdue-backfill (R) must not exceed msgx.pipeline.inbox-retention (R_keep)');
+  // TLS / SASL settings against their URLs, files readable and what they should be
+  p.push(...resolveAll(c).problems);
   return p;
 }
 
 /** Every configuration key with its environment name and default (README table, --help). */
 export function describeConfig(): { key: string; env: string; default: string }[] {
-  return [...Object.entries(PARAMS).map(([key, [, d]]) => ({ key, env: envName(key), default: d })), ...Object.entries(CONNECTIONS).map(([key, [, d]]) => ({ key, env: key, default: d }))];
+  return [
+    ...Object.entries(PARAMS).map(([key, [, d]]) => ({ key, env: envName(key), default: d })),
+    ...Object.entries(CONNECTIONS).map(([key, [, d]]) => ({ key, env: key, default: d })),
+    ...FILE_SECRETS.map((name) => ({ key: `${name}_FILE`, env: `${name}_FILE`, default: '' })),
+  ];
 }
 
-/** Redact credentials in a URL for logs (also a password with an empty user name: `//:pw@`). */
-export function redactUrl(url: string): string {
-  return url.replace(/\/\/([^:@/]*):([^/]*)@/, '//$1:***@');
-}
-
-/** A raw setting as an error message may show it: URLs redacted, the API token never. */
-const secret = (name: string, raw: string) => (name === 'MSGX_API_TOKEN' ? '***' : /_URL$/.test(name) ? redactUrl(raw) : raw);
+/** A raw setting as an error message may show it: URLs redacted, the API token and passwords never. */
+const secret = (name: string, raw: string) => (name === 'MSGX_API_TOKEN' || /_PASSWORD$/.test(name) ? '***' : /_URL$/.test(name) ? redactUrl(raw) : raw);

@@ -59,6 +59,53 @@ const INFRA_CODES = new Set([
 ]);
 
 /**
+ * A connection that cannot be set up because of the deployment's settings (TLS: unknown CA,
+ * certificate for another host, expired, a server without TLS; a refused user or password):
+ * the service's condition, never the message's — the message waits, counted as INFRA, and is
+ * never marked DEAD for it (docs/operations.md "Production settings").
+ */
+const SETUP_CODES = new Set([
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_UNTRUSTED',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'ERR_SSL_WRONG_VERSION_NUMBER',
+  'HANDSHAKE_NO_SSL_SUPPORT',
+  'HANDSHAKE_SSL_ERROR',
+  'ER_SECURE_TRANSPORT_REQUIRED',
+  'ER_ACCESS_DENIED_ERROR',
+  'ER_DBACCESS_DENIED_ERROR',
+  '28P01',
+  '28000',
+  // lib/db/tls.ts ConnectionSetupError codes
+  'AUTH',
+  'NO_TLS',
+  'TLS_REQUIRED',
+  'TLS_CLIENT_CERT',
+  'TLS_HANDSHAKE',
+  'SASL_MECHANISM',
+  'UNTRUSTED_CHAIN',
+  'PLAIN_REFUSED',
+]);
+const SETUP_TEXT = /does not support SSL|does not speak TLS|certificate|WRONGPASS|NOAUTH|wrong version number|SASL .*authentication failed/i;
+
+/** A connection refused for its settings (TLS, credentials): see SETUP_CODES. */
+export function isConnectionSetupError(e: unknown): boolean {
+  const err = e as { code?: string; message?: string; name?: string; cause?: unknown } | undefined;
+  if (!err) return false;
+  if (err.name === 'ConnectionSetupError') return true;
+  if (err.code && SETUP_CODES.has(err.code)) return true;
+  if (SETUP_TEXT.test(err.message ?? '')) return true;
+  return err.cause !== undefined && err.cause !== e && isConnectionSetupError(err.cause);
+}
+
+/**
  * Postgres SQLSTATE classes that are the server's condition, never the message's: 53 insufficient
  * resources (disk full, out of memory, too many connections), 58 system / I/O error, 57P0x
  * shutdown / cannot connect now, 57014 query cancelled (statement_timeout, lock_timeout is 55P03).
@@ -69,6 +116,7 @@ export function isInfraError(e: unknown): boolean {
   if (e instanceof PipelineError) return e.failure.cls === 'INFRA';
   const err = e as { code?: string; message?: string } | undefined;
   if (err?.code && (INFRA_CODES.has(err.code) || INFRA_SQLSTATE.test(err.code))) return true;
+  if (isConnectionSetupError(e)) return true;
   const msg = err?.message ?? '';
   return /Connection terminated|connection (is )?closed|timed out|timeout|Connection is closed|ECONNREFUSED|read-only|Client has encountered a connection error|MaxRetriesPerRequest|Stream isn't writeable/i.test(
     msg,
@@ -81,7 +129,7 @@ const CONNECTION_LOST_TEXT = /Connection terminated|connection (is )?closed|Clie
 
 export function isConnectionLost(e: unknown): boolean {
   const err = e as { code?: string; message?: string } | undefined;
-  return (!!err?.code && CONNECTION_LOST_CODES.test(err.code)) || CONNECTION_LOST_TEXT.test(err?.message ?? '');
+  return (!!err?.code && CONNECTION_LOST_CODES.test(err.code)) || CONNECTION_LOST_TEXT.test(err?.message ?? '') || isConnectionSetupError(e);
 }
 
 /**

@@ -3,12 +3,14 @@
 import { fileURLToPath } from 'node:url';
 import { runner } from 'node-pg-migrate';
 import { runMigrations } from 'graphile-worker';
+import { createPool, pgEndpoint, type PgWhere } from './postgres.ts';
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../sql/migrations', import.meta.url));
 
-export async function migrate(databaseUrl: string, log: (msg: string) => void = () => {}): Promise<void> {
+export async function migrate(where: PgWhere, log: (msg: string) => void = () => {}): Promise<void> {
   await runner({
-    databaseUrl,
+    // the same connection options as every other connection (lib/db/postgres.ts: TLS, password)
+    databaseUrl: pgEndpoint(where),
     dir: MIGRATIONS_DIR,
     direction: 'up',
     migrationsTable: 'pgmigrations',
@@ -17,5 +19,10 @@ export async function migrate(databaseUrl: string, log: (msg: string) => void = 
     log,
     logger: { debug: () => {}, info: log, warn: log, error: log },
   });
-  await runMigrations({ connectionString: databaseUrl, logger: undefined });
+  const pool = createPool(where, { max: 1, name: 'migrate' });
+  try {
+    await runMigrations({ pgPool: pool, logger: undefined });
+  } finally {
+    await pool.end();
+  }
 }

@@ -8,26 +8,60 @@
 // never given back to the pool, and so are the pool's idle connections (opened before the same
 // fault, likely frozen too); the next call opens a new one. `onFault` hears of each such timeout
 // (the process's readiness, lib/runtime/health.ts).
+import { connect as tcpConnect, isIP } from 'node:net';
 import mysql from 'mysql2/promise';
+import { resolveMysql, targetOf, type MysqlTarget } from '../core/connections.ts';
+import { tlsOptions } from './tls.ts';
 
 export type Inbox = mysql.Pool;
 
 type QueryArgs = Parameters<mysql.Pool['query']>;
 
-/** A pool on the AODB interface database, which holds both the inbox (CMINMSGS) and the outbox (COUTMSGS). */
-/** Where a mysql:// URL points: host, port, user, password, database. */
-export function mysqlTarget(url: string): { host: string; port: number; user: string; password: string; database: string | undefined } {
-  const u = new URL(url);
+/** Where a connection goes: a bare mysql:// URL (its own ssl-mode parameter only) or a configured target (lib/core/config.ts `targets`). */
+export type MysqlWhere = string | MysqlTarget;
+
+/**
+ * Where a connection points: host, port, user, password, database, and TLS (verified:
+ * lib/db/tls.ts; verify-full checks the host name too) — the one factory of MariaDB
+ * connection options (pools, the readiness check, the probes, the CLIs).
+ */
+export function mysqlTarget(where: MysqlWhere): {
+  host: string;
+  port: number;
+  user: string;
+  password: string;
+  database: string | undefined;
+  ssl?: mysql.SslOptions;
+  stream?: () => import('node:net').Socket;
+} {
+  const t = typeof where === 'string' ? targetOf(resolveMysql(where, {}, 'the MariaDB URL')) : where;
+  const u = new URL(t.url);
+  const host = u.hostname;
+  const port = Number(u.port || 3306);
   return {
-    host: u.hostname,
-    port: Number(u.port || 3306),
+    host,
+    port,
+    // mysql2 gives the TLS layer no server name for an IP address, and Node then checks the
+    // certificate against "localhost": the socket names the address it connected to instead
+    ...(t.tls?.mode === 'verify-full' && isIP(host) ? { stream: () => ipSocket(host, port) } : {}),
     user: decodeURIComponent(u.username || 'root'),
-    password: decodeURIComponent(u.password),
+    password: t.password ?? decodeURIComponent(u.password),
     database: u.pathname.slice(1) || undefined,
+    ...(t.tls ? { ssl: { ...(tlsOptions(t.tls) as mysql.SslOptions), rejectUnauthorized: true, verifyIdentity: t.tls.mode === 'verify-full' } } : {}),
   };
 }
 
-export function createAodbPool(url: string, opts: { timeoutMs: number; connectionLimit?: number; onFault?: (err: Error) => void }): Inbox {
+/** A TCP socket to an IP address that the TLS identity check sees as that address (mysql2 stream factory). */
+function ipSocket(host: string, port: number) {
+  const socket = tcpConnect(port, host);
+  socket.setNoDelay(true);
+  socket.setKeepAlive(true, 10_000);
+  (socket as unknown as { _host: string })._host = host;
+  return socket;
+}
+
+/** A pool on the AODB interface database, which holds both the inbox (CMINMSGS) and the outbox (COUTMSGS). */
+export function createAodbPool(url: MysqlWhere, opts: { timeoutMs: number; connectionLimit?: number; onFault?: (err: Error) => void }): Inbox {
   const pool = mysql.createPool({
     ...mysqlTarget(url),
     connectionLimit: opts.connectionLimit ?? 4,

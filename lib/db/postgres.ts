@@ -1,6 +1,9 @@
 // Postgres edge: pools, Kysely, advisory lock keys, migrations.
 import pg from 'pg';
+import { parse as parseConnectionString } from 'pg-connection-string';
 import { Kysely, PostgresDialect, sql } from 'kysely';
+import { resolvePostgres, targetOf, type PgTarget } from '../core/connections.ts';
+import { tlsOptions } from './tls.ts';
 import type { Database } from './schema.ts';
 
 // int8 → number (inbox IDs, counters: all far below 2^53); numeric stays string.
@@ -37,10 +40,34 @@ const SERVER_KEEPALIVE = '-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5
  */
 const SERVER_NO_JIT = '-c jit=off';
 
-/** Connection settings shared by pools and dedicated clients. */
-export function connectionSettings(url: string, name: string | undefined, statementTimeoutMs: number = SESSION_LIMITS.statementTimeoutMs): pg.ClientConfig {
+/** Where a connection goes: a bare URL (its own sslmode / sslrootcert parameters only) or a configured target (lib/core/config.ts `targets`). */
+export type PgWhere = string | PgTarget;
+
+export function pgTarget(where: PgWhere): PgTarget {
+  return typeof where === 'string' ? targetOf(resolvePostgres(where, {}, 'the Postgres URL')) : where;
+}
+
+/**
+ * Host, user, password and TLS of a connection: the URL as it is when nothing is added to it
+ * (the plain default, unchanged), else the URL's fields with the password and the TLS options
+ * (verified: lib/db/tls.ts) set over them.
+ */
+export function pgEndpoint(where: PgWhere): pg.ClientConfig {
+  const t = pgTarget(where);
+  if (!t.tls && t.password === undefined) return { connectionString: t.url };
+  const fields = parseConnectionString(t.url) as pg.ClientConfig;
   return {
-    connectionString: url,
+    ...(Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== null && v !== undefined && v !== '')) as pg.ClientConfig),
+    ...(t.password !== undefined ? { password: t.password } : {}),
+    // pg sets the SNI / identity host itself (the URL's host)
+    ssl: t.tls ? tlsOptions(t.tls) : false,
+  };
+}
+
+/** Connection settings shared by pools, dedicated clients, graphile-worker and the migrations: the one factory. */
+export function connectionSettings(where: PgWhere, name: string | undefined, statementTimeoutMs: number = SESSION_LIMITS.statementTimeoutMs): pg.ClientConfig {
+  return {
+    ...pgEndpoint(where),
     application_name: name ? `msgx-${name}` : 'msgx',
     connectionTimeoutMillis: 10_000,
     keepAlive: true,
@@ -52,7 +79,7 @@ export function connectionSettings(url: string, name: string | undefined, statem
   };
 }
 
-export function createPool(url: string, opts: { max?: number; statementTimeoutMs?: number; name?: string } = {}) {
+export function createPool(url: PgWhere, opts: { max?: number; statementTimeoutMs?: number; name?: string } = {}) {
   const pool = new pg.Pool({ ...connectionSettings(url, opts.name, opts.statementTimeoutMs), max: opts.max ?? 10 });
   // Errors of idle clients surface on the next query; never crash the process.
   pool.on('error', () => {});
@@ -76,7 +103,7 @@ export function createSessionDb(client: pg.Client): Db {
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool: pool as unknown as pg.Pool }) });
 }
 
-export async function connectClient(url: string, name: string): Promise<pg.Client> {
+export async function connectClient(url: PgWhere, name: string): Promise<pg.Client> {
   const client = new pg.Client(connectionSettings(url, name));
   client.on('error', () => {});
   await client.connect();

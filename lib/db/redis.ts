@@ -7,6 +7,35 @@
 // (retryStrategy) on a NEW connection and the next command runs there. `onFault` hears of it
 // (the process's readiness, lib/runtime/health.ts).
 import { Redis, type RedisOptions } from 'ioredis';
+import { resolveRedis, targetOf, type RedisTarget } from '../core/connections.ts';
+import type { ConnectionOptions } from 'node:tls';
+import { tlsOptions } from './tls.ts';
+
+/** Where a connection goes: a bare redis:// / rediss:// URL, or a configured target (lib/core/config.ts `targets`). */
+export type RedisWhere = string | RedisTarget;
+
+/**
+ * The URL and the options every Redis connection gets (the edge, the readiness check, the probes):
+ * the ACL user and password when given apart from the URL, TLS for rediss:// (verified: lib/db/tls.ts).
+ * The one factory of Redis connection options.
+ */
+export function redisEndpoint(where: RedisWhere): { url: string; options: { username?: string; password?: string; tls?: ConnectionOptions } } {
+  const t = typeof where === 'string' ? targetOf(resolveRedis(where, {}, 'the Redis URL')) : where;
+  return {
+    url: t.url,
+    options: {
+      ...(t.username !== undefined ? { username: t.username } : {}),
+      ...(t.password !== undefined ? { password: t.password } : {}),
+      ...(t.tls ? { tls: tlsOptions(t.tls) } : {}),
+    },
+  };
+}
+
+/** A Redis client for one check or one script (the caller's options over the endpoint's). */
+export function newRedis(where: RedisWhere, options: Omit<RedisOptions, 'replyMapping'>): Redis {
+  const e = redisEndpoint(where);
+  return new Redis(e.url, { ...options, ...e.options });
+}
 
 type Sent = Parameters<Redis['sendCommand']>;
 
@@ -32,7 +61,7 @@ class SelfHealingRedis extends Redis {
   }
 }
 
-export function createRedis(url: string, timeoutMs: number, o: { onFault?: (err: Error) => void } = {}): Redis {
+export function createRedis(where: RedisWhere, timeoutMs: number, o: { onFault?: (err: Error) => void } = {}): Redis {
   const options = {
     commandTimeout: timeoutMs,
     connectTimeout: timeoutMs,
@@ -46,7 +75,8 @@ export function createRedis(url: string, timeoutMs: number, o: { onFault?: (err:
     // (an old SET replayed after a newer one would put stale state into Redis).
     autoResendUnfulfilledCommands: false,
   } satisfies RedisOptions;
-  const r = new SelfHealingRedis(url, options);
+  const e = redisEndpoint(where);
+  const r = new SelfHealingRedis(e.url, { ...options, ...e.options });
   r.onFault = o.onFault;
   r.on('error', () => {}); // surfaced per command
   return r;

@@ -6,7 +6,9 @@
 import { withTimeout } from '../core/timeout.ts';
 import kafkajs from 'kafkajs';
 import type { Admin, LogEntry, Message, PartitionerArgs, Producer, RecordMetadata } from 'kafkajs';
-import type { Slices } from '../core/config.ts';
+import { kafkaSecuritySettings, type Slices } from '../core/config.ts';
+import { resolveKafka, targetOf, type KafkaTarget } from '../core/connections.ts';
+import { kafkaSecurity } from '../db/tls.ts';
 import type { Logger } from '../runtime/log.ts';
 import { offsetsOf } from './plan.ts';
 
@@ -135,17 +137,27 @@ export interface KafkaOptions {
   log: Logger;
   /** Hears of each call that did not answer in time (its producer is thrown away): the process's readiness. */
   onFault?: (err: Error) => void;
+  /** TLS and SASL (KAFKA_SECURITY_PROTOCOL and co.; none: plain text). Every Kafka client of the gateway takes its options from kafkaClientConfig. */
+  target?: KafkaTarget;
+}
+
+/**
+ * The connection part of a kafkajs client's configuration: brokers, TLS (verified, lib/db/tls.ts)
+ * and SASL. The producers, the admin clients, the restore check's consumer, the probes, kafka:tail
+ * and the benches take it from here.
+ */
+export function kafkaClientConfig(o: Pick<KafkaOptions, 'brokers' | 'target'>): { brokers: string[] } & ReturnType<typeof kafkaSecurity> {
+  return { brokers: o.target?.brokers ?? o.brokers, ...kafkaSecurity(o.target) };
 }
 
 const WEEK_MS = 7 * 24 * 3600 * 1000;
 
 export function kafkaOptions(config: Slices['kafka'], log: Logger, onFault?: (err: Error) => void): KafkaOptions {
+  const target = targetOf(resolveKafka(config.brokers, kafkaSecuritySettings(config)));
   return {
     onFault,
-    brokers: config.brokers
-      .split(',')
-      .map((b) => b.trim())
-      .filter(Boolean),
+    target,
+    brokers: target.brokers,
     clientId: config.clientId,
     timeoutMs: config.timeoutMs,
     partitions: config.partitions,
@@ -157,7 +169,7 @@ export function kafkaOptions(config: Slices['kafka'], log: Logger, onFault?: (er
 export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
   const kafka = new Kafka({
     clientId: o.clientId,
-    brokers: o.brokers,
+    ...kafkaClientConfig(o),
     connectionTimeout: Math.min(o.timeoutMs, 3000),
     requestTimeout: o.timeoutMs,
     enforceRequestTimeout: true,

@@ -15,7 +15,7 @@ import { pgOne, pgRows } from '../db/statement.ts';
 import type { Finding } from '../pipeline/restore.ts';
 import * as Outbox from '../sql/outbox.ts';
 import * as Restore from '../sql/restore.ts';
-import type { KafkaOptions } from './kafka.ts';
+import { kafkaClientConfig, type KafkaOptions } from './kafka.ts';
 
 const { Kafka, logLevel } = kafkajs;
 
@@ -40,7 +40,7 @@ export interface KafkaRestoreCheck {
 export function createKafkaRestoreCheck(o: KafkaOptions, topic: string, db: Db): KafkaRestoreCheck {
   const kafka = new Kafka({
     clientId: `${o.clientId}-restore-check`,
-    brokers: o.brokers,
+    ...kafkaClientConfig(o),
     connectionTimeout: Math.min(o.timeoutMs, 3000),
     requestTimeout: o.timeoutMs,
     enforceRequestTimeout: true,

@@ -13,7 +13,8 @@ import { KafkaOutage, PROBE_INTERVAL_MS } from './outage.ts';
 import { releaseBackoff } from './outbox.ts';
 import { probes, probeUntilUp } from '../runtime/probe.ts';
 import { dutyTask } from '../runtime/duty.ts';
-import { slices } from '../core/config.ts';
+import { slices, targets } from '../core/config.ts';
+import { explained } from '../db/tls.ts';
 
 /** Time one task run may keep draining before it re-queues itself (other jobs get a turn). */
 export const DRAIN_BUDGET_MS = 30_000;
@@ -44,7 +45,7 @@ export async function connectKafka(rt: Runtime, spec: TopicSpec, o: { refusalFat
       }
       if (Date.now() - lastLog >= 60_000) {
         lastLog = Date.now();
-        rt.log.warn({ err: (e as Error).message, tries, retryEveryMs: 2000 }, 'kafka not reachable at start-up, retrying');
+        rt.log.warn({ err: explained('kafka', e).message, tries, retryEveryMs: 2000 }, 'kafka not reachable at start-up, retrying');
       }
       await new Promise<void>((r) => {
         const t = setTimeout(r, wait);
@@ -65,7 +66,7 @@ export function dispatcherTask(
 ): Task {
   registerDispatchGauges(rt.db, [target]);
   const outage = new KafkaOutage(rt.log, target);
-  const probe = probes.kafka(kafkaOptions(slices(rt.config).kafka, rt.log).brokers, Math.min(1000, slices(rt.config).io.timeoutMs));
+  const probe = probes.kafka(targets(rt.config).kafka, Math.min(1000, slices(rt.config).io.timeoutMs));
   const deps: DispatchDeps = { db: rt.db, kafka, dispatch: slices(rt.config).dispatch, clock: rt.clock, log: rt.log, outage, topicMissing };
   return dutyTask({
     task,

@@ -24,6 +24,7 @@
 // or list it in the process spec's `conditions` (ProcessSpec.conditions). The check throws to
 // say "down" (its message is the reason); it is bounded by `timeoutMs` here as well.
 import client from 'prom-client';
+import { scrub } from '../core/secrets.ts';
 import type { Logger } from './log.ts';
 import { sleep, withDeadline } from './leader.ts';
 
@@ -142,8 +143,9 @@ export class Health {
     const dependencies: Record<string, ConditionState> = {};
     const reasons: string[] = [];
     for (const c of this.conditions.values()) {
-      dependencies[c.name] = { up: c.up, since: new Date(c.since).toISOString(), reason: c.reason };
-      if (!c.up) reasons.push(`${c.name}: ${c.reason}`);
+      const reason = c.reason === null ? null : scrub(c.reason);
+      dependencies[c.name] = { up: c.up, since: new Date(c.since).toISOString(), reason };
+      if (!c.up) reasons.push(`${c.name}: ${reason}`);
     }
     return { ok: reasons.length === 0, dependencies, reasons };
   }

@@ -22,7 +22,8 @@
 // defaults), measured in test/integration/leader-takeover.test.ts.
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { connectClient, createSessionDb, SESSION_LIMITS, type Db } from '../db/postgres.ts';
+import { connectClient, createSessionDb, SESSION_LIMITS, type Db, type PgWhere } from '../db/postgres.ts';
+import { explained } from '../db/tls.ts';
 import { pgOne, pgRows, pgRun } from '../db/statement.ts';
 import * as Locks from '../sql/locks.ts';
 import * as Probe from '../sql/probe.ts';
@@ -35,14 +36,18 @@ export interface LeaderHandle {
 
 /** A heartbeat every second; a leader silent for longer than the deadline is stale. */
 export const LEADER_TIMING = { heartbeatMs: 1000, deadlineMs: 6000, pollMs: 1000 } as const;
+/** The longest wait between two failed attempts to connect and take the lock. */
+export const MAX_RETRY_MS = 5_000;
 /** A heartbeat unanswered for this long makes the leader ask the server whether its session is busy. */
 export const SUSPECT_MS = 2000;
 
 export async function runAsLeader(opts: {
-  url: string;
+  url: PgWhere;
   name: string;
   lockKey: number;
   log: Logger;
+  /** How a failed attempt is reported (default: one error line each); the process passes its rate-limited one (lib/runtime/health.ts quiet). */
+  onError?: (err: Error, message: string) => void;
   /** Start the duty; returns a function that stops it. */
   start: (h: LeaderHandle) => Promise<() => Promise<void>>;
   signal: AbortSignal;
@@ -58,10 +63,15 @@ export async function runAsLeader(opts: {
   const beat = opts.heartbeatMs ?? LEADER_TIMING.heartbeatMs;
   const deadline = opts.deadlineMs ?? LEADER_TIMING.deadlineMs;
   let announced = false;
+  /** Failed attempts in a row: the retry waits poll, 2 poll, 4 poll … up to MAX_RETRY_MS (a wrong certificate or password is not hammered). */
+  let failures = 0;
   while (!opts.signal.aborted) {
     let client: pg.Client | undefined;
     try {
-      client = await withDeadline(connectClient(opts.url, opts.name), deadline * 2, 'connect');
+      client = await withDeadline(connectClient(opts.url, opts.name), deadline * 2, 'connect').catch((e) => {
+        throw explained('postgres', e);
+      });
+      failures = 0;
       // the lock session's statements (lib/sql/locks.ts, lib/sql/probe.ts) run on this connection
       const session = createSessionDb(client);
       if (!(await tryTake(session, opts.lockKey, deadline, opts.log, opts.name))) {
@@ -103,9 +113,13 @@ export async function runAsLeader(opts: {
       const reset = why === 'shutdown' ? Promise.resolve() : (opts.onLost?.().catch(() => {}) ?? Promise.resolve());
       await Promise.all([stop(), ended, reset]);
     } catch (e) {
-      opts.log.error({ err: e }, `${opts.name}: leadership loop error; retrying`);
+      failures++;
+      const wait = Math.min(poll * 2 ** Math.min(failures - 1, 3), MAX_RETRY_MS);
+      const message = `${opts.name}: leadership loop error; retrying in ${(wait / 1000).toFixed(1)} s`;
+      if (opts.onError) opts.onError(e as Error, message);
+      else opts.log.error({ err: e }, message);
       if (client) destroy(client);
-      await sleep(poll, opts.signal);
+      await sleep(wait, opts.signal);
     } finally {
       if (client) await endClient(client);
     }
@@ -130,7 +144,7 @@ async function tryTake(session: Db, key: number, deadline: number, log: Logger, 
 }
 
 /** Resolves with the reason the session is considered lost ('shutdown' when the tenure ends). */
-async function heartbeatLoop(o: { session: Db; url: string; name: string; lockKey: number; pid: number; beat: number; deadline: number; signal: AbortSignal; log: Logger }): Promise<string> {
+async function heartbeatLoop(o: { session: Db; url: PgWhere; name: string; lockKey: number; pid: number; beat: number; deadline: number; signal: AbortSignal; log: Logger }): Promise<string> {
   let pending: Promise<unknown> | null = null;
   let answered = false;
   let since = 0;
@@ -178,7 +192,7 @@ async function heartbeatLoop(o: { session: Db; url: string; name: string; lockKe
 }
 
 /** Whether our backend still holds the lock and runs a statement not yet far past statement_timeout. */
-async function stillBusy(o: { url: string; name: string; lockKey: number; pid: number; deadline: number }): Promise<true | string> {
+async function stillBusy(o: { url: PgWhere; name: string; lockKey: number; pid: number; deadline: number }): Promise<true | string> {
   const c = await withDeadline(connectClient(o.url, `${o.name}-check`), o.deadline, 'check connect');
   try {
     const row = await withDeadline(pgOne(createSessionDb(c), Locks.holderState, o.pid, o.lockKey), o.deadline, 'check');
@@ -191,7 +205,7 @@ async function stillBusy(o: { url: string; name: string; lockKey: number; pid: n
 }
 
 /** End our own former session on the server (it may hold the lock on a frozen path); bounded, best effort. */
-async function endOldSession(url: string, name: string, pid: number, deadline: number, log: Logger): Promise<void> {
+async function endOldSession(url: PgWhere, name: string, pid: number, deadline: number, log: Logger): Promise<void> {
   let c: pg.Client | undefined;
   try {
     c = await withDeadline(connectClient(url, `${name}-end-old`), deadline, 'connect');

@@ -15,7 +15,7 @@
 // ends the sessions it abandons (pg_terminate_backend) from its fresh connection. Dedicated
 // connections (a purge session holding locks) are watched the same way (`adopt`).
 import type pg from 'pg';
-import { connectClient, createSessionDb } from '../db/postgres.ts';
+import { connectClient, createSessionDb, type PgWhere } from '../db/postgres.ts';
 import { pgRows, pgRun } from '../db/statement.ts';
 import * as Locks from '../sql/locks.ts';
 import * as Probe from '../sql/probe.ts';
@@ -47,7 +47,7 @@ export interface PoolWatch {
   adopt(c: pg.Client): void;
 }
 
-export function watchPool(pool: pg.Pool, o: { url: string; onStuck?: (err: Error) => void; timeoutMs?: number }): PoolWatch {
+export function watchPool(pool: pg.Pool, o: { url: PgWhere; onStuck?: (err: Error) => void; timeoutMs?: number }): PoolWatch {
   const inflight = new Map<Client, Inflight>();
   const timeoutMs = o.timeoutMs ?? 2000;
   pool.on('connect', (c: pg.PoolClient) => track(c as Client, inflight));
@@ -101,7 +101,7 @@ function track(c: Client, inflight: Map<Client, Inflight>): void {
   };
 }
 
-async function sweep(inflight: Map<Client, Inflight>, url: string, timeoutMs: number, onStuck: ((err: Error) => void) | undefined, minAgeMs: number): Promise<void> {
+async function sweep(inflight: Map<Client, Inflight>, url: PgWhere, timeoutMs: number, onStuck: ((err: Error) => void) | undefined, minAgeMs: number): Promise<void> {
   const now = Date.now();
   const busy = [...inflight.entries()].filter(([c, f]) => f.n > 0 && now - f.since >= minAgeMs && c.processID);
   if (busy.length === 0) return;

@@ -8,19 +8,25 @@
 //   if (up) retry now; else (shutdown / deadline) fall back to the caller's schedule.
 import kafkajs from 'kafkajs';
 import mysql from 'mysql2/promise';
-import { mysqlTarget } from '../db/mysql.ts';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import pg from 'pg';
-import { connectionSettings, createSessionDb, type Db } from '../db/postgres.ts';
+import type { KafkaTarget } from '../core/connections.ts';
+import { mysqlTarget, type MysqlWhere } from '../db/mysql.ts';
+import { connectionSettings, createSessionDb, type Db, type PgWhere } from '../db/postgres.ts';
+import { newRedis, type RedisWhere } from '../db/redis.ts';
+import { explained, kafkaSecurity } from '../db/tls.ts';
 import { myRows, pgRun } from '../db/statement.ts';
 import * as Probe from '../sql/probe.ts';
 import { sleep, withDeadline } from './leader.ts';
 
+/** Brokers, or a configured target (TLS, SASL: lib/core/connections.ts). */
+export type KafkaWhere = readonly string[] | KafkaTarget;
+
 /** A Kafka client for one check: every request bounded by timeoutMs, no retries, silent. */
-const kafkaClient = (clientId: string, brokers: readonly string[], timeoutMs: number) =>
+const kafkaClient = (clientId: string, where: KafkaWhere, timeoutMs: number) =>
   new kafkajs.Kafka({
     clientId,
-    brokers: [...brokers],
+    ...('service' in where ? { brokers: [...where.brokers], ...kafkaSecurity(where) } : { brokers: [...where] }),
     connectionTimeout: timeoutMs,
     requestTimeout: timeoutMs,
     enforceRequestTimeout: true,
@@ -29,6 +35,27 @@ const kafkaClient = (clientId: string, brokers: readonly string[], timeoutMs: nu
   });
 
 export type Check = () => Promise<void>;
+
+/**
+ * Connect a Redis client within timeoutMs. ioredis rejects connect() with "Connection is closed"
+ * and emits the reason (a TLS verification error, WRONGPASS) as an event: the reason is thrown.
+ * A TLS connection whose handshake gets no answer says that a server without TLS looks like that.
+ */
+async function connectRedis(r: Redis, where: RedisWhere, timeoutMs: number, what: string): Promise<void> {
+  let reason: Error | undefined;
+  r.on('error', (e: Error) => {
+    reason ??= e;
+  });
+  try {
+    await withDeadline(r.connect(), timeoutMs, what);
+  } catch (e) {
+    const tls = typeof where === 'string' ? where.startsWith('rediss:') : !!where.tls;
+    if (reason) throw reason;
+    if (tls && /did not answer/.test((e as Error).message))
+      throw new Error(`${(e as Error).message}: no answer to the TLS handshake (the server may not speak TLS on this port: check REDIS_URL, rediss:// vs redis://; or it is unreachable)`);
+    throw e;
+  }
+}
 
 export interface ProbeOptions {
   /** Time between the start of two probes (a probe that hangs counts against it). */
@@ -67,7 +94,7 @@ export async function probeUntilUp(check: Check, o: ProbeOptions): Promise<boole
 /** One probe per service, each bounded by timeoutMs (default 1 s). */
 export const probes = {
   /** `select 1` on a new Postgres connection. */
-  postgres(url: string, timeoutMs = 1000): Check {
+  postgres(url: PgWhere, timeoutMs = 1000): Check {
     return async () => {
       const c = new pg.Client({ ...connectionSettings(url, 'probe'), connectionTimeoutMillis: timeoutMs });
       c.on('error', () => {});
@@ -75,6 +102,8 @@ export const probes = {
       try {
         await withDeadline(c.connect(), timeoutMs, 'postgres probe connect');
         await withDeadline(pgRun(createSessionDb(c), Probe.select1), timeoutMs, 'postgres probe');
+      } catch (e) {
+        throw explained('postgres', e);
       } finally {
         await withDeadline(c.end(), 500, 'end').catch(() => stream()?.destroy());
       }
@@ -82,17 +111,9 @@ export const probes = {
   },
 
   /** `SELECT 1` on a new MySQL/MariaDB connection. */
-  mysql(url: string, timeoutMs = 1000): Check {
+  mysql(url: MysqlWhere, timeoutMs = 1000): Check {
     return async () => {
-      const u = new URL(url);
-      const connecting = mysql.createConnection({
-        host: u.hostname,
-        port: Number(u.port || 3306),
-        user: decodeURIComponent(u.username || 'root'),
-        password: decodeURIComponent(u.password),
-        database: u.pathname.slice(1) || undefined,
-        connectTimeout: timeoutMs,
-      });
+      const connecting = mysql.createConnection({ ...mysqlTarget(url), connectTimeout: timeoutMs });
       let c: mysql.Connection;
       try {
         c = await withDeadline(connecting, timeoutMs, 'mysql probe connect');
@@ -101,7 +122,7 @@ export const probes = {
           (late) => late.destroy(),
           () => {},
         ); // a connection that completes late is closed
-        throw e;
+        throw explained('mariadb', e);
       }
       try {
         await withDeadline(myRows(c, Probe.mySelect1), timeoutMs, 'mysql probe');
@@ -112,14 +133,15 @@ export const probes = {
   },
 
   /** PING on a new Redis connection. */
-  redis(url: string, timeoutMs = 1000): Check {
+  redis(url: RedisWhere, timeoutMs = 1000): Check {
     return async () => {
-      const r = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, commandTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
-      r.on('error', () => {});
+      const r = newRedis(url, { lazyConnect: true, connectTimeout: timeoutMs, commandTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
       try {
-        await withDeadline(r.connect(), timeoutMs, 'redis probe connect');
+        await connectRedis(r, url, timeoutMs, 'redis probe connect');
         const pong = await withDeadline(r.ping(), timeoutMs, 'redis probe');
         if (pong !== 'PONG') throw new Error(`redis probe: ${pong}`);
+      } catch (e) {
+        throw explained('redis', e);
       } finally {
         r.disconnect();
       }
@@ -127,13 +149,15 @@ export const probes = {
   },
 
   /** A metadata request (describeCluster) on a new Kafka admin connection. */
-  kafka(brokers: readonly string[], timeoutMs = 1000): Check {
+  kafka(brokers: KafkaWhere, timeoutMs = 1000): Check {
     return async () => {
       const kafka = kafkaClient('msgx-probe', brokers, timeoutMs);
       const admin = kafka.admin({ retry: { retries: 0 } });
       try {
         await withDeadline(admin.connect(), timeoutMs, 'kafka probe connect');
         await withDeadline(admin.describeCluster(), timeoutMs, 'kafka probe');
+      } catch (e) {
+        throw explained('kafka', e, { plain: !('service' in brokers) || !brokers.tls });
       } finally {
         void withDeadline(admin.disconnect(), timeoutMs, 'kafka probe disconnect').catch(() => {});
       }
@@ -159,12 +183,12 @@ export class PostgresWatch {
   /** Statements on `client` (lib/sql/probe.ts). */
   private session: Db | null = null;
   private timer: NodeJS.Timeout | null = null;
-  private readonly url: string;
+  private readonly url: PgWhere;
   private readonly everyMs: number;
   private readonly timeoutMs: number;
   private readonly onChange: (up: boolean, downForMs: number, err: string | null) => void;
 
-  constructor(o: { url: string; everyMs?: number; timeoutMs?: number; onChange?: (up: boolean, downForMs: number, err: string | null) => void }) {
+  constructor(o: { url: PgWhere; everyMs?: number; timeoutMs?: number; onChange?: (up: boolean, downForMs: number, err: string | null) => void }) {
     this.url = o.url;
     this.everyMs = o.everyMs ?? 2000;
     this.timeoutMs = o.timeoutMs ?? 1500;
@@ -204,7 +228,7 @@ export class PostgresWatch {
       this.set(true, null);
     } catch (e) {
       this.drop();
-      this.set(false, (e as Error).message);
+      this.set(false, explained('postgres', e).message);
     }
     return this.up;
   }
@@ -274,7 +298,7 @@ function keptConnection<C>(o: { open: () => Promise<C>; probe: (c: C) => Promise
  * a failure and the next check opens a new one. Each step is bounded by timeoutMs.
  */
 export const watches = {
-  postgres(url: string, timeoutMs = 1500): Watch {
+  postgres(url: PgWhere, timeoutMs = 1500): Watch {
     const w = new PostgresWatch({ url, timeoutMs });
     return {
       check: async () => {
@@ -285,7 +309,7 @@ export const watches = {
     };
   },
 
-  mysql(url: string, timeoutMs = 1500): Watch {
+  mysql(url: MysqlWhere, timeoutMs = 1500): Watch {
     return keptConnection<mysql.Connection>({
       open: async () => {
         const connecting = mysql.createConnection({ ...mysqlTarget(url), connectTimeout: timeoutMs });
@@ -300,7 +324,7 @@ export const watches = {
             (late) => late.destroy(),
             () => {},
           );
-          throw e;
+          throw explained('mariadb', e);
         }
       },
       probe: async (conn) => {
@@ -310,28 +334,29 @@ export const watches = {
     });
   },
 
-  redis(url: string, timeoutMs = 1500): Watch {
+  redis(url: RedisWhere, timeoutMs = 1500): Watch {
     return keptConnection<Redis>({
       open: async () => {
-        const r = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, commandTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
-        r.on('error', () => {});
+        const r = newRedis(url, { lazyConnect: true, connectTimeout: timeoutMs, commandTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
         try {
-          await withDeadline(r.connect(), timeoutMs, 'redis connect');
+          await connectRedis(r, url, timeoutMs, 'redis connect');
         } catch (e) {
           r.disconnect();
-          throw e;
+          throw explained('redis', e);
         }
         return r;
       },
       probe: async (r) => {
-        const pong = await withDeadline(r.ping(), timeoutMs, 'redis PING');
+        const pong = await withDeadline(r.ping(), timeoutMs, 'redis PING').catch((e) => {
+          throw explained('redis', e);
+        });
         if (pong !== 'PONG') throw new Error(`redis PING answered ${pong}`);
       },
       destroy: (r) => r.disconnect(),
     });
   },
 
-  kafka(brokers: readonly string[], timeoutMs = 1500): Watch {
+  kafka(brokers: KafkaWhere, timeoutMs = 1500): Watch {
     const kafka = kafkaClient('msgx-health', brokers, timeoutMs);
     let admin: kafkajs.Admin | null = null;
     const drop = () => {
@@ -350,7 +375,7 @@ export const watches = {
           await withDeadline(admin.describeCluster(), timeoutMs, 'kafka metadata request');
         } catch (e) {
           drop();
-          throw keptFailed(e, kept);
+          throw keptFailed(explained('kafka', e, { plain: !('service' in brokers) || !brokers.tls }), kept);
         }
       },
       close: drop,

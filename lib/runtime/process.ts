@@ -3,18 +3,21 @@
 import type { FastifyInstance } from 'fastify';
 import { Logger as GraphileLogger, run, type Runner, type TaskList } from 'graphile-worker';
 import type pg from 'pg';
-import { ConfigError, loadConfig, redactUrl, slices, type Config } from '../core/config.ts';
+import { ConfigError, loadConfig, redactUrl, slices, targets, type Config } from '../core/config.ts';
+import { scrub } from '../core/secrets.ts';
+import { isInfraError } from '../core/errors.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { createAodbPool, dropIdle, type Inbox } from '../db/mysql.ts';
 import { connectClient, createDb, createPool, type Db } from '../db/postgres.ts';
 import { createRedis, reconnectRedis, type Redis } from '../db/redis.ts';
+import { explained } from '../db/tls.ts';
 import { pgRows, pgRun } from '../db/statement.ts';
 import * as Jobs from '../sql/jobs.ts';
 import { Health, type ConditionOptions, type HealthCheck } from './health.ts';
 import { createHttpServer } from './http.ts';
 import { createLogger, type Logger } from './log.ts';
 import { exportProcessMetrics, metrics, registry } from './metrics.ts';
-import { runAsLeader, withDeadline, type LeaderHandle } from './leader.ts';
+import { runAsLeader, sleep, withDeadline, type LeaderHandle } from './leader.ts';
 import type { ProcessName } from '../core/tasks.ts';
 import { clearCondition, conditions, healthNotes, setCondition } from './conditions.ts';
 import { watchPool } from './pool-watch.ts';
@@ -96,7 +99,7 @@ export function loadConfigOrExit(name: string): Config {
     return loadConfig();
   } catch (e) {
     if (e instanceof ConfigError) {
-      process.stderr.write(`${name}: ${e.message}\n`);
+      process.stderr.write(`${name}: ${scrub(e.message)}\n`);
       process.exit(2);
     }
     throw e;
@@ -106,28 +109,30 @@ export function loadConfigOrExit(name: string): Config {
 export async function runProcess(spec: ProcessSpec): Promise<void> {
   const config = loadConfigOrExit(spec.name);
   const log = createLogger(spec.name, config['msgx.log.level']);
-  log.info({ node: process.version, pid: process.pid, database: redactUrl(config.DATABASE_URL) }, `${spec.name} starting`);
+  const t = targets(config);
+  const tls = { postgres: t.postgres.tls?.mode ?? 'off', mariadb: t.mariadb.tls?.mode ?? 'off', redis: t.redis.tls?.mode ?? 'off', kafka: t.kafka.protocol };
+  log.info({ node: process.version, pid: process.pid, database: redactUrl(config.DATABASE_URL), tls }, `${spec.name} starting`);
   const abort = new AbortController();
-  const pool = createPool(config.DATABASE_URL, { max: 8, name: spec.name });
+  const pool = createPool(t.postgres, { max: 8, name: spec.name });
   // Readiness per dependency, one line when one goes away / comes back (lib/runtime/health.ts).
   const health = new Health({ log });
   // A pooled connection frozen on a dead path is closed instead of hanging its caller (lib/runtime/pool-watch.ts).
-  const poolWatch = watchPool(pool, { url: config.DATABASE_URL, onStuck: health.reporter('postgres') });
+  const poolWatch = watchPool(pool, { url: t.postgres, onStuck: health.reporter('postgres') });
   health.onDown('postgres', () => void poolWatch.reset());
   const io = slices(config).io;
   const edges: Runtime['edges'] = {
     aodbPool: (o = {}) => {
-      const p = createAodbPool(config.INBOX_URL, { timeoutMs: io.timeoutMs, connectionLimit: o.connectionLimit, onFault: health.reporter('mariadb') });
+      const p = createAodbPool(t.mariadb, { timeoutMs: io.timeoutMs, connectionLimit: o.connectionLimit, onFault: health.reporter('mariadb') });
       health.onDown('mariadb', () => dropIdle(p));
       return p;
     },
     redis: () => {
-      const r = createRedis(config.REDIS_URL, io.timeoutMs, { onFault: health.reporter('redis') });
+      const r = createRedis(t.redis, io.timeoutMs, { onFault: health.reporter('redis') });
       health.onDown('redis', () => reconnectRedis(r));
       return r;
     },
     pgSession: async (name) => {
-      const c = await connectClient(config.DATABASE_URL, name);
+      const c = await connectClient(t.postgres, name);
       poolWatch.adopt(c);
       return c;
     },
@@ -232,7 +237,7 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
   let stopRunner: (() => Promise<void>) | undefined;
   const duty = spec.leaderLock
     ? runAsLeader({
-        url: config.DATABASE_URL,
+        url: t.postgres,
         name: spec.name,
         lockKey: spec.leaderLock,
         log,
@@ -240,9 +245,23 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
         start: startRunner,
         onLost: () => poolWatch.reset(),
         onStandby: () => clearCondition(STARTING),
+        onError: (e, message) => void health.quiet('leader-loop', e, message, 'postgres'),
       })
     : (async () => {
-        stopRunner = await startRunner();
+        // A runner that cannot start (Postgres refuses the connection: a wrong certificate or
+        // password, an outage) is retried with backoff; /healthz says why meanwhile.
+        for (let failures = 0; ; failures++) {
+          try {
+            stopRunner = await startRunner();
+            break;
+          } catch (e) {
+            if (abort.signal.aborted) return;
+            if (!isInfraError(e)) throw e; // a refusal of the setup (e.g. a topic the cluster will not create) stays fatal
+            const wait = Math.min(1000 * 2 ** Math.min(failures, 3), 5000);
+            health.quiet('runner-start', explained('postgres', e), `graphile-worker runner did not start; retrying in ${wait / 1000} s`, 'postgres');
+            await sleep(wait, abort.signal);
+          }
+        }
         await new Promise((r) => (abort.signal.aborted ? r(undefined) : abort.signal.addEventListener('abort', r, { once: true })));
         await stopRunner();
       })();
@@ -335,21 +354,11 @@ function graphileLogger(log: Logger, health: Health) {
 
 /** Postgres always, then what the process needs, then its further conditions. */
 function registerConditions(rt: Runtime, spec: ProcessSpec): void {
-  const s = slices(rt.config);
-  const pg = watches.postgres(rt.config.DATABASE_URL);
+  const t = targets(rt.config);
+  const pg = watches.postgres(t.postgres);
   rt.health.register('postgres', pg.check, { close: pg.close });
   for (const dep of spec.needs ?? []) {
-    const w =
-      dep === 'mariadb'
-        ? watches.mysql(rt.config.INBOX_URL)
-        : dep === 'redis'
-          ? watches.redis(rt.config.REDIS_URL)
-          : watches.kafka(
-              s.kafka.brokers
-                .split(',')
-                .map((b) => b.trim())
-                .filter(Boolean),
-            );
+    const w = dep === 'mariadb' ? watches.mysql(t.mariadb) : dep === 'redis' ? watches.redis(t.redis) : watches.kafka(t.kafka);
     rt.health.register(dep, w.check, { close: w.close });
   }
   for (const c of spec.conditions?.(rt) ?? []) rt.health.register(c.name, c.check, c);

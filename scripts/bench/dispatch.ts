@@ -13,6 +13,7 @@
 import { scriptHelp } from '../args.ts';
 import { randomUUID } from 'node:crypto';
 import kafkajs from 'kafkajs';
+import { benchKafka } from './workers.ts';
 import { sql } from 'kysely';
 import { systemClock } from '../../lib/core/clock.ts';
 import { type Config, slices } from '../../lib/core/config.ts';
@@ -150,7 +151,7 @@ await kafka.close();
 // ---------------------------------------------------------------------------------------------
 // read the topics back with a real consumer
 async function readBack(topic: string, done: (n: { records: number; items: number }) => boolean, onValue: (v: string) => number): Promise<{ records: number; items: number; ms: number }> {
-  const k = new Kafka({ clientId: 'msgx-bench-consumer', brokers: b.config.KAFKA_BROKERS.split(','), logLevel: logLevel.NOTHING });
+  const k = new Kafka({ clientId: 'msgx-bench-consumer', ...benchKafka(b.config), logLevel: logLevel.NOTHING });
   const consumer = k.consumer({ groupId: `bench-${randomUUID()}`, sessionTimeout: 30_000, heartbeatInterval: 3000, maxBytes: 50 * 2 ** 20 });
   const n = { records: 0, items: 0 };
   const t = performance.now();

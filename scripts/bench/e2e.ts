@@ -13,7 +13,7 @@ import '../../lib/dispatch/kafka.ts'; // its filter of kafkajs's harmless Timeou
 import { bigSnapshot } from '../../test/support/fixtures.ts';
 import { sisMessage } from '../../test/support/services.ts';
 import { emptyAll, machine, median, openBench, type Bench, stateCounts } from './setup.ts';
-import { failWithLogs, KAFKA, startWorker, stopWorkers, waitFor } from './workers.ts';
+import { benchKafka, failWithLogs, startWorker, stopWorkers, waitFor } from './workers.ts';
 
 scriptHelp(import.meta.url);
 const N = Number(process.argv[2] ?? 20_000);
@@ -36,7 +36,7 @@ async function oneRun(b: Bench, run: number) {
   const tag = randomUUID().slice(0, 8);
   const topics = { msg: `bench.${tag}.msg`, schd: `bench.${tag}.schd`, state: `bench.${tag}.state` };
   await emptyAll(b);
-  const admin = new Kafka({ clientId: 'msgx-bench-e2e', brokers: KAFKA.split(','), logLevel: logLevel.NOTHING }).admin();
+  const admin = new Kafka({ clientId: 'msgx-bench-e2e', ...benchKafka(), logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
   await b.inbox.query("INSERT INTO cminmsgs (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS) VALUES (?, '2026-12-01 08:00:00', 'VALID')", [bigSnapshot(F, 1, { seqn: 1 })]);
   const base = 31000 + Math.floor(Math.random() * 500) * 10; // other runs on the machine may hold fixed ports

@@ -23,7 +23,7 @@ import '../../lib/dispatch/kafka.ts'; // its filter of kafkajs's harmless Timeou
 import { bigSnapshot } from '../../test/support/fixtures.ts';
 import { sisMessage } from '../../test/support/services.ts';
 import { emptyAll, machine, openBench, type Bench, stateCounts } from './setup.ts';
-import { failWithLogs, KAFKA, startWorker, stopWorkers, waitFor, type Worker } from './workers.ts';
+import { benchKafka, failWithLogs, startWorker, stopWorkers, waitFor, type Worker } from './workers.ts';
 
 const N = Number(process.argv[2] ?? 1_000_000);
 const F = Number(process.argv[3] ?? 10_000);
@@ -79,7 +79,7 @@ async function run(b: Bench): Promise<{ tenths: Tenth[]; drainSeconds: number; s
   const tag = randomUUID().slice(0, 8);
   const topics = { msg: `bench.${tag}.msg`, schd: `bench.${tag}.schd`, state: `bench.${tag}.state` };
   await emptyAll(b);
-  const admin = new Kafka({ clientId: 'msgx-bench-growth', brokers: KAFKA.split(','), logLevel: logLevel.NOTHING }).admin();
+  const admin = new Kafka({ clientId: 'msgx-bench-growth', ...benchKafka(), logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
   // the flights: one snapshot of up to 9,999 (and a second day's for the rest)
   const first = Math.min(F, 9999);

@@ -19,7 +19,7 @@ import '../../lib/dispatch/kafka.ts'; // its filter of kafkajs's harmless Timeou
 import { bigSnapshot } from '../../test/support/fixtures.ts';
 import { sisMessage } from '../../test/support/services.ts';
 import { emptyAll, machine, median, openBench, type Bench } from './setup.ts';
-import { failWithLogs, KAFKA, startWorker, stopWorkers, waitFor } from './workers.ts';
+import { benchKafka, failWithLogs, startWorker, stopWorkers, waitFor } from './workers.ts';
 
 const { Kafka, logLevel } = kafkajs;
 
@@ -65,7 +65,7 @@ async function oneRun(b: Bench, run: number): Promise<RunResult> {
   await insertInboxRow(b.inbox, { body: bigSnapshot(FLIGHTS, 1, { seqn: 1 }), received: '2026-12-01 08:00:00' });
   const base = 32000 + Math.floor(Math.random() * 500) * 10; // other runs on the machine may hold fixed ports
   const workers = PROCESSES.map((name, i) => startWorker(name, base + i, topics));
-  const k = new Kafka({ clientId: 'msgx-bench-latency', brokers: KAFKA.split(','), logLevel: logLevel.NOTHING });
+  const k = new Kafka({ clientId: 'msgx-bench-latency', ...benchKafka(), logLevel: logLevel.NOTHING });
   const consumer = k.consumer({ groupId: `bench-${tag}`, sessionTimeout: 30_000, heartbeatInterval: 3000, maxWaitTimeInMs: 100 });
   try {
     // the snapshot applied and all its events on Kafka (this also creates the topic)

@@ -5,7 +5,7 @@ import os from 'node:os';
 import pg from 'pg';
 import { sql } from 'kysely';
 import { loadConfig, type Config } from '../../lib/core/config.ts';
-import { connectClient, createDb, createPool, createSessionDb, type Db } from '../../lib/db/postgres.ts';
+import { connectClient, connectionSettings, createDb, createPool, createSessionDb, type Db } from '../../lib/db/postgres.ts';
 import { createAodbPool, type Inbox } from '../../lib/db/mysql.ts';
 import { createRedis, type Redis } from '../../lib/db/redis.ts';
 import { migrate } from '../../lib/db/migrate.ts';
@@ -35,7 +35,7 @@ export interface Bench {
 }
 
 export async function openBench(overrides: Record<string, string> = {}): Promise<Bench> {
-  const admin = new pg.Client({ connectionString: BENCH_PG.replace(/\/[^/]+$/, '/postgres') });
+  const admin = new pg.Client(connectionSettings(BENCH_PG.replace(/\/[^/]+$/, '/postgres'), 'bench-admin'));
   await admin.connect();
   const name = new URL(BENCH_PG).pathname.slice(1);
   if ((await admin.query('select 1 from pg_database where datname = $1', [name])).rowCount === 0) await admin.query(`create database "${name}"`);

@@ -22,7 +22,9 @@ import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import kafkajs from 'kafkajs';
+import { benchKafka } from './workers.ts';
 import pg from 'pg';
+import { connectionSettings } from '../../lib/db/postgres.ts';
 import { sql } from 'kysely';
 import { systemClock } from '../../lib/core/clock.ts';
 import { type Config, loadConfig, slices } from '../../lib/core/config.ts';
@@ -159,7 +161,7 @@ process.exit(breaches.length ? 1 : 0);
 
 /** The smoke's Kafka topics, deleted afterwards (it leaves nothing on the broker). */
 async function deleteTopics(topics: string[]): Promise<void> {
-  const admin = new kafkajs.Kafka({ clientId: 'msgx-smoke-cleanup', brokers: b.config.KAFKA_BROKERS.split(','), logLevel: kafkajs.logLevel.NOTHING }).admin();
+  const admin = new kafkajs.Kafka({ clientId: 'msgx-smoke-cleanup', ...benchKafka(b.config), logLevel: kafkajs.logLevel.NOTHING }).admin();
   await admin.connect();
   try {
     await admin.deleteTopics({ topics, timeout: 10_000 });
@@ -184,7 +186,7 @@ async function commitRate(): Promise<{ rate: number; how: string }> {
     const out = execFileSync('pgbench', ['-n', '-c', '1', '-T', String(COMMIT_SECONDS), '-f', script, BENCH_PG], { encoding: 'utf8' });
     return { rate: Number(/tps = ([\d.]+)/.exec(out)?.[1]), how: 'pgbench' };
   }
-  const c = new pg.Client({ connectionString: BENCH_PG });
+  const c = new pg.Client(connectionSettings(BENCH_PG, 'bench-commit'));
   await c.connect();
   await c.query(setup);
   let n = 0;

@@ -1,9 +1,17 @@
 // The real worker processes of the end-to-end benchmarks (the Procfile's entry files) against the
 // benchmark databases, with their own topics and HTTP ports.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { loadConfig, slices, type Config } from '../../lib/core/config.ts';
+import { kafkaClientConfig, kafkaOptions } from '../../lib/dispatch/kafka.ts';
+import { createLogger } from '../../lib/runtime/log.ts';
 import { BENCH_INBOX, BENCH_PG, BENCH_REDIS } from './setup.ts';
 
 export const KAFKA = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
+
+/** Brokers, TLS and SASL of a bench's own Kafka clients: the gateway's factory (lib/dispatch/kafka.ts), from the environment's KAFKA_* settings. */
+export function benchKafka(config: Config = loadConfig({ ...process.env, KAFKA_BROKERS: KAFKA })) {
+  return kafkaClientConfig(kafkaOptions(slices(config).kafka, createLogger('bench', 'silent')));
+}
 
 export interface Worker {
   name: string;

@@ -14,7 +14,7 @@ import kafkajs from 'kafkajs';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { loadConfig } from '../../lib/core/config.ts';
-import { createDb, createPool, type Db } from '../../lib/db/postgres.ts';
+import { connectionSettings, createDb, createPool, type Db } from '../../lib/db/postgres.ts';
 import { createAodbPool, type Inbox } from '../../lib/db/mysql.ts';
 import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
 import { createRedis, type Redis } from '../../lib/db/redis.ts';
@@ -94,12 +94,12 @@ let nextPort = 19800;
 
 /** Fresh databases and topics, proxies, the private broker; no worker started yet. */
 export async function openRig(overrides: Record<string, string> = {}): Promise<Rig> {
-  const admin = new pg.Client({ connectionString: REL_PG.replace(/\/[^/]+$/, '/postgres') });
+  const admin = new pg.Client(connectionSettings(REL_PG.replace(/\/[^/]+$/, '/postgres'), 'reliability-admin'));
   await admin.connect();
   const dbName = new URL(REL_PG).pathname.slice(1);
   if ((await admin.query('select 1 from pg_database where datname = $1', [dbName])).rowCount === 0) await admin.query(`create database "${dbName}"`);
   await admin.end();
-  const c = new pg.Client({ connectionString: REL_PG });
+  const c = new pg.Client(connectionSettings(REL_PG, 'reliability-reset'));
   await c.connect();
   await c.query('drop schema if exists public cascade; drop schema if exists graphile_worker cascade; create schema public;');
   await c.end();

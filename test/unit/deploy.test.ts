@@ -20,6 +20,8 @@ const COMPOSE_TEXT = read('docker-compose.yml');
 const compose = parse(COMPOSE_TEXT, { merge: true }) as { services: Record<string, Service>; volumes: Record<string, unknown> };
 const PROCS = parseProcfile(read('Procfile'));
 const INFRA = ['postgres', 'mariadb', 'redis', 'kafka'];
+/** Services that run once and exit 0: the migrations, the gateway's Kafka user. */
+const ONE_SHOTS = ['migrate', 'kafka-users'];
 const DOCKER_COMPOSE = process.env.DOCKER_COMPOSE_PATH ?? '/usr/bin/docker-compose';
 
 interface Service {
@@ -61,7 +63,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('runs exactly the Procfile processes, each with its Procfile command', () => {
-    const apps = Object.keys(compose.services).filter((s) => ![...INFRA, 'migrate', 'prometheus'].includes(s));
+    const apps = Object.keys(compose.services).filter((s) => ![...INFRA, ...ONE_SHOTS, 'prometheus'].includes(s));
     expect(apps.sort()).toEqual(PROCS.map((p) => p.name).sort());
     for (const p of PROCS) expect(compose.services[p.name].command!.join(' ')).toBe(p.command);
   });
@@ -84,9 +86,13 @@ describe('docker-compose.yml', () => {
           mariadb: { condition: 'service_healthy' },
           redis: { condition: 'service_healthy' },
           kafka: { condition: 'service_healthy' },
+          'kafka-users': { condition: 'service_completed_successfully' },
           migrate: { condition: 'service_completed_successfully' },
         },
       });
+    // the gateway's SCRAM user on Kafka (docs/operations.md "Production settings"), once Kafka is healthy
+    expect(compose.services['kafka-users'].depends_on).toEqual({ kafka: { condition: 'service_healthy' } });
+    expect(compose.services['kafka-users'].restart).toBe('no');
     expect(compose.services.migrate.depends_on).toEqual({ postgres: { condition: 'service_healthy' } });
     expect(compose.services.migrate.command).toEqual(['node', 'scripts/migrate.ts']);
     expect(compose.services.migrate.restart).toBe('no');
@@ -94,7 +100,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('healthchecks: every long-running service; each process through its own /healthz', () => {
-    for (const [name, s] of Object.entries(compose.services)) if (name !== 'migrate') expect({ name, hc: Boolean(s.healthcheck?.test) }).toEqual({ name, hc: true });
+    for (const [name, s] of Object.entries(compose.services)) if (!ONE_SHOTS.includes(name)) expect({ name, hc: Boolean(s.healthcheck?.test) }).toEqual({ name, hc: true });
     for (const p of PROCS) expect(compose.services[p.name].healthcheck!.test).toEqual(['CMD', 'node', 'scripts/healthcheck.ts', p.name]);
   });
 
@@ -112,6 +118,27 @@ describe('docker-compose.yml', () => {
       expect(Object.keys(compose.volumes)).toContain(mount!.split(':')[0]);
     }
     expect(compose.services.kafka.environment!.KAFKA_LOG_DIRS).toBe('/var/lib/kafka/data');
+  });
+
+  it('every connection is secured; every password and key is a secret file, none is in the file', () => {
+    for (const p of PROCS) {
+      expect(compose.services[p.name].environment).toMatchObject({
+        DATABASE_TLS_MODE: 'verify-full',
+        DATABASE_PASSWORD_FILE: '/run/secrets/postgres-password',
+        INBOX_TLS_MODE: 'verify-full',
+        INBOX_PASSWORD_FILE: '/run/secrets/inbox-password',
+        REDIS_URL: expect.stringMatching(/^rediss:\/\//),
+        REDIS_PASSWORD_FILE: '/run/secrets/redis-password',
+        KAFKA_SECURITY_PROTOCOL: 'SASL_SSL',
+        KAFKA_SASL_MECHANISM: 'scram-sha-512',
+        KAFKA_SASL_PASSWORD_FILE: '/run/secrets/kafka-password',
+      });
+      for (const [k, v] of Object.entries(compose.services[p.name].environment!)) if (/_URL$/.test(k)) expect({ k, v }).toEqual({ k, v: expect.not.stringMatching(/\/\/[^@/]*:[^@/]*@/) });
+    }
+    expect(COMPOSE_TEXT).not.toMatch(/POSTGRES_PASSWORD:|MARIADB_ROOT_PASSWORD:|postgres:postgres@|root:root@/);
+    expect(compose.services.mariadb.command).toContain('--require-secure-transport=ON');
+    expect(compose.services.redis.command).toEqual(expect.arrayContaining(['--port', '0', '--tls-port', '--aclfile']));
+    expect(compose.services.kafka.environment!.KAFKA_LISTENER_SECURITY_PROTOCOL_MAP).not.toMatch(/(INTERNAL|CLIENTS):PLAINTEXT/);
   });
 
   it('the api token is mandatory (:?), never defaulted; production mode', () => {
