@@ -6,7 +6,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { dispatchSpec } from '../../../scripts/args.ts';
+import { dispatchSelection, dispatchSpec, parseArgs } from '../../../scripts/args.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 
@@ -89,5 +89,52 @@ describe('CLI usage and README operator tasks vs the parsers', () => {
     expect(drift(replay, replay.usage.replaceAll('--force', '--forced'), README)).toEqual(['scripts/replay.ts: --force is not in its usage']);
     // a flag dropped from README's rows
     expect(drift(resend, resend.usage, README.replaceAll('--acknowledge', '--ack'))).toEqual(['README "Operator tasks" (npm run dispatch-resend): --acknowledge is not named']);
+  });
+});
+
+/** The --target values the dispatch CLIs accept (dispatchSelection), tried on every candidate. */
+function acceptedTargets(candidates: Iterable<string>): string[] {
+  const spec = dispatchSpec('dispatch-replay', '');
+  return [...new Set(candidates)]
+    .filter((t) => {
+      try {
+        dispatchSelection(parseArgs(spec, ['--all', '--target', t]));
+        return true;
+      } catch {
+        return false;
+      }
+    })
+    .sort();
+}
+
+/** Where a document lists the --target values (`--target a|b|c`, pipes escaped in tables) otherwise than the parser takes them. */
+function targetDrift(docs: Record<string, string>): string[] {
+  const mentions = Object.entries(docs).flatMap(([f, text]) => [...text.matchAll(/--target ([a-z]+(?:\\?\|[a-z]+)*)/g)].map((m) => ({ f, values: m[1].split(/\\?\|/) })));
+  const accepted = acceptedTargets([...mentions.flatMap((m) => m.values), 'msg', 'schd', 'state']);
+  const out: string[] = [];
+  for (const { f, values } of mentions) {
+    for (const v of values) if (!accepted.includes(v)) out.push(`${f}: --target ${v} is not accepted (${accepted.join('|')})`);
+    // a list of alternatives is the complete list; a single value is an example
+    if (values.length > 1 && values.join('|') !== accepted.join('|') && [...values].sort().join('|') !== accepted.join('|'))
+      out.push(`${f}: --target ${values.join('|')}, the parser takes ${accepted.join('|')}`);
+  }
+  return out;
+}
+
+describe('--target values in the documents vs the parser', () => {
+  const files = ['README.md', 'docs/consumers.md', 'docs/operations.md', 'docs/decisions.md'];
+  const docs = { ...Object.fromEntries(files.map((f) => [f, readFileSync(path.join(ROOT, f), 'utf8')])), 'dispatch-replay/-skip usage': dispatchSpec('dispatch-replay', '').usage };
+
+  it('every list of --target values is the one the parser takes', () => {
+    expect(acceptedTargets(['msg', 'schd', 'state', 'all', 'x'])).toEqual(['msg', 'schd', 'state']);
+    expect(targetDrift(docs)).toEqual([]);
+  });
+
+  it('reports a planted drift: a list missing a value, a value the parser refuses', () => {
+    expect(targetDrift({ 'README.md': '`-- --all [--target msg\\|schd]`' })).toEqual(['README.md: --target msg|schd, the parser takes msg|schd|state']);
+    expect(targetDrift({ 'docs/consumers.md': '`--all [--target msg|schd|state|all]`' })).toEqual([
+      'docs/consumers.md: --target all is not accepted (msg|schd|state)',
+      'docs/consumers.md: --target msg|schd|state|all, the parser takes msg|schd|state',
+    ]);
   });
 });
