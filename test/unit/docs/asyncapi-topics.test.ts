@@ -100,3 +100,31 @@ describe('docs/asyncapi.yaml topics vs provisioning', () => {
     for (const [ch, edit, want] of cases) expect(topicDrift(mutated(edit), ch, provisioned(ch)).join('\n')).toMatch(want);
   });
 });
+
+/** docs/consumers.md's topic table: the partitions column of each topic's row ("… (6) when …" or "1 when …"). */
+function consumersPartitions(text: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/^\| `(msgx\.flight\.\w+)` \|(.*)$/gm)) {
+    const cells = m[2].split(/(?<!\\)\|/).map((c) => c.trim());
+    const col = cells[3] ?? '';
+    const n = /\((\d+)\)/.exec(col)?.[1] ?? /^(\d+)\b/.exec(col)?.[1];
+    if (n) out[m[1]] = Number(n);
+  }
+  return out;
+}
+
+describe('docs/consumers.md topic table vs provisioning', () => {
+  const text = readFileSync(path.join(ROOT, 'docs/consumers.md'), 'utf8');
+  const want = Object.fromEntries(CHANNELS.map((ch) => [provisioned(ch).topic, provisioned(ch).partitions]));
+
+  it('gives each topic the partitions the gateway creates it with', () => {
+    expect(consumersPartitions(text)).toEqual(want);
+  });
+
+  it('reports a planted drift (schd with 6 partitions)', () => {
+    const planted = text.replace('| 1 when the gateway creates it |', '| 6 when the gateway creates it |');
+    expect(planted).not.toBe(text);
+    expect(consumersPartitions(planted)['msgx.flight.schd']).toBe(6);
+    expect(consumersPartitions(planted)).not.toEqual(want);
+  });
+});
