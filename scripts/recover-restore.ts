@@ -12,7 +12,7 @@
 //      inbox order (an explicit action, as replay is: the gateway never replays on its own).
 // The pump and intake hold while Postgres is behind; they resume by themselves within seconds of
 // the command. Exit 0 when done (or nothing to do, or --dry-run), 2 on an error.
-import { loadConfig, slices, targets } from '../lib/core/config.ts';
+import { type Config, loadConfig, slices, targets } from '../lib/core/config.ts';
 import { systemClock } from '../lib/core/clock.ts';
 import { createAodbPool } from '../lib/db/mysql.ts';
 import { createDb, createPool } from '../lib/db/postgres.ts';
@@ -23,9 +23,13 @@ import { createKafkaRestoreCheck } from '../lib/dispatch/restore.ts';
 import { lostRange, redisAhead, resyncRedis, takeInAgain } from '../lib/pipeline/restore.ts';
 import { createLogger } from '../lib/runtime/log.ts';
 import * as Restore from '../lib/sql/restore.ts';
-import { guardOutput } from './args.ts';
+import { type CliSpec, cliArgs } from './args.ts';
 
-const USAGE = `usage: npm run recover-restore -- [--dry-run]
+const SPEC: CliSpec = {
+  name: 'recover-restore',
+  flags: ['--dry-run'],
+  positional: 'none',
+  usage: `usage: npm run recover-restore -- [--dry-run]
 
 After a Postgres restore from a backup: lists what Postgres forgot (inbox rows marked processed
 above intake's watermark, Redis flights newer than Postgres, msg-topic EVENT_IDs above Postgres's
@@ -34,22 +38,19 @@ the lost inbox range in again (the pump applies it in inbox order).
 
   --dry-run   list only, change nothing
   --help      this text
-`;
+Exit 0 when done (or nothing to do, or --dry-run), 2 on bad arguments, a configuration error or
+any other error.`,
+};
 
-guardOutput();
-const argv = process.argv.slice(2);
-if (argv.includes('--help') || argv.includes('-h')) {
-  process.stdout.write(USAGE);
-  process.exit(0);
-}
-const unknown = argv.filter((a) => a !== '--dry-run');
-if (unknown.length) {
-  process.stderr.write(`recover-restore: unknown argument ${unknown[0]}\n${USAGE}`);
+// arguments first (--help and a bad argument open nothing), then the configuration (an error: exit 2)
+const dryRun = cliArgs(SPEC).flags.has('--dry-run');
+let config: Config;
+try {
+  config = loadConfig();
+} catch (e) {
+  process.stderr.write(`recover-restore: ${(e as Error).message}\n`);
   process.exit(2);
 }
-const dryRun = argv.includes('--dry-run');
-
-const config = loadConfig();
 const s = slices(config);
 const log = createLogger('recover-restore', config['msgx.log.level']);
 const timeoutMs = s.io.timeoutMs;

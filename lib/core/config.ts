@@ -138,7 +138,7 @@ const PARAMS = {
   'msgx.test.crash-at': [z.string().regex(/^$|^[a-z.-]+(:\d+)?$/, 'expected <point>[:<n>]'), ''],
 } as const satisfies Record<string, readonly [z.ZodType, string]>;
 
-/** Connection settings (plain names, as the issue fixes them). */
+/** Connection settings (plain environment names, not msgx.* keys: README "Configuration"). */
 const CONNECTIONS = {
   DATABASE_URL: [z.string().url(), 'postgres://postgres@127.0.0.1:5432/msgx'],
   INBOX_URL: [z.string().url(), 'mysql://root@127.0.0.1:3306/aodbinterface'],

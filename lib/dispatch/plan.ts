@@ -1,4 +1,4 @@
-// The pure decisions of both dispatchers (docs/consumers.md "The consumer rules"), no I/O:
+// The pure decisions of the three dispatchers, msg, schd and state (docs/consumers.md "The consumer rules"), no I/O:
 //   - which msg events a round may send (the hold rule: never overtake within a FLID),
 //   - what a failed send does to an event (backoff ladder, DEAD after max attempts),
 //   - per-record offsets from Kafka's per-partition base offsets,

@@ -93,7 +93,7 @@ export function applySnapshotRecord(prev: FlightState | undefined, flid: string,
   return bump(prev, flid, { STATE: 'ACTIVE', OPERATION_DAY: day, data, MAFL: prev?.MAFL ?? [] }, changed, ctx);
 }
 
-/** ADFT (US-04 AC2): set-only; creates or revives; OPERATION_DAY from SODT when present. */
+/** ADFT: set-only; creates or revives; OPERATION_DAY from SODT when present. */
 export function applyAdft(prev: FlightState | undefined, flid: string, patch: Patch, ctx: MergeContext): MergeResult {
   const base = liveData(prev);
   const data = withPatch(base, patch);

@@ -1,4 +1,4 @@
-// Lifecycle job: the flight history purge (US-14, D1): FLIGHT_SCHD rows that became history are
+// Lifecycle job: the flight history purge (D1): FLIGHT_SCHD rows that became history are
 // archived to FLIGHT_HISTORY and deleted, the Redis keys of purged ACTIVE flights deleted (owed
 // keys retried), and msgx_flights_without_operation_day refreshed. Index of the jobs: tasks.ts.
 import { LOCKS } from '../db/postgres.ts';
@@ -45,7 +45,7 @@ async function flightsOfOpenMessages(d: RetentionDeps, cache: Map<number, string
 }
 
 // ---------------------------------------------------------------------------------------------
-// flight history purge (US-14, D1)
+// flight history purge (D1)
 
 /** The history rule at one instant. */
 export interface HistoryRule {

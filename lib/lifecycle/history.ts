@@ -3,7 +3,7 @@ import { pgRun } from '../db/statement.ts';
 import * as History from '../sql/history.ts';
 import { batches, before, count, type JobOptions, type RetentionDeps } from './common.ts';
 
-/** FLIGHT_HISTORY rows archived longer ago than msgx.history.retention (G-FLIGHT-HIST-RETENTION). */
+/** FLIGHT_HISTORY rows archived longer ago than msgx.history.retention. */
 export async function purgeHistory(d: RetentionDeps, o: JobOptions = {}): Promise<number> {
   const cutoff = before(d, 'historyRetentionMs');
   const n = await batches(o, 5000, async (batch) => {

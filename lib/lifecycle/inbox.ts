@@ -39,4 +39,4 @@ export async function purgeInbox(d: RetentionDeps, o: JobOptions = {}): Promise<
 }
 
 // ---------------------------------------------------------------------------------------------
-// PROC_STATE (US-11, G-PROC-CLEANUP)
+// PROC_STATE

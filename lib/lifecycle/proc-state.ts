@@ -1,4 +1,4 @@
-// Lifecycle job: PROC_STATE rows (US-11, G-PROC-CLEANUP). Index of the jobs: tasks.ts.
+// Lifecycle job: PROC_STATE rows. Index of the jobs: tasks.ts.
 import { myRows, pgRows, pgRun } from '../db/statement.ts';
 import * as InboxSql from '../sql/inbox.ts';
 import * as ProcState from '../sql/proc-state.ts';
@@ -31,6 +31,6 @@ export async function purgeProcState(d: RetentionDeps, o: JobOptions = {}): Prom
     count('proc_state', deleted);
     return [deleted, ids.length];
   });
-  if (n) d.log.info({ deleted: n, before: cutoff.toISOString(), readOnly }, 'retention: PROC_STATE rows deleted (US-11)');
+  if (n) d.log.info({ deleted: n, before: cutoff.toISOString(), readOnly }, 'retention: PROC_STATE rows deleted');
   return n;
 }

@@ -2,7 +2,7 @@
 import { deleteClosedBefore } from '../requests/track.ts';
 import { before, count, type RetentionDeps } from './common.ts';
 
-/** Closed REQ_TRACK rows older than msgx.req-track.retention (G-REQ-TRACK-RETENTION). */
+/** Closed REQ_TRACK rows older than msgx.req-track.retention. */
 export async function purgeRequests(d: RetentionDeps): Promise<number> {
   const cutoff = before(d, 'reqTrackRetentionMs');
   const n = await deleteClosedBefore(d.db, cutoff);

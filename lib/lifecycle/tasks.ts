@@ -8,9 +8,9 @@
 //
 //   object          file            evidence (all times from the injected clock)
 //   cminmsgs        inbox.ts        PROC_STATE terminal, BACKFILL_AT set and older than R_keep, inbox row marked (C-1)
-//   proc_state      proc-state.ts   terminal, BACKFILL_AT set, UPDATED_AT older than the retention, inbox row gone (US-11)
+//   proc_state      proc-state.ts   terminal, BACKFILL_AT set, UPDATED_AT older than the retention, inbox row gone
 //   flight_schd     flights.ts      history rule re-checked under PIPELINE_LOCK with the version read, history
-//                                   row written in the same transaction (US-14, D1)
+//                                   row written in the same transaction (D1)
 //   flight_history  history.ts      ARCHIVED_AT older than msgx.history.retention
 //   schd_snap_log   snap-log.ts     receive time and scope end (operation day) older than msgx.snap-log.retention
 //   req_track       requests.ts     closed longer than msgx.req-track.retention

@@ -1,7 +1,7 @@
 // Retention of the trace records, two jobs of the retention process:
 //   flight_change  CREATED_AT older than msgx.pipeline.event-retention (as long as the outbox
 //                  events of those versions are kept)
-//   proc_attempt   its PROC_STATE row is gone (purged by purgeProcState, US-11): the attempts
+//   proc_attempt   its PROC_STATE row is gone (purged by purgeProcState): the attempts
 //                  go with the message they belong to, never before it
 // Each deletes in bounded batches, returns the count and counts it in
 // msgx_retention_deleted_total{object}.

@@ -1,4 +1,4 @@
-// Backfill (US-10): write TERMINAL_AT (airport local time) into CMINMSGS_DATE_PROCESSED.
+// Backfill: write TERMINAL_AT (airport local time) into CMINMSGS_DATE_PROCESSED.
 // Scan predicate and the four outcomes of docs/design.md "Backfill outcomes"; the lifecycle gate (an advisory lock
 // that replay takes too) is held from reading candidates until their BACKFILL_AT is written.
 import type { Logger } from 'pino';

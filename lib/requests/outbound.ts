@@ -1,4 +1,4 @@
-// Outbound requests to the AODB (US-09, G-REQ-TRACK, C-4: we only promise the COUTMSGS row).
+// Outbound requests to the AODB (G-REQ-TRACK, C-4: we only promise the COUTMSGS row).
 //   createRequest: expire the open request of the same kind, take a SEQN, build the exact body,
 //                  insert PENDING (and, optionally, queue the `request` job) — one transaction.
 //   sendPending:   for each PENDING request: mark the attempt, reconcile an earlier attempt whose

@@ -63,7 +63,7 @@ export async function listPending(db: Executor): Promise<ReqTrackRow[]> {
   return pgRows(db, Sql.listPending);
 }
 
-/** US-09 AC1: a new request of a kind expires the open one first. Returns the expired id, if any. */
+/** A new request of a kind expires the open one first. Returns the expired id, if any. */
 export async function expireOpen(db: Executor, kind: RequestKind, now: Date, why: string): Promise<number | undefined> {
   return (await pgOne(db, Sql.expireOpen, kind, now, why))?.id;
 }

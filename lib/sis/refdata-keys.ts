@@ -14,7 +14,7 @@ export interface RefCategory {
   repeated: readonly string[];
   /** Tags known from the corpus, in document order (key first). */
   fields: readonly string[];
-  /** One of the 13 categories of the design (US-13), or a further TYPE seen in the samples. */
+  /** One of the 13 designed categories (docs/reference-data.md), or a further TYPE seen in the samples. */
   design: boolean;
   /** What it is, for docs and admin-api. */
   title: string;

@@ -1,4 +1,4 @@
-// SQL of MSG_EVENT (the outbox of both dispatchers). Statement conventions: lib/db/statement.ts.
+// SQL of MSG_EVENT (the outbox of the three dispatchers: msg, schd, state). Statement conventions: lib/db/statement.ts.
 import { PER_EXECUTION, pgStatement } from '../db/statement.ts';
 
 /** The outbox's targets (MSG_EVENT.TARGET). */

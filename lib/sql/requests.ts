@@ -59,7 +59,7 @@ export const findByJobKey = pgStatement<[jobKey: string], ReqTrackRow>('requests
 /** PENDING requests in creation order (what sendPending works on). */
 export const listPending = pgStatement<[], ReqTrackRow>('requests.list_pending', `select ${COLUMNS} from req_track where state = 'PENDING' order by id`);
 
-/** US-09 AC1: the open request of kind $1 becomes EXPIRED (a newer one supersedes it). */
+/** The open request of kind $1 becomes EXPIRED (a newer one supersedes it). */
 export const expireOpen = pgStatement<[kind: string, now: Date, why: string], { id: number }>(
   'requests.expire_open',
   `update req_track set state = 'EXPIRED', closed_at = $2::timestamptz, error_text = $3::text

@@ -161,7 +161,7 @@ CREATE TABLE flight_route_point (
   PRIMARY KEY (flid, route_kind, ordinal)
 );
 
--- SRVT / VIPF: raw XML fragments, one row per element, canonical re-serialisation (G-SRVT-VIPF).
+-- SRVT / VIPF: raw XML fragments, one row per element, canonical re-serialisation.
 CREATE TABLE flight_raw_fragment (
   flid           text NOT NULL REFERENCES flight_schd (flid) ON DELETE CASCADE,
   fragment_kind  text NOT NULL CHECK (fragment_kind IN ('SRVT','VIPF')),

@@ -23,7 +23,7 @@ CREATE TABLE req_track (
       OR (kind = 'RQFD' AND operation_day IS NOT NULL AND rtype IS NULL)),
   CHECK ((state IN ('PENDING','SENT')) = (closed_at IS NULL))
 );
--- US-09 AC1: at most one open request per kind.
+-- At most one open request per kind (a new one expires the open one first).
 CREATE UNIQUE INDEX req_track_one_open_per_kind ON req_track (kind) WHERE state IN ('PENDING','SENT');
 -- G-RESP-GUARD: "a closed request for that day exists?"; retention of closed rows.
 CREATE INDEX req_track_rqfd_day ON req_track (operation_day) WHERE kind = 'RQFD';

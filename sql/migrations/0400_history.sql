@@ -3,7 +3,7 @@
 
 -- FLIGHT_HISTORY: one row per purged flight = its complete state JSON (the shape of Redis, the schd
 -- topic and HTTP) at the version it had when archived. Written in the same transaction that
--- deletes the flight rows (D1). Kept msgx.history.retention (G-FLIGHT-HIST-RETENTION).
+-- deletes the flight rows (D1). Kept msgx.history.retention.
 CREATE TABLE flight_history (
   flid           text NOT NULL,
   state_version  integer NOT NULL,               -- the archived state's STATE_VERSION

@@ -77,7 +77,7 @@ describe('snapshot (SCHD DNLD)', () => {
     expect((await sql<{ version: number }>`select version from schd_gen`.execute(s.db)).rows[0].version).toBe(2);
   });
 
-  it('§5.1: a flight taken over by the next day is not deleted; an absent flight of the same day is (tombstone, Redis key removed)', async () => {
+  it('a flight taken over by the next day is not deleted; an absent flight of the same day is (tombstone, Redis key removed)', async () => {
     await apply(
       s.db,
       s.redis,

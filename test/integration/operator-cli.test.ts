@@ -3,7 +3,7 @@
 // and bad arguments of every CLI, backfill-resume's checks (never-applied messages, rows still
 // missing), the dead-letter CLIs' reasons, and the request CLI's look-ups.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { ManualClock } from '../../lib/core/clock.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
 import { testConfig, testEnv } from '../support/env.ts';
@@ -133,6 +133,7 @@ describe('every CLI answers --help with its usage and exit 0, before touching an
     'healthcheck',
     'compare',
     'dry-run',
+    'recover-restore',
     ...['pump', 'snapshot', 'reads', 'dispatch', 'backfill', 'latency', 'intake', 'e2e'].map((b) => `bench/${b}`),
     ...['r1-chaos', 'r2-outages', 'r4-takeover'].map((r) => `reliability/${r}`),
   ];
@@ -167,6 +168,16 @@ describe('every CLI answers --help with its usage and exit 0, before touching an
     const none = await cli('dispatch-skip', []);
     expect(none.err).toMatch(/^dispatch-skip: give exactly one of: <eventId…>, --flid FLID, --all\n/);
     expect(none.code).toBe(2);
+  });
+
+  it('recover-restore: a bad argument names its flags (exit 2); a configuration error is one prefixed line, exit 2, nothing opened', async () => {
+    const r = await cli('recover-restore', ['--dryrun']);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/^recover-restore: unknown option --dryrun \(it knows --dry-run and --help\)\nusage:/);
+    const c = spawnSync(process.execPath, ['scripts/recover-restore.ts', '--dry-run'], { env: { ...process.env, ...testEnv(), MSGX_IO_TIMEOUT: 'banana' }, encoding: 'utf8' });
+    expect(c.status).toBe(2);
+    expect(c.stderr).toMatch(/^recover-restore: invalid configuration:\n.*msgx\.io\.timeout/);
+    expect(c.stdout).toBe('');
   });
 
   it('inject with a path that does not exist gives a usage message, not a stack', async () => {

@@ -105,7 +105,7 @@ describe('inbox rows (C-1)', () => {
     expect(await purgeInbox(deps(new ManualClock(T)), { batch: 2 })).toBe(2);
     expect(await inboxIds()).toEqual([2, 3, 4, 5, 6]);
     expect((await deletedCount('cminmsgs')) - before).toBe(2);
-    // the PROC_STATE rows stay: they are the evidence (and go later, US-11)
+    // the PROC_STATE rows stay: they are the evidence (and go later)
     expect(await ids(s.db, 'proc_state', 'msg_id')).toEqual([1, 2, 3, 4, 5, 6, 7]);
     // a second run finds nothing more
     expect(await purgeInbox(deps(new ManualClock(T)))).toBe(0);
@@ -118,7 +118,7 @@ describe('inbox rows (C-1)', () => {
   });
 });
 
-describe('PROC_STATE rows (US-11)', () => {
+describe('PROC_STATE rows', () => {
   const R = 30 * DAY;
   const old = new Date(T.getTime() - R - SEC);
   const edge = new Date(T.getTime() - R);
@@ -189,7 +189,7 @@ describe('PROC_STATE rows (US-11)', () => {
 
 // ---------------------------------------------------------------------------------------------
 
-describe('flight history purge (US-14)', () => {
+describe('flight history purge', () => {
   /** Process these SIS messages through the real pipeline at the clock's time. */
   async function feed(clock: ManualClock, ...xml: string[]): Promise<void> {
     for (const x of xml) await putInbox(s.inbox, x);

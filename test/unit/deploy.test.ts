@@ -159,7 +159,7 @@ describe('docker-compose.yml', () => {
     for (const p of PROCS) expect(seconds(compose.services[p.name].stop_grace_period!) * 1000).toBeGreaterThan(FORCED_EXIT_MS);
   });
 
-  it('Prometheus service runs the shipped ops/prometheus.yml and alert rules; the config scrapes all seven processes', () => {
+  it('Prometheus service runs the shipped ops/prometheus.yml and alert rules; the config scrapes every Procfile process', () => {
     const prom = compose.services.prometheus;
     expect(prom.volumes).toContain('./ops:/etc/prometheus:ro');
     expect(prom.command).toContain('--config.file=/etc/prometheus/prometheus.yml');
