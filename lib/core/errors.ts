@@ -64,7 +64,8 @@ const INFRA_CODES = new Set([
  * the service's condition, never the message's — the message waits, counted as INFRA, and is
  * never marked DEAD for it (docs/operations.md "Production settings").
  */
-const SETUP_CODES = new Set([
+/** Node's codes for a server certificate whose chain this side does not trust (lib/db/tls.ts explains them). */
+export const UNTRUSTED_CHAIN_CODES: ReadonlySet<string> = new Set([
   'SELF_SIGNED_CERT_IN_CHAIN',
   'DEPTH_ZERO_SELF_SIGNED_CERT',
   'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
@@ -72,6 +73,10 @@ const SETUP_CODES = new Set([
   'UNABLE_TO_GET_ISSUER_CERT',
   'CERT_SIGNATURE_FAILURE',
   'CERT_UNTRUSTED',
+]);
+
+const SETUP_CODES = new Set([
+  ...UNTRUSTED_CHAIN_CODES,
   'CERT_HAS_EXPIRED',
   'CERT_NOT_YET_VALID',
   'ERR_TLS_CERT_ALTNAME_INVALID',

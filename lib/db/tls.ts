@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { checkServerIdentity, type ConnectionOptions } from 'node:tls';
 import { SETTING_PREFIX, type KafkaTarget, type SaslMechanism, type ServiceName, type TlsSettings } from '../core/connections.ts';
 import { scrub } from '../core/secrets.ts';
+import { UNTRUSTED_CHAIN_CODES } from '../core/errors.ts';
 
 const built = new WeakMap<TlsSettings, ConnectionOptions>();
 
@@ -37,15 +38,7 @@ export class ConnectionSetupError extends Error {
   }
 }
 
-const CHAIN = new Set([
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'UNABLE_TO_GET_ISSUER_CERT',
-  'CERT_SIGNATURE_FAILURE',
-  'CERT_UNTRUSTED',
-]);
+const CHAIN = UNTRUSTED_CHAIN_CODES;
 
 /** The error and its causes (kafkajs and ioredis wrap the socket's error). */
 function chain(e: unknown): { code?: string; message: string; type?: string; errno?: number }[] {

@@ -270,7 +270,9 @@ export const timelineEvents = pgStatement<[flid: string], { state_version: numbe
 
 /**
  * The state topic's recorded positions: per partition, one past the highest offset acknowledged
- * for a SENT state row (one index probe per partition, msg_event_state_sent_offset).
+ * for a SENT state row (one index probe per partition, msg_event_state_sent_offset). The same
+ * walk as msgPositions with its own target literal: each matches its partial index, which a
+ * target given as $1 would not (a generic plan cannot prove the index's predicate).
  */
 export const statePositions = pgStatement<[], { partition: number; offset: string }>(
   'outbox.state_positions',
