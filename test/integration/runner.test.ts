@@ -76,12 +76,27 @@ async function npmStart(): Promise<Started> {
     90_000,
     200,
   );
+  // on a time-out: which process answered what, and the last lines of the set
+  let last: Record<string, number | string> = {};
   await waitFor(
     'every /healthz answers 200',
-    async () => (await Promise.all(PROCS.map((n) => fetch(`http://127.0.0.1:${ports[n]}/healthz`).then((r) => r.status)))).every((c) => c === 200),
+    async () => {
+      const st = await Promise.all(
+        PROCS.map((n) =>
+          fetch(`http://127.0.0.1:${ports[n]}/healthz`).then(
+            (r) => r.status,
+            (e: Error & { cause?: { code?: string } }) => `no answer (${e.cause?.code ?? e.message})`,
+          ),
+        ),
+      );
+      last = Object.fromEntries(PROCS.map((n, i) => [n, st[i]]));
+      return st.every((c) => c === 200);
+    },
     60_000,
     250,
-  );
+  ).catch((e: Error) => {
+    throw new Error(`${e.message}; last answers ${JSON.stringify(last)}; last lines:\n${out.slice(-40).join('\n')}`);
+  });
   return s;
 }
 

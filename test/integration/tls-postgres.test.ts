@@ -113,7 +113,7 @@ describe('Postgres with TLS required', () => {
       try {
         const h = await waitFor('/healthz 503', async () => {
           const x = await healthz(p).catch(() => null);
-          return x?.status === 503 && x;
+          return x?.status === 503 && x.body.dependencies.postgres?.up === false && x;
         });
         expect(h.body.dependencies.postgres.up).toBe(false);
         expect(h.body.dependencies.postgres.reason).toMatch(reason);
@@ -139,7 +139,7 @@ describe('Postgres with TLS required', () => {
     try {
       const h = await waitFor('/healthz 503', async () => {
         const x = await healthz(p).catch(() => null);
-        return x?.status === 503 && x;
+        return x?.status === 503 && x.body.dependencies.postgres?.up === false && x;
       });
       expect(h.body.dependencies.postgres.reason).toMatch(/DATABASE_TLS_CA/);
       await new Promise((r) => setTimeout(r, 6000));
@@ -157,7 +157,7 @@ describe('Postgres with TLS required', () => {
     try {
       const h = await waitFor('/healthz 503', async () => {
         const x = await healthz(p).catch(() => null);
-        return x?.status === 503 && x;
+        return x?.status === 503 && x.body.dependencies.postgres?.up === false && x;
       });
       expect(h.body.dependencies.postgres.reason).toMatch(/postgres: the server's certificate has expired/);
       server.useCert(pki.server);

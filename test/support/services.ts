@@ -45,7 +45,7 @@ export async function openServices(o: { pgUrl?: string; redisUrl?: string } = {}
 
 /** Empty every table of the domain (flights, ledger, outbox, reference data, requests, …) and Redis db. */
 export async function resetDomain(s: Pick<TestServices, 'db' | 'redis'>): Promise<void> {
-  const r = await sql<{ t: string }>`select tablename t from pg_tables where schemaname = 'public' and tablename not in ('pgmigrations', 'intake_cursor', 'proc_state')`.execute(s.db);
+  const r = await sql<{ t: string }>`select tablename t from pg_tables where schemaname = 'public' and tablename not in ('pgmigrations', 'intake_cursor', 'shadow_intake', 'proc_state')`.execute(s.db);
   if (r.rows.length) await sql.raw(`truncate ${r.rows.map((x) => `"${x.t}"`).join(', ')} cascade`).execute(s.db);
   await s.redis.flushdb();
 }
