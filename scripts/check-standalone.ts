@@ -1,9 +1,9 @@
 // npm run check:standalone (part of `npm run check`): the repository stands alone. Code, tests and
 // documents explain the why in place or point to docs/; they never cite documents a clone does not
-// have (the design documents this project started from, by file name or path, or their sections:
-// `seed §9.3`), nor issue or task numbers (`issue 14`, `issue-14`, `task #3`), nor rule IDs that
-// the repository does not define (`US-09`, `G-FOO`, `C-12`, `D2`, `INV-11`: docs/design.md "IDs"
-// and "Invariants" define the ones in use). Reading the third-party sample corpus from
+// have (the design documents this project started from, by file name or path, or their numbered
+// sections), nor issue or task numbers (the word followed by a number, with a space, a hyphen or
+// '#'), nor rule IDs the repository does not define (the forms US-nn, G-NAME, C-n, Dn, INV-n:
+// docs/design.md "IDs" and "Invariants" define the ones in use). Reading the third-party sample corpus from
 // ../shared/corpus in tests is allowed (it is data, and the tests skip visibly without it).
 // Exit 1 with one line per finding. test/unit/docs/check-standalone.test.ts plants each form.
 import { readFileSync } from 'node:fs';
@@ -31,14 +31,14 @@ export const RULES: { what: string; re: RegExp }[] = [
   { what: 'a path outside the repository', re: /\.\.\/shared\/(?:spec|seeds)\b|\bshared\/spec\b|\.helper-env\b/ },
   // a design document's name, unless it is one of this repository's docs/ files (docs/lifecycle.md)
   { what: 'a document outside the repository', re: new RegExp(`(?<![\\w/.-])(?:${OUTSIDE_NAMES.join('|')})\\.md\\b`) },
-  // issue 14, issues 3, issue-14, issue #14, issue#14, task 5, task-5, task #5
+  // the word issue(s) or task(s), then a number after a space, a hyphen or '#'
   { what: 'an issue or task number', re: /\b(?:issues?|tasks?)(?:[ -]?#\s?|[ -])\d+\b/i },
-  // a section of a document outside the repository: seed §9.3, §5.1, seed section 4
+  // a section of a document outside the repository: the section sign, or 'seed' with a section number
   { what: 'a section of an outside document', re: /§|\bseeds?\s+(?:section\s+)?\d+(?:\.\d+)*\b/i },
 ];
 
 /**
- * The rule IDs a line may cite: US-09, US-09 AC1, G-RESP-GUARD, C-9, D1, INV-10. A D-number
+ * The rule IDs a line may cite, of the forms US-nn (with ACn), G-NAME, C-n, Dn, INV-n. A D-number
  * inside XML (`<RSID>D1</RSID>`, test data) or a code point (`U+D800`) is not an ID.
  */
 const ID_RE = /(?<![\w>+-])(?:US-\d+|G-[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*|C-\d+|D\d+|INV-\d+)(?![\w<-])/g;
@@ -64,9 +64,9 @@ function main(): void {
     positional: 'none',
     usage: `usage: npm run check:standalone
   Fails (exit 1, one line per finding) when a tracked file cites a document outside the
-  repository (../shared/spec, ../shared/seeds, .helper-env, a design document's file name not
-  under docs/, a section such as "seed §9.3"), an issue or task number (issue 14, issue-14,
-  task #3), or a rule ID (US-nn, G-XXX, C-n, D-n, INV-n) that ${ID_DOC} does not define.
+  repository (the project's spec or seed folders beside the clone, a helper's environment file, a
+  design document's file name not under docs/, a numbered section of one), an issue or task
+  number, or a rule ID (US-nn, G-XXX, C-n, D-n, INV-n) that ${ID_DOC} does not define.
   No arguments.`,
   });
   const defined = definedIds(readFileSync(ID_DOC, 'utf8'));
