@@ -393,6 +393,11 @@ type SliceSpec = typeof SLICES;
 export type Slices = { readonly [S in keyof SliceSpec]: { readonly [F in keyof SliceSpec[S]]: Config[SliceSpec[S][F] & keyof Config] } };
 export type AirportConfig = Slices['airport'];
 
+/** Every key some slice reads (the README's configuration table documents each). */
+export function sliceKeys(): string[] {
+  return [...new Set(Object.values(SLICES).flatMap((fields) => Object.values(fields) as string[]))].sort();
+}
+
 const built = new WeakMap<Config, Slices>();
 
 /** The slices of a loaded configuration (built once per Config object, frozen). */

@@ -51,16 +51,6 @@ describe('config', () => {
   });
 });
 
-describe('README configuration table', () => {
-  it('lists every key with its environment name and default', async () => {
-    const { readFileSync } = await import('node:fs');
-    const { describeConfig } = await import('../../lib/core/config.ts');
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-    const missing = describeConfig().filter((r) => !readme.includes(`| \`${r.env}\` | ${r.key} | \`${r.default}\` |`));
-    expect(missing).toEqual([]);
-  });
-});
-
 describe('configuration slices (a module receives the part it uses)', () => {
   it('each slice field carries the parsed value of its key, frozen, built once per config', () => {
     const c = loadConfig({ MSGX_PIPELINE_APPLY_BATCH: '50', MSGX_AIRPORT_TIMEZONE: 'Europe/Vienna', MSGX_PIPELINE_BACKOFF: '1s,2s,3s,4s', KAFKA_BROKERS: 'k1:9092' });
