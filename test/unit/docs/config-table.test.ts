@@ -64,12 +64,22 @@ describe('README configuration table vs lib/core/config.ts', () => {
     // a new key in the code only
     expect(drift(README, [...truth, { key: 'msgx.pipeline.new-knob', env: 'MSGX_PIPELINE_NEW_KNOB', default: '1' }], sliceKeys())).toEqual(['msgx.pipeline.new-knob: no row']);
     // a default changed in the code only
-    expect(drift(README, truth.map((t) => (t === k ? { ...t, default: '200' } : t)), sliceKeys())).toEqual(['msgx.pipeline.apply-batch: default `500`, the code has `200`']);
+    expect(
+      drift(
+        README,
+        truth.map((t) => (t === k ? { ...t, default: '200' } : t)),
+        sliceKeys(),
+      ),
+    ).toEqual(['msgx.pipeline.apply-batch: default `500`, the code has `200`']);
     // a description dropped, a row left for a removed key
     expect(drift(README.replace(row, row.replace(/\| [^|]+ \|$/, '|  |')), truth, sliceKeys())).toEqual(['msgx.pipeline.apply-batch: no description']);
-    expect(drift(README, truth.filter((t) => t !== k), sliceKeys())).toEqual([
-      'msgx.pipeline.apply-batch: a row for a key the code does not have',
-    ]);
+    expect(
+      drift(
+        README,
+        truth.filter((t) => t !== k),
+        sliceKeys(),
+      ),
+    ).toEqual(['msgx.pipeline.apply-batch: a row for a key the code does not have']);
     // a slice reading a key the table lacks
     expect(drift(README, truth, [...sliceKeys(), 'msgx.slice.only'])).toEqual(['msgx.slice.only: read by a slice, not in the table']);
   });

@@ -23,7 +23,7 @@ function files(dir: string, out: string[] = []): string[] {
   return out;
 }
 
-export const slug = (heading: string) =>
+const slug = (heading: string) =>
   heading
     .toLowerCase()
     .replace(/[^\p{L}\p{N}\s_-]/gu, '')
@@ -44,7 +44,7 @@ const headingsOf = (text: string) =>
     .map((l) => clean(l.replace(/^#+ /, '')));
 
 /** Every broken section reference in `texts` (file → content), resolved against `docs` (file → content). */
-export function brokenRefs(texts: Record<string, string>, docs: (f: string) => string): string[] {
+function brokenRefs(texts: Record<string, string>, docs: (f: string) => string): string[] {
   const out: string[] = [];
   for (const [file, raw] of Object.entries(texts)) {
     // one line per statement: comment markers at line starts removed, so a name broken over lines is whole
