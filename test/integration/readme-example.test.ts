@@ -69,6 +69,8 @@ describe("README's first example: the repository's sample set", () => {
       { state: 'SKIPPED', reason: 'no-flight', n: 1 }, // 6-unknown-flight.xml
       { state: 'SUCCEEDED', reason: null, n: 5 },
     ]);
+    const dead = await sql<{ reason: string }>`select reason from proc_state where state = 'DEAD'`.execute(s.db);
+    expect(dead.rows.map((r) => r.reason)).toEqual(['PROTOCOL: FLOP/ESTT ESTT="32DEC991110" is not a valid date/time']); // as getting-started quotes it
     const flights = await sql<{ flid: string; state: string; state_version: number; operation_day: string }>`
       select flid, state, state_version, to_char(operation_day, 'YYYY-MM-DD') as operation_day from flight_schd order by flid`.execute(s.db);
     expect(flights.rows).toEqual([
@@ -79,6 +81,10 @@ describe("README's first example: the repository's sample set", () => {
     const redis = JSON.parse((await s.redis.get(flightKey('990001')))!);
     expect(redis).toMatchObject({ FLID: '990001', STATE_VERSION: 3, STND: '121' });
     expect(await s.redis.exists(flightKey('990003'))).toBe(0);
+    const gate = await sql<{ payload: { OP: string; TYPE: string; STYP: string; CHANGED: string[] } }>`
+      select payload from msg_event where target = 'msg' and flid = '990001' and state_version = 2`.execute(s.db);
+    expect(gate.rows[0].payload).toMatchObject({ OP: 'UPSERT', TYPE: 'FLOP', STYP: 'GTDT' }); // getting-started follows this one
+    expect(gate.rows[0].payload.CHANGED).toContain('GTDT');
     const events = await sql<{ target: string; n: number }>`select target, count(*)::int as n from msg_event group by 1 order by 1`.execute(s.db);
     expect(events.rows).toEqual([
       { target: 'msg', n: 7 }, // one per version: 3 creates, gate, estimate, stand, delete
