@@ -273,7 +273,8 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
             admin.describeConfigs({ resources: present.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: Object.keys(settingsOf(name)) })), includeSynonyms: false }),
           );
           // the replication factor is no topic setting: the fewest replicas of any partition
-          const meta = await withTimeout(o.timeoutMs, kafkaTimeout('fetchTopicMetadata'), admin.fetchTopicMetadata({ topics: present }));
+          // (a topic whose metadata has not reached every broker yet is not checked this time)
+          const meta = await withTimeout(o.timeoutMs, kafkaTimeout('fetchTopicMetadata'), admin.fetchTopicMetadata({ topics: present })).catch(() => ({ topics: [] }));
           for (const name of present) {
             const parts = meta.topics.find((t) => t.name === name)?.partitions ?? [];
             const replicas = parts.length ? Math.min(...parts.map((p) => p.replicas.length)) : null;

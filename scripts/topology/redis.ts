@@ -98,7 +98,7 @@ function nodes(root: string, ports: RedisPorts) {
   return { primary, replica, sentinels };
 }
 
-function setOf(root: string, ports: RedisPorts, n: ReturnType<typeof nodes>): RedisSentinelSet {
+function setOf(ports: RedisPorts, n: ReturnType<typeof nodes>): RedisSentinelSet {
   return {
     ...n,
     sentinelList: ports.sentinels.map((p) => `127.0.0.1:${p}`).join(','),
@@ -128,10 +128,10 @@ export function startRedisSentinels(root: string, ports: RedisPorts): RedisSenti
   n.primary.start();
   n.replica.start();
   for (const s of n.sentinels) s.start();
-  return setOf(root, ports, n);
+  return setOf(ports, n);
 }
 
 /** The set scripts/topology.ts left under root (to stop it or report on it). */
 export function existingRedisSentinels(root: string, ports: RedisPorts): RedisSentinelSet {
-  return setOf(root, ports, nodes(root, ports));
+  return setOf(ports, nodes(root, ports));
 }
