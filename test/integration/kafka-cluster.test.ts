@@ -44,8 +44,11 @@ describe.runIf(kafkaAvailable())('Kafka cluster of three brokers', () => {
     expect(cfg.resources[0].configEntries[0].configValue).toBe('2');
 
     await admin.createTopics({ topics: [{ topic: 'msgx.topo.weak', numPartitions: 1, replicationFactor: 1, configEntries: [{ name: 'min.insync.replicas', value: '1' }] }] });
-    await until('the new topic known to every broker', async () => (await admin.fetchTopicMetadata({ topics: ['msgx.topo.weak'] })).topics.length === 1, 30_000);
-    const r = await kafka.ensureTopics(['msgx.topo.weak']);
+    // (until the topic's metadata has reached the broker asked, it reads as missing: wait for the check to see it)
+    const r = await until('the weak topic checked', async () => {
+      const check = await kafka.ensureTopics(['msgx.topo.weak']);
+      return check.mismatched.length > 0 && check;
+    });
     expect(r.mismatched).toEqual(
       expect.arrayContaining([
         { topic: 'msgx.topo.weak', setting: 'replication.factor', expected: '3', actual: '1' },
@@ -73,6 +76,7 @@ describe.runIf(kafkaAvailable())('Kafka cluster of three brokers', () => {
       if (batch === 10) resumedAfter = (Date.now() - killedAt) / 1000;
       sent.push(...records.map((r) => `${r.key}|${r.value}`));
     }
+    console.info(`drill kafka: writes after SIGKILL of the leader of the most partitions: ${resumedAfter.toFixed(1)} s`);
     expect(resumedAfter).toBeLessThan(30);
     // the broker back (the group coordinator's offsets topic needs three live brokers to be created)
     cluster.nodes.find((n) => n.id === victim)!.start();
@@ -82,7 +86,7 @@ describe.runIf(kafkaAvailable())('Kafka cluster of three brokers', () => {
     await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: true });
     await consumer.run({ eachMessage: async ({ message }) => void got.push(`${message.key}|${message.value}`) });
-    await until('every record read', () => new Set(got).size >= sent.length, 60_000);
+    await until('every record read', () => new Set(got).size >= sent.length, 120_000);
     await consumer.disconnect();
     // at least once: every record; per key, in the order sent (duplicates aside)
     expect(new Set(got)).toEqual(new Set(sent));
@@ -90,5 +94,5 @@ describe.runIf(kafkaAvailable())('Kafka cluster of three brokers', () => {
       const firstSeen = [...new Set(got.filter((g) => g.startsWith(`F${k}|`)))];
       expect(firstSeen).toEqual(sent.filter((s) => s.startsWith(`F${k}|`)));
     }
-  }, 180_000);
+  }, 300_000);
 });

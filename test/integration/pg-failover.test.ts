@@ -46,6 +46,7 @@ describe('Postgres failover', () => {
       const promoted = Date.now();
       pair.standby.promote();
       const seconds = await writesAgain(pool, promoted, 101);
+      console.info(`drill postgres host-list URL: writes after promote: ${seconds.toFixed(1)} s`);
       expect(await where(pool)).toEqual({ port: pair.standby.port, standby: false });
       // synchronous standby: every committed row is there
       expect(Number((await pool.query('select count(*) as n from t')).rows[0].n)).toBe(101);
@@ -69,6 +70,7 @@ describe('Postgres failover', () => {
         p.standby.promote();
         vip.moveTo({ port: p.standby.port });
         const seconds = await writesAgain(pool, promoted, 101);
+        console.info(`drill postgres virtual IP: writes after promote: ${seconds.toFixed(1)} s`);
         expect(await where(pool)).toEqual({ port: p.standby.port, standby: false });
         expect(Number((await pool.query('select count(*) as n from t')).rows[0].n)).toBe(101);
         expect(seconds).toBeLessThan(15);

@@ -40,6 +40,7 @@ describe('Redis Sentinel failover', () => {
     const killed = Date.now();
     await until('a write on the new master', async () => (await redis.set('after', '1')) === 'OK', 30_000);
     const seconds = (Date.now() - killed) / 1000;
+    console.info(`drill redis sentinel: writes after SIGKILL of the primary: ${seconds.toFixed(1)} s`);
     expect(await port()).toBe(set.replica.port);
     expect(set.masterPort()).toBe(set.replica.port);
     expect(await redis.get('k:99')).toBe('99');
