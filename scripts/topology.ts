@@ -8,24 +8,28 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import kafkajs from 'kafkajs';
 import { withTimeout } from '../lib/core/timeout.ts';
-import { cliArgs, UsageError } from './args.ts';
+import { cliArgs } from './args.ts';
 import { existingKafkaCluster, startKafkaCluster, type KafkaPorts } from './topology/kafka.ts';
 import { existingPgPair, startPgPair } from './topology/postgres.ts';
 import { existingRedisSentinels, SENTINEL_MASTER, startRedisSentinels, type RedisPorts } from './topology/redis.ts';
-
-const USAGE = `usage: npm run topology -- up [--async] | down | status
-  up        start the Kafka cluster (19092-19094), Postgres primary 15432 + standby 15433
-            (synchronous; --async: asynchronous) and Redis 16379 + replica 16380 + Sentinels
-            26379-26381; prints the settings that point the gateway at them
-  down      stop all of them (state kept under .local/topology/ until the next up)
-  status    one line per service`;
 
 const ROOT = fileURLToPath(new URL('../.local/topology', import.meta.url));
 const PG = { primary: 15432, standby: 15433 };
 const REDIS: RedisPorts = { primary: 16379, replica: 16380, sentinels: [26379, 26380, 26381] };
 const KAFKA: KafkaPorts = { brokers: [19092, 19093, 19094] };
 
-const args = cliArgs({ name: 'topology', usage: USAGE, flags: ['--async'], positional: 'words' });
+const SPEC = {
+  name: 'topology',
+  usage: `usage: npm run topology -- up [--async] | down | status
+  up        start the Kafka cluster (19092-19094), Postgres primary 15432 + standby 15433
+            (synchronous; --async: asynchronous) and Redis 16379 + replica 16380 + Sentinels
+            26379-26381; prints the settings that point the gateway at them
+  down      stop all of them (state kept under .local/topology/ until the next up)
+  status    one line per service`,
+  flags: ['--async'],
+  positional: 'words',
+} as const;
+const args = cliArgs(SPEC);
 const command = args.words[0];
 
 async function kafkaBrokers(brokers: string): Promise<number> {
@@ -92,7 +96,6 @@ if (command === 'up') {
 } else if (command === 'status') {
   process.exitCode = status() ? 0 : 1;
 } else {
-  const e = new UsageError(`unknown command ${command ?? '(none)'}`);
-  process.stderr.write(`topology: ${e.message}\n${USAGE}\n`);
+  process.stderr.write(`topology: unknown command ${command ?? '(none)'}\n${SPEC.usage}\n`);
   process.exit(2);
 }
