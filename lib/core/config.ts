@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { resolveKafka, resolveMysql, resolvePostgres, resolveRedis, type KafkaTarget, type MysqlTarget, type PgTarget, type RedisTarget } from './connections.ts';
+import { splitPgHosts } from './pg-url.ts';
 import { redactUrl, registerSecret } from './secrets.ts';
 
 export { redactUrl };
@@ -140,7 +141,8 @@ const PARAMS = {
 
 /** Connection settings (plain environment names, not msgx.* keys: README "Configuration"). */
 const CONNECTIONS = {
-  DATABASE_URL: [z.string().url(), 'postgres://postgres@127.0.0.1:5432/msgx'],
+  // One host, or libpq's host list (h1:5432,h2:5432) with target_session_attrs=read-write: lib/core/pg-url.ts
+  DATABASE_URL: [z.string().regex(/^postgres(ql)?:\/\/\S+$/, 'expected postgres://…'), 'postgres://postgres@127.0.0.1:5432/msgx'],
   INBOX_URL: [z.string().url(), 'mysql://root@127.0.0.1:3306/aodbinterface'],
   REDIS_URL: [z.string().url(), 'redis://127.0.0.1:6379/0'],
   KAFKA_BROKERS: [z.string().min(1), '127.0.0.1:9092'],
@@ -158,6 +160,11 @@ const CONNECTIONS = {
   INBOX_TLS_CA: [z.string(), ''],
   INBOX_TLS_CERT: [z.string(), ''],
   INBOX_TLS_KEY: [z.string(), ''],
+  // Redis behind Sentinel (docs/operations.md "Production topology"): host:port of each Sentinel,
+  // comma separated, and the master's name; '' = REDIS_URL's host is the server. REDIS_URL still
+  // gives the database number, the credentials and rediss://.
+  REDIS_SENTINELS: [z.string(), ''],
+  REDIS_SENTINEL_MASTER: [z.string(), 'mymaster'],
   REDIS_USERNAME: [z.string(), ''],
   REDIS_PASSWORD: [z.string(), ''],
   REDIS_TLS_MODE: [tlsMode, ''],
@@ -240,7 +247,7 @@ function registerSecrets(c: Config): void {
   for (const name of ['MSGX_API_TOKEN', 'DATABASE_PASSWORD', 'INBOX_PASSWORD', 'REDIS_PASSWORD', 'KAFKA_SASL_PASSWORD'] as const) registerSecret(c[name]);
   for (const name of ['DATABASE_URL', 'INBOX_URL', 'REDIS_URL'] as const) {
     try {
-      registerSecret(decodeURIComponent(new URL(c[name]).password));
+      registerSecret(decodeURIComponent(new URL(name === 'DATABASE_URL' ? splitPgHosts(c[name]).url : c[name]).password));
     } catch {
       // validated as a URL already
     }
@@ -261,7 +268,8 @@ function resolveAll(c: Config): { targets: Targets; problems: string[] } {
   const tls = (p: 'DATABASE' | 'INBOX' | 'REDIS' | 'KAFKA') => ({ mode: c[`${p}_TLS_MODE`], ca: c[`${p}_TLS_CA`], cert: c[`${p}_TLS_CERT`], key: c[`${p}_TLS_KEY`] });
   const pg = resolvePostgres(c.DATABASE_URL, { password: c.DATABASE_PASSWORD || undefined, tls: tls('DATABASE') });
   const my = resolveMysql(c.INBOX_URL, { password: c.INBOX_PASSWORD || undefined, tls: tls('INBOX') });
-  const rd = resolveRedis(c.REDIS_URL, { username: c.REDIS_USERNAME || undefined, password: c.REDIS_PASSWORD || undefined, tls: tls('REDIS') });
+  const r = slices(c).redis;
+  const rd = resolveRedis(c.REDIS_URL, { username: c.REDIS_USERNAME || undefined, password: c.REDIS_PASSWORD || undefined, tls: tls('REDIS'), sentinels: r.sentinels, master: r.sentinelMaster });
   const kf = resolveKafka(c.KAFKA_BROKERS, kafkaSecuritySettings(slices(c).kafka));
   return { targets: { postgres: pg.target, mariadb: my.target, redis: rd.target, kafka: kf.target }, problems: [...pg.problems, ...my.problems, ...rd.problems, ...kf.problems] };
 }
@@ -376,6 +384,8 @@ const SLICES = {
     timeoutMs: 'msgx.io.timeout',
     readOnly: 'msgx.inbox.read-only',
   },
+  /** Where Redis is found when Sentinel watches it (lib/core/connections.ts resolveRedis). */
+  redis: { sentinels: 'REDIS_SENTINELS', sentinelMaster: 'REDIS_SENTINEL_MASTER' },
   http: {
     host: 'msgx.http.host',
     devMode: 'msgx.dev-mode',

@@ -7,6 +7,7 @@
 // lib/db/mysql.ts, lib/db/redis.ts, lib/dispatch/kafka.ts).
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { splitPgHosts, type PgHost } from './pg-url.ts';
 
 /** verify-full: the chain AND the host name; verify-ca: the chain only (a private CA that issues only your servers' certificates). */
 export type TlsMode = 'verify-full' | 'verify-ca';
@@ -31,6 +32,8 @@ export interface PgTarget {
   /** Given apart from the URL (DATABASE_PASSWORD / _FILE). */
   password?: string;
   tls?: TlsSettings;
+  /** A URL naming several hosts (lib/core/pg-url.ts): all of them, in order; `url` names the first. */
+  hosts?: PgHost[];
 }
 
 export interface MysqlTarget {
@@ -46,6 +49,8 @@ export interface RedisTarget {
   username?: string;
   password?: string;
   tls?: TlsSettings;
+  /** Sentinel mode: the Sentinels (asked for the master's address) and the master's name; the URL's host is then not used. */
+  sentinel?: { sentinels: { host: string; port: number }[]; master: string };
 }
 
 export type KafkaProtocol = 'PLAINTEXT' | 'SSL' | 'SASL_PLAINTEXT' | 'SASL_SSL';
@@ -177,8 +182,11 @@ function passwordOnce(p: string, urlName: string, u: URL, password: string | und
 
 const PG_TLS_PARAMS = ['sslmode', 'sslrootcert', 'sslcert', 'sslkey'];
 
-export function resolvePostgres(url: string, o: { password?: string; tls?: RawTls } = {}, urlName = 'DATABASE_URL'): Resolved<PgTarget> {
-  const problems: string[] = [];
+export function resolvePostgres(given: string, o: { password?: string; tls?: RawTls } = {}, urlName = 'DATABASE_URL'): Resolved<PgTarget> {
+  const split = splitPgHosts(given, urlName);
+  const problems: string[] = [...split.problems];
+  const url = split.url;
+  const hosts = split.hosts.length > 1 ? { hosts: split.hosts } : {};
   const u = parseUrl(urlName, url, problems);
   if (!u) return { target: { service: 'postgres', url }, problems };
   passwordOnce('DATABASE', urlName, u, o.password, problems);
@@ -192,7 +200,7 @@ export function resolvePostgres(url: string, o: { password?: string; tls?: RawTl
     problems,
   );
   const stripped = PG_TLS_PARAMS.some((k) => q.has(k)) ? withoutParams(u, PG_TLS_PARAMS) : url;
-  return { target: { service: 'postgres', url: stripped, ...(o.password ? { password: o.password } : {}), ...(tls ? { tls } : {}) }, problems };
+  return { target: { service: 'postgres', url: stripped, ...(o.password ? { password: o.password } : {}), ...(tls ? { tls } : {}), ...hosts }, problems };
 }
 
 const MY_TLS_PARAMS = ['sslmode', 'ssl-mode'];
@@ -208,8 +216,22 @@ export function resolveMysql(url: string, o: { password?: string; tls?: RawTls }
   return { target: { service: 'mariadb', url: stripped, ...(o.password ? { password: o.password } : {}), ...(tls ? { tls } : {}) }, problems };
 }
 
-export function resolveRedis(url: string, o: { username?: string; password?: string; tls?: RawTls } = {}, urlName = 'REDIS_URL'): Resolved<RedisTarget> {
+/** REDIS_SENTINELS: host:port, comma separated ('' = none). */
+function sentinelsOf(list: string, master: string, problems: string[]): RedisTarget['sentinel'] {
+  const items = list
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
+  if (items.length === 0) return undefined;
+  const sentinels = items.map((x) => /^([^:\s]+):(\d{1,5})$/.exec(x)).map((m) => (m ? { host: m[1], port: Number(m[2]) } : null));
+  if (sentinels.some((x) => x === null)) problems.push(`REDIS_SENTINELS=${list}: expected host:port, comma separated`);
+  if (!master.trim()) problems.push('REDIS_SENTINELS is set: REDIS_SENTINEL_MASTER names the master the Sentinels watch');
+  return { sentinels: sentinels.filter((x) => x !== null), master: master.trim() };
+}
+
+export function resolveRedis(url: string, o: { username?: string; password?: string; tls?: RawTls; sentinels?: string; master?: string } = {}, urlName = 'REDIS_URL'): Resolved<RedisTarget> {
   const problems: string[] = [];
+  const sentinel = sentinelsOf(o.sentinels ?? '', o.master ?? '', problems);
   const u = parseUrl(urlName, url, problems);
   if (!u) return { target: { service: 'redis', url }, problems };
   if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') problems.push(`${urlName} must start with redis:// (plain) or rediss:// (TLS)`);
@@ -228,7 +250,7 @@ export function resolveRedis(url: string, o: { username?: string; password?: str
   }
   const tls = resolveTls('redis', urlName, urlMode, {}, { ...raw, mode: '' }, problems);
   return {
-    target: { service: 'redis', url, ...(o.username ? { username: o.username } : {}), ...(o.password ? { password: o.password } : {}), ...(tls ? { tls } : {}) },
+    target: { service: 'redis', url, ...(o.username ? { username: o.username } : {}), ...(o.password ? { password: o.password } : {}), ...(tls ? { tls } : {}), ...(sentinel ? { sentinel } : {}) },
     problems,
   };
 }

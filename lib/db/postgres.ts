@@ -3,6 +3,7 @@ import pg from 'pg';
 import { parse as parseConnectionString } from 'pg-connection-string';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import { resolvePostgres, targetOf, type PgTarget } from '../core/connections.ts';
+import { clientClassOf, newClient } from './pg-hosts.ts';
 import { tlsOptions } from './tls.ts';
 import type { Database } from './schema.ts';
 
@@ -80,7 +81,9 @@ export function connectionSettings(where: PgWhere, name: string | undefined, sta
 }
 
 export function createPool(url: PgWhere, opts: { max?: number; statementTimeoutMs?: number; name?: string } = {}) {
-  const pool = new pg.Pool({ ...connectionSettings(url, opts.name, opts.statementTimeoutMs), max: opts.max ?? 10 });
+  const settings = connectionSettings(url, opts.name, opts.statementTimeoutMs);
+  // a host list (DATABASE_URL h1,h2): every connection to the primary (lib/db/pg-hosts.ts)
+  const pool = new pg.Pool({ ...settings, max: opts.max ?? 10, Client: clientClassOf(pgTarget(url), settings) });
   // Errors of idle clients surface on the next query; never crash the process.
   pool.on('error', () => {});
   pool.on('connect', (c) => c.on('error', () => {}));
@@ -104,7 +107,7 @@ export function createSessionDb(client: pg.Client): Db {
 }
 
 export async function connectClient(url: PgWhere, name: string): Promise<pg.Client> {
-  const client = new pg.Client(connectionSettings(url, name));
+  const client = newClient(pgTarget(url), connectionSettings(url, name));
   client.on('error', () => {});
   await client.connect();
   return client;
@@ -123,4 +126,4 @@ export const LOCKS = {
   // 7100 (two-key form): requests — 1 creating RQRD, 2 creating RQFD, 3 the sender (lib/requests/outbound.ts)
 } as const;
 
-export { sql };
+export { sql, newClient };

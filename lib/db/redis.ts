@@ -19,7 +19,7 @@ export type RedisWhere = string | RedisTarget;
  * the ACL user and password when given apart from the URL, TLS for rediss:// (verified: lib/db/tls.ts).
  * The one factory of Redis connection options.
  */
-export function redisEndpoint(where: RedisWhere): { url: string; options: { username?: string; password?: string; tls?: ConnectionOptions } } {
+export function redisEndpoint(where: RedisWhere): { url: string; options: { username?: string; password?: string; tls?: ConnectionOptions } & SentinelOptions } {
   const t = typeof where === 'string' ? targetOf(resolveRedis(where, {}, 'the Redis URL')) : where;
   return {
     url: t.url,
@@ -27,8 +27,21 @@ export function redisEndpoint(where: RedisWhere): { url: string; options: { user
       ...(t.username !== undefined ? { username: t.username } : {}),
       ...(t.password !== undefined ? { password: t.password } : {}),
       ...(t.tls ? { tls: tlsOptions(t.tls) } : {}),
+      ...(t.sentinel ? sentinelOptions(t.sentinel, !!t.tls) : {}),
     },
   };
+}
+
+type SentinelOptions = Pick<RedisOptions, 'sentinels' | 'name' | 'enableTLSForSentinelMode' | 'failoverDetector'>;
+
+/**
+ * ioredis's own Sentinel mode: it asks the Sentinels for the master's address at every
+ * (re)connection and checks the server it reaches is the master; failoverDetector subscribes to
+ * the Sentinels' +switch-master and leaves the old master at once (docs/operations.md
+ * "Production topology"). The URL's database, credentials and TLS apply to the master.
+ */
+function sentinelOptions(s: NonNullable<RedisTarget['sentinel']>, tls: boolean): SentinelOptions {
+  return { sentinels: s.sentinels.map((x) => ({ ...x })), name: s.master, failoverDetector: true, ...(tls ? { enableTLSForSentinelMode: true } : {}) };
 }
 
 /** A Redis client for one check or one script (the caller's options over the endpoint's). */

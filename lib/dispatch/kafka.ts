@@ -84,7 +84,9 @@ export interface TopicCheck {
  * - retention.ms = msgx.pipeline.event-retention (7 d): as long as the outbox keeps SENT rows,
  *   so a record's EVENT_ID can always be traced back while it is on the topic;
  * - min.insync.replicas = min(2, replication factor), replication factor = min(3, brokers):
- *   with acks=-1 a write survives the loss of one broker wherever the cluster allows it.
+ *   with acks=-1 a write survives the loss of one broker wherever the cluster allows it (on a
+ *   three-broker cluster: factor 3, min ISR 2). An existing topic with fewer replicas is
+ *   reported with the settings that differ (setting `replication.factor`).
  * A compacted topic (the state topic, a keyed table) instead: cleanup.policy=compact, no time
  * retention (retention.ms=-1: the last record of every live FLID stays for ever), and
  * delete.retention.ms = STATE_TOMBSTONE_RETENTION_MS, how long a tombstone survives compaction
@@ -270,7 +272,15 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
             kafkaTimeout('describeConfigs'),
             admin.describeConfigs({ resources: present.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: Object.keys(settingsOf(name)) })), includeSynonyms: false }),
           );
+          // the replication factor is no topic setting: the fewest replicas of any partition
+          // (a topic whose metadata has not reached every broker yet is not checked this time)
+          const meta = await withTimeout(o.timeoutMs, kafkaTimeout('fetchTopicMetadata'), admin.fetchTopicMetadata({ topics: present })).catch(() => ({ topics: [] }));
           for (const name of present) {
+            const parts = meta.topics.find((t) => t.name === name)?.partitions ?? [];
+            const replicas = parts.length ? Math.min(...parts.map((p) => p.replicas.length)) : null;
+            if (replicas !== null && replicas < replicationFactor) {
+              result.mismatched.push({ topic: name, setting: 'replication.factor', expected: String(replicationFactor), actual: String(replicas) });
+            }
             const entries = described.resources.find((r) => r.resourceName === name)?.configEntries ?? [];
             for (const [setting, expected] of Object.entries(settingsOf(name))) {
               const actual = entries.find((e) => e.configName === setting)?.configValue ?? null;

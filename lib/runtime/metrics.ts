@@ -97,6 +97,11 @@ export const metrics = {
     name: 'msgx_postgres_unreachable_seconds',
     help: 'How long this process has not reached Postgres (0 while it does); gauges computed from Postgres are stale meanwhile',
   }),
+  postgresAutovacuum: new Gauge({
+    registers,
+    name: 'msgx_postgres_autovacuum',
+    help: "1 when the Postgres server runs autovacuum, 0 when it does not (a misconfiguration: the pump's rate falls as dead rows pile up); read at start",
+  }),
   flightsWithoutOperationDay: new Gauge({
     registers,
     name: 'msgx_flights_without_operation_day',
@@ -155,7 +160,7 @@ function initialiseLabelSets(name: ProcessName): void {
  * of other modules it owns), Node's default metrics and msgx_build_info{version,node,process}.
  */
 export function exportProcessMetrics(name: ProcessName, extra: client.Metric[] = [], opts: { readOnly?: boolean } = {}): void {
-  const own = [...OWNED[name], metrics.postgresUp, metrics.postgresDownSeconds, dependencyUp, ...extra];
+  const own = [...OWNED[name], metrics.postgresUp, metrics.postgresDownSeconds, metrics.postgresAutovacuum, dependencyUp, ...extra];
   if (name === 'backfill' && !opts.readOnly) own.push(metrics.backfillPending, metrics.backfillOverLimit); // not ours to mark on a read-only instance
   for (const m of own) {
     const n = (m as unknown as { name: string }).name;

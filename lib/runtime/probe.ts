@@ -9,10 +9,10 @@
 import kafkajs from 'kafkajs';
 import mysql from 'mysql2/promise';
 import type { Redis } from 'ioredis';
-import pg from 'pg';
+import type pg from 'pg';
 import type { KafkaTarget } from '../core/connections.ts';
 import { mysqlTarget, type MysqlWhere } from '../db/mysql.ts';
-import { connectionSettings, createSessionDb, type Db, type PgWhere } from '../db/postgres.ts';
+import { connectionSettings, createSessionDb, newClient, pgTarget, type Db, type PgWhere } from '../db/postgres.ts';
 import { newRedis, type RedisWhere } from '../db/redis.ts';
 import { explained, kafkaSecurity } from '../db/tls.ts';
 import { myRows, pgRun } from '../db/statement.ts';
@@ -96,7 +96,7 @@ export const probes = {
   /** `select 1` on a new Postgres connection. */
   postgres(url: PgWhere, timeoutMs = 1000): Check {
     return async () => {
-      const c = new pg.Client({ ...connectionSettings(url, 'probe'), connectionTimeoutMillis: timeoutMs });
+      const c = newClient(pgTarget(url), { ...connectionSettings(url, 'probe'), connectionTimeoutMillis: timeoutMs });
       c.on('error', () => {});
       const stream = () => (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream;
       try {
@@ -218,7 +218,7 @@ export class PostgresWatch {
   async check(): Promise<boolean> {
     try {
       if (!this.client) {
-        const c = new pg.Client({ ...connectionSettings(this.url, 'watch'), connectionTimeoutMillis: this.timeoutMs });
+        const c = newClient(pgTarget(this.url), { ...connectionSettings(this.url, 'watch'), connectionTimeoutMillis: this.timeoutMs });
         c.on('error', () => {});
         this.client = c;
         this.session = createSessionDb(c);

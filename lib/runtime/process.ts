@@ -22,6 +22,7 @@ import type { ProcessName } from '../core/tasks.ts';
 import { clearCondition, conditions, healthNotes, setCondition } from './conditions.ts';
 import { watchPool } from './pool-watch.ts';
 import { watches } from './probe.ts';
+import { checkAutovacuum } from './server-settings.ts';
 
 /** After SIGTERM/SIGINT a process exits by force if its clean shutdown takes longer (compose's stop grace must exceed it). */
 export const FORCED_EXIT_MS = 15_000;
@@ -152,6 +153,12 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
   exportProcessMetrics(spec.name, [], { readOnly: config['msgx.inbox.read-only'] });
   registerConditions(rt, spec);
   health.start();
+  // server settings read once Postgres answers (lib/runtime/server-settings.ts): at start, else when the duty starts
+  let settingsRead = false;
+  const readServerSettings = () => {
+    if (!settingsRead) void checkAutovacuum(rt.db, log, io.timeoutMs).then((on) => (settingsRead ||= on !== null));
+  };
+  readServerSettings();
   const watchGauges = () => {
     metrics.postgresUp.set(health.isUp('postgres') ? 1 : 0);
     metrics.postgresDownSeconds.set(health.downSeconds('postgres'));
@@ -183,6 +190,7 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
   const startRunner = async (leader?: LeaderHandle) => {
     const built = await spec.tasks(rt, leader);
     clearCondition(STARTING);
+    readServerSettings();
     if (spec.leaderLock) await unlockStaleJobs(rt, Object.keys(built.tasks));
     let stopped = false;
     let runner: Runner;

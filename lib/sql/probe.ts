@@ -16,3 +16,6 @@ export const backendStates = pgStatement<[pids: number[]], { pid: number; state:
   'probe.backend_states',
   'select pid, state, wait_event from pg_stat_activity where pid = any($1::int[])',
 );
+
+/** Whether the server runs autovacuum (lib/runtime/server-settings.ts): 'on' / 'off'. */
+export const autovacuum = pgStatement<[], { autovacuum: string }>('probe.autovacuum', "select current_setting('autovacuum') as autovacuum");

@@ -42,7 +42,7 @@ export class FaultProxy {
   /** Connections stalled by freeze (open when it started). */
   private readonly frozen = new Set<Pair>();
 
-  readonly target: { host: string; port: number };
+  target: { host: string; port: number };
   port: number;
 
   private constructor(target: { host: string; port: number }, port: number) {
@@ -79,6 +79,15 @@ export class FaultProxy {
     u.hostname = '127.0.0.1';
     u.port = String(this.port);
     return u.toString();
+  }
+
+  /**
+   * Move the address to another server, as a virtual IP moves in a failover: connections open now
+   * are reset (their server is gone), new ones go to `target`.
+   */
+  moveTo(target: { host?: string; port: number }): void {
+    this.target = { host: target.host ?? '127.0.0.1', port: target.port };
+    for (const p of this.pairs) this.kill(p);
   }
 
   /** See the header: frozen connections deliver what they held even when their client has closed. */
