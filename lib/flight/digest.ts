@@ -2,7 +2,7 @@
 // its flight, hashed, so that a snapshot that says again what the previous one said costs a hash
 // and a lookup per flight instead of a load, a merge and a write.
 //
-// A record's digest is a stable hash of its decoded patch (the rules' output: docs/flight-state.md).
+// A record's digest is a hash of its decoded patch (the rules' output: docs/flight-state.md).
 // After a snapshot of day D is applied, each flight it carried is left ACTIVE on day D with exactly
 // the data its record sets (merge.ts applySnapshotRecord; in the same message only MAFL, which the
 // record never sets, may change it further): applying the same record to that state again changes
@@ -13,7 +13,7 @@
 // removed its row, and the record takes the merge path as before.
 import { createHash } from 'node:crypto';
 import type { Patch } from './decode.ts';
-import { canonical, type FlightState } from './state.ts';
+import type { FlightState } from './state.ts';
 
 /**
  * Part of every digest: raise it with any change of what a snapshot record does to a flight (the
@@ -22,10 +22,14 @@ import { canonical, type FlightState } from './state.ts';
  */
 export const DIGEST_FORMAT = 1;
 
-/** The digest of a snapshot record's patch. */
+/**
+ * The digest of a snapshot record's patch: its JSON as the decoder built it (the same content in
+ * the same order: the same digest; another order only misses a skip, it never makes a wrong one).
+ * Not canonical() on purpose: sorting every key of 9,999 patches cost as much as a third of the parse.
+ */
 export function recordDigest(patch: Patch): string {
   return createHash('sha1')
-    .update(`${DIGEST_FORMAT}\n${canonical(patch)}`)
+    .update(`${DIGEST_FORMAT}\n${JSON.stringify(patch)}`)
     .digest('base64');
 }
 
