@@ -3,7 +3,10 @@ import { pgStatement } from '../db/statement.ts';
 
 /**
  * Per FLID of $1 that has a digest: the digest, the version it was taken at, and the flight's
- * current state (version, state, operation day), as the skip decision needs them.
+ * current state (version, state, operation day, MAID), as the skip decision needs them. A join
+ * driven by the FLIDs (one primary-key probe each), not `flid = any($1)`: right after the first
+ * snapshot of a day the statistics are stale, and that form may scan both tables whole
+ * (docs/decisions.md "Snapshots in bounded memory").
  */
 export const loadDigests = pgStatement<
   [flids: string[]],
@@ -11,8 +14,9 @@ export const loadDigests = pgStatement<
 >(
   'digest.load',
   `select d.flid, d.digest, d.state_version as digest_version, f.state_version, f.state, f.operation_day::text as operation_day, f.maid
-   from flight_snap_digest d join flight_schd f on f.flid = d.flid
-   where d.flid = any($1::text[])`,
+   from unnest($1::text[]) as u(flid)
+   join flight_snap_digest d on d.flid = u.flid
+   join flight_schd f on f.flid = u.flid`,
 );
 
 /** Stores the digests $2 of the FLIDs $1, taken at the versions $3 (replacing what each had). */
