@@ -6,6 +6,7 @@ import type { AirportConfig } from '../core/config.ts';
 import type { BatchDomain, HandlerRegistry } from '../domain/handlers.ts';
 import type { Envelope } from '../sis/envelope.ts';
 import { decodeFlop, decodeSchedule } from './decode.ts';
+import { recordDigest } from './digest.ts';
 import { validateSnapshot } from './ledger.ts';
 import type { FlightCommand } from './plan.ts';
 import { FLOP_STYPS } from './rules.ts';
@@ -26,6 +27,12 @@ export function decodeFlightCommand(env: Envelope, airport: AirportConfig): Flig
   return { kind: 'snapshot', styp: env.styp as 'DNLD' | 'RESP', day, recs: m.recs, records: m.records, notes: m.notes };
 }
 
+/** A snapshot's records with their digests (digest.ts), taken from the patches as the planner will apply them. */
+function withDigests(cmd: FlightCommand): FlightCommand {
+  if (cmd.kind !== 'snapshot') return cmd;
+  return { ...cmd, records: cmd.records.map((r) => ({ flid: r.flid, patch: r.patch, digest: recordDigest(r.patch) })) };
+}
+
 /**
  * The flight domain of one registry. It keeps the flights' committed states between batches
  * (FlightStateCache): the pump is the only writer of flights while it holds PIPELINE_LOCK, so a
@@ -36,7 +43,7 @@ export function createFlightDomain(opts: FlightDomainOptions = {}): BatchDomain<
   const cache = new FlightStateCache();
   const overrides = parseRuleOverride(opts.ruleOverride ?? '');
   return {
-    decode: overrides.length ? (env, airport) => applyRuleOverride(overrides, env.type, env.styp, decodeFlightCommand(env, airport)) : decodeFlightCommand,
+    decode: (env, airport) => withDigests(overrides.length ? applyRuleOverride(overrides, env.type, env.styp, decodeFlightCommand(env, airport)) : decodeFlightCommand(env, airport)),
     alone: (cmd) => cmd.kind === 'snapshot',
     open: (ctx) => new FlightSession(ctx, cache, opts),
     reset: () => cache.clear(),

@@ -4,6 +4,9 @@
 // The states the business transaction committed are written as they are (the pump is the only
 // writer of flights under PIPELINE_LOCK: they are Postgres's current state); any other flight is
 // read in one statement. One script call per 1,000 flights; any error throws (the pump holds the head).
+// A flight the business step knows only by its version (AtVersion: a snapshot record that changed
+// nothing, lib/flight/digest.ts) is asked of Redis first, and read and written only when Redis
+// does not hold that version.
 //
 // Writes never go backwards (docs/decisions.md "Redis written by version"): each flight is written
 // by MIRROR_WRITE, a Lua script that applies a state only if its STATE_VERSION is at least the one
@@ -127,18 +130,37 @@ export async function mirrorVersions(redis: Redis, flids: readonly string[]): Pr
   return out;
 }
 
+/** A committed flight known by its version only (its state was not loaded: nothing changed it). */
+export class AtVersion {
+  readonly version: number;
+  constructor(version: number) {
+    this.version = version;
+  }
+}
+
 export function createFlightMirror(db: Executor, redis: Redis, opts: { timeZone: string; crash?: Crash }): Mirror {
   return {
     async probe(): Promise<void> {
       await redis.ping();
     },
-    async sync(flids: string[], known?: ReadonlyMap<string, FlightState | null>): Promise<void> {
-      const ids = [...new Set(flids)];
+    async sync(flids: string[], known?: ReadonlyMap<string, FlightState | AtVersion | null>): Promise<void> {
+      let ids = [...new Set(flids)];
       if (ids.length === 0) return;
+      // known by version only: nothing to write where Redis holds that version (written by version: the same state)
+      const byVersion = known ? ids.filter((f) => known.get(f) instanceof AtVersion) : [];
+      if (byVersion.length) {
+        const held = await mirrorVersions(redis, byVersion);
+        const inLine = new Set(byVersion.filter((f, i) => held[i] === (known!.get(f) as AtVersion).version));
+        ids = ids.filter((f) => !inLine.has(f));
+      }
       // states committed by the business transaction are used as they are; the rest is read (one statement)
-      const unknown = known ? ids.filter((f) => !known.has(f)) : ids;
+      const stateOf = (f: string) => {
+        const k = known?.get(f);
+        return k instanceof AtVersion ? undefined : k;
+      };
+      const unknown = ids.filter((f) => stateOf(f) === undefined);
       const read = await readFlights(db, unknown, opts.timeZone);
-      const entries = ids.map((flid) => ({ flid, state: (known?.has(flid) ? known.get(flid) : read.get(flid)) ?? null }));
+      const entries = ids.map((flid) => ({ flid, state: stateOf(flid) ?? read.get(flid) ?? null }));
       await writeMirror(redis, entries, { between: () => opts.crash?.('pump.mid-redis') });
     },
   };

@@ -15,6 +15,7 @@
 import { msgDeleted, msgUpsert } from '../contract/kafka.ts';
 import { protocol } from '../core/errors.ts';
 import type { DecodeNotes, Patch, ScheduleRecord } from './decode.ts';
+import type { DigestedRecord, Unchanged } from './digest.ts';
 import { applyAdft, applyFlop, applyMafl, applySnapshotRecord, compareFlid, deleteFlight, deriveMafl, touchesMaster, type MergeContext, type MergeResult } from './merge.ts';
 import { DATA_KEYS, type FlightState } from './state.ts';
 
@@ -26,7 +27,7 @@ export type FlightCommand = (
   | { kind: 'flop'; styp: string; flid: string; delete: boolean; patch: Patch }
   | { kind: 'adft'; styp: string; records: ScheduleRecord[] }
   /** `day` null: an empty RESP, whose day comes from the request it answers (set before apply). */
-  | { kind: 'snapshot'; styp: 'DNLD' | 'RESP'; day: string | null; recs: number; records: ScheduleRecord[] }
+  | { kind: 'snapshot'; styp: 'DNLD' | 'RESP'; day: string | null; recs: number; records: DigestedRecord[] }
 ) & { /** What the decoder noted (counted once the message's business transaction committed). */ notes?: DecodeNotes };
 
 /** An ACTIVE flight with a MAID, as persisted (the shared flights of that master). */
@@ -55,6 +56,8 @@ export class Loaded {
   /** master FLID → its ACTIVE shared flights (every master key looked up has an entry). */
   readonly sharedByMaster = new Map<string, SharedRow[]>();
   readonly days = new Map<string, DayData>();
+  /** Snapshot records that would change nothing (digest.ts): their flights are not loaded, not merged, not written. */
+  readonly unchanged = new Map<string, Unchanged>();
 
   knows(flid: string): boolean {
     return this.states.has(flid) || this.absent.has(flid);
@@ -355,6 +358,7 @@ export class FlightPlan {
           inNew.add(r.flid);
           step.addressed.add(r.flid);
           step.carriedLive.add(r.flid);
+          if (this.loaded.unchanged.get(r.flid)?.day === cmd.day && !at.overlays(r.flid)) continue; // the same record again (digest.ts)
           this.record(step, applySnapshotRecord(at.get(r.flid), r.flid, r.patch, cmd.day, mctx), 'MESSAGE');
         }
         // INV-7: (O − N) ∩ {OPERATION_DAY still D}
@@ -470,7 +474,7 @@ export class FlightPlan {
     const out = new Set<string>([...step.addressed, ...step.keys.keys(), ...masters]);
     for (const f of [...out]) {
       // the master of every flight whose state is at hand (a snapshot's day may hold flights not loaded)
-      const maid = step.working.peek(f)?.data.MAID;
+      const maid = step.working.peek(f)?.data.MAID ?? this.loaded.unchanged.get(f)?.maid;
       if (maid !== undefined) out.add(String(maid));
     }
     const keys = [...out];

@@ -2,7 +2,9 @@
 // loads what the batch addresses (states, shared flights, version floors, snapshot days) in a
 // few statements, lets the pure planner apply the messages one by one — loading more when it
 // answers with a Need — and writes the net result in one statement (store.ts writePlan), plus
-// the ledger for a snapshot. A snapshot is first put to the requests domain's response guard
+// the ledger for a snapshot. A snapshot record that says again what the flight's stored digest
+// says (digest.ts) is neither loaded nor merged nor written; the digests of the records applied are
+// stored with the versions they leave. A snapshot is first put to the requests domain's response guard
 // (G-RESP-GUARD, lib/requests/schedule-guard.ts), which decides whether it applies and to
 // which operation day.
 import type { Logger } from 'pino';
@@ -10,9 +12,13 @@ import type { AirportConfig } from '../core/config.ts';
 import { DISPATCH_TASK } from '../core/tasks.ts';
 import type { DomainBatch, DomainMessage, HandlerOutcome } from '../domain/handlers.ts';
 import { scheduleResponseGuard } from '../requests/schedule-guard.ts';
+import { pgRows, pgRun } from '../db/statement.ts';
+import * as Digest from '../sql/digest.ts';
+import { digestsToStore, unchangedRecords, type StoredDigest } from './digest.ts';
 import { loadVersionFloors } from './floor.ts';
 import { loadDays, writeLedgers } from './ledger.ts';
 import { routePointsDropped, unknownTagCounts } from './metrics.ts';
+import { AtVersion } from './mirror.ts';
 import { FlightPlan, Loaded, need, type FlightCommand, type Need, type Planned } from './plan.ts';
 import type { FlightState } from './state.ts';
 import { changedBy, loadSharedOf, loadStates, writePlan, type Executor } from './store.ts';
@@ -66,6 +72,8 @@ export class FlightSession implements DomainBatch<FlightCommand> {
   private events = 0;
   private ledgers = false;
   private final: Map<string, FlightState | null> | null = null;
+  /** Snapshots applied by the batch (not replays): their digests are stored at write. */
+  private readonly snapshots: Extract<FlightCommand, { kind: 'snapshot' }>[] = [];
   /** Flights changed by the batch's messages committed earlier (preload's `recovered`). */
   private readonly changedByMsg = new Map<number, string[]>();
 
@@ -87,9 +95,25 @@ export class FlightSession implements DomainBatch<FlightCommand> {
     const flids = [...cmds.flatMap((c) => (c.kind === 'flop' ? [c.flid] : c.records.map((r) => r.flid))), ...[...this.changedByMsg.values()].flat()];
     const days = cmds.flatMap((c) => (c.kind === 'snapshot' && c.day !== null ? [c.day] : []));
     await this.load(need({ days }));
+    await this.findUnchanged(cmds);
+    const skip = this.loaded.unchanged;
     // a snapshot's old roster is addressed too (INV-7 deletions)
     const roster = days.flatMap((d) => this.loaded.days.get(d)!.roster);
-    await this.load(need({ flids: [...flids, ...roster] }));
+    await this.load(need({ flids: [...flids, ...roster].filter((f) => !skip.has(f)) }));
+    // the unchanged flights' shared flights and masters: the mirror scope (plan.ts related)
+    if (skip.size) await this.load(need({ masters: [...skip].flatMap(([f, u]) => (u.maid === undefined ? [f] : [f, u.maid])) }));
+  }
+
+  /** Snapshot records that would change nothing (digest.ts): one lookup of their stored digests. */
+  private async findUnchanged(cmds: readonly FlightCommand[]): Promise<void> {
+    const snaps = cmds.flatMap((c) => (c.kind === 'snapshot' && c.day !== null ? [{ day: c.day, records: c.records }] : []));
+    const flids = snaps.flatMap((c) => c.records.flatMap((r) => (r.digest !== undefined ? [r.flid] : [])));
+    if (flids.length === 0) return;
+    const stored = new Map<string, StoredDigest>();
+    for (let i = 0; i < flids.length; i += LOAD_PER_STATEMENT)
+      for (const r of await pgRows(this.tx, Digest.loadDigests, flids.slice(i, i + LOAD_PER_STATEMENT)))
+        stored.set(r.flid, { digest: r.digest, digestVersion: Number(r.digest_version), stateVersion: Number(r.state_version), state: r.state, operationDay: r.operation_day, maid: r.maid });
+    for (const c of snaps) for (const [f, u] of unchangedRecords(c.records, c.day, stored)) this.loaded.unchanged.set(f, u);
   }
 
   /** Load what the planner asked for: states (+ floors of the absent), shared flights of each FLID and its master, days. */
@@ -162,6 +186,7 @@ export class FlightSession implements DomainBatch<FlightCommand> {
     this.events += p.events;
     if (p.snapshot) {
       this.ledgers = true;
+      if (!p.snapshot.replay && c.kind === 'snapshot') this.snapshots.push(c);
       m.log.info({ operationDay: p.snapshot.day, replay: p.snapshot.replay, version: p.snapshot.version, changed: p.changed.length, deleted: p.snapshot.deleted }, 'snapshot applied');
     }
     if (p.outcome.state === 'SKIPPED') return { outcome: 'skipped', reason: p.outcome.reason, mirror: p.mirror };
@@ -182,7 +207,20 @@ export class FlightSession implements DomainBatch<FlightCommand> {
     if (this.ledgers) await writeLedgers(this.tx, r.ledgers, r.snapLog);
     this.log.debug({ flights: r.flights.length, events: r.events.length }, 'flight batch written');
     this.final = this.plan.states();
-    return { wake: this.events > 0 ? [DISPATCH_TASK.msg, DISPATCH_TASK.schd, DISPATCH_TASK.state] : [], states: this.final };
+    const final = this.final;
+    const digests = this.snapshots.flatMap((c) => digestsToStore(c.records, c.day!, final, this.loaded.unchanged));
+    if (digests.length)
+      await pgRun(
+        this.tx,
+        Digest.storeDigests,
+        digests.map((d) => d.flid),
+        digests.map((d) => d.digest),
+        digests.map((d) => d.version),
+      );
+    // the unchanged flights, by version (the mirror asks Redis before it reads or writes them)
+    const states = new Map<string, FlightState | AtVersion | null>(final);
+    for (const [f, u] of this.loaded.unchanged) if (!states.has(f)) states.set(f, new AtVersion(u.version));
+    return { wake: this.events > 0 ? [DISPATCH_TASK.msg, DISPATCH_TASK.schd, DISPATCH_TASK.state] : [], states };
   }
 
   committed(): void {

@@ -13,6 +13,10 @@
 //             decoded flights weigh far more than their XML: the growth was ~100 MB (≈ 85 ×) when
 //             this was written; the bound lets it double, not more — holding a few more
 //             representations of every flight at once breaks it.
+//   no-op     the same snapshot again, as a new message (0 events): its business and mirror steps
+//             ≤ 0.25 × the first apply's. With the snapshot digest (docs/decisions.md "Snapshot
+//             digest") an unchanged flight costs a hash and a lookup; without it the second apply
+//             paid the whole merge and write path again (0.4–0.7 × the first).
 // One line per check with its figures and ratio; exit code 1 when a check breaches.
 // Its own databases (the bench set-up's: msgx_bench, aodbinterface_bench, Redis db 11) and its own
 // Kafka topics (smoke.<random>.msg/.schd, deleted at the end). Run under `flock /tmp/bench.lock` beside other benches.
@@ -44,6 +48,7 @@ const PUMP_MIN_RATIO = 0.15;
 const SNAPSHOT_FLIGHTS = 2000;
 const SNAPSHOT_COPIES = 100;
 const SNAPSHOT_ALLOWANCE = 64 * 2 ** 20;
+const NOOP_MAX_RATIO = 0.25;
 const EVENTS = 20_000;
 const FLIDS = 2_000;
 const PUMP_MESSAGES = 6_000;
@@ -70,8 +75,10 @@ function report(check: string, figures: string, ratio: number, bound: string, ok
   await emptyAll(b);
   const xml = bigSnapshot(SNAPSHOT_FLIGHTS, 1, { seqn: 1 });
   await insertInboxRow(b.inbox, { body: xml, received: '2026-12-01 08:00:00' });
+  await insertInboxRow(b.inbox, { body: xml.replace(/<SEQN>\d+/, '<SEQN>2'), received: '2026-12-01 08:00:00' });
   await intakeRound({ db: b.db, inbox: b.inbox, clock: systemClock, intake: slices(b.config).intake, log });
-  const deps = pumpDeps(b, { log });
+  const timings: Record<string, number> = {};
+  const deps = pumpDeps(b, { log, timings });
   const before = process.memoryUsage().rss;
   let peak = before;
   const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 10);
@@ -89,6 +96,13 @@ function report(check: string, figures: string, ratio: number, bound: string, ok
     `≤ ${SNAPSHOT_COPIES} × message + ${mb(SNAPSHOT_ALLOWANCE)} = ${mb(bound)}`,
     growth <= bound,
   );
+  // the same content again: what the merge and write path costs, first apply against no-op
+  const applySteps = () => (timings.business ?? 0) + (timings.mirror ?? 0);
+  const first = applySteps();
+  const again = await tick(deps);
+  if (again.kind !== 'processed' || again.state !== 'SUCCEEDED') throw new Error(`snapshot again: ${JSON.stringify(again)}`);
+  const noop = applySteps() - first;
+  report('no-op', `business + mirror steps: first apply ${Math.round(first)} ms, the same content again ${Math.round(noop)} ms`, noop / first, `≤ ${NOOP_MAX_RATIO}`, noop <= NOOP_MAX_RATIO * first);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ export async function apply(db: Db, redis: Redis, xml: string, o: { msgId?: numb
 }
 
 export async function resetFlights(db: Db, redis: Redis): Promise<void> {
-  await sql`truncate flight_schd, flight_gate, flight_checkin, flight_carousel, flight_chute, flight_planned_stand, flight_chock,
+  await sql`truncate flight_schd, flight_snap_digest, flight_gate, flight_checkin, flight_carousel, flight_chute, flight_planned_stand, flight_chock,
             flight_delay, flight_airbridge, flight_pushback, flight_tractor, flight_route_point, flight_raw_fragment,
             schd_gen, schd_gen_flid, schd_snap_log, msg_event, req_track`.execute(db);
   // the flight keys and what the versioned mirror keeps beside them (removals' versions)

@@ -1,0 +1,106 @@
+// Snapshot digests (docs/decisions.md "Snapshot digest"), pure: what a snapshot record says about
+// its flight, hashed, so that a snapshot that says again what the previous one said costs a hash
+// and a lookup per flight instead of a load, a merge and a write.
+//
+// A record's digest is a hash of its decoded patch (the rules' output: docs/flight-state.md).
+// After a snapshot of day D is applied, each flight it carried is left ACTIVE on day D with exactly
+// the data its record sets (merge.ts applySnapshotRecord; in the same message only MAFL, which the
+// record never sets, may change it further): applying the same record to that state again changes
+// nothing. So the digest is stored with the STATE_VERSION the flight was left at, and a later
+// record with the same digest is skipped only while the flight is still at that version, ACTIVE,
+// on the same day. Anything that changed the flight since (a FLOP, an ADFT, an operator action, a
+// snapshot deletion, a purge and a new flight, a restore to another state) changed its version or
+// removed its row, and the record takes the merge path as before.
+import { createHash } from 'node:crypto';
+import type { Patch } from './decode.ts';
+import type { FlightState } from './state.ts';
+
+/**
+ * Part of every digest: raise it with any change of what a snapshot record does to a flight (the
+ * decoder's patch, merge.ts withPatch / applySnapshotRecord), so that no digest stored before the
+ * change matches after it.
+ */
+export const DIGEST_FORMAT = 1;
+
+/**
+ * The digest of a snapshot record's patch: its JSON as the decoder built it (the same content in
+ * the same order: the same digest; another order only misses a skip, it never makes a wrong one).
+ * Not canonical() on purpose: sorting every key of 9,999 patches cost as much as a third of the parse.
+ */
+export function recordDigest(patch: Patch): string {
+  return createHash('sha1')
+    .update(`${DIGEST_FORMAT}\n${JSON.stringify(patch)}`)
+    .digest('base64');
+}
+
+/** A flight's stored digest beside its current state (lib/sql/digest.ts loadDigests). */
+export interface StoredDigest {
+  digest: string;
+  /** The STATE_VERSION the digest was taken at. */
+  digestVersion: number;
+  /** The flight as it is now. */
+  stateVersion: number;
+  state: string;
+  operationDay: string | null;
+  maid: string | null;
+}
+
+/** A flight whose record changes nothing: not loaded, not merged, not written (its version and MAID for the mirror scope). */
+export interface Unchanged {
+  day: string;
+  version: number;
+  maid?: string;
+}
+
+/** A snapshot record with its digest (undefined: none computed, never skipped). */
+export interface DigestedRecord {
+  flid: string;
+  patch: Patch;
+  digest?: string;
+}
+
+/** FLIDs carried once (a FLID twice is refused by the decoder; never skipped nor stored here either). */
+function once(records: readonly DigestedRecord[]): Set<string> {
+  const seen = new Set<string>();
+  const twice = new Set<string>();
+  for (const r of records) (seen.has(r.flid) ? twice : seen).add(r.flid);
+  for (const f of twice) seen.delete(f);
+  return seen;
+}
+
+/** The records of a snapshot of `day` that would change nothing: same digest, taken at the flight's current version, ACTIVE on that day. */
+export function unchangedRecords(records: readonly DigestedRecord[], day: string, stored: ReadonlyMap<string, StoredDigest>): Map<string, Unchanged> {
+  const out = new Map<string, Unchanged>();
+  const single = once(records);
+  for (const r of records) {
+    const s = stored.get(r.flid);
+    if (!s || r.digest === undefined || !single.has(r.flid)) continue;
+    if (s.digest !== r.digest || s.digestVersion !== s.stateVersion || s.state !== 'ACTIVE' || s.operationDay !== day) continue;
+    out.set(r.flid, { day, version: s.stateVersion, ...(s.maid !== null ? { maid: s.maid } : {}) });
+  }
+  return out;
+}
+
+/** One digest to store. */
+export interface DigestWrite {
+  flid: string;
+  digest: string;
+  version: number;
+}
+
+/**
+ * After a snapshot of `day` was applied: the digest of each record whose flight the batch leaves
+ * ACTIVE on that day, at the version it leaves it (`final`: the batch's states; null or absent:
+ * no such flight). Records skipped as unchanged keep the digest they have.
+ */
+export function digestsToStore(records: readonly DigestedRecord[], day: string, final: ReadonlyMap<string, FlightState | null>, skipped: ReadonlyMap<string, Unchanged>): DigestWrite[] {
+  const out: DigestWrite[] = [];
+  const single = once(records);
+  for (const r of records) {
+    if (r.digest === undefined || skipped.has(r.flid) || !single.has(r.flid)) continue;
+    const s = final.get(r.flid);
+    if (!s || s.STATE !== 'ACTIVE' || s.OPERATION_DAY !== day) continue;
+    out.push({ flid: r.flid, digest: r.digest, version: s.STATE_VERSION });
+  }
+  return out;
+}

@@ -1,0 +1,28 @@
+// SQL of the snapshot digests (flight_snap_digest; lib/flight/digest.ts). Statement conventions: lib/db/statement.ts.
+import { pgStatement } from '../db/statement.ts';
+
+/**
+ * Per FLID of $1 that has a digest: the digest, the version it was taken at, and the flight's
+ * current state (version, state, operation day, MAID), as the skip decision needs them. A join
+ * driven by the FLIDs (one primary-key probe each), not `flid = any($1)`: right after the first
+ * snapshot of a day the statistics are stale, and that form may scan both tables whole
+ * (docs/decisions.md "Snapshots in bounded memory").
+ */
+export const loadDigests = pgStatement<
+  [flids: string[]],
+  { flid: string; digest: string; digest_version: number; state_version: number; state: string; operation_day: string | null; maid: string | null }
+>(
+  'digest.load',
+  `select d.flid, d.digest, d.state_version as digest_version, f.state_version, f.state, f.operation_day::text as operation_day, f.maid
+   from unnest($1::text[]) as u(flid)
+   join flight_snap_digest d on d.flid = u.flid
+   join flight_schd f on f.flid = u.flid`,
+);
+
+/** Stores the digests $2 of the FLIDs $1, taken at the versions $3 (replacing what each had). */
+export const storeDigests = pgStatement<[flids: string[], digests: string[], versions: number[]]>(
+  'digest.store',
+  `insert into flight_snap_digest (flid, digest, state_version)
+   select * from unnest($1::text[], $2::text[], $3::integer[])
+   on conflict (flid) do update set digest = excluded.digest, state_version = excluded.state_version`,
+);

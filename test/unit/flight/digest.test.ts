@@ -1,0 +1,82 @@
+// The snapshot digest's decisions (lib/flight/digest.ts), as tables: when a record may skip the
+// merge, which digests a batch stores, and the property both rely on — a flight a snapshot record
+// left behind is a fixed point of that record.
+import { describe, expect, it } from 'vitest';
+import { digestsToStore, recordDigest, unchangedRecords, type StoredDigest } from '../../../lib/flight/digest.ts';
+import { applyMafl, applySnapshotRecord, deleteFlight, type MergeContext } from '../../../lib/flight/merge.ts';
+import type { Patch } from '../../../lib/flight/decode.ts';
+import type { FlightState } from '../../../lib/flight/state.ts';
+
+const ctx: MergeContext = { msgId: 7, now: new Date('2026-12-01T00:00:00Z'), timeZone: 'Asia/Shanghai', cutover: '00:00' };
+const DAY = '2026-12-09';
+const patch: Patch = { FLNO: 'XX1', SODT: '2026-12-09T08:00:00+08:00', ACFT: '320', GTDT: [{ GTNO: 1, GATE: 'G1' }], STND: null };
+const rec = (flid: string, p: Patch = patch) => ({ flid, patch: p, digest: recordDigest(p) });
+
+describe('recordDigest', () => {
+  it.each([
+    ['the same patch, decoded again', structuredClone(patch), true],
+    ['the same content in another key order (a missed skip, never a wrong one)', { STND: null, GTDT: [{ GATE: 'G1', GTNO: 1 }], ACFT: '320', SODT: patch.SODT, FLNO: 'XX1' }, false],
+    ['a value changed', { ...patch, ACFT: '321' }, false],
+    ['a field cleared instead of absent', { ...patch, ACFT: null }, false],
+    ['a collection row changed', { ...patch, GTDT: [{ GTNO: 1, GATE: 'G2' }] }, false],
+    ['a field more', { ...patch, REMC: 'X' }, false],
+  ] as [string, Patch, boolean][])('%s: same digest %s', (_, other, same) => {
+    expect(recordDigest(other) === recordDigest(patch)).toBe(same);
+  });
+});
+
+describe('unchangedRecords: a record is skipped only while its flight is still what that record left', () => {
+  const stored = (o: Partial<StoredDigest> = {}): StoredDigest => ({ digest: recordDigest(patch), digestVersion: 3, stateVersion: 3, state: 'ACTIVE', operationDay: DAY, maid: null, ...o });
+  it.each([
+    ['same digest, flight still at the version it was taken at', stored(), rec('1'), true],
+    ['changed since (FLOP, ADFT, operator, restore to another state): version moved on', stored({ stateVersion: 4 }), rec('1'), false],
+    ['the record says something else', stored(), rec('1', { ...patch, ACFT: '321' }), false],
+    ['deleted since (its version moved on as well)', stored({ state: 'DELETED', stateVersion: 4 }), rec('1'), false],
+    ['deleted at that very version (never stored so, but never skipped)', stored({ state: 'DELETED' }), rec('1'), false],
+    ['the flight belongs to another day now', stored({ operationDay: '2026-12-10' }), rec('1'), false],
+    ['no stored digest (purged, or never carried)', undefined, rec('1'), false],
+    ['a record without a digest', stored(), { flid: '1', patch }, false],
+  ] as [string, StoredDigest | undefined, { flid: string; patch: Patch; digest?: string }, boolean][])('%s → skipped: %s', (_, s, r, skipped) => {
+    const out = unchangedRecords([r], DAY, new Map(s ? [['1', s]] : []));
+    expect(out.has('1')).toBe(skipped);
+    if (skipped) expect(out.get('1')).toEqual({ day: DAY, version: 3 });
+  });
+
+  it('keeps the MAID of a skipped flight (its mirror scope) and never skips a FLID carried twice', () => {
+    const s = new Map([
+      ['1', stored({ maid: '9' })],
+      ['2', stored()],
+    ]);
+    expect(unchangedRecords([rec('1'), rec('2'), rec('2')], DAY, s)).toEqual(new Map([['1', { day: DAY, version: 3, maid: '9' }]]));
+  });
+});
+
+describe('digestsToStore: the digest of each record whose flight the batch leaves ACTIVE on the day', () => {
+  const state = (o: Partial<FlightState> = {}): FlightState => ({ FLID: '1', STATE: 'ACTIVE', STATE_VERSION: 5, OPERATION_DAY: DAY, UPDATED_AT: 'x', LAST_MSG_ID: 7, data: {}, MAFL: [], ...o });
+  it.each([
+    ['left ACTIVE on the day', state(), false, [{ flid: '1', digest: recordDigest(patch), version: 5 }]],
+    ['left DELETED', state({ STATE: 'DELETED' }), false, []],
+    ['left on another day', state({ OPERATION_DAY: '2026-12-10' }), false, []],
+    ['not in the batch', null, false, []],
+    ['skipped as unchanged (its digest stays)', state(), true, []],
+  ] as [string, FlightState | null, boolean, unknown[]][])('%s', (_, s, skipped, want) => {
+    const final = new Map(s ? [['1', s]] : []);
+    expect(digestsToStore([rec('1')], DAY, final, new Map(skipped ? [['1', { day: DAY, version: 5 }]] : []))).toEqual(want);
+  });
+});
+
+describe('the property the skip relies on: a flight a snapshot record left is a fixed point of that record', () => {
+  const active = applySnapshotRecord(undefined, '1', { ...patch, ACFT: '737', REMC: 'old' }, DAY, ctx).state;
+  it.each([
+    ['a new flight', undefined],
+    ['an ACTIVE flight with other data', active],
+    ['a DELETED flight (revived)', deleteFlight(active, ctx).state],
+    ['a flight of another day', { ...active, OPERATION_DAY: '2026-12-10' }],
+  ] as [string, FlightState | undefined][])('%s: the same record again changes nothing, also after a MAFL change in between', (_, prev) => {
+    const once = applySnapshotRecord(prev, '1', patch, DAY, ctx).state;
+    expect(applySnapshotRecord(once, '1', patch, DAY, { ...ctx, msgId: 8 }).changed).toEqual([]);
+    const mafl = applyMafl(once, [{ FLID: '2', FLNO: 'XX2' }], ctx).state;
+    expect(mafl.MAFL).toEqual([{ FLID: '2', FLNO: 'XX2' }]);
+    expect(applySnapshotRecord(mafl, '1', patch, DAY, { ...ctx, msgId: 8 }).changed).toEqual([]);
+  });
+});
