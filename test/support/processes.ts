@@ -14,9 +14,7 @@ export interface Proc {
 // 1,000 ports per worker slot from TEST_PORT_BASE, or from 20000 at a random start inside the
 // slot's range: several test runs may share the machine (a fixed base made them scrape each other).
 const PORT_SPAN = 1000;
-let nextPort = process.env.TEST_PORT_BASE
-  ? Number(process.env.TEST_PORT_BASE) + (currentSlot() - 1) * PORT_SPAN
-  : 20000 + (currentSlot() - 1) * PORT_SPAN + Math.floor(Math.random() * 90) * 10;
+let nextPort = process.env.TEST_PORT_BASE ? Number(process.env.TEST_PORT_BASE) + (currentSlot() - 1) * PORT_SPAN : 20000 + (currentSlot() - 1) * PORT_SPAN + Math.floor(Math.random() * 90) * 10;
 
 export function startWorker(name: string, env: Record<string, string> = {}): Proc {
   const port = nextPort++;
