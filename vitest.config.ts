@@ -3,9 +3,9 @@ import { slotCount } from './test/support/slots.ts';
 
 // Test files run side by side, one per worker, each worker with a Postgres database, MariaDB
 // schema and Redis db of its own (test/support/slots.ts; created by global-setup.ts); each file
-// resets what it uses. The files of ALONE run afterwards, one at a time: each starts a whole
-// installation or a broker of its own, or measures a timing (an outage, a takeover) that a
-// neighbour's load would blur.
+// resets what it uses. The files of ALONE run afterwards, one at a time: each measures a timing
+// of seconds (an outage, a take-over, a stop) that a neighbour's load would blur, or starts every
+// process of an installation at once (Postgres connections).
 export const ALONE = [
   'test/integration/dispatch-failure.test.ts',
   'test/integration/frozen-connections.test.ts',
@@ -13,7 +13,6 @@ export const ALONE = [
   'test/integration/outages.test.ts',
   'test/integration/process-metrics.test.ts',
   'test/integration/runner.test.ts',
-  'test/integration/tls-kafka.test.ts',
 ];
 
 const common = { testTimeout: 60_000, hookTimeout: 120_000 };
