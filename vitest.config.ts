@@ -3,13 +3,14 @@ import { slotCount } from './test/support/slots.ts';
 
 // Test files run side by side, one per worker, each worker with a Postgres database, MariaDB
 // schema and Redis db of its own (test/support/slots.ts; created by global-setup.ts); each file
-// resets what it uses. The files of ALONE run afterwards, one at a time: each bounds a reaction
-// to 5 s or less (Kafka back within 2 s, a stop within 5 s, /healthz under 100 ms while a parse
-// runs), which a neighbour's CPU would blur, or starts every process of an installation at once
-// (Postgres connections). Bounds of 10 s and more (frozen connections, leader take-over) run side by side.
+// resets what it uses. The files of ALONE run afterwards, one at a time: each measures a timing
+// (an outage, a take-over, a stop, /healthz under 100 ms while a parse runs) that a neighbour's
+// load would blur, or starts every process of an installation at once (Postgres connections).
 export const ALONE = [
   'test/integration/api-security.test.ts',
   'test/integration/dispatch-failure.test.ts',
+  'test/integration/frozen-connections.test.ts',
+  'test/integration/leader-takeover.test.ts',
   'test/integration/outages.test.ts',
   'test/integration/probe.test.ts',
   'test/integration/process-metrics.test.ts',
