@@ -1,14 +1,31 @@
 import { defineConfig } from 'vitest/config';
+import { slotCount } from './test/support/slots.ts';
 
-// Integration tests share one Postgres database, one MariaDB schema, one Redis and one Kafka:
-// files run one at a time; each file resets what it uses (test/support/services.ts).
+// Test files run side by side, one per worker, each worker with a Postgres database, MariaDB
+// schema and Redis db of its own (test/support/slots.ts; created by global-setup.ts); each file
+// resets what it uses. The files of ALONE run afterwards, one at a time: each measures a timing
+// (an outage, a take-over, a stop, /healthz under 100 ms while a parse runs) that a neighbour's
+// load would blur, or starts every process of an installation at once (Postgres connections).
+export const ALONE = [
+  'test/integration/api-security.test.ts',
+  'test/integration/dispatch-failure.test.ts',
+  'test/integration/frozen-connections.test.ts',
+  'test/integration/leader-takeover.test.ts',
+  'test/integration/outages.test.ts',
+  'test/integration/probe.test.ts',
+  'test/integration/process-metrics.test.ts',
+  'test/integration/runner.test.ts',
+];
+
+const common = { testTimeout: 60_000, hookTimeout: 120_000 };
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],
-    fileParallelism: false,
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
     reporters: ['default', './test/support/summary-reporter.ts'],
+    projects: [
+      { test: { ...common, name: 'side-by-side', include: ['test/**/*.test.ts'], exclude: ALONE, maxWorkers: slotCount(), sequence: { groupOrder: 0 } } },
+      { test: { ...common, name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 1 } } },
+    ],
   },
 });

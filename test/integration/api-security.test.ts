@@ -10,7 +10,7 @@ import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openServices, resetPipeline, sisMessage, type TestServices } from '../support/services.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
-import { testEnv } from '../support/env.ts';
+import { TEST_INBOX_URL, testEnv } from '../support/env.ts';
 import { redactUrl } from '../../lib/core/config.ts';
 
 const TOKEN = 'prod-like-token-0123456789abcdef0123456789abcdef';
@@ -334,7 +334,7 @@ describe('3. hostile parameters: 400 with the reason, never a 500 with database 
   });
 
   it('a 500 is logged with a request id and answered without internal text (inbox login failure)', async () => {
-    const url = new URL(process.env.TEST_INBOX_URL ?? 'mysql://root@127.0.0.1:3306/aodbinterface_test');
+    const url = new URL(TEST_INBOX_URL);
     url.username = 'msgx_nobody';
     url.password = 'sekret-pw';
     const broken = startWorker('api', { ...PROD, INBOX_URL: url.toString() });

@@ -102,12 +102,19 @@ describe('GET /all/flights', () => {
       flids.map((f) => fltr(f, `<FLNO>XX${f}</FLNO><SODT>09DEC260800</SODT><STND>S${n}</STND><GTDT GTNO="1"><GATE>G${n}</GATE></GTDT><GTDT GTNO="2"><GATE>G${n}</GATE></GTDT>`));
     await apply(s.db, s.redis, schd('DNLD', recordsAt(0)));
     let stop = false;
+    let written = 0;
     const writer = (async () => {
-      for (let n = 1; !stop; n++) await applyMessage(s.db, { xml: schd('DNLD', recordsAt(n)), msgId: nextMsgId(), now: new Date(), config, registry });
+      for (let n = 1; !stop; n++) {
+        await applyMessage(s.db, { xml: schd('DNLD', recordsAt(n)), msgId: nextMsgId(), now: new Date(), config, registry });
+        written++;
+      }
     })();
+    // reads until a few of them overlapped the writer's commits (a count, not a time window: a loaded machine only takes longer)
     let reads = 0;
-    const until = Date.now() + 1500;
-    while (Date.now() < until) {
+    let writtenAtFirstRead = -1;
+    const until = Date.now() + 30_000;
+    while ((reads < 10 || written - writtenAtFirstRead < 5) && Date.now() < until) {
+      if (reads === 0) writtenAtFirstRead = written;
       const page = (await app.inject('/all/flights?limit=20')).json();
       const stnds = new Set<string>();
       for (const f of page.flights) {
@@ -118,9 +125,11 @@ describe('GET /all/flights', () => {
       expect(stnds.size).toBe(1); // one snapshot for the whole page
       reads++;
     }
+    const overlapped = written - writtenAtFirstRead;
     stop = true;
     await writer;
     expect(reads).toBeGreaterThan(3);
+    expect(overlapped, 'the writer committed while the pages were read').toBeGreaterThanOrEqual(5);
   });
 });
 

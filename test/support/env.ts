@@ -1,9 +1,12 @@
-// Test settings: the same local services as scripts/services, test databases.
+// Test settings: the same local services as scripts/services, the test databases of this
+// worker's slot (test/support/slots.ts).
 import { envName, loadConfig, type Config } from '../../lib/core/config.ts';
+import { currentSlot, slotUrls } from './slots.ts';
 
-export const TEST_PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/msgx_test';
-export const TEST_INBOX_URL = process.env.TEST_INBOX_URL ?? 'mysql://root@127.0.0.1:3306/aodbinterface_test';
-export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/15';
+const slot = slotUrls(currentSlot());
+export const TEST_PG_URL = slot.pg;
+export const TEST_INBOX_URL = slot.inbox;
+export const TEST_REDIS_URL = slot.redis;
 export const TEST_KAFKA = process.env.TEST_KAFKA_BROKERS ?? '127.0.0.1:9092';
 
 /** The environment of a test process or config: test services; overrides by spec key or env name. */

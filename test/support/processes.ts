@@ -1,6 +1,7 @@
 // Real worker processes for end-to-end tests (the same entry files as the Procfile).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { testEnv } from './env.ts';
+import { currentSlot } from './slots.ts';
 
 export interface Proc {
   name: string;
@@ -10,8 +11,10 @@ export interface Proc {
   exited: Promise<number | null>;
 }
 
-// TEST_PORT_BASE, or a random base: several test runs may share the machine (a fixed base made them scrape each other).
-let nextPort = Number(process.env.TEST_PORT_BASE ?? 20000 + Math.floor(Math.random() * 400) * 10);
+// 1,000 ports per worker slot from TEST_PORT_BASE, or from 20000 at a random start inside the
+// slot's range: several test runs may share the machine (a fixed base made them scrape each other).
+const PORT_SPAN = 1000;
+let nextPort = process.env.TEST_PORT_BASE ? Number(process.env.TEST_PORT_BASE) + (currentSlot() - 1) * PORT_SPAN : 20000 + (currentSlot() - 1) * PORT_SPAN + Math.floor(Math.random() * 90) * 10;
 
 export function startWorker(name: string, env: Record<string, string> = {}): Proc {
   const port = nextPort++;
