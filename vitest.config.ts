@@ -4,16 +4,19 @@ import { slotCount } from './test/support/slots.ts';
 // Test files run side by side, one per worker, each worker with a Postgres database, MariaDB
 // schema and Redis db of its own (test/support/slots.ts; created by global-setup.ts); each file
 // resets what it uses. The files of ALONE run afterwards, one at a time: each measures a timing
-// (an outage, a take-over, a stop, /healthz under 100 ms while a parse runs) that a neighbour's
+// (an outage, a take-over, a failover, a stop, /healthz under 100 ms while a parse runs) that a neighbour's
 // load would blur, or starts every process of an installation at once (Postgres connections).
 export const ALONE = [
   'test/integration/api-security.test.ts',
   'test/integration/dispatch-failure.test.ts',
   'test/integration/frozen-connections.test.ts',
+  'test/integration/kafka-cluster.test.ts',
   'test/integration/leader-takeover.test.ts',
   'test/integration/outages.test.ts',
+  'test/integration/pg-failover.test.ts',
   'test/integration/probe.test.ts',
   'test/integration/process-metrics.test.ts',
+  'test/integration/redis-failover.test.ts',
   'test/integration/runner.test.ts',
 ];
 
