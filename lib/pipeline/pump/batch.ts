@@ -2,11 +2,11 @@
 // with it (Todo, decided by `prepare` from its decoding: pure), and the message that ends the
 // batch for a retryable reason (Cut).
 import type { Logger } from 'pino';
-import type { Failure } from '../../core/errors.ts';
+import type { Failure, ReasonClass } from '../../core/errors.ts';
 import type { BatchDomain, Handler } from '../../domain/handlers.ts';
 import type { Envelope } from '../../sis/envelope.ts';
 import type { Decoded } from '../decoding.ts';
-import { ownOutcome, RAW_MISSING } from '../failures.ts';
+import { ownOutcome, RAW_MISSING, type Reason } from '../failures.ts';
 import type { HeadRow, TerminalState } from '../transitions.ts';
 import type { PumpDeps } from './deps.ts';
 
@@ -29,9 +29,9 @@ export interface DomainWork {
 /** What is to be done with a message of the batch (decided by `prepare` from its decoding). */
 export type Todo =
   /** Its business step committed before (a crash after it): mirror its flights (`work`: which ones; null: none) and make it terminal. */
-  | { do: 'recover'; state: TerminalState; reason: string | null; work: DomainWork | null }
+  | { do: 'recover'; state: TerminalState; reason: string | null; reasonClass: ReasonClass | null; work: DomainWork | null }
   /** Its outcome is known without a business effect (its own failure, unsupported). */
-  | { do: 'outcome'; state: TerminalState; reason: string }
+  | ({ do: 'outcome'; state: TerminalState } & Reason)
   /** Applied by a transaction handler, in a savepoint of its own. */
   | { do: 'tx'; handler: Handler; env: Envelope }
   /** Applied by its batch domain. */
@@ -76,12 +76,12 @@ export function prepareBatch(deps: PumpDeps, heads: HeadRow[], bodies: Map<numbe
 /** The decode step's verdict for one message (pure): what is to be done with it, or the retryable failure that ends the batch before it. */
 export function prepare(deps: PumpDeps, h: HeadRow, b: Body): Member | Cut {
   const ref = refOf(h);
-  const outcome = (m: MessageRef, state: TerminalState, reason: string): Member => ({ ...m, todo: { do: 'outcome', state, reason }, ownBatch: false });
+  const outcome = (m: MessageRef, state: TerminalState, why: Reason): Member => ({ ...m, todo: { do: 'outcome', state, ...why }, ownBatch: false });
   if (b === 'missing') return outcome(ref, 'DEAD', RAW_MISSING);
   const dec = b.dec;
   if (!dec.ok) {
     const own = ownOutcome(dec.failure);
-    return own ? outcome(ref, own.state, own.reason) : { ref, failure: dec.failure };
+    return own ? outcome(ref, own.state, own) : { ref, failure: dec.failure };
   }
   const entry = deps.registry.entry(dec.env.type, dec.env.styp);
   const known: MessageRef = {
@@ -91,14 +91,14 @@ export function prepare(deps: PumpDeps, h: HeadRow, b: Body): Member | Cut {
     identityToBind: h.identity_key ? null : dec.identity,
   };
   const member = (todo: Todo, ownBatch = false): Member => ({ ...known, todo, ownBatch });
-  if (!entry) return member({ do: 'outcome', state: 'SKIPPED', reason: 'unsupported' });
+  if (!entry) return member({ do: 'outcome', state: 'SKIPPED', reason: 'unsupported', reasonClass: 'UNSUPPORTED' });
   if (entry.kind === 'tx') return member({ do: 'tx', handler: entry.handler, env: dec.env });
-  const recover = (work: DomainWork | null): Todo | null => (h.applied_state ? { do: 'recover', state: h.applied_state, reason: h.applied_reason, work } : null);
+  const recover = (work: DomainWork | null): Todo | null => (h.applied_state ? { do: 'recover', state: h.applied_state, reason: h.applied_reason, reasonClass: h.applied_reason_class, work } : null);
   if (dec.failure) {
     const recovered = recover(null);
     if (recovered) return member(recovered);
     const own = ownOutcome(dec.failure);
-    return own ? member({ do: 'outcome', state: own.state, reason: own.reason }) : { ref: known, failure: dec.failure };
+    return own ? member({ do: 'outcome', state: own.state, reason: own.reason, reasonClass: own.reasonClass }) : { ref: known, failure: dec.failure };
   }
   const work = { domain: entry.domain, cmd: dec.cmd };
   return member(recover(work) ?? { do: 'apply', work, env: dec.env }, !h.applied_state && entry.domain.alone(dec.cmd));

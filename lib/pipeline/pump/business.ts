@@ -3,7 +3,7 @@
 // savepoint each), the domains' net writes, and every message's outcome + identity binding +
 // dispatcher wake-ups (one statement). A message's own failure is its outcome and the batch goes
 // on; a retryable one (INFRA, INTERNAL) ends the batch before that message.
-import { classify, type Failure } from '../../core/errors.ts';
+import { classify, type Failure, type ReasonClass } from '../../core/errors.ts';
 import type { BatchDomain, DomainBatch, Handler, HandlerOutcome } from '../../domain/handlers.ts';
 import type { AfterCommitCounts } from '../../runtime/metrics.ts';
 import { ownOutcome } from '../failures.ts';
@@ -27,7 +27,9 @@ export interface Business {
 
 type Tx = Parameters<Handler>[0]['tx'];
 type Batches = Map<BatchDomain<unknown>, DomainBatch<unknown>>;
-type Applied = { state: Transitions.TerminalState; reason: string | null; mirror?: string[]; wake?: string[]; counts?: AfterCommitCounts } | { state: 'RETRY'; failure: Failure };
+type Applied =
+  | { state: Transitions.TerminalState; reason: string | null; reasonClass: ReasonClass | null; mirror?: string[]; wake?: string[]; counts?: AfterCommitCounts }
+  | { state: 'RETRY'; failure: Failure };
 
 const nothing = (cut: Cut | null): Business => ({ count: 0, cut, mirror: [], counts: [], known: new Map(), batches: [] });
 
@@ -56,12 +58,12 @@ export async function business(deps: PumpDeps, members: Member[], beforeCommit?:
       for (const member of members) {
         const id = member.h.msg_id;
         const owner = ownerOf(member);
-        const applied: Applied = owner !== undefined && owner !== id ? { state: 'SKIPPED', reason: `duplicate-of:${owner}` } : await applyOne(deps, tx, member, batches, now);
+        const applied: Applied = owner !== undefined && owner !== id ? { state: 'SKIPPED', reason: `duplicate-of:${owner}`, reasonClass: 'DUPLICATE' } : await applyOne(deps, tx, member, batches, now);
         if (applied.state === 'RETRY') {
           cut = { ref: member, failure: applied.failure };
           break;
         }
-        outcomes.push({ msgId: id, state: applied.state, reason: applied.reason, kind: member.kind, identityKey: owner === id ? member.identityToBind : null });
+        outcomes.push({ msgId: id, state: applied.state, reason: applied.reason, reasonClass: applied.reasonClass, kind: member.kind, identityKey: owner === id ? member.identityToBind : null });
         for (const flid of applied.mirror ?? []) mirror.add(flid);
         for (const task of applied.wake ?? []) wake.add(task);
         if (applied.counts) counts.push(applied.counts);
@@ -123,10 +125,11 @@ async function applyOne(deps: PumpDeps, tx: Tx, member: Member, batches: Batches
       return {
         state: todo.state,
         reason: todo.reason,
+        reasonClass: todo.reasonClass,
         mirror: todo.work ? await batchOf(batches, todo.work.domain).addressed({ msgId: member.h.msg_id, cmd: todo.work.cmd }) : [],
       };
     case 'outcome':
-      return { state: todo.state, reason: todo.reason };
+      return { state: todo.state, reason: todo.reason, reasonClass: todo.reasonClass };
     case 'apply':
       try {
         const batch = batchOf(batches, todo.work.domain);
@@ -169,13 +172,13 @@ async function applyOne(deps: PumpDeps, tx: Tx, member: Member, batches: Batches
 }
 
 function fromHandler(o: HandlerOutcome): Applied {
-  if (o.outcome === 'skipped') return { state: 'SKIPPED', reason: o.reason, mirror: o.mirror };
-  return { state: 'SUCCEEDED', reason: null, mirror: o.mirror, wake: o.wake, counts: o.counts };
+  if (o.outcome === 'skipped') return { state: 'SKIPPED', reason: o.reason, reasonClass: 'SKIPPED', mirror: o.mirror };
+  return { state: 'SUCCEEDED', reason: null, reasonClass: null, mirror: o.mirror, wake: o.wake, counts: o.counts };
 }
 
 /** A failure inside the business transaction: the message's own (its outcome), or retryable (ends the batch). */
 function fromError(e: unknown): Applied {
   const f = classify(e, 'handler', 'postgres');
   const own = ownOutcome(f);
-  return own ? { state: own.state, reason: own.reason } : { state: 'RETRY', failure: f };
+  return own ? { state: own.state, reason: own.reason, reasonClass: own.reasonClass } : { state: 'RETRY', failure: f };
 }

@@ -135,7 +135,7 @@ async function chooseBatch(deps: PumpDeps, limit: number, ahead: Ahead | null, e
   if (head.state === 'FAILED') {
     if (isExhausted({ attempts: head.attempts, errorClass: head.error_class }, deps.failures)) {
       const reason = `EXHAUSTED(${head.error_class}): attempts used up`;
-      await Transitions.markTerminal(deps.session, head.msg_id, 'DEAD', reason, deps.clock.now(), head.kind);
+      await Transitions.markTerminal(deps.session, head.msg_id, 'DEAD', { reason, reasonClass: 'EXHAUSTED' }, deps.clock.now(), head.kind);
       Transitions.countTerminal('DEAD', reason, deps.registry.metricKindOf(head.kind));
       return done([{ msgId: head.msg_id, state: 'DEAD' }]);
     }
