@@ -11,33 +11,17 @@ ALTER TABLE proc_state
   ADD COLUMN reason_class text CHECK (reason_class IN ('EXHAUSTED', 'MALFORMED', 'PROTOCOL', 'RAW_MISSING', 'INFRA', 'CODEC_ERROR', 'INTERNAL', 'DUPLICATE', 'UNSUPPORTED', 'SKIPPED')),
   ADD COLUMN applied_reason_class text CHECK (applied_reason_class IN ('EXHAUSTED', 'MALFORMED', 'PROTOCOL', 'RAW_MISSING', 'INFRA', 'CODEC_ERROR', 'INTERNAL', 'DUPLICATE', 'UNSUPPORTED', 'SKIPPED'));
 
--- The rows written before: their class read once from the reason text as it was written then.
-UPDATE proc_state SET
-  reason_class = CASE
-    WHEN reason = 'MALFORMED: raw-missing' THEN 'RAW_MISSING'
-    WHEN reason LIKE 'EXHAUSTED%' THEN 'EXHAUSTED'
-    WHEN reason LIKE 'MALFORMED%' THEN 'MALFORMED'
-    WHEN reason LIKE 'PROTOCOL%' THEN 'PROTOCOL'
-    WHEN reason LIKE 'INFRA%' THEN 'INFRA'
-    WHEN reason LIKE 'CODEC_ERROR%' THEN 'CODEC_ERROR'
-    WHEN reason LIKE 'INTERNAL%' THEN 'INTERNAL'
-    WHEN reason LIKE 'duplicate-of:%' THEN 'DUPLICATE'
-    WHEN reason = 'unsupported' THEN 'UNSUPPORTED'
-    WHEN state = 'SKIPPED' THEN 'SKIPPED'
-  END,
-  applied_reason_class = CASE
-    WHEN applied_reason = 'MALFORMED: raw-missing' THEN 'RAW_MISSING'
-    WHEN applied_reason LIKE 'EXHAUSTED%' THEN 'EXHAUSTED'
-    WHEN applied_reason LIKE 'MALFORMED%' THEN 'MALFORMED'
-    WHEN applied_reason LIKE 'PROTOCOL%' THEN 'PROTOCOL'
-    WHEN applied_reason LIKE 'INFRA%' THEN 'INFRA'
-    WHEN applied_reason LIKE 'CODEC_ERROR%' THEN 'CODEC_ERROR'
-    WHEN applied_reason LIKE 'INTERNAL%' THEN 'INTERNAL'
-    WHEN applied_reason LIKE 'duplicate-of:%' THEN 'DUPLICATE'
-    WHEN applied_reason = 'unsupported' THEN 'UNSUPPORTED'
-    WHEN applied_state = 'SKIPPED' THEN 'SKIPPED'
-  END
-WHERE reason IS NOT NULL OR applied_reason IS NOT NULL;
+-- The rows written before: their class read once from the reason text as it was written then
+-- (the first pattern that matches, by rank; any other reason of a SKIPPED message is a handler's skip).
+WITH classes (pattern, cls, rank) AS (VALUES
+    ('MALFORMED: raw-missing', 'RAW_MISSING', 1), ('EXHAUSTED%', 'EXHAUSTED', 2), ('MALFORMED%', 'MALFORMED', 3), ('PROTOCOL%', 'PROTOCOL', 4),
+    ('INFRA%', 'INFRA', 5), ('CODEC_ERROR%', 'CODEC_ERROR', 6), ('INTERNAL%', 'INTERNAL', 7), ('duplicate-of:%', 'DUPLICATE', 8), ('unsupported', 'UNSUPPORTED', 9))
+UPDATE proc_state p SET
+  reason_class = coalesce((SELECT cls FROM classes WHERE p.reason LIKE pattern ORDER BY rank LIMIT 1),
+                          CASE WHEN p.state = 'SKIPPED' AND p.reason IS NOT NULL THEN 'SKIPPED' END),
+  applied_reason_class = coalesce((SELECT cls FROM classes WHERE p.applied_reason LIKE pattern ORDER BY rank LIMIT 1),
+                                  CASE WHEN p.applied_state = 'SKIPPED' AND p.applied_reason IS NOT NULL THEN 'SKIPPED' END)
+WHERE p.reason IS NOT NULL OR p.applied_reason IS NOT NULL;
 
 -- Down Migration
 ALTER TABLE proc_state DROP COLUMN applied_reason_class, DROP COLUMN reason_class;

@@ -174,8 +174,8 @@ describe('message trace, flight timeline and console reads over HTTP', () => {
       state: 'DEAD',
       count: 2,
       reasons: [
-        { reason: 'EXHAUSTED(INTERNAL)', reason_class: 'EXHAUSTED', count: 1 },
-        { reason: 'PROTOCOL', reason_class: 'PROTOCOL', count: 1 },
+        { reason: 'EXHAUSTED(INTERNAL)', count: 1 },
+        { reason: 'PROTOCOL', count: 1 },
       ],
     });
     expect(c.states.find((x: any) => x.state === 'SKIPPED')).toEqual({ state: 'SKIPPED', count: 1, reasons: [{ reason: 'unsupported', count: 1 }] });
