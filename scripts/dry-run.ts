@@ -44,7 +44,7 @@ const { migrate } = await import('../lib/db/migrate.ts');
 const { withTimeout } = await import('../lib/core/timeout.ts');
 const { inboxBounds, readAllAfter } = await import('../lib/pipeline/inbox.ts');
 const { enqueue } = await import('../lib/pipeline/transitions.ts');
-const { drain, pumpSettings } = await import('../lib/pipeline/pump.ts');
+const { drain, pumpSettings, withSqlPorts } = await import('../lib/pipeline/pump/loop.ts');
 const { buildDecoder, buildRegistry } = await import('../lib/app/composition.ts');
 const { checkComparable, compareInstallations, positionOf, CannotCompare } = await import('../lib/shadow/collect.ts');
 const { checkScratchBeforeMigrate, startScratch } = await import('../lib/shadow/scratch.ts');
@@ -98,7 +98,7 @@ try {
   session = await connectClient(scratchUrl, 'dry-run-pump');
   const decoder = buildDecoder(s.pump, s.airport);
   try {
-    const deps = {
+    const deps = withSqlPorts({
       session: createSessionDb(session),
       terminalDb: scratch,
       inbox,
@@ -108,7 +108,7 @@ try {
       ...pumpSettings(config),
       log,
       decoder,
-    };
+    });
     for (;;) {
       const r = await drain(deps, 60_000);
       if (r.next === 'idle') break;

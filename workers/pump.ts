@@ -1,4 +1,4 @@
-// pump: applies the head of queue and the messages after it, in batches (lib/pipeline/pump.ts).
+// pump: applies the head of queue and the messages after it, in batches (lib/pipeline/pump/).
 // Single active instance: the leader lock and PIPELINE_LOCK live on one dedicated connection.
 // The head gauges are refreshed by a timer on the pool, apart from the pump's loop.
 import { TASK } from '../lib/core/tasks.ts';
@@ -6,7 +6,7 @@ import { buildDecoder, buildMirror, buildRegistry } from '../lib/app/composition
 import { createSessionDb, LOCKS } from '../lib/db/postgres.ts';
 import { pgRun } from '../lib/db/statement.ts';
 import { refreshHeadGauges } from '../lib/pipeline/gauges.ts';
-import { drain, pumpSettings } from '../lib/pipeline/pump.ts';
+import { drain, pumpSettings, withSqlPorts } from '../lib/pipeline/pump/loop.ts';
 import { crashAt } from '../lib/runtime/crash.ts';
 import { runProcess } from '../lib/runtime/process.ts';
 import * as Locks from '../lib/sql/locks.ts';
@@ -40,7 +40,7 @@ await runProcess({
     const crash = crashAt(rt.config['msgx.test.crash-at']);
     // XML parse + decode in a worker thread: off the event loop, overlapped with the business transaction, under the per-message budget
     const decoder = buildDecoder(slices(rt.config).pump, slices(rt.config).airport);
-    const deps = {
+    const deps = withSqlPorts({
       session,
       inbox,
       registry: buildRegistry({ ruleOverride: slices(rt.config).pump.ruleOverride }),
@@ -52,7 +52,7 @@ await runProcess({
       decoder,
       // the terminal statement on the pool: a batch's mirror and terminal steps overlap the next batch's business step
       terminalDb: rt.db,
-    };
+    });
     const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
     // Postgres restored from a backup (lib/pipeline/restore.ts): checked before the first drain; no new business while held
     const kafkaCheck = createKafkaRestoreCheck(kafkaOptions(slices(rt.config).kafka, rt.log), slices(rt.config).kafka.msgTopic, rt.db);

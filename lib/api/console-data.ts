@@ -9,6 +9,7 @@ import type { Db } from '../db/postgres.ts';
 import { pgRows } from '../db/statement.ts';
 import * as ConsoleSql from '../sql/console.ts';
 import { iso } from '../flight/timeline.ts';
+import { needsForce } from '../pipeline/failures.ts';
 
 export const PROC_STATES = ['PENDING', 'FAILED', 'SUCCEEDED', 'SKIPPED', 'DEAD'] as const;
 export type ProcStateName = (typeof PROC_STATES)[number];
@@ -47,6 +48,8 @@ export async function listMessages(db: Db, q: ListQuery, tz: string) {
       state: m.state as string,
       kind: (m.kind as string | null) ?? null,
       reason: (m.reason as string | null) ?? null,
+      /** DEAD of a class that replay takes only with force (the console asks before). */
+      needsForce: needsForce(m),
       attempts: Number(m.attempts),
       enqueuedAt: iso(m.enqueued_at, tz),
       terminalAt: iso(m.terminal_at, tz),

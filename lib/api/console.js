@@ -284,7 +284,7 @@
 
   const list = { state: null, reason: undefined, before: undefined, page: 1, rows: [], next: null, selected: new Map() };
   const replayable = (r) => r.state === 'DEAD' || r.state === 'FAILED';
-  const needsForce = (r) => r.state === 'DEAD' && /^(MALFORMED|PROTOCOL)/.test(r.reason || '');
+  const needsForce = (r) => r.needsForce === true;
 
   async function openList(state, reason, before, page) {
     Object.assign(list, { state, reason, before, page: page || 1 });
@@ -449,7 +449,7 @@
       { label: 'reason', key: 'backfill_abandoned_reason', cls: 'reason' },
       {
         label: 'message',
-        get: (r) => (r.state === 'DEAD' && r.reason === 'MALFORMED: raw-missing' ? `never applied (raw-missing): when its row is back, replay it with force` : `${r.state} ${r.reason || ''}`),
+        get: (r) => (r.never_applied ? `never applied (raw-missing): when its row is back, replay it with force` : `${r.state} ${r.reason || ''}`),
         cls: 'reason',
       },
       { label: 'abandoned', get: (r) => fmt(r.backfill_abandoned_at) },

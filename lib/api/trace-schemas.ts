@@ -135,7 +135,7 @@ export const listSchema = all({
   reason: textOrNull,
   messages: {
     type: 'array',
-    items: all({ msgId: int, state: text, kind: textOrNull, reason: textOrNull, attempts: int, enqueuedAt: timeOrNull, terminalAt: timeOrNull, backfill: textOrNull }),
+    items: all({ msgId: int, state: text, kind: textOrNull, reason: textOrNull, needsForce: { type: 'boolean' }, attempts: int, enqueuedAt: timeOrNull, terminalAt: timeOrNull, backfill: textOrNull }),
   },
   nextBefore: { ...intOrNull, description: 'pass as `before` for the next page; null = last page' },
 });

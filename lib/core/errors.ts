@@ -1,6 +1,12 @@
 // Error classes (docs/design.md "Failure classes") as data. Every failure of a message is one of these;
 // lib/pipeline/failures.ts decides the next state from the class, in one place.
 export type ErrorClass = 'MALFORMED' | 'PROTOCOL' | 'INFRA' | 'CODEC_ERROR' | 'INTERNAL';
+/**
+ * The class of a PROC_STATE reason, stored beside it (REASON_CLASS): what policy decides on, never the
+ * reason text. An error class (FAILED, or DEAD for MALFORMED / PROTOCOL), EXHAUSTED (attempts used
+ * up), RAW_MISSING (never read: its inbox row was gone), or why a message was SKIPPED.
+ */
+export type ReasonClass = ErrorClass | 'EXHAUSTED' | 'RAW_MISSING' | 'DUPLICATE' | 'UNSUPPORTED' | 'SKIPPED';
 
 /** The services a failure can be on: a held INFRA head is probed on its service (lib/pipeline/failures.ts probeTarget). */
 export type Service = 'postgres' | 'mariadb' | 'redis';

@@ -2,6 +2,7 @@
 // queries only: lib/ runs no builder query, every statement of lib/ is static text in lib/sql/
 // with its own row type (docs/decisions.md "SQL").
 import type { ColumnType, Generated } from 'kysely';
+import type { ReasonClass } from '../core/errors.ts';
 
 type Ts = ColumnType<Date, Date | string, Date | string>;
 
@@ -28,6 +29,8 @@ export interface ProcStateTable {
   /** Outcome reached in the message's business transaction (NULL: none committed since enqueue/replay). */
   applied_state: 'SUCCEEDED' | 'SKIPPED' | 'DEAD' | null;
   applied_reason: string | null;
+  reason_class: ReasonClass | null;
+  applied_reason_class: ReasonClass | null;
   updated_at: Ts;
 }
 

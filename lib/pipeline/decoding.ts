@@ -1,7 +1,7 @@
 // The pump's decode step for one message, pure: raw body → envelope, kind, identity key, and the
 // batch domain's command. The same function runs in the pump's decode worker
 // (lib/pipeline/decoder.ts) and inline, so both give the same result; the pump turns it into
-// the message's outcome (lib/pipeline/pump.ts `prepare`).
+// the message's outcome (lib/pipeline/pump/batch.ts `prepare`).
 import type { AirportConfig } from '../core/config.ts';
 import { classify, type Failure } from '../core/errors.ts';
 import type { HandlerRegistry } from '../domain/handlers.ts';

@@ -4,6 +4,7 @@
 // operator is never answered "0" without a reason.
 import { TASK } from '../core/tasks.ts';
 import type { Clock } from '../core/clock.ts';
+import type { ReasonClass } from '../core/errors.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
 import { pgRows, pgRun } from '../db/statement.ts';
 import * as Locks from '../sql/locks.ts';
@@ -12,7 +13,7 @@ import { reasonLabel } from '../runtime/metrics.ts';
 import { replay, resumeBackfill, wake } from './transitions.ts';
 import type { Inbox } from '../db/mysql.ts';
 import { withTimeout } from '../core/timeout.ts';
-import { neverApplied } from './failures.ts';
+import { needsForce, neverApplied } from './failures.ts';
 import { existingInboxIds } from './inbox.ts';
 
 export interface ReplayRequest {
@@ -34,13 +35,13 @@ export interface ActionReport {
 /** An empty id list means "no id selection" (the CLIs always pass their positional list). */
 const idsOf = (ids?: number[]) => (ids && ids.length ? ids : undefined);
 
-/** Why replay leaves a message in this state/reason (null: it is replayable). */
-function replayRefusal(state: string, reason: string | null, force: boolean): string | null {
-  if (state === 'FAILED') return null;
-  if (state !== 'DEAD') return `${state}, not FAILED or DEAD`;
-  const label = reasonLabel(reason);
-  if (label === 'EXHAUSTED') return null;
-  if (label === 'MALFORMED' || label === 'PROTOCOL') return force ? null : `DEAD(${label}) needs --force`;
+/** Why replay leaves a message in this state (null: it is replayable): the whitelist of ProcState.replay, on the reason's class; the reason's label names it. */
+function replayRefusal(m: { state: string; reason: string | null; reason_class: ReasonClass | null }, force: boolean): string | null {
+  if (m.state === 'FAILED') return null;
+  if (m.state !== 'DEAD') return `${m.state}, not FAILED or DEAD`;
+  const label = reasonLabel(m.reason);
+  if (m.reason_class === 'EXHAUSTED') return null;
+  if (needsForce(m)) return force ? null : `DEAD(${label}) needs --force`;
   return `DEAD(${label || 'no reason'}) is not replayable`;
 }
 
@@ -93,7 +94,7 @@ export async function replayReport(db: Db, clock: Clock, req: ReplayRequest, che
     const doneSet = new Set(done);
     const refused = matched
       .filter((m) => !doneSet.has(m.msg_id))
-      .map((m) => ({ id: m.msg_id, why: held.has(m.msg_id) ? RAW_STILL_MISSING : (replayRefusal(m.state, m.reason, !!req.force) ?? `${m.state} changed meanwhile`) }));
+      .map((m) => ({ id: m.msg_id, why: held.has(m.msg_id) ? RAW_STILL_MISSING : (replayRefusal(m, !!req.force) ?? `${m.state} changed meanwhile`) }));
     const found = new Set(matched.map((m) => m.msg_id));
     const missing = ids ? ids.filter((id) => !found.has(id) && !doneSet.has(id)) : [];
     return { done, untouched: describe(!!ids, missing, refused, matched.length, 'replayed'), byIds: !!ids };

@@ -14,7 +14,7 @@ import * as ProcState from '../sql/proc-state.ts';
 import { TASK } from '../core/tasks.ts';
 import { reasonLabel, metrics } from '../runtime/metrics.ts';
 import type { Decision } from './failures.ts';
-import type { Failure } from '../core/errors.ts';
+import type { Failure, ReasonClass } from '../core/errors.ts';
 
 export type TerminalState = ProcState.TerminalState;
 export type HeadRow = ProcState.HeadRow;
@@ -78,6 +78,7 @@ export interface AppliedOutcome {
   msgId: number;
   state: TerminalState;
   reason: string | null;
+  reasonClass: ReasonClass | null;
   kind: string | null;
   /** The identity this message binds (INV-6: bound once; null = bound already, a duplicate, or none). */
   identityKey: string | null;
@@ -95,6 +96,7 @@ export async function recordApplied(db: Executor, rows: readonly AppliedOutcome[
     rows.map((x) => x.identityKey),
     now,
     [...new Set(wakeTasks)],
+    rows.map((x) => x.reasonClass),
   );
   if (result?.n !== rows.length) throw new Error(`recordApplied: ${result?.n} of ${rows.length} messages were open`);
 }
@@ -106,8 +108,8 @@ export async function markAppliedTerminal(db: Executor, msgIds: readonly number[
 }
 
 /** ProcState.markTerminal, waking backfill. Throws when the message was not open. */
-export async function markTerminal(db: Executor, msgId: number, state: TerminalState, reason: string | null, now: Date, kind?: string | null): Promise<void> {
-  const rows = await pgRows(db, ProcState.markTerminal, msgId, state, reason, now, kind || null, BACKFILL_WAKE);
+export async function markTerminal(db: Executor, msgId: number, state: TerminalState, why: { reason: string; reasonClass: ReasonClass } | null, now: Date, kind?: string | null): Promise<void> {
+  const rows = await pgRows(db, ProcState.markTerminal, msgId, state, why?.reason ?? null, now, kind || null, BACKFILL_WAKE, why?.reasonClass ?? null);
   if (rows.length !== 1) throw new Error(`message ${msgId} was not open when marking it ${state}`);
 }
 
@@ -136,7 +138,7 @@ export async function recordFailure(
       metrics.failures.inc({ class: f.cls }); // the failed attempt is counted as a FAILED one is
       if (bindKey) await bindIdentities(tx, [{ msgId, key: bindKey }], now);
       await pgRun(tx, ProcState.countFinalAttempt, msgId, d.countAttempt ? 1 : 0, f.cls);
-      await markTerminal(tx, msgId, 'DEAD', d.reason, now, kind);
+      await markTerminal(tx, msgId, 'DEAD', d, now, kind);
       return d;
     }
     await pgRun(tx, ProcState.markFailed, msgId, d.reason, f.cls, d.countAttempt ? 1 : 0, now, new Date(now.getTime() + d.retryInMs), kind, f.service ?? null);

@@ -2,6 +2,7 @@
 // pages and last-hour series (lib/api/console-data.ts), and the ops API's message list
 // (GET /ops/messages, lib/api/ops-routes.ts). Read-only, over PROC_STATE, MSG_EVENT and REQ_TRACK.
 // Statement conventions: lib/db/statement.ts. The message trace's reads: lib/sql/trace.ts.
+import type { ReasonClass } from '../core/errors.ts';
 import { PER_EXECUTION, pgStatement } from '../db/statement.ts';
 import type { AbandonReason, OpenState, ProcStateName, ProcStateRow, TerminalState } from './proc-state.ts';
 import type { OutboxTarget } from './outbox.ts';
@@ -47,6 +48,8 @@ export const abandonedBackfills = pgStatement<
     kind: string | null;
     state: ProcStateName;
     reason: string | null;
+    /** Never applied (REASON_CLASS RAW_MISSING): the console says how to recover it. */
+    never_applied: boolean;
     backfill_abandoned_reason: AbandonReason | null;
     backfill_abandoned_at: Date | null;
     backfill_attempts: number;
@@ -54,7 +57,8 @@ export const abandonedBackfills = pgStatement<
   }
 >(
   'console.abandoned_backfills',
-  `select msg_id, kind, state, reason, backfill_abandoned_reason, backfill_abandoned_at, backfill_attempts, terminal_at from proc_state
+  `select msg_id, kind, state, reason, (state = 'DEAD' and reason_class is not distinct from 'RAW_MISSING') as never_applied,
+          backfill_abandoned_reason, backfill_abandoned_at, backfill_attempts, terminal_at from proc_state
     where backfill_abandoned_at is not null order by msg_id desc limit $1`,
 );
 
@@ -93,10 +97,10 @@ export const openRequests = pgStatement<[], { id: number; kind: RequestKind; rty
 
 /**
  * The reason class of a PROC_STATE reason: the text before the first ':' (e.g. "EXHAUSTED(INTERNAL)",
- * "PROTOCOL"), at most 60 characters; '' = no reason. "MALFORMED: raw-missing" is a class of its
- * own, 'raw-missing': the message was never read (its inbox row was gone), not a wrong message.
+ * "PROTOCOL"), at most 60 characters; '' = no reason. A never-read message (REASON_CLASS RAW_MISSING:
+ * its inbox row was gone) is a class of its own, 'raw-missing', not a wrong message.
  */
-const REASON_CLASS = `case when reason = 'MALFORMED: raw-missing' then 'raw-missing' else left(split_part(coalesce(reason, ''), ':', 1), 60) end`;
+const REASON_CLASS = `case when reason_class = 'RAW_MISSING' then 'raw-missing' else left(split_part(coalesce(reason, ''), ':', 1), 60) end`;
 
 /** Messages per state and reason class, the largest groups of a state first. */
 export const countsByReason = pgStatement<[], { state: string; reason: string; n: number }>(
@@ -116,6 +120,7 @@ export const listPage = pgStatement<
     state: ProcStateName;
     kind: string | null;
     reason: string | null;
+    reason_class: ReasonClass | null;
     error_class: string | null;
     attempts: number;
     enqueued_at: Date;
@@ -125,7 +130,7 @@ export const listPage = pgStatement<
   }
 >(
   'console.list_page',
-  `select msg_id, state, kind, reason, error_class, attempts, enqueued_at, terminal_at, backfill_at, backfill_abandoned_reason
+  `select msg_id, state, kind, reason, reason_class, error_class, attempts, enqueued_at, terminal_at, backfill_at, backfill_abandoned_reason
      from proc_state
     where state = $1::text
       and ($2::text is null or ${REASON_CLASS} = $2::text)

@@ -1,7 +1,7 @@
 // SQL of advisory locks. Statement conventions: lib/db/statement.ts.
 import { pgStatement } from '../db/statement.ts';
 
-// ---- lib/pipeline/pump.ts, lib/lifecycle/common.ts, lib/lifecycle/inbox.ts, lib/lifecycle/flights.ts, lib/pipeline/backfill.ts, lib/pipeline/operator.ts
+// ---- lib/pipeline/pump/ports.ts, lib/lifecycle/common.ts, lib/lifecycle/inbox.ts, lib/lifecycle/flights.ts, lib/pipeline/backfill.ts, lib/pipeline/operator.ts
 
 /** Takes the session-level advisory lock $1, waiting for it (up to lock_timeout). */
 export const lock = pgStatement<[key: number]>('locks.lock', 'select pg_advisory_lock($1::bigint)');

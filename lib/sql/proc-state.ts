@@ -5,7 +5,7 @@
 // tasks ride inside the statements that make them due (WAKE below). The console's reads of
 // PROC_STATE are in lib/sql/console.ts, the message trace's in lib/sql/trace.ts, the pump's
 // savepoints in lib/sql/tx.ts.
-import type { Service } from '../core/errors.ts';
+import type { ReasonClass, Service } from '../core/errors.ts';
 import { PER_EXECUTION, pgStatement } from '../db/statement.ts';
 
 // Statements whose filters are optional (`$n is null or …`: the operator selections below) are
@@ -24,6 +24,7 @@ export interface ProcStateRow {
   identity_key: string | null;
   state: ProcStateName;
   reason: string | null;
+  reason_class: ReasonClass | null;
   error_class: string | null;
   kind: string | null;
   attempts: number;
@@ -41,6 +42,7 @@ export interface ProcStateRow {
   backfill_abandoned_reason: AbandonReason | null;
   applied_state: TerminalState | null;
   applied_reason: string | null;
+  applied_reason_class: ReasonClass | null;
   updated_at: Date;
 }
 
@@ -119,12 +121,14 @@ export interface HeadRow {
   /** Set: the message's business transaction committed this outcome; it is not applied again. */
   applied_state: TerminalState | null;
   applied_reason: string | null;
+  applied_reason_class: ReasonClass | null;
 }
 
 /** The open messages (PENDING/FAILED) from the head of queue on, at most $1, in MSG_ID order. */
 export const heads = pgStatement<[limit: number], HeadRow>(
   'proc_state.heads',
-  `select msg_id, state, identity_key, attempts, failures_in_row, failing_since, next_attempt_at, error_class, error_service, enqueued_at, kind, reason, applied_state, applied_reason
+  `select msg_id, state, identity_key, attempts, failures_in_row, failing_since, next_attempt_at, error_class, error_service, enqueued_at, kind, reason, applied_state, applied_reason,
+          applied_reason_class
      from proc_state where state in ('PENDING', 'FAILED') order by msg_id limit $1`,
 );
 
@@ -162,14 +166,23 @@ export const bindIdentities = pgStatement<[msgIds: number[], keys: string[], now
  * rolls back and is retried).
  */
 export const recordApplied = pgStatement<
-  [msgIds: number[], states: TerminalState[], reasons: (string | null)[], kinds: (string | null)[], identityKeys: (string | null)[], now: Date, wakeTasks: string[]],
+  [
+    msgIds: number[],
+    states: TerminalState[],
+    reasons: (string | null)[],
+    kinds: (string | null)[],
+    identityKeys: (string | null)[],
+    now: Date,
+    wakeTasks: string[],
+    reasonClasses: (ReasonClass | null)[],
+  ],
   { n: number; woken: number | null }
 >(
   'proc_state.record_applied',
   `with a as (
-     update proc_state p set applied_state = u.state, applied_reason = u.reason, kind = coalesce(u.kind, p.kind),
+     update proc_state p set applied_state = u.state, applied_reason = u.reason, applied_reason_class = u.reason_class, kind = coalesce(u.kind, p.kind),
                              identity_key = coalesce(u.identity_key, p.identity_key), updated_at = $6::timestamptz
-     from unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[]) as u(msg_id, state, reason, kind, identity_key)
+     from unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $8::text[]) as u(msg_id, state, reason, kind, identity_key, reason_class)
      where p.msg_id = u.msg_id and p.state in ('PENDING', 'FAILED') returning 1)
    select (select count(*) from a)::int as n, ${WAKE('$7')} as woken`,
 );
@@ -188,7 +201,7 @@ export const markAppliedTerminal = pgStatement<
 >(
   'proc_state.mark_applied_terminal',
   `with t as (
-     update proc_state set state = applied_state, reason = applied_reason, terminal_at = $2::timestamptz, backfill_next_at = $2::timestamptz,
+     update proc_state set state = applied_state, reason = applied_reason, reason_class = applied_reason_class, terminal_at = $2::timestamptz, backfill_next_at = $2::timestamptz,
                            next_attempt_at = null, updated_at = $2::timestamptz
      where msg_id = any($1::bigint[]) and state in ('PENDING', 'FAILED') and applied_state is not null
      returning msg_id, state, reason, kind)
@@ -219,7 +232,7 @@ export const countFinalAttempt = pgStatement<[msgId: number, add: number, errorC
 /** An open message → FAILED with its reason, class, service ($8, null: none to probe), counts ($4: attempt counted, 1 or 0) and next attempt time. */
 export const markFailed = pgStatement<[msgId: number, reason: string, errorClass: string, add: number, now: Date, nextAttemptAt: Date, kind: string | null, service: Service | null]>(
   'proc_state.mark_failed',
-  `update proc_state set state = 'FAILED', reason = $2::text, error_class = $3::text, error_service = $8::text, attempts = attempts + $4::int,
+  `update proc_state set state = 'FAILED', reason = $2::text, reason_class = $3::text, error_class = $3::text, error_service = $8::text, attempts = attempts + $4::int,
                          failures_in_row = failures_in_row + 1, failing_since = coalesce(failing_since, $5::timestamptz),
                          next_attempt_at = $6::timestamptz, updated_at = $5::timestamptz, kind = coalesce($7::text, kind)
     where msg_id = $1::bigint and state in ('PENDING', 'FAILED')`,
@@ -230,10 +243,13 @@ export const markFailed = pgStatement<[msgId: number, reason: string, errorClass
  * (backfill), one statement: an outcome decided without a business transaction (e.g. a FAILED
  * head whose attempts are used up, or a failure that makes the message DEAD).
  */
-export const markTerminal = pgStatement<[msgId: number, state: TerminalState, reason: string | null, now: Date, kind: string | null, wakeTasks: string[]], { msg_id: number; woken: number | null }>(
+export const markTerminal = pgStatement<
+  [msgId: number, state: TerminalState, reason: string | null, now: Date, kind: string | null, wakeTasks: string[], reasonClass: ReasonClass | null],
+  { msg_id: number; woken: number | null }
+>(
   'proc_state.mark_terminal',
   `with t as (
-     update proc_state set state = $2::text, reason = $3::text, terminal_at = $4::timestamptz, backfill_next_at = $4::timestamptz, next_attempt_at = null,
+     update proc_state set state = $2::text, reason = $3::text, reason_class = $7::text, terminal_at = $4::timestamptz, backfill_next_at = $4::timestamptz, next_attempt_at = null,
                            updated_at = $4::timestamptz, kind = coalesce($5::text, kind)
      where msg_id = $1::bigint and state in ('PENDING', 'FAILED') returning msg_id)
    select t.msg_id, ${WAKE('$6')} as woken from t`,
@@ -245,9 +261,9 @@ export const markTerminal = pgStatement<[msgId: number, state: TerminalState, re
  * Backfill candidates: terminal, neither backfilled nor abandoned, due ($1) or overdue (terminal
  * before $2); fewest attempts first, then inbox order; at most $3.
  */
-export const backfillCandidates = pgStatement<[now: Date, overdueBefore: Date, limit: number], { msg_id: number; terminal_at: Date | null; state: ProcStateName; reason: string | null }>(
+export const backfillCandidates = pgStatement<[now: Date, overdueBefore: Date, limit: number], { msg_id: number; terminal_at: Date | null; state: ProcStateName; reason_class: ReasonClass | null }>(
   'proc_state.backfill_candidates',
-  `select msg_id, terminal_at, state, reason from proc_state
+  `select msg_id, terminal_at, state, reason_class from proc_state
     where state in ('SUCCEEDED', 'SKIPPED', 'DEAD') and backfill_at is null and backfill_abandoned_at is null
       and (backfill_next_at is null or backfill_next_at <= $1::timestamptz or terminal_at < $2::timestamptz)
     order by backfill_attempts, msg_id
@@ -293,9 +309,12 @@ export const abandonBackfill = pgStatement<[msgIds: number[], reason: AbandonRea
 // ---- operator commands (lib/pipeline/operator.ts): what a selection matches, then the command
 
 /** What a replay selection matches (IDs $1, state $2, reason LIKE pattern $3; null = any), in MSG_ID order. */
-export const replaySelection = pgStatement<[msgIds: number[] | null, state: 'FAILED' | 'DEAD' | null, reasonLike: string | null], { msg_id: number; state: ProcStateName; reason: string | null }>(
+export const replaySelection = pgStatement<
+  [msgIds: number[] | null, state: 'FAILED' | 'DEAD' | null, reasonLike: string | null],
+  { msg_id: number; state: ProcStateName; reason: string | null; reason_class: ReasonClass | null }
+>(
   'proc_state.replay_selection',
-  `select msg_id, state, reason from proc_state
+  `select msg_id, state, reason, reason_class from proc_state
     where ($1::bigint[] is null or msg_id = any($1::bigint[]))
       and ($2::text is null or state = $2::text)
       and ($3::text is null or reason like $3::text)
@@ -305,18 +324,18 @@ export const replaySelection = pgStatement<[msgIds: number[] | null, state: 'FAI
 
 /**
  * Whitelisted FAILED/DEAD → PENDING, attempts and times reset, IDENTITY_KEY kept.
- * Whitelist: FAILED (any class), DEAD(EXHAUSTED); DEAD(MALFORMED|PROTOCOL) only with force ($2).
+ * Whitelist (on REASON_CLASS): FAILED (any class), DEAD(EXHAUSTED); DEAD(MALFORMED|PROTOCOL|RAW_MISSING) only with force ($2).
  * Optional selections: IDs ($1), state ($3), reason LIKE pattern ($4).
  */
 export const replay = pgStatement<[msgIds: number[] | null, force: boolean, state: 'FAILED' | 'DEAD' | null, reasonLike: string | null, now: Date], { msg_id: number }>(
   'proc_state.replay',
-  `update proc_state set state = 'PENDING', reason = null, error_class = null, attempts = 0, failures_in_row = 0, failing_since = null,
+  `update proc_state set state = 'PENDING', reason = null, reason_class = null, error_class = null, attempts = 0, failures_in_row = 0, failing_since = null,
                          next_attempt_at = null, terminal_at = null, backfill_next_at = null, backfill_at = null, backfill_attempts = 0,
-                         backfill_abandoned_at = null, backfill_abandoned_reason = null, applied_state = null, applied_reason = null,
+                         backfill_abandoned_at = null, backfill_abandoned_reason = null, applied_state = null, applied_reason = null, applied_reason_class = null,
                          updated_at = $5::timestamptz
     where (state = 'FAILED'
-           or (state = 'DEAD' and reason like 'EXHAUSTED%')
-           or ($2::boolean and state = 'DEAD' and (reason like 'MALFORMED%' or reason like 'PROTOCOL%')))
+           or (state = 'DEAD' and reason_class = 'EXHAUSTED')
+           or ($2::boolean and state = 'DEAD' and reason_class in ('MALFORMED', 'PROTOCOL', 'RAW_MISSING')))
       and ($1::bigint[] is null or msg_id = any($1::bigint[]))
       and ($3::text is null or state = $3::text)
       and ($4::text is null or reason like $4::text)
@@ -327,10 +346,10 @@ export const replay = pgStatement<[msgIds: number[] | null, force: boolean, stat
 /** What a backfill-resume selection matches (IDs $1, abandon reason $2; null = any), in MSG_ID order. */
 export const resumeSelection = pgStatement<
   [msgIds: number[] | null, reason: AbandonReason | null],
-  { msg_id: number; state: ProcStateName; reason: string | null; backfill_abandoned_at: Date | null; backfill_abandoned_reason: AbandonReason | null }
+  { msg_id: number; state: ProcStateName; reason: string | null; reason_class: ReasonClass | null; backfill_abandoned_at: Date | null; backfill_abandoned_reason: AbandonReason | null }
 >(
   'proc_state.resume_selection',
-  `select msg_id, state, reason, backfill_abandoned_at, backfill_abandoned_reason from proc_state
+  `select msg_id, state, reason, reason_class, backfill_abandoned_at, backfill_abandoned_reason from proc_state
     where ($1::bigint[] is null or msg_id = any($1::bigint[]))
       and ($2::text is null or backfill_abandoned_reason = $2::text)
     order by msg_id`,
@@ -342,7 +361,7 @@ export const resumeBackfill = pgStatement<[msgIds: number[] | null, reason: Aban
   'proc_state.resume_backfill',
   `update proc_state set backfill_abandoned_at = null, backfill_abandoned_reason = null, backfill_attempts = 0, backfill_next_at = $3::timestamptz, updated_at = $3::timestamptz
     where backfill_abandoned_at is not null
-      and not (state = 'DEAD' and reason = 'MALFORMED: raw-missing') -- never applied: never marked processed
+      and reason_class is distinct from 'RAW_MISSING' -- never applied: never marked processed
       and ($1::bigint[] is null or msg_id = any($1::bigint[]))
       and ($2::text is null or backfill_abandoned_reason = $2::text)
    returning msg_id`,

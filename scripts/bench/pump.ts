@@ -19,7 +19,7 @@ import { decodeFlightCommand } from '../../lib/flight/handlers.ts';
 import { FlightPlan, Loaded } from '../../lib/flight/plan.ts';
 import { loadStates } from '../../lib/flight/store.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
-import { drain, tick } from '../../lib/pipeline/pump.ts';
+import { drain, tick } from '../../lib/pipeline/pump/loop.ts';
 import { backfillRound } from '../../lib/pipeline/backfill.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { decodeEnvelope } from '../../lib/sis/envelope.ts';

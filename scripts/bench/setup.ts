@@ -17,7 +17,7 @@ import type { HandlerRegistry } from '../../lib/domain/handlers.ts';
 import type { Decoder } from '../../lib/pipeline/decoder.ts';
 import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
-import { drain, pumpSettings, type PumpDeps } from '../../lib/pipeline/pump.ts';
+import { drain, inlineDecoding, pumpSettings, type PumpDeps, withSqlPorts } from '../../lib/pipeline/pump/loop.ts';
 import { bigSnapshot } from '../../test/support/fixtures.ts';
 
 export const BENCH_PG = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/msgx_bench';
@@ -96,7 +96,7 @@ export async function stateCounts(b: Bench): Promise<Record<string, number>> {
 /** PumpDeps as workers/pump.ts wires them, on the bench's databases (config: the bench's, or one per run). */
 export function pumpDeps(b: Bench, o: { log: Logger; config?: Config; registry?: HandlerRegistry; timings?: Record<string, number>; decoder?: Decoder }): PumpDeps {
   const config = o.config ?? b.config;
-  return {
+  return withSqlPorts({
     session: b.session,
     terminalDb: b.db,
     inbox: b.inbox,
@@ -106,8 +106,8 @@ export function pumpDeps(b: Bench, o: { log: Logger; config?: Config; registry?:
     ...pumpSettings(config),
     log: o.log,
     ...(o.timings ? { timings: o.timings } : {}),
-    ...(o.decoder ? { decoder: o.decoder } : {}),
-  };
+    decoder: o.decoder ?? inlineDecoding,
+  });
 }
 
 /** 10,000 flights through intake and the real pump: a 9,999-flight snapshot of 01DEC26 and one of 02DEC26. */

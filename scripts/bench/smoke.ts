@@ -36,7 +36,7 @@ import { createKafkaEdge, kafkaOptions } from '../../lib/dispatch/kafka.ts';
 import { msgRound, type DispatchDeps } from '../../lib/dispatch/msg.ts';
 import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
-import { drain, tick } from '../../lib/pipeline/pump.ts';
+import { drain, tick } from '../../lib/pipeline/pump/loop.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { bigSnapshot } from '../../test/support/fixtures.ts';
 import { sisMessage } from '../../test/support/services.ts';

@@ -10,7 +10,7 @@ import { scriptHelp } from '../args.ts';
 import { sql } from 'kysely';
 import { systemClock } from '../../lib/core/clock.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
-import { tick } from '../../lib/pipeline/pump.ts';
+import { tick } from '../../lib/pipeline/pump/loop.ts';
 import { decodeEnvelope } from '../../lib/sis/envelope.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { insertInboxRow } from '../../lib/pipeline/inbox.ts';

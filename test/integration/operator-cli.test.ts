@@ -51,7 +51,7 @@ beforeEach(async () => resetPipeline(s));
 
 describe('npm run replay', () => {
   it('--state DEAD --reason PROTOCOL --force replays every such message', async () => {
-    const ids = await rows(3, { state: 'DEAD', reason: 'PROTOCOL: RECS="2" but 1 record', terminal_at: clock.now() });
+    const ids = await rows(3, { state: 'DEAD', reason: 'PROTOCOL: RECS="2" but 1 record', reason_class: 'PROTOCOL', terminal_at: clock.now() });
     const r = await cli('replay', ['--state', 'DEAD', '--reason', 'PROTOCOL', '--force']);
     expect(r.out).toContain(`replayed 3 message(s): ${ids.join(' ')}`);
     expect(r.code).toBe(0);
@@ -59,7 +59,7 @@ describe('npm run replay', () => {
   });
 
   it('--state FAILED replays FAILED messages', async () => {
-    const ids = await rows(2, { state: 'FAILED', reason: 'INFRA: down', error_class: 'INFRA' });
+    const ids = await rows(2, { state: 'FAILED', reason: 'INFRA: down', reason_class: 'INFRA', error_class: 'INFRA' });
     const r = await cli('replay', ['--state', 'FAILED']);
     expect(r.out).toContain(`replayed 2 message(s)`);
     expect(r.code).toBe(0);
@@ -67,7 +67,7 @@ describe('npm run replay', () => {
   });
 
   it('a MALFORMED message by id without --force: says it needs --force and exits non-zero', async () => {
-    const [id] = await rows(1, { state: 'DEAD', reason: 'MALFORMED: not XML', terminal_at: clock.now() });
+    const [id] = await rows(1, { state: 'DEAD', reason: 'MALFORMED: not XML', reason_class: 'MALFORMED', terminal_at: clock.now() });
     const r = await cli('replay', [String(id)]);
     expect(r.code).not.toBe(0);
     expect(r.err).toMatch(new RegExp(`${id}.*DEAD\\(MALFORMED\\).*--force`));
@@ -75,7 +75,7 @@ describe('npm run replay', () => {
   });
 
   it('a selection matching only messages that need --force says so and exits non-zero', async () => {
-    await rows(2, { state: 'DEAD', reason: 'PROTOCOL: x', terminal_at: clock.now() });
+    await rows(2, { state: 'DEAD', reason: 'PROTOCOL: x', reason_class: 'PROTOCOL', terminal_at: clock.now() });
     const r = await cli('replay', ['--state', 'DEAD']);
     expect(r.out).toContain('replayed 0 message(s)');
     expect(r.err).toMatch(/2 message\(s\) not replayed: DEAD\(PROTOCOL\) needs --force/);
@@ -83,7 +83,7 @@ describe('npm run replay', () => {
   });
 
   it('ids that are not replayable (unknown, SUCCEEDED) are named with the reason; the rest is replayed', async () => {
-    const [dead] = await rows(1, { state: 'DEAD', reason: 'EXHAUSTED(INTERNAL): x', terminal_at: clock.now() });
+    const [dead] = await rows(1, { state: 'DEAD', reason: 'EXHAUSTED(INTERNAL): x', reason_class: 'EXHAUSTED', terminal_at: clock.now() });
     const [ok] = await rows(1, { state: 'SUCCEEDED', terminal_at: clock.now() });
     const r = await cli('replay', [String(dead), String(ok), '999999']);
     expect(r.out).toContain(`replayed 1 message(s): ${dead}`);
@@ -193,7 +193,7 @@ describe('backfill-resume checks first', () => {
   const abandoned = { terminal_at: clock.now(), backfill_abandoned_at: clock.now(), backfill_abandoned_reason: 'MISSING_ROW' };
 
   it('refuses a never-applied message (DEAD raw-missing) with the command that recovers it; replay --force applies it', async () => {
-    const [id] = await rows(1, { state: 'DEAD', reason: 'MALFORMED: raw-missing', ...abandoned });
+    const [id] = await rows(1, { state: 'DEAD', reason: 'MALFORMED: raw-missing', reason_class: 'RAW_MISSING', ...abandoned });
     const r = await cli('backfill-resume', [String(id)]);
     expect(r.out).toContain('resumed 0 backfill(s)');
     expect(r.err).toContain(`${id}: never applied`);
@@ -210,7 +210,7 @@ describe('backfill-resume checks first', () => {
   });
 
   it('replay --force of a never-read message whose row is still missing: left, says why, exit 1', async () => {
-    const [id] = await rows(1, { state: 'DEAD', reason: 'MALFORMED: raw-missing', ...abandoned });
+    const [id] = await rows(1, { state: 'DEAD', reason: 'MALFORMED: raw-missing', reason_class: 'RAW_MISSING', ...abandoned });
     await s.inbox.query('DELETE FROM cminmsgs WHERE CMINMSGS_ID = ?', [id]);
     const r = await cli('replay', ['--state', 'DEAD', '--reason', 'MALFORMED: raw-missing', '--force']);
     expect(r.out).toContain('replayed 0 message(s)');

@@ -50,11 +50,11 @@ describe.runIf(present)('ops console v2 (headless Chromium)', () => {
     fx = await writeTraceFixture(s);
     // spread over the last hour (the charts read them): terminal g minutes ago, g * 2 s after enqueue
     const t = new Date();
-    await sql`insert into proc_state (msg_id, state, reason, kind, enqueued_at, terminal_at, updated_at)
-              select 1000 + g, 'DEAD', 'EXHAUSTED(INTERNAL): TypeError: bulk', 'FLOP/GATE', ${t}::timestamptz - make_interval(mins => g, secs => 2 * g),
+    await sql`insert into proc_state (msg_id, state, reason, reason_class, kind, enqueued_at, terminal_at, updated_at)
+              select 1000 + g, 'DEAD', 'EXHAUSTED(INTERNAL): TypeError: bulk', 'EXHAUSTED', 'FLOP/GATE', ${t}::timestamptz - make_interval(mins => g, secs => 2 * g),
                      ${t}::timestamptz - make_interval(mins => g), ${t}::timestamptz - make_interval(mins => g) from generate_series(1, ${EXTRA_DEAD}) g`.execute(s.db);
-    await sql`insert into proc_state (msg_id, state, reason, kind, enqueued_at, terminal_at, updated_at)
-              select 2000 + g, 'SKIPPED', 'unsupported', 'ZZZZ/UPD', ${t}::timestamptz - make_interval(mins => g % 55, secs => g),
+    await sql`insert into proc_state (msg_id, state, reason, reason_class, kind, enqueued_at, terminal_at, updated_at)
+              select 2000 + g, 'SKIPPED', 'unsupported', 'UNSUPPORTED', 'ZZZZ/UPD', ${t}::timestamptz - make_interval(mins => g % 55, secs => g),
                      ${t}::timestamptz - make_interval(mins => g % 55), ${t}::timestamptz - make_interval(mins => g % 55) from generate_series(1, ${EXTRA_SKIPPED}) g`.execute(s.db);
     await s.db.updateTable('proc_state').set({ backfill_abandoned_at: t, backfill_abandoned_reason: 'MISSING_ROW' }).where('msg_id', '=', fx.fdel).execute();
     mkdirSync(OUT, { recursive: true });
@@ -268,8 +268,8 @@ describe.runIf(present)('ops console v2 (headless Chromium)', () => {
   it('raw-missing counted apart and its resume refused with the command; held counts; held events; request outcomes', async () => {
     const raw = await putInbox(s.inbox, sisMessage());
     const t = new Date();
-    await sql`insert into proc_state (msg_id, state, reason, kind, enqueued_at, terminal_at, updated_at, backfill_abandoned_at, backfill_abandoned_reason)
-              values (${raw}, 'DEAD', 'MALFORMED: raw-missing', null, ${t}, ${t}, ${t}, ${t}, 'MISSING_ROW')`.execute(s.db);
+    await sql`insert into proc_state (msg_id, state, reason, reason_class, kind, enqueued_at, terminal_at, updated_at, backfill_abandoned_at, backfill_abandoned_reason)
+              values (${raw}, 'DEAD', 'MALFORMED: raw-missing', 'RAW_MISSING', null, ${t}, ${t}, ${t}, ${t}, 'MISSING_ROW')`.execute(s.db);
     // flight 17's first msg event DEAD: its version-2 event (made by fx.stand) is held behind it
     const first = (await sql<{ event_id: string }>`select event_id from msg_event where flid = '17' and target = 'msg' order by event_id limit 1`.execute(s.db)).rows[0].event_id;
     await sql`update msg_event set state = 'DEAD', sent_at = null, attempts = 5, last_error = 'KafkaJSProtocolError: The request included a message larger than the max message size the server will accept' where event_id = ${first}`.execute(

@@ -101,12 +101,19 @@ beforeAll(async () => {
   await resetDomain(s);
 
   // DEAD(EXHAUSTED) after a bug now fixed: terminal an hour ago, backfilled then (the inbox holds that time)
-  exhausted = await incident(2, { state: 'DEAD', reason: 'EXHAUSTED(INTERNAL): TypeError: boom', attempts: 5, terminal_at: deadAt, backfill_at: deadAt });
+  exhausted = await incident(2, { state: 'DEAD', reason: 'EXHAUSTED(INTERNAL): TypeError: boom', reason_class: 'EXHAUSTED', attempts: 5, terminal_at: deadAt, backfill_at: deadAt });
   await s.inbox.query('UPDATE cminmsgs SET CMINMSGS_DATE_PROCESSED = ? WHERE CMINMSGS_ID IN (?)', [formatLocalDatetime(deadAt, TZ), exhausted]);
 
   // rows deleted while queued, now back: one applied before its row went (backfill abandoned), one never read
   [applied] = await incident(1, { state: 'SUCCEEDED', terminal_at: deadAt, backfill_abandoned_at: deadAt, backfill_abandoned_reason: 'MISSING_ROW' });
-  [neverRead] = await incident(1, { state: 'DEAD', reason: 'MALFORMED: raw-missing', terminal_at: deadAt, backfill_abandoned_at: deadAt, backfill_abandoned_reason: 'MISSING_ROW' });
+  [neverRead] = await incident(1, {
+    state: 'DEAD',
+    reason: 'MALFORMED: raw-missing',
+    reason_class: 'RAW_MISSING',
+    terminal_at: deadAt,
+    backfill_abandoned_at: deadAt,
+    backfill_abandoned_reason: 'MISSING_ROW',
+  });
 
   // Kafka refused the first event of flights K1 and K2 (DEAD); the later event of each is held
   const ids = (await putMsgEvents(s.db, ['K1', 'K2', 'K1', 'K2'])).map(String);

@@ -9,7 +9,7 @@ import { buildMirror, buildRegistry } from '../../lib/app/composition.ts';
 import { ManualClock } from '../../lib/core/clock.ts';
 import { slices } from '../../lib/core/config.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
-import { pumpSettings, tick, type PumpDeps } from '../../lib/pipeline/pump.ts';
+import { inlineDecoding, pumpSettings, tick, type PumpDeps, withSqlPorts } from '../../lib/pipeline/pump/loop.ts';
 import { testConfig } from '../support/env.ts';
 import { openServices, putInbox, resetDomain, resetPipeline, silentLog, type TestServices } from '../support/services.ts';
 import { flop, rec, schd } from './flight-support.ts';
@@ -20,7 +20,7 @@ const clock = new ManualClock('2026-12-01T00:00:00Z');
 const registry = buildRegistry();
 
 function deps(): PumpDeps {
-  return {
+  return withSqlPorts({
     session: s.session,
     terminalDb: s.db,
     inbox: s.inbox,
@@ -29,7 +29,8 @@ function deps(): PumpDeps {
     clock,
     ...pumpSettings(config),
     log: silentLog,
-  };
+    decoder: inlineDecoding,
+  });
 }
 
 /** Put messages in the inbox and apply them one by one, as the pump does. */

@@ -130,7 +130,7 @@ describe('message trace, flight timeline and console reads over HTTP', () => {
     expect(only).toMatchObject({ found: true, state: null, inbox: { present: true, type: 'ZZZZ' } });
     await s.db
       .insertInto('proc_state')
-      .values({ msg_id: fx.skipped, state: 'SKIPPED', reason: 'unsupported', kind: 'ZZZZ/UPD', enqueued_at: new Date(), updated_at: new Date() } as never)
+      .values({ msg_id: fx.skipped, state: 'SKIPPED', reason: 'unsupported', reason_class: 'UNSUPPORTED', kind: 'ZZZZ/UPD', enqueued_at: new Date(), updated_at: new Date() } as never)
       .execute();
   });
 
@@ -282,7 +282,7 @@ describe('message trace, flight timeline and console reads over HTTP', () => {
   it('raw-missing is a reason class of its own, not MALFORMED', async () => {
     await s.db
       .insertInto('proc_state')
-      .values({ msg_id: 900_003, state: 'DEAD', reason: 'MALFORMED: raw-missing', enqueued_at: new Date(), updated_at: new Date(), terminal_at: new Date() } as never)
+      .values({ msg_id: 900_003, state: 'DEAD', reason: 'MALFORMED: raw-missing', reason_class: 'RAW_MISSING', enqueued_at: new Date(), updated_at: new Date(), terminal_at: new Date() } as never)
       .execute();
     try {
       const dead = (await get('/ops/states')).body.states.find((x: any) => x.state === 'DEAD');

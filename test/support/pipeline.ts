@@ -5,7 +5,7 @@ import { type Config, slices } from '../../lib/core/config.ts';
 import { buildDecoder, buildMirror, buildRegistry } from '../../lib/app/composition.ts';
 import { backfillRound } from '../../lib/pipeline/backfill.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
-import { drain, pumpSettings } from '../../lib/pipeline/pump.ts';
+import { drain, pumpSettings, withSqlPorts } from '../../lib/pipeline/pump/loop.ts';
 import { silentLog, type TestServices } from './services.ts';
 
 export async function runPipelineUntilSettled(s: TestServices, config: Config, clock: Clock, maxRounds = 200): Promise<void> {
@@ -16,7 +16,7 @@ export async function runPipelineUntilSettled(s: TestServices, config: Config, c
   try {
     for (let round = 0; round < maxRounds; round++) {
       const r = await intakeRound({ ...base, db: s.db, inbox: s.inbox });
-      const p = await drain({ ...base, ...pumpSettings(config), session: s.session, terminalDb: s.db, inbox: s.inbox, registry, mirror, decoder }, 60_000);
+      const p = await drain(withSqlPorts({ ...base, ...pumpSettings(config), session: s.session, terminalDb: s.db, inbox: s.inbox, registry, mirror, decoder }), 60_000);
       const b = await backfillRound({ ...base, db: s.db, inbox: s.inbox });
       if (r.enqueued.length === 0 && p.processed === 0 && b.candidates === 0 && r.scanned === 0) return;
       if (p.next instanceof Date) throw new Error(`head is waiting for a retry at ${p.next.toISOString()}`);

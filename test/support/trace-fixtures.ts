@@ -4,6 +4,7 @@
 // writes them itself (the corpus test checks the pump's own records).
 import { sql } from 'kysely';
 import type { Db } from '../../lib/db/postgres.ts';
+import type { ReasonClass } from '../../lib/core/errors.ts';
 import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
 import { sisMessage, type TestServices } from './services.ts';
 
@@ -26,13 +27,14 @@ export interface TraceFixture {
 
 const at = (min: number) => new Date(T0.getTime() + min * 60_000);
 
-async function proc(db: Db, id: number, state: string, reason: string | null, kind: string, min: number, extra: Record<string, unknown> = {}) {
+async function proc(db: Db, id: number, state: string, why: [reason: string, reasonClass: ReasonClass] | null, kind: string, min: number, extra: Record<string, unknown> = {}) {
   await db
     .insertInto('proc_state')
     .values({
       msg_id: id,
       state: state as never,
-      reason,
+      reason: why?.[0] ?? null,
+      reason_class: why?.[1] ?? null,
       kind,
       identity_key: `AODB|${id}|${kind}`,
       received_at: '2026-12-01 08:30:00' as never,
@@ -75,9 +77,9 @@ export async function writeTraceFixture(s: TestServices): Promise<TraceFixture> 
   await proc(db, create, 'SUCCEEDED', null, kinds[0], 0, { backfill_at: at(2) });
   await proc(db, stand, 'SUCCEEDED', null, kinds[1], 5, { attempts: 2 });
   await proc(db, fdel, 'SUCCEEDED', null, kinds[2], 10);
-  await proc(db, protocol, 'DEAD', 'PROTOCOL: GATE: GTYP="TOO" is not one of D, I', kinds[3], 12);
-  await proc(db, exhausted, 'DEAD', 'EXHAUSTED(INTERNAL): TypeError: handler bug', kinds[4], 13);
-  await proc(db, skipped, 'SKIPPED', 'unsupported', kinds[5], 14);
+  await proc(db, protocol, 'DEAD', ['PROTOCOL: GATE: GTYP="TOO" is not one of D, I', 'PROTOCOL'], kinds[3], 12);
+  await proc(db, exhausted, 'DEAD', ['EXHAUSTED(INTERNAL): TypeError: handler bug', 'EXHAUSTED'], kinds[4], 13);
+  await proc(db, skipped, 'SKIPPED', ['unsupported', 'UNSUPPORTED'], kinds[5], 14);
   await sql`insert into proc_attempt (msg_id, attempt_at, error_class, detail, next_state) values
             (${stand}, ${at(5)}, 'INTERNAL', 'TypeError: boom', 'FAILED'),
             (${stand}, ${at(6)}, 'INTERNAL', 'TypeError: boom again', 'FAILED'),

@@ -73,7 +73,7 @@ describe('backfill', () => {
 
   it('a message never applied (DEAD MALFORMED: raw-missing) is never marked in the inbox, even when its row is there', async () => {
     const [id] = await terminalRows(1);
-    await s.db.updateTable('proc_state').set({ state: 'DEAD', reason: 'MALFORMED: raw-missing' }).where('msg_id', '=', id).execute();
+    await s.db.updateTable('proc_state').set({ state: 'DEAD', reason: 'MALFORMED: raw-missing', reason_class: 'RAW_MISSING' }).where('msg_id', '=', id).execute();
     const r = await backfillRound(deps());
     expect(r.missing).toEqual([id]);
     expect((await inboxProcessed(s.inbox)).get(id) ?? null).toBeNull();
@@ -135,7 +135,11 @@ describe('backfill', () => {
 
   it('replay keeps IDENTITY_KEY, resets the message, and waits for a running backfill round (lifecycle gate)', async () => {
     const [id] = await terminalRows(1);
-    await s.db.updateTable('proc_state').set({ identity_key: 'AODB|TEST|UPD|1|20261201', state: 'DEAD', reason: 'EXHAUSTED(INTERNAL): x' }).where('msg_id', '=', id).execute();
+    await s.db
+      .updateTable('proc_state')
+      .set({ identity_key: 'AODB|TEST|UPD|1|20261201', state: 'DEAD', reason: 'EXHAUSTED(INTERNAL): x', reason_class: 'EXHAUSTED' })
+      .where('msg_id', '=', id)
+      .execute();
     // a backfill round holds the gate …
     const holder = await s.pool.connect();
     await holder.query('begin');
@@ -156,8 +160,8 @@ describe('backfill', () => {
 
   it('replay whitelist: DEAD(MALFORMED|PROTOCOL) only with force', async () => {
     const [a, b] = await terminalRows(2);
-    await s.db.updateTable('proc_state').set({ state: 'DEAD', reason: 'PROTOCOL: RECS="2" but 1 record' }).where('msg_id', '=', a).execute();
-    await s.db.updateTable('proc_state').set({ state: 'SKIPPED', reason: 'unsupported' }).where('msg_id', '=', b).execute();
+    await s.db.updateTable('proc_state').set({ state: 'DEAD', reason: 'PROTOCOL: RECS="2" but 1 record', reason_class: 'PROTOCOL' }).where('msg_id', '=', a).execute();
+    await s.db.updateTable('proc_state').set({ state: 'SKIPPED', reason: 'unsupported', reason_class: 'UNSUPPORTED' }).where('msg_id', '=', b).execute();
     expect(await replayMessages(s.db, clock, { ids: [a, b] })).toEqual([]);
     expect(await replayMessages(s.db, clock, { ids: [a, b], force: true })).toEqual([a]);
     const jobs = await sql<{ n: number }>`select count(*)::int n from graphile_worker.jobs where task_identifier = 'pump'`.execute(s.db);

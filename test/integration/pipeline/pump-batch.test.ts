@@ -1,4 +1,4 @@
-// The batch pump (lib/pipeline/pump.ts): consecutive messages in one business transaction, one
+// The batch pump (lib/pipeline/pump/): consecutive messages in one business transaction, one
 // mirror step and one terminal statement per batch; a message's own failure is its outcome inside
 // the batch, a retryable one ends the batch before it; an unexpected error rolls the batch back
 // and it is tried again smaller; a crash after the business commit is made terminal, not re-applied.
@@ -8,7 +8,7 @@ import { ManualClock } from '../../../lib/core/clock.ts';
 import { protocol } from '../../../lib/core/errors.ts';
 import { HandlerRegistry, type BatchDomain, type Mirror } from '../../../lib/domain/handlers.ts';
 import { intakeRound } from '../../../lib/pipeline/intake.ts';
-import { drain, type PumpDeps, pumpSettings } from '../../../lib/pipeline/pump.ts';
+import { drain, inlineDecoding, type PumpDeps, pumpSettings, withSqlPorts } from '../../../lib/pipeline/pump/loop.ts';
 import { payload } from '../../../lib/sis/envelope.ts';
 import { testConfig } from '../../support/env.ts';
 import { openServices, procRows, putInbox, resetPipeline, silentLog, sisMessage, type TestServices } from '../../support/services.ts';
@@ -67,17 +67,19 @@ const mirror = (): Mirror => ({
   },
 });
 
-const deps = (over: Partial<PumpDeps> = {}): PumpDeps => ({
-  session: s.session,
-  terminalDb: s.db,
-  inbox: s.inbox,
-  registry,
-  mirror: mirror(),
-  clock,
-  ...pumpSettings(config),
-  log: silentLog,
-  ...over,
-});
+const deps = (over: Partial<Omit<PumpDeps, 'ports'>> = {}): PumpDeps =>
+  withSqlPorts({
+    session: s.session,
+    terminalDb: s.db,
+    inbox: s.inbox,
+    registry,
+    mirror: mirror(),
+    clock,
+    ...pumpSettings(config),
+    log: silentLog,
+    decoder: inlineDecoding,
+    ...over,
+  });
 const enqueueAll = () => intakeRound({ db: s.db, inbox: s.inbox, clock, intake: slices(config).intake, log: silentLog });
 const state = async (id: number) => (await procRows(s.db)).find((r) => r.msg_id === id)!;
 const effects = async () => (await sql<{ msg_id: number }>`select msg_id from test_effects order by msg_id`.execute(s.db)).rows.map((r) => Number(r.msg_id));

@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import { ManualClock } from '../../../lib/core/clock.ts';
 import { HandlerRegistry, type Mirror } from '../../../lib/domain/handlers.ts';
 import { intakeRound } from '../../../lib/pipeline/intake.ts';
-import { tick, drain, type PumpDeps, pumpSettings } from '../../../lib/pipeline/pump.ts';
+import { tick, drain, inlineDecoding, type PumpDeps, pumpSettings, withSqlPorts } from '../../../lib/pipeline/pump/loop.ts';
 import { refreshHeadGauges } from '../../../lib/pipeline/gauges.ts';
 import { metrics } from '../../../lib/runtime/metrics.ts';
 import { testConfig } from '../../support/env.ts';
@@ -26,8 +26,8 @@ const registry = new HandlerRegistry().register('TEST', '*', async (ctx) => {
 });
 const redisMirror = (): Mirror => ({ sync: async (ids) => void (await s.redis.set(`msgx:test:${ids[0]}`, 'ok')) });
 
-function deps(over: Partial<PumpDeps> = {}): PumpDeps {
-  return { session: s.session, terminalDb: s.db, inbox: s.inbox, registry, mirror: redisMirror(), clock, ...pumpSettings(config), log: silentLog, ...over };
+function deps(over: Partial<Omit<PumpDeps, 'ports'>> = {}): PumpDeps {
+  return withSqlPorts({ session: s.session, terminalDb: s.db, inbox: s.inbox, registry, mirror: redisMirror(), clock, ...pumpSettings(config), log: silentLog, decoder: inlineDecoding, ...over });
 }
 async function enqueueAll() {
   await intakeRound({ db: s.db, inbox: s.inbox, clock, intake: slices(config).intake, log: silentLog });

@@ -11,7 +11,7 @@ import { buildDecoder, buildMirror, buildRegistry } from '../../../lib/app/compo
 import type { Mirror } from '../../../lib/domain/handlers.ts';
 import { intakeRound } from '../../../lib/pipeline/intake.ts';
 import { replayMessages } from '../../../lib/pipeline/operator.ts';
-import { drain, pumpSettings, type PumpDeps } from '../../../lib/pipeline/pump.ts';
+import { drain, pumpSettings, type PumpDeps, withSqlPorts } from '../../../lib/pipeline/pump/loop.ts';
 import { bigSnapshot } from '../../support/fixtures.ts';
 import { testConfig } from '../../support/env.ts';
 import { openServices, procRows, putInbox, resetDomain, resetPipeline, silentLog, sisMessage, type TestServices } from '../../support/services.ts';
@@ -48,7 +48,7 @@ describe('read-ahead of the next batch', () => {
         return real.sync(flids, known);
       },
     };
-    const deps = (): PumpDeps => ({ session: s.session, terminalDb: s.db, inbox: s.inbox, registry: buildRegistry(), mirror, clock, ...pumpSettings(config), log, decoder });
+    const deps = (): PumpDeps => withSqlPorts({ session: s.session, terminalDb: s.db, inbox: s.inbox, registry: buildRegistry(), mirror, clock, ...pumpSettings(config), log, decoder });
 
     // a snapshot, and X: a FLOP with an empty ACFT (PROTOCOL) → DEAD
     await putInbox(s.inbox, bigSnapshot(3, 1, { seqn: 1 }));

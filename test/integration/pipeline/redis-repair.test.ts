@@ -9,7 +9,7 @@ import { buildMirror, buildRegistry } from '../../../lib/app/composition.ts';
 import { readFlights } from '../../../lib/flight/read.ts';
 import { toJson } from '../../../lib/flight/state.ts';
 import { intakeRound } from '../../../lib/pipeline/intake.ts';
-import { drain, type PumpDeps, pumpSettings } from '../../../lib/pipeline/pump.ts';
+import { drain, inlineDecoding, type PumpDeps, pumpSettings, withSqlPorts } from '../../../lib/pipeline/pump/loop.ts';
 import { testConfig } from '../../support/env.ts';
 import { deadRedis, openServices, procRows, putInbox, resetDomain, resetPipeline, silentLog, sisMessage, type TestServices } from '../../support/services.ts';
 import { slices } from '../../../lib/core/config.ts';
@@ -25,7 +25,8 @@ const schd = (styp: string, recs: string[]) => sisMessage({ type: 'SCHD', styp, 
 const fdel = (f: number) => sisMessage({ type: 'FLOP', styp: 'FDEL', seqn: ++seqn, body: `<FLOP><FLID>${f}</FLID><FFID>X</FFID><FDEL></FDEL></FLOP>` });
 
 function deps(redis = s.redis): PumpDeps {
-  return {
+  return withSqlPorts({
+    decoder: inlineDecoding,
     session: s.session,
     terminalDb: s.db,
     inbox: s.inbox,
@@ -34,7 +35,7 @@ function deps(redis = s.redis): PumpDeps {
     clock,
     ...pumpSettings(config),
     log: silentLog,
-  };
+  });
 }
 async function put(xml: string) {
   const id = await putInbox(s.inbox, xml);

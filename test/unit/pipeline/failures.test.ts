@@ -7,13 +7,13 @@ const config = loadConfig({}); // backoff 1s,5s,30s,2m; max-attempts 5
 
 describe('failure decisions (failure classes of docs/design.md)', () => {
   it.each([
-    ['MALFORMED', 0, 0, { next: 'DEAD', reason: 'MALFORMED: x', countAttempt: false }],
-    ['PROTOCOL', 3, 3, { next: 'DEAD', reason: 'PROTOCOL: x', countAttempt: false }],
-    ['CODEC_ERROR', 0, 0, { next: 'FAILED', retryInMs: 1000, countAttempt: true }],
-    ['INTERNAL', 1, 1, { next: 'FAILED', retryInMs: 5000, countAttempt: true }],
+    ['MALFORMED', 0, 0, { next: 'DEAD', reason: 'MALFORMED: x', reasonClass: 'MALFORMED', countAttempt: false }],
+    ['PROTOCOL', 3, 3, { next: 'DEAD', reason: 'PROTOCOL: x', reasonClass: 'PROTOCOL', countAttempt: false }],
+    ['CODEC_ERROR', 0, 0, { next: 'FAILED', reasonClass: 'CODEC_ERROR', retryInMs: 1000, countAttempt: true }],
+    ['INTERNAL', 1, 1, { next: 'FAILED', reasonClass: 'INTERNAL', retryInMs: 5000, countAttempt: true }],
     ['INTERNAL', 3, 3, { next: 'FAILED', retryInMs: 120_000, countAttempt: true }],
-    ['INTERNAL', 4, 4, { next: 'DEAD', reason: 'EXHAUSTED(INTERNAL): x', countAttempt: true }],
-    ['INFRA', 0, 0, { next: 'FAILED', retryInMs: 1000, countAttempt: false }],
+    ['INTERNAL', 4, 4, { next: 'DEAD', reason: 'EXHAUSTED(INTERNAL): x', reasonClass: 'EXHAUSTED', countAttempt: true }],
+    ['INFRA', 0, 0, { next: 'FAILED', reasonClass: 'INFRA', retryInMs: 1000, countAttempt: false }],
     ['INFRA', 0, 3, { next: 'FAILED', retryInMs: 120_000, countAttempt: false }],
     ['INFRA', 0, 500, { next: 'FAILED', retryInMs: 120_000, countAttempt: false }],
   ] as const)('%s after %i attempts / %i in a row', (cls, attempts, failuresInRow, expected) => {
@@ -29,8 +29,8 @@ describe('failure decisions (failure classes of docs/design.md)', () => {
   });
 
   it.each([
-    ['MALFORMED', { state: 'DEAD', reason: 'MALFORMED: x' }],
-    ['PROTOCOL', { state: 'DEAD', reason: 'PROTOCOL: x' }],
+    ['MALFORMED', { state: 'DEAD', reason: 'MALFORMED: x', reasonClass: 'MALFORMED' }],
+    ['PROTOCOL', { state: 'DEAD', reason: 'PROTOCOL: x', reasonClass: 'PROTOCOL' }],
     ['INFRA', null],
     ['CODEC_ERROR', null],
     ['INTERNAL', null],

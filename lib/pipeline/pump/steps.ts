@@ -1,0 +1,205 @@
+// applyBatch, PIPELINE_LOCK held by the caller (loop.ts): the pump's steps in order, with the
+// names of docs/design.md "The pump's steps":
+//   chooseBatch  the head and the open messages after it (up to K, cut before a FAILED one); a
+//                FAILED head whose attempts are used up → DEAD(EXHAUSTED); one not yet due waits
+//                (an INFRA failure that carried its service: that service is probed every
+//                PROBE_EVERY_MS and the head is tried as soon as it answers).
+//   read         the raw bodies, one inbox query                     fails → FAILED(INFRA, mariadb)
+//   decode       deps.decoder, in order, under the per-message budget; `prepare` (batch.ts) turns
+//                each decoding into a Todo. A retryable decode failure (CODEC_ERROR) ends the batch
+//                before that message (the Cut); a snapshot is a batch of its own. The next batch
+//                is read and decoded while this one's business, mirror and terminal steps run (ahead.ts).
+//   business     ONE transaction (business.ts)
+//   mirror       ONE Redis sync for every flight the batch addresses   fails → FAILED(INFRA, redis)
+//   terminal     ONE statement: every applied outcome becomes its terminal state + backfill intent +
+//                wake-up (INV-10: nothing is terminal before its business commit and its mirror step).
+//   tail         in drain, the mirror and terminal steps run while the next batch is chosen, read
+//                and applied; their ordering rules are tail.ts.
+// A message found with APPLIED_STATE set (a crash after its business step) is not applied again
+// (Todo 'recover'): its flights are mirrored from Postgres and its outcome made terminal.
+// What a failure leads to is decided in lib/pipeline/failures.ts; the pump only carries it there.
+import { classify, describe, type Failure } from '../../core/errors.ts';
+import { withTimeout } from '../../core/timeout.ts';
+import type { Db } from '../../db/postgres.ts';
+import { releaseMemory } from '../../runtime/gc.ts';
+import { countAfterCommit, metrics, reasonLabel } from '../../runtime/metrics.ts';
+import { decide, isExhausted, probeTarget } from '../failures.ts';
+import * as Transitions from '../transitions.ts';
+import { type Ahead, isLarge, readAhead, readAndDecode } from './ahead.ts';
+import { type Body, logOf, type Member, type MessageRef, prepareBatch, refOf } from './batch.ts';
+import { type Business, business } from './business.ts';
+import { type BatchResult, type Done, done, type PumpDeps } from './deps.ts';
+import { MirrorBehind, type TailGate } from './tail.ts';
+
+/** While the head is held for INFRA, the failed service is probed this often; work resumes when it answers. */
+const PROBE_EVERY_MS = 1_000;
+
+/** What a batch carries over from the one before: the read ahead (drain) and the tail (overlapping only in drain). */
+export interface Carry {
+  ahead: Ahead | null;
+  tail: TailGate<Member>;
+  /** The mirror and terminal steps may run while the next batch does (drain); tick ends every step first. */
+  overlap: boolean;
+}
+
+export async function applyBatch(deps: PumpDeps, limit: number, carry: Carry): Promise<BatchResult> {
+  const lap = stopwatch(deps.timings);
+  const chosen = await chooseBatch(deps, limit, carry.ahead, carry.tail.excluded());
+  lap('heads');
+  if (chosen.kind !== 'batch') return chosen;
+  const { heads, following } = chosen;
+  const head = heads[0];
+  const started = performance.now();
+  let bodies: Map<number, Body>;
+  try {
+    bodies = await readAndDecode(deps, heads, carry.ahead);
+    lap('bodies+decode');
+  } catch (err) {
+    return done([await fail(deps, refOf(head), { cls: 'INFRA', service: 'mariadb', detail: `inbox read failed: ${describe(err)}` })]);
+  }
+  const { members, cut: decodeCut } = prepareBatch(deps, heads, bodies);
+  lap('prepare');
+  if (members.length === 0) return done([await fail(deps, decodeCut?.ref ?? refOf(head), decodeCut?.failure ?? { cls: 'INTERNAL', detail: 'the head was not decoded' })]); // never expected: the head is always decoded
+  // the next batch, if this one takes every message it read: read and decoded while this one commits
+  if (carry.ahead && !decodeCut && members.length === heads.length && following.length > 0) readAhead(deps, carry.ahead, following);
+  let biz: Business;
+  try {
+    biz = await business(deps, members, carry.tail.commitGate());
+    lap('business');
+  } catch (err) {
+    if (err instanceof MirrorBehind) return done(await settleTail(deps, carry.tail)); // rolled back: the batch before failed its mirror step
+    if (members.length > 1) {
+      deps.log.warn({ err: describe(err), batch: members.length, from: head.msg_id }, 'batch rolled back; trying again smaller');
+      return { kind: 'done', done: [], retrySmaller: Math.max(1, Math.floor(members.length / 2)) };
+    }
+    return done([await fail(deps, members[0], classify(err, 'handler', 'postgres'))]);
+  }
+  const applied = members.slice(0, biz.count);
+  const cut = biz.cut ?? decodeCut;
+  for (const counts of biz.counts) countAfterCommit(counts);
+  // the batch before: its terminal step ends (it ran while this one's business step did)
+  const out: Done[] = await settleTail(deps, carry.tail);
+  if (applied.length > 0) {
+    deps.crash?.('pump.after-business-commit');
+    const large = members.length === 1 && isLarge(bodies.get(head.msg_id));
+    if (carry.overlap && !cut && !large) {
+      // the mirror and terminal steps run while the next batch is chosen, read and applied
+      startTail(deps, carry.tail, applied, biz, started);
+      return done(out);
+    }
+    try {
+      await deps.mirror.sync(biz.mirror, biz.known);
+      lap('mirror');
+    } catch (err) {
+      return done([...out, await fail(deps, applied[0], mirrorFailure(err))]);
+    }
+    deps.crash?.('pump.before-terminal');
+    out.push(...(await terminal(deps, deps.session, applied, started)));
+    lap('terminal');
+    // a large message (a big snapshot) leaves garbage of several times its live data: collected and given back now
+    if (large) releaseMemory();
+  }
+  if (cut) out.push(await fail(deps, cut.ref, cut.failure));
+  return { kind: 'done', done: out };
+}
+
+const mirrorFailure = (err: unknown): Failure => ({ cls: 'INFRA', service: 'redis', detail: `mirror step (Redis) failed after the business commit: ${describe(err)}` });
+
+/** The tail's outcomes; a failed mirror step is recorded on its first message. */
+export const settleTail = (deps: PumpDeps, tail: TailGate<Member>) => tail.settle((first, err) => fail(deps, first, mirrorFailure(err)));
+
+/** The mirror step now, the terminal statement (on deps.terminalDb) after it: while the next batch runs (tail.ts). */
+function startTail(deps: PumpDeps, tail: TailGate<Member>, applied: Member[], biz: Business, started: number): void {
+  const t0 = performance.now();
+  let t1 = t0;
+  const mirror = deps.mirror.sync(biz.mirror, biz.known).then(() => {
+    t1 = performance.now();
+    if (deps.timings) deps.timings.mirror = (deps.timings.mirror ?? 0) + (t1 - t0);
+  });
+  tail.start(applied, mirror, async () => {
+    deps.crash?.('pump.before-terminal');
+    const became = await terminal(deps, deps.terminalDb, applied, started);
+    if (deps.timings) deps.timings.terminal = (deps.timings.terminal ?? 0) + (performance.now() - t1);
+    return became;
+  });
+}
+
+type Chosen = { kind: 'batch'; heads: Transitions.HeadRow[]; following: Transitions.HeadRow[] } | Exclude<BatchResult, { retrySmaller: number }>;
+
+/** chooseBatch: the head and the open messages after it (reading ahead: also the next batch's candidates), or why there is no batch now. */
+async function chooseBatch(deps: PumpDeps, limit: number, ahead: Ahead | null, exclude: ReadonlySet<number>): Promise<Chosen> {
+  const rows = (await Transitions.heads(deps.session, (ahead ? limit * 2 : limit) + exclude.size)).filter((r) => !exclude.has(r.msg_id));
+  const heads = rows.slice(0, limit);
+  const head = heads[0];
+  if (!head) return { kind: 'idle' };
+  if (head.state === 'FAILED') {
+    if (isExhausted({ attempts: head.attempts, errorClass: head.error_class }, deps.failures)) {
+      const reason = `EXHAUSTED(${head.error_class}): attempts used up`;
+      await Transitions.markTerminal(deps.session, head.msg_id, 'DEAD', { reason, reasonClass: 'EXHAUSTED' }, deps.clock.now(), head.kind);
+      Transitions.countTerminal('DEAD', reason, deps.registry.metricKindOf(head.kind));
+      return done([{ msgId: head.msg_id, state: 'DEAD' }]);
+    }
+    const now = deps.clock.now();
+    if (head.next_attempt_at && head.next_attempt_at > now) {
+      const probe = deps.ports.probe(probeTarget(head));
+      if (!probe) return { kind: 'wait', until: head.next_attempt_at, msgId: head.msg_id };
+      if (!(await answers(probe, deps))) return { kind: 'wait', until: new Date(Math.min(head.next_attempt_at.getTime(), now.getTime() + PROBE_EVERY_MS)), msgId: head.msg_id };
+    }
+  }
+  return { kind: 'batch', heads, following: rows.slice(limit) };
+}
+
+/** The terminal step: every applied outcome becomes terminal (one statement); logged and counted per message. */
+async function terminal(deps: PumpDeps, db: Db, applied: Member[], started: number): Promise<Done[]> {
+  const became = await Transitions.markAppliedTerminal(
+    db,
+    applied.map((member) => member.h.msg_id),
+    deps.clock.now(),
+  );
+  const byId = new Map(applied.map((member) => [member.h.msg_id, member]));
+  const perMessage = (performance.now() - started) / 1000 / applied.length;
+  const out: Done[] = [];
+  for (const t of became) {
+    const fields = byId.get(t.msg_id)?.logFields ?? { msgId: t.msg_id };
+    deps.log[t.state === 'DEAD' ? 'warn' : 'info'](
+      { ...fields, state: t.state, ...(t.reason ? { reason: t.reason } : {}) },
+      t.state === 'SUCCEEDED' ? 'message applied' : `message ${t.state.toLowerCase()}`,
+    );
+    metrics.processingSeconds.observe({ kind: deps.registry.metricKindOf(t.kind) }, perMessage);
+    Transitions.countTerminal(t.state, t.reason, deps.registry.metricKindOf(t.kind));
+    // A DEAD outcome of the batch (MALFORMED / PROTOCOL, raw-missing included) is a failed attempt of its class.
+    if (t.state === 'DEAD') metrics.failures.inc({ class: reasonLabel(t.reason) });
+    out.push({ msgId: t.msg_id, state: t.state });
+  }
+  return out;
+}
+
+/** Record a failure of a message (lib/pipeline/failures.ts decides FAILED or DEAD on the committed attempt count). */
+async function fail(deps: PumpDeps, m: MessageRef, f: Failure): Promise<Done> {
+  const decision = await Transitions.recordFailure(deps.session, m.h.msg_id, f, (h) => decide(f, h, deps.failures), deps.clock.now(), m.kind, m.identityToBind);
+  if (decision.next === 'DEAD') {
+    Transitions.countTerminal('DEAD', decision.reason, deps.registry.metricKindOf(m.kind));
+    logOf(deps, m).warn({ state: 'DEAD', reason: decision.reason }, 'message dead');
+  } else logOf(deps, m)[f.cls === 'INFRA' ? 'warn' : 'error']({ state: 'FAILED', errorClass: f.cls, reason: decision.reason, retryInMs: decision.retryInMs }, 'message failed');
+  return { msgId: m.h.msg_id, state: decision.next };
+}
+
+async function answers(probe: () => Promise<unknown>, deps: PumpDeps): Promise<boolean> {
+  try {
+    await withTimeout(Math.min(deps.pump.timeoutMs, PROBE_EVERY_MS), 'probe', probe());
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Adds the time since the previous lap to `timings[name]` (benchmarks); a no-op without timings. */
+function stopwatch(timings: Record<string, number> | undefined): (name: string) => void {
+  if (!timings) return () => {};
+  let t = performance.now();
+  return (name) => {
+    const now = performance.now();
+    timings[name] = (timings[name] ?? 0) + (now - t);
+    t = now;
+  };
+}
