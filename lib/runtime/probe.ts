@@ -6,14 +6,16 @@
 //
 //   const up = await probeUntilUp(probes.postgres(url), { intervalMs: 500, signal, deadlineMs: 30_000 });
 //   if (up) retry now; else (shutdown / deadline) fall back to the caller's schedule.
-import kafkajs from 'kafkajs';
-import mysql from 'mysql2/promise';
+// The drivers of MariaDB, Redis and Kafka are loaded on a check's first use: a process loads only
+// those of the services it needs (its resident memory, docs/decisions.md "Footprint").
+import type kafkajs from 'kafkajs';
+import type mysql from 'mysql2/promise';
 import type { Redis } from 'ioredis';
 import pg from 'pg';
 import type { KafkaTarget } from '../core/connections.ts';
-import { mysqlTarget, type MysqlWhere } from '../db/mysql.ts';
+import type { MysqlWhere } from '../db/mysql.ts';
 import { connectionSettings, createSessionDb, type Db, type PgWhere } from '../db/postgres.ts';
-import { newRedis, type RedisWhere } from '../db/redis.ts';
+import type { RedisWhere } from '../db/redis.ts';
 import { explained, kafkaSecurity } from '../db/tls.ts';
 import { myRows, pgRun } from '../db/statement.ts';
 import * as Probe from '../sql/probe.ts';
@@ -23,8 +25,9 @@ import { sleep, withDeadline } from './leader.ts';
 export type KafkaWhere = readonly string[] | KafkaTarget;
 
 /** A Kafka client for one check: every request bounded by timeoutMs, no retries, silent. */
-const kafkaClient = (clientId: string, where: KafkaWhere, timeoutMs: number) =>
-  new kafkajs.Kafka({
+const kafkaClient = async (clientId: string, where: KafkaWhere, timeoutMs: number) => {
+  const { default: kafkajs } = await import('kafkajs');
+  return new kafkajs.Kafka({
     clientId,
     ...('service' in where ? { brokers: [...where.brokers], ...kafkaSecurity(where) } : { brokers: [...where] }),
     connectionTimeout: timeoutMs,
@@ -33,6 +36,26 @@ const kafkaClient = (clientId: string, where: KafkaWhere, timeoutMs: number) =>
     retry: { retries: 0 },
     logLevel: kafkajs.logLevel.NOTHING,
   });
+};
+/** A MySQL connection within timeoutMs (a connection that completes late is closed). */
+const mysqlConnect = async (url: MysqlWhere, timeoutMs: number, what: string): Promise<mysql.Connection> => {
+  const [{ default: driver }, { mysqlTarget }] = await Promise.all([import('mysql2/promise'), import('../db/mysql.ts')]);
+  const connecting = driver.createConnection({ ...mysqlTarget(url), connectTimeout: timeoutMs });
+  connecting.then(
+    (c) => c.on('error', () => {}),
+    () => {},
+  );
+  try {
+    return await withDeadline(connecting, timeoutMs, what);
+  } catch (e) {
+    connecting.then(
+      (late) => late.destroy(),
+      () => {},
+    );
+    throw explained('mariadb', e);
+  }
+};
+const newRedis = async (...args: Parameters<typeof import('../db/redis.ts').newRedis>) => (await import('../db/redis.ts')).newRedis(...args);
 
 export type Check = () => Promise<void>;
 
@@ -113,17 +136,7 @@ export const probes = {
   /** `SELECT 1` on a new MySQL/MariaDB connection. */
   mysql(url: MysqlWhere, timeoutMs = 1000): Check {
     return async () => {
-      const connecting = mysql.createConnection({ ...mysqlTarget(url), connectTimeout: timeoutMs });
-      let c: mysql.Connection;
-      try {
-        c = await withDeadline(connecting, timeoutMs, 'mysql probe connect');
-      } catch (e) {
-        connecting.then(
-          (late) => late.destroy(),
-          () => {},
-        ); // a connection that completes late is closed
-        throw explained('mariadb', e);
-      }
+      const c = await mysqlConnect(url, timeoutMs, 'mysql probe connect');
       try {
         await withDeadline(myRows(c, Probe.mySelect1), timeoutMs, 'mysql probe');
       } finally {
@@ -135,7 +148,7 @@ export const probes = {
   /** PING on a new Redis connection. */
   redis(url: RedisWhere, timeoutMs = 1000): Check {
     return async () => {
-      const r = newRedis(url, { lazyConnect: true, connectTimeout: timeoutMs, commandTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+      const r = await newRedis(url, { lazyConnect: true, connectTimeout: timeoutMs, commandTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
       try {
         await connectRedis(r, url, timeoutMs, 'redis probe connect');
         const pong = await withDeadline(r.ping(), timeoutMs, 'redis probe');
@@ -151,7 +164,7 @@ export const probes = {
   /** A metadata request (describeCluster) on a new Kafka admin connection. */
   kafka(brokers: KafkaWhere, timeoutMs = 1000): Check {
     return async () => {
-      const kafka = kafkaClient('msgx-probe', brokers, timeoutMs);
+      const kafka = await kafkaClient('msgx-probe', brokers, timeoutMs);
       const admin = kafka.admin({ retry: { retries: 0 } });
       try {
         await withDeadline(admin.connect(), timeoutMs, 'kafka probe connect');
@@ -311,22 +324,7 @@ export const watches = {
 
   mysql(url: MysqlWhere, timeoutMs = 1500): Watch {
     return keptConnection<mysql.Connection>({
-      open: async () => {
-        const connecting = mysql.createConnection({ ...mysqlTarget(url), connectTimeout: timeoutMs });
-        connecting.then(
-          (c) => c.on('error', () => {}),
-          () => {},
-        );
-        try {
-          return await withDeadline(connecting, timeoutMs, 'mariadb connect');
-        } catch (e) {
-          connecting.then(
-            (late) => late.destroy(),
-            () => {},
-          );
-          throw explained('mariadb', e);
-        }
-      },
+      open: () => mysqlConnect(url, timeoutMs, 'mariadb connect'),
       probe: async (conn) => {
         await withDeadline(myRows(conn, Probe.mySelect1), timeoutMs, 'mariadb SELECT 1');
       },
@@ -337,7 +335,7 @@ export const watches = {
   redis(url: RedisWhere, timeoutMs = 1500): Watch {
     return keptConnection<Redis>({
       open: async () => {
-        const r = newRedis(url, { lazyConnect: true, connectTimeout: timeoutMs, commandTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+        const r = await newRedis(url, { lazyConnect: true, connectTimeout: timeoutMs, commandTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
         try {
           await connectRedis(r, url, timeoutMs, 'redis connect');
         } catch (e) {
@@ -357,7 +355,7 @@ export const watches = {
   },
 
   kafka(brokers: KafkaWhere, timeoutMs = 1500): Watch {
-    const kafka = kafkaClient('msgx-health', brokers, timeoutMs);
+    let kafka: Promise<kafkajs.Kafka> | undefined;
     let admin: kafkajs.Admin | null = null;
     const drop = () => {
       const a = admin;
@@ -369,7 +367,8 @@ export const watches = {
         const kept = admin !== null;
         try {
           if (!admin) {
-            admin = kafka.admin({ retry: { retries: 0 } });
+            kafka ??= kafkaClient('msgx-health', brokers, timeoutMs);
+            admin = (await kafka).admin({ retry: { retries: 0 } });
             await withDeadline(admin.connect(), timeoutMs, 'kafka connect');
           }
           await withDeadline(admin.describeCluster(), timeoutMs, 'kafka metadata request');

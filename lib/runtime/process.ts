@@ -7,9 +7,9 @@ import { ConfigError, loadConfig, redactUrl, slices, targets, type Config } from
 import { scrub } from '../core/secrets.ts';
 import { isInfraError } from '../core/errors.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
-import { createAodbPool, dropIdle, type Inbox } from '../db/mysql.ts';
+import type { Inbox } from '../db/mysql.ts';
 import { connectClient, createDb, createPool, type Db } from '../db/postgres.ts';
-import { createRedis, reconnectRedis, type Redis } from '../db/redis.ts';
+import type { Redis } from '../db/redis.ts';
 import { explained } from '../db/tls.ts';
 import { pgRows, pgRun } from '../db/statement.ts';
 import * as Jobs from '../sql/jobs.ts';
@@ -94,6 +94,11 @@ export interface ProcessSpec {
   conditions?: (rt: Runtime) => NamedCondition[];
 }
 
+/** An edge asked for by a process whose spec does not name the service in `needs`: a programming error. */
+function missing(name: string, dep: Dependency): never {
+  throw new Error(`${name}: uses ${dep} without listing it in needs`);
+}
+
 export function loadConfigOrExit(name: string): Config {
   try {
     return loadConfig();
@@ -120,13 +125,20 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
   const poolWatch = watchPool(pool, { url: t.postgres, onStuck: health.reporter('postgres') });
   health.onDown('postgres', () => void poolWatch.reset());
   const io = slices(config).io;
+  // the MariaDB and Redis drivers are loaded only by a process that needs them (docs/decisions.md "Footprint")
+  const needs = new Set(spec.needs);
+  const mysql = needs.has('mariadb') ? await import('../db/mysql.ts') : undefined;
+  const redis = needs.has('redis') ? await import('../db/redis.ts') : undefined;
+  const needed = <T>(m: T | undefined, dep: Dependency): T => m ?? missing(spec.name, dep);
   const edges: Runtime['edges'] = {
     aodbPool: (o = {}) => {
+      const { createAodbPool, dropIdle } = needed(mysql, 'mariadb');
       const p = createAodbPool(t.mariadb, { timeoutMs: io.timeoutMs, connectionLimit: o.connectionLimit, onFault: health.reporter('mariadb') });
       health.onDown('mariadb', () => dropIdle(p));
       return p;
     },
     redis: () => {
+      const { createRedis, reconnectRedis } = needed(redis, 'redis');
       const r = createRedis(t.redis, io.timeoutMs, { onFault: health.reporter('redis') });
       health.onDown('redis', () => reconnectRedis(r));
       return r;
