@@ -181,7 +181,11 @@ export const probes = {
 /**
  * A process's view of Postgres, refreshed every `everyMs` with `select 1` on one dedicated
  * connection (rebuilt after a failure) within `timeoutMs`: what /healthz and msgx_postgres_up
- * report, without waiting on a pool whose connections may hang on a dead path.
+ * report, without waiting on a pool whose connections may hang on a dead path. Given the
+ * process's pool, it holds no connection of its own (the installation's connection count,
+ * docs/decisions.md "Footprint"): a check runs on a pooled connection when one is idle or the
+ * pool may open one (a frozen one fails the check and is destroyed, as the dedicated one would
+ * be), and on a dedicated connection, closed after the check, only while the pool is full.
  */
 export class PostgresWatch {
   up = true;
@@ -197,12 +201,22 @@ export class PostgresWatch {
   private session: Db | null = null;
   private timer: NodeJS.Timeout | null = null;
   private readonly url: PgWhere;
+  private readonly pool: pg.Pool | undefined;
+  /** Pooled connections an earlier check used: a failure on one is a failure on a kept connection. */
+  private readonly seen = new WeakSet<pg.PoolClient>();
+  /** Whether the last check ran on a connection an earlier check had used. */
+  lastKept = false;
   private readonly everyMs: number;
   private readonly timeoutMs: number;
   private readonly onChange: (up: boolean, downForMs: number, err: string | null) => void;
 
-  constructor(o: { url: PgWhere; everyMs?: number; timeoutMs?: number; onChange?: (up: boolean, downForMs: number, err: string | null) => void }) {
+  /** application_name of its connection: msgx-<process>-watch (pg_stat_activity tells whose it is). */
+  private readonly name: string;
+
+  constructor(o: { url: PgWhere; pool?: pg.Pool; everyMs?: number; timeoutMs?: number; process?: string; onChange?: (up: boolean, downForMs: number, err: string | null) => void }) {
     this.url = o.url;
+    this.pool = o.pool;
+    this.name = o.process ? `${o.process}-watch` : 'watch';
     this.everyMs = o.everyMs ?? 2000;
     this.timeoutMs = o.timeoutMs ?? 1500;
     this.onChange = o.onChange ?? (() => {});
@@ -229,9 +243,12 @@ export class PostgresWatch {
   }
 
   async check(): Promise<boolean> {
+    const pool = this.pool;
+    if (pool && (pool.idleCount > 0 || pool.totalCount < (pool.options as { max: number }).max)) return this.checkPooled(pool);
+    this.lastKept = this.connected;
     try {
       if (!this.client) {
-        const c = new pg.Client({ ...connectionSettings(this.url, 'watch'), connectionTimeoutMillis: this.timeoutMs });
+        const c = new pg.Client({ ...connectionSettings(this.url, this.name), connectionTimeoutMillis: this.timeoutMs });
         c.on('error', () => {});
         this.client = c;
         this.session = createSessionDb(c);
@@ -241,6 +258,33 @@ export class PostgresWatch {
       this.set(true, null);
     } catch (e) {
       this.drop();
+      this.set(false, explained('postgres', e).message);
+    }
+    // with a pool, the dedicated connection served a full pool only
+    if (pool) this.drop();
+    return this.up;
+  }
+
+  private async checkPooled(pool: pg.Pool): Promise<boolean> {
+    this.lastKept = false;
+    const connecting = pool.connect();
+    let c: pg.PoolClient | undefined;
+    try {
+      c = await withDeadline(connecting, this.timeoutMs, 'postgres connect');
+      this.lastKept = this.seen.has(c);
+      this.seen.add(c);
+      await withDeadline(pgRun(createSessionDb(c as unknown as pg.Client), Probe.select1), this.timeoutMs, 'postgres select 1');
+      c.release();
+      this.set(true, null);
+    } catch (e) {
+      if (c) {
+        c.release(e as Error); // destroyed, never reused
+        (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+      } else
+        connecting.then(
+          (late) => late.release(), // a connection that completes late goes back to the pool
+          () => {},
+        );
       this.set(false, explained('postgres', e).message);
     }
     return this.up;
@@ -311,12 +355,11 @@ function keptConnection<C>(o: { open: () => Promise<C>; probe: (c: C) => Promise
  * a failure and the next check opens a new one. Each step is bounded by timeoutMs.
  */
 export const watches = {
-  postgres(url: PgWhere, timeoutMs = 1500): Watch {
-    const w = new PostgresWatch({ url, timeoutMs });
+  postgres(url: PgWhere, timeoutMs = 1500, o: { process?: string; pool?: pg.Pool } = {}): Watch {
+    const w = new PostgresWatch({ url, timeoutMs, ...o });
     return {
       check: async () => {
-        const kept = w.connected;
-        if (!(await w.check())) throw keptFailed(new Error(w.lastError ?? 'no answer'), kept);
+        if (!(await w.check())) throw keptFailed(new Error(w.lastError ?? 'no answer'), w.lastKept);
       },
       close: () => w.stop(),
     };
