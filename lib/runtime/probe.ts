@@ -183,9 +183,9 @@ export const probes = {
  * connection (rebuilt after a failure) within `timeoutMs`: what /healthz and msgx_postgres_up
  * report, without waiting on a pool whose connections may hang on a dead path. Given the
  * process's pool, it holds no connection of its own (the installation's connection count,
- * docs/decisions.md "Footprint"): a check runs on a pooled connection when one is idle or the
- * pool may open one (a frozen one fails the check and is destroyed, as the dedicated one would
- * be), and on a dedicated connection, closed after the check, only while the pool is full.
+ * docs/decisions.md "Footprint"): a check runs on an idle pooled connection (a frozen one fails
+ * the check and is destroyed, as the dedicated one would be), and on a dedicated connection,
+ * closed after the check, while none is idle (the check never makes the pool grow).
  */
 export class PostgresWatch {
   up = true;
@@ -244,7 +244,7 @@ export class PostgresWatch {
 
   async check(): Promise<boolean> {
     const pool = this.pool;
-    if (pool && (pool.idleCount > 0 || pool.totalCount < (pool.options as { max: number }).max)) return this.checkPooled(pool);
+    if (pool && pool.idleCount > 0) return this.checkPooled(pool);
     this.lastKept = this.connected;
     try {
       if (!this.client) {
@@ -260,7 +260,7 @@ export class PostgresWatch {
       this.drop();
       this.set(false, explained('postgres', e).message);
     }
-    // with a pool, the dedicated connection served a full pool only
+    // with a pool, the dedicated connection served one check while no pooled one was idle
     if (pool) this.drop();
     return this.up;
   }
@@ -269,16 +269,19 @@ export class PostgresWatch {
     this.lastKept = false;
     const connecting = pool.connect();
     let c: pg.PoolClient | undefined;
+    // the pool's release of this checkout (a session Db over the client replaces it with a no-op)
+    let release: ((err?: Error) => void) | undefined;
     try {
       c = await withDeadline(connecting, this.timeoutMs, 'postgres connect');
+      release = c.release.bind(c);
       this.lastKept = this.seen.has(c);
       this.seen.add(c);
       await withDeadline(pgRun(createSessionDb(c as unknown as pg.Client), Probe.select1), this.timeoutMs, 'postgres select 1');
-      c.release();
+      release();
       this.set(true, null);
     } catch (e) {
       if (c) {
-        c.release(e as Error); // destroyed, never reused
+        release?.(e as Error); // destroyed, never reused
         (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
       } else
         connecting.then(

@@ -20,7 +20,7 @@ function refusingPostgres(port: number, code: string, message: string): Promise<
   };
   const server = net.createServer((s) => {
     s.on('error', () => {});
-    s.once('data', (b) => {
+    s.once('data', (b: Buffer) => {
       // an SSLRequest is declined ('N'); the startup message follows
       if (b.length === 8 && b.readInt32BE(4) === 80_877_103) {
         s.write('N');
