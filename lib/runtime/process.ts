@@ -258,6 +258,7 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
       );
     };
     await launch();
+    started = true;
     // start-up's garbage (module loading, the first checks) given back once (docs/decisions.md "Footprint")
     setTimeout(releaseMemory, SETTLED_MS).unref();
     const keepAlive = spec.keepAlive?.length ? setInterval(() => void keepDutiesAlive(rt, spec.keepAlive!), KEEP_ALIVE_EVERY_MS) : undefined;
@@ -278,8 +279,9 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
   // Until the duty first started (or stands by), a refused or failed attempt is one line each
   // (Postgres full, starting up, restarting: the process waits, it never exits); later ones are
   // rate-limited like every outage line.
+  let started = false;
   const startFailed = (key: string, e: unknown, message: string) => {
-    if (!conditions().some((c) => c.name === STARTING)) return void health.quiet(key, e, message, 'postgres');
+    if (started) return void health.quiet(key, e, message, 'postgres');
     const err = explained('postgres', e) as Error & { code?: string };
     log.warn({ code: err.code ?? (e as { code?: string }).code, reason: err.message }, `start: ${message} (${err.message})`);
   };
@@ -293,7 +295,10 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
         signal: abort.signal,
         start: startRunner,
         onLost: () => poolWatch.reset(),
-        onStandby: () => clearCondition(STARTING),
+        onStandby: () => {
+          started = true;
+          clearCondition(STARTING);
+        },
         onError: (e, message) => startFailed('leader-loop', e, message),
       })
     : (async () => {
