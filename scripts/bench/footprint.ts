@@ -13,7 +13,7 @@ import pg from 'pg';
 import kafkajs from 'kafkajs';
 import { connectionSettings } from '../../lib/db/postgres.ts';
 import { parseProcfile } from '../start.ts';
-import { BENCH_PG, machine, openBench } from './setup.ts';
+import { BENCH_PG, emptyAll, machine, openBench } from './setup.ts';
 import { benchKafka, KAFKA } from './workers.ts';
 
 const REST_S = Number(process.env.FOOTPRINT_REST_S ?? 20);
@@ -25,8 +25,11 @@ const tag = randomUUID().slice(0, 8);
 const topics = { msg: `footprint.${tag}.msg`, schd: `footprint.${tag}.schd`, state: `footprint.${tag}.state` };
 const ports = Object.fromEntries(entries.map((e, i) => [e.name, PORT_BASE + i]));
 
-// the databases migrated and present (the bench set-up's), then released: only the installation's connections are counted
-await (await openBench()).close();
+// the databases migrated, present and empty (the bench set-up's; an outbox with SENT rows would
+// read as a loss of the new topics), then released: only the installation's connections are counted
+const bench = await openBench();
+await emptyAll(bench);
+await bench.close();
 
 const env: Record<string, string> = {
   ...(process.env as Record<string, string>),
