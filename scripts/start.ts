@@ -9,11 +9,27 @@
 // `npm start -- --help` answers before anything is started or migrated.
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { cliArgs } from './args.ts';
 import { concurrently, type CloseEvent, type Command } from 'concurrently';
 
 /** The processes' own graceful shutdown gets 3 s (it normally takes well under 1 s); with the runner's and npm's exit the whole set is down within 5 s even on a loaded machine. */
 export const KILL_AFTER_MS = 3000;
+
+/**
+ * What every process gets in its environment unless it is set already (docs/decisions.md
+ * "Footprint"): Node's compile cache (filled before the start: scripts/compile-cache.ts, so no
+ * process loads the type stripper), a 1 MiB young-generation semi-space and two malloc arenas
+ * (each keeps less memory resident at rest). The Dockerfile sets the same.
+ */
+export function processEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  const options = env.NODE_OPTIONS ?? '';
+  return {
+    NODE_COMPILE_CACHE: env.NODE_COMPILE_CACHE ?? resolve('.local/compile-cache'),
+    MALLOC_ARENA_MAX: env.MALLOC_ARENA_MAX ?? '2',
+    NODE_OPTIONS: /--max-semi-space-size/.test(options) ? options : `${options} --max-semi-space-size=1`.trim(),
+  };
+}
 
 export interface ProcfileEntry {
   name: string;
@@ -67,9 +83,12 @@ function main(): void {
   const entries = parseProcfile(readFileSync(procfile, 'utf8'));
   const say = (text: string) => process.stderr.write(`start: ${text}\n`);
 
+  const env = processEnv(process.env);
+  spawnSync(process.execPath, ['scripts/compile-cache.ts'], { stdio: 'inherit', env: { ...process.env, ...env } });
+
   // `exec` makes /bin/sh replace itself with the process: signals reach it, not a shell wrapper.
   const { result, commands } = concurrently(
-    entries.map((e) => ({ name: e.name, command: `exec ${e.command}` })),
+    entries.map((e) => ({ name: e.name, command: `exec ${e.command}`, env })),
     { prefix: 'name', padPrefix: true, handleInput: false },
   );
 

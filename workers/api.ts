@@ -32,6 +32,7 @@ try {
 
 await runProcess({
   name: 'api',
+  poolMax: 8, // concurrent reads of the HTTP routes
   needs: ['mariadb'], // POST /cminmsgs/send, the inbox and trace reads, requests to the AODB
   http: async (app, rt) => {
     const { token, who, dev } = apiToken(slices(rt.config).http); // throws (no start) without a proper token outside dev mode

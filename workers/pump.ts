@@ -27,6 +27,7 @@ const LOCK_TIMEOUT = '20s';
 
 await runProcess({
   name: 'pump',
+  poolMax: 6, // a batch's terminal step overlapping the next batch, the head gauges, the Redis heal
   leaderLock: LOCKS.PUMP_LEADER,
   needs: ['mariadb', 'redis'],
   kick: [TASK.pump],

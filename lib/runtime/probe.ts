@@ -6,14 +6,16 @@
 //
 //   const up = await probeUntilUp(probes.postgres(url), { intervalMs: 500, signal, deadlineMs: 30_000 });
 //   if (up) retry now; else (shutdown / deadline) fall back to the caller's schedule.
-import kafkajs from 'kafkajs';
-import mysql from 'mysql2/promise';
+// The drivers of MariaDB, Redis and Kafka are loaded on a check's first use: a process loads only
+// those of the services it needs (its resident memory, docs/decisions.md "Footprint").
+import type kafkajs from 'kafkajs';
+import type mysql from 'mysql2/promise';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import type { KafkaTarget } from '../core/connections.ts';
-import { mysqlTarget, type MysqlWhere } from '../db/mysql.ts';
+import type { MysqlWhere } from '../db/mysql.ts';
 import { connectionSettings, createSessionDb, newClient, pgTarget, type Db, type PgWhere } from '../db/postgres.ts';
-import { newRedis, type RedisWhere } from '../db/redis.ts';
+import type { RedisWhere } from '../db/redis.ts';
 import { explained, kafkaSecurity } from '../db/tls.ts';
 import { myRows, pgRun } from '../db/statement.ts';
 import * as Probe from '../sql/probe.ts';
@@ -23,8 +25,9 @@ import { sleep, withDeadline } from './leader.ts';
 export type KafkaWhere = readonly string[] | KafkaTarget;
 
 /** A Kafka client for one check: every request bounded by timeoutMs, no retries, silent. */
-const kafkaClient = (clientId: string, where: KafkaWhere, timeoutMs: number) =>
-  new kafkajs.Kafka({
+const kafkaClient = async (clientId: string, where: KafkaWhere, timeoutMs: number) => {
+  const { default: kafkajs } = await import('kafkajs');
+  return new kafkajs.Kafka({
     clientId,
     ...('service' in where ? { brokers: [...where.brokers], ...kafkaSecurity(where) } : { brokers: [...where] }),
     connectionTimeout: timeoutMs,
@@ -33,6 +36,26 @@ const kafkaClient = (clientId: string, where: KafkaWhere, timeoutMs: number) =>
     retry: { retries: 0 },
     logLevel: kafkajs.logLevel.NOTHING,
   });
+};
+/** A MySQL connection within timeoutMs (a connection that completes late is closed). */
+const mysqlConnect = async (url: MysqlWhere, timeoutMs: number, what: string): Promise<mysql.Connection> => {
+  const [{ default: driver }, { mysqlTarget }] = await Promise.all([import('mysql2/promise'), import('../db/mysql.ts')]);
+  const connecting = driver.createConnection({ ...mysqlTarget(url), connectTimeout: timeoutMs });
+  connecting.then(
+    (c) => c.on('error', () => {}),
+    () => {},
+  );
+  try {
+    return await withDeadline(connecting, timeoutMs, what);
+  } catch (e) {
+    connecting.then(
+      (late) => late.destroy(),
+      () => {},
+    );
+    throw explained('mariadb', e);
+  }
+};
+const newRedis = async (...args: Parameters<typeof import('../db/redis.ts').newRedis>) => (await import('../db/redis.ts')).newRedis(...args);
 
 export type Check = () => Promise<void>;
 
@@ -113,17 +136,7 @@ export const probes = {
   /** `SELECT 1` on a new MySQL/MariaDB connection. */
   mysql(url: MysqlWhere, timeoutMs = 1000): Check {
     return async () => {
-      const connecting = mysql.createConnection({ ...mysqlTarget(url), connectTimeout: timeoutMs });
-      let c: mysql.Connection;
-      try {
-        c = await withDeadline(connecting, timeoutMs, 'mysql probe connect');
-      } catch (e) {
-        connecting.then(
-          (late) => late.destroy(),
-          () => {},
-        ); // a connection that completes late is closed
-        throw explained('mariadb', e);
-      }
+      const c = await mysqlConnect(url, timeoutMs, 'mysql probe connect');
       try {
         await withDeadline(myRows(c, Probe.mySelect1), timeoutMs, 'mysql probe');
       } finally {
@@ -135,7 +148,7 @@ export const probes = {
   /** PING on a new Redis connection. */
   redis(url: RedisWhere, timeoutMs = 1000): Check {
     return async () => {
-      const r = newRedis(url, { lazyConnect: true, connectTimeout: timeoutMs, commandTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+      const r = await newRedis(url, { lazyConnect: true, connectTimeout: timeoutMs, commandTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
       try {
         await connectRedis(r, url, timeoutMs, 'redis probe connect');
         const pong = await withDeadline(r.ping(), timeoutMs, 'redis probe');
@@ -151,7 +164,7 @@ export const probes = {
   /** A metadata request (describeCluster) on a new Kafka admin connection. */
   kafka(brokers: KafkaWhere, timeoutMs = 1000): Check {
     return async () => {
-      const kafka = kafkaClient('msgx-probe', brokers, timeoutMs);
+      const kafka = await kafkaClient('msgx-probe', brokers, timeoutMs);
       const admin = kafka.admin({ retry: { retries: 0 } });
       try {
         await withDeadline(admin.connect(), timeoutMs, 'kafka probe connect');
@@ -168,7 +181,11 @@ export const probes = {
 /**
  * A process's view of Postgres, refreshed every `everyMs` with `select 1` on one dedicated
  * connection (rebuilt after a failure) within `timeoutMs`: what /healthz and msgx_postgres_up
- * report, without waiting on a pool whose connections may hang on a dead path.
+ * report, without waiting on a pool whose connections may hang on a dead path. Given the
+ * process's pool, it holds no connection of its own (the installation's connection count,
+ * docs/decisions.md "Footprint"): a check runs on an idle pooled connection (a frozen one fails
+ * the check and is destroyed, as the dedicated one would be), and on a dedicated connection,
+ * closed after the check, while none is idle (the check never makes the pool grow).
  */
 export class PostgresWatch {
   up = true;
@@ -184,12 +201,22 @@ export class PostgresWatch {
   private session: Db | null = null;
   private timer: NodeJS.Timeout | null = null;
   private readonly url: PgWhere;
+  private readonly pool: pg.Pool | undefined;
+  /** Pooled connections an earlier check used: a failure on one is a failure on a kept connection. */
+  private readonly seen = new WeakSet<pg.PoolClient>();
+  /** Whether the last check ran on a connection an earlier check had used. */
+  lastKept = false;
   private readonly everyMs: number;
   private readonly timeoutMs: number;
   private readonly onChange: (up: boolean, downForMs: number, err: string | null) => void;
 
-  constructor(o: { url: PgWhere; everyMs?: number; timeoutMs?: number; onChange?: (up: boolean, downForMs: number, err: string | null) => void }) {
+  /** application_name of its connection: msgx-<process>-watch (pg_stat_activity tells whose it is). */
+  private readonly name: string;
+
+  constructor(o: { url: PgWhere; pool?: pg.Pool; everyMs?: number; timeoutMs?: number; process?: string; onChange?: (up: boolean, downForMs: number, err: string | null) => void }) {
     this.url = o.url;
+    this.pool = o.pool;
+    this.name = o.process ? `${o.process}-watch` : 'watch';
     this.everyMs = o.everyMs ?? 2000;
     this.timeoutMs = o.timeoutMs ?? 1500;
     this.onChange = o.onChange ?? (() => {});
@@ -216,9 +243,12 @@ export class PostgresWatch {
   }
 
   async check(): Promise<boolean> {
+    const pool = this.pool;
+    if (pool && pool.idleCount > 0) return this.checkPooled(pool);
+    this.lastKept = this.connected;
     try {
       if (!this.client) {
-        const c = newClient(pgTarget(this.url), { ...connectionSettings(this.url, 'watch'), connectionTimeoutMillis: this.timeoutMs });
+        const c = newClient(pgTarget(this.url), { ...connectionSettings(this.url, this.name), connectionTimeoutMillis: this.timeoutMs });
         c.on('error', () => {});
         this.client = c;
         this.session = createSessionDb(c);
@@ -228,6 +258,36 @@ export class PostgresWatch {
       this.set(true, null);
     } catch (e) {
       this.drop();
+      this.set(false, explained('postgres', e).message);
+    }
+    // with a pool, the dedicated connection served one check while no pooled one was idle
+    if (pool) this.drop();
+    return this.up;
+  }
+
+  private async checkPooled(pool: pg.Pool): Promise<boolean> {
+    this.lastKept = false;
+    const connecting = pool.connect();
+    let c: pg.PoolClient | undefined;
+    // the pool's release of this checkout (a session Db over the client replaces it with a no-op)
+    let release: ((err?: Error) => void) | undefined;
+    try {
+      c = await withDeadline(connecting, this.timeoutMs, 'postgres connect');
+      release = c.release.bind(c);
+      this.lastKept = this.seen.has(c);
+      this.seen.add(c);
+      await withDeadline(pgRun(createSessionDb(c as unknown as pg.Client), Probe.select1), this.timeoutMs, 'postgres select 1');
+      release();
+      this.set(true, null);
+    } catch (e) {
+      if (c) {
+        release?.(e as Error); // destroyed, never reused
+        (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+      } else
+        connecting.then(
+          (late) => late.release(), // a connection that completes late goes back to the pool
+          () => {},
+        );
       this.set(false, explained('postgres', e).message);
     }
     return this.up;
@@ -298,12 +358,11 @@ function keptConnection<C>(o: { open: () => Promise<C>; probe: (c: C) => Promise
  * a failure and the next check opens a new one. Each step is bounded by timeoutMs.
  */
 export const watches = {
-  postgres(url: PgWhere, timeoutMs = 1500): Watch {
-    const w = new PostgresWatch({ url, timeoutMs });
+  postgres(url: PgWhere, timeoutMs = 1500, o: { process?: string; pool?: pg.Pool } = {}): Watch {
+    const w = new PostgresWatch({ url, timeoutMs, ...o });
     return {
       check: async () => {
-        const kept = w.connected;
-        if (!(await w.check())) throw keptFailed(new Error(w.lastError ?? 'no answer'), kept);
+        if (!(await w.check())) throw keptFailed(new Error(w.lastError ?? 'no answer'), w.lastKept);
       },
       close: () => w.stop(),
     };
@@ -311,22 +370,7 @@ export const watches = {
 
   mysql(url: MysqlWhere, timeoutMs = 1500): Watch {
     return keptConnection<mysql.Connection>({
-      open: async () => {
-        const connecting = mysql.createConnection({ ...mysqlTarget(url), connectTimeout: timeoutMs });
-        connecting.then(
-          (c) => c.on('error', () => {}),
-          () => {},
-        );
-        try {
-          return await withDeadline(connecting, timeoutMs, 'mariadb connect');
-        } catch (e) {
-          connecting.then(
-            (late) => late.destroy(),
-            () => {},
-          );
-          throw explained('mariadb', e);
-        }
-      },
+      open: () => mysqlConnect(url, timeoutMs, 'mariadb connect'),
       probe: async (conn) => {
         await withDeadline(myRows(conn, Probe.mySelect1), timeoutMs, 'mariadb SELECT 1');
       },
@@ -337,7 +381,7 @@ export const watches = {
   redis(url: RedisWhere, timeoutMs = 1500): Watch {
     return keptConnection<Redis>({
       open: async () => {
-        const r = newRedis(url, { lazyConnect: true, connectTimeout: timeoutMs, commandTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+        const r = await newRedis(url, { lazyConnect: true, connectTimeout: timeoutMs, commandTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
         try {
           await connectRedis(r, url, timeoutMs, 'redis connect');
         } catch (e) {
@@ -357,7 +401,7 @@ export const watches = {
   },
 
   kafka(brokers: KafkaWhere, timeoutMs = 1500): Watch {
-    const kafka = kafkaClient('msgx-health', brokers, timeoutMs);
+    let kafka: Promise<kafkajs.Kafka> | undefined;
     let admin: kafkajs.Admin | null = null;
     const drop = () => {
       const a = admin;
@@ -369,7 +413,8 @@ export const watches = {
         const kept = admin !== null;
         try {
           if (!admin) {
-            admin = kafka.admin({ retry: { retries: 0 } });
+            kafka ??= kafkaClient('msgx-health', brokers, timeoutMs);
+            admin = (await kafka).admin({ retry: { retries: 0 } });
             await withDeadline(admin.connect(), timeoutMs, 'kafka connect');
           }
           await withDeadline(admin.describeCluster(), timeoutMs, 'kafka metadata request');

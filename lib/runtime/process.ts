@@ -7,14 +7,14 @@ import { ConfigError, loadConfig, redactUrl, slices, targets, type Config } from
 import { scrub } from '../core/secrets.ts';
 import { isInfraError } from '../core/errors.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
-import { createAodbPool, dropIdle, type Inbox } from '../db/mysql.ts';
+import type { Inbox } from '../db/mysql.ts';
 import { connectClient, createDb, createPool, type Db } from '../db/postgres.ts';
-import { createRedis, reconnectRedis, type Redis } from '../db/redis.ts';
+import type { Redis } from '../db/redis.ts';
 import { explained } from '../db/tls.ts';
 import { pgRows, pgRun } from '../db/statement.ts';
 import * as Jobs from '../sql/jobs.ts';
 import { Health, type ConditionOptions, type HealthCheck } from './health.ts';
-import { createHttpServer } from './http.ts';
+import { createStatusServer, type StatusRoute, type StatusServer } from './status-server.ts';
 import { createLogger, type Logger } from './log.ts';
 import { exportProcessMetrics, metrics, registry } from './metrics.ts';
 import { runAsLeader, sleep, withDeadline, type LeaderHandle } from './leader.ts';
@@ -22,6 +22,7 @@ import type { ProcessName } from '../core/tasks.ts';
 import { clearCondition, conditions, healthNotes, setCondition } from './conditions.ts';
 import { watchPool } from './pool-watch.ts';
 import { watches } from './probe.ts';
+import { releaseMemory } from './gc.ts';
 import { checkAutovacuum } from './server-settings.ts';
 
 /** After SIGTERM/SIGINT a process exits by force if its clean shutdown takes longer (compose's stop grace must exceed it). */
@@ -93,6 +94,35 @@ export interface ProcessSpec {
   needs?: Dependency[];
   /** Further named readiness conditions of this process (e.g. a consistency check). */
   conditions?: (rt: Runtime) => NamedCondition[];
+  /**
+   * The most connections its Postgres pool opens (default POOL_MAX): graphile-worker's LISTEN
+   * connection and its polls, the duty's statements, the health check (README "Postgres connections").
+   */
+  poolMax?: number;
+}
+
+/** A duty with one job at a time: LISTEN, a poll or a job's statement, a check, one spare. */
+export const POOL_MAX = 4;
+
+/** The api's server (lib/runtime/http.ts, fastify): the status routes, then the process's own. */
+async function routedServer(http: NonNullable<ProcessSpec['http']>, rt: Runtime, routes: Record<string, StatusRoute>): Promise<StatusServer> {
+  const { createHttpServer } = await import('./http.ts');
+  const app = createHttpServer(slices(rt.config).http, rt.log);
+  for (const [path, route] of Object.entries(routes))
+    app.get(path, async (_req, reply) => {
+      const a = await route();
+      return reply
+        .code(a.status ?? 200)
+        .type(a.type ?? 'application/json; charset=utf-8')
+        .send(a.body);
+    });
+  await http(app, rt);
+  return { listen: async (o) => void (await app.listen(o)), close: () => app.close() };
+}
+
+/** An edge asked for by a process whose spec does not name the service in `needs`: a programming error. */
+function missing(name: string, dep: Dependency): never {
+  throw new Error(`${name}: uses ${dep} without listing it in needs`);
 }
 
 export function loadConfigOrExit(name: string): Config {
@@ -114,20 +144,27 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
   const tls = { postgres: t.postgres.tls?.mode ?? 'off', mariadb: t.mariadb.tls?.mode ?? 'off', redis: t.redis.tls?.mode ?? 'off', kafka: t.kafka.protocol };
   log.info({ node: process.version, pid: process.pid, database: redactUrl(config.DATABASE_URL), tls }, `${spec.name} starting`);
   const abort = new AbortController();
-  const pool = createPool(t.postgres, { max: 8, name: spec.name });
+  const pool = createPool(t.postgres, { max: spec.poolMax ?? POOL_MAX, name: spec.name });
   // Readiness per dependency, one line when one goes away / comes back (lib/runtime/health.ts).
   const health = new Health({ log });
   // A pooled connection frozen on a dead path is closed instead of hanging its caller (lib/runtime/pool-watch.ts).
   const poolWatch = watchPool(pool, { url: t.postgres, onStuck: health.reporter('postgres') });
   health.onDown('postgres', () => void poolWatch.reset());
   const io = slices(config).io;
+  // the MariaDB and Redis drivers are loaded only by a process that needs them (docs/decisions.md "Footprint")
+  const needs = new Set(spec.needs);
+  const mysql = needs.has('mariadb') ? await import('../db/mysql.ts') : undefined;
+  const redis = needs.has('redis') ? await import('../db/redis.ts') : undefined;
+  const needed = <T>(m: T | undefined, dep: Dependency): T => m ?? missing(spec.name, dep);
   const edges: Runtime['edges'] = {
     aodbPool: (o = {}) => {
+      const { createAodbPool, dropIdle } = needed(mysql, 'mariadb');
       const p = createAodbPool(t.mariadb, { timeoutMs: io.timeoutMs, connectionLimit: o.connectionLimit, onFault: health.reporter('mariadb') });
       health.onDown('mariadb', () => dropIdle(p));
       return p;
     },
     redis: () => {
+      const { createRedis, reconnectRedis } = needed(redis, 'redis');
       const r = createRedis(t.redis, io.timeoutMs, { onFault: health.reporter('redis') });
       health.onDown('redis', () => reconnectRedis(r));
       return r;
@@ -164,25 +201,27 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
     metrics.postgresDownSeconds.set(health.downSeconds('postgres'));
   };
 
-  const app = createHttpServer(slices(config).http, log);
-  app.get('/metrics', async (_req, reply) => {
-    watchGauges();
-    return reply.type(registry.contentType).send(await scrape(health));
-  });
-  // Readiness: what the checks last saw (no call on the pool, which may hang on a frozen path).
-  app.get('/healthz', async (_req, reply) => {
-    const h = health.snapshot();
-    // a condition a module of this process set (lib/runtime/conditions.ts, e.g. Postgres restored
-    // from a backup): not ready either, and why
-    const held = conditions();
-    const ok = h.ok && held.length === 0;
-    const body = { ok, process: spec.name, postgres: health.isUp('postgres') ? 'up' : 'unreachable', dependencies: h.dependencies, ...(held.length ? { conditions: held } : {}), ...healthNotes() };
-    return ok ? body : reply.code(503).send({ ...body, reason: [...h.reasons, ...held.map((c) => `${c.name}: ${c.reason}`)].join('; ') });
-  });
+  const routes: Record<string, StatusRoute> = {
+    '/metrics': async () => {
+      watchGauges();
+      return { type: registry.contentType, body: await scrape(health) };
+    },
+    // Readiness: what the checks last saw (no call on the pool, which may hang on a frozen path).
+    '/healthz': async () => {
+      const h = health.snapshot();
+      // a condition a module of this process set (lib/runtime/conditions.ts, e.g. Postgres restored
+      // from a backup): not ready either, and why
+      const held = conditions();
+      const ok = h.ok && held.length === 0;
+      const body = { ok, process: spec.name, postgres: health.isUp('postgres') ? 'up' : 'unreachable', dependencies: h.dependencies, ...(held.length ? { conditions: held } : {}), ...healthNotes() };
+      return ok ? { body } : { status: 503, body: { ...body, reason: [...h.reasons, ...held.map((c) => `${c.name}: ${c.reason}`)].join('; ') } };
+    },
+  };
   // Not ready until the duty's start-up checks ran (spec.tasks resolved: e.g. the restore check),
   // or this instance stands by behind another leader.
   setCondition(STARTING, 'start-up checks have not run yet');
-  if (spec.http) await spec.http(app, rt);
+  // fastify only for a process with routes of its own (the api); the others answer on node:http
+  const app = spec.http ? await routedServer(spec.http, rt, routes) : createStatusServer(slices(config).http, log, routes);
   const port = config[`msgx.http.port.${spec.name}`];
   await app.listen({ port, host: config['msgx.http.host'] });
   log.info({ port, host: config['msgx.http.host'] }, 'http listening (/metrics, /healthz)');
@@ -227,6 +266,9 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
       );
     };
     await launch();
+    started = true;
+    // start-up's garbage (module loading, the first checks) given back once (docs/decisions.md "Footprint")
+    setTimeout(releaseMemory, SETTLED_MS).unref();
     const keepAlive = spec.keepAlive?.length ? setInterval(() => void keepDutiesAlive(rt, spec.keepAlive!), KEEP_ALIVE_EVERY_MS) : undefined;
     return async () => {
       stopped = true;
@@ -242,6 +284,15 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
     };
   };
 
+  // Until the duty first started (or stands by), a refused or failed attempt is one line each
+  // (Postgres full, starting up, restarting: the process waits, it never exits); later ones are
+  // rate-limited like every outage line.
+  let started = false;
+  const startFailed = (key: string, e: unknown, message: string) => {
+    if (started) return void health.quiet(key, e, message, 'postgres');
+    const err = explained('postgres', e) as Error & { code?: string };
+    log.warn({ code: err.code ?? (e as { code?: string }).code, reason: err.message }, `start: ${message} (${err.message})`);
+  };
   let stopRunner: (() => Promise<void>) | undefined;
   const duty = spec.leaderLock
     ? runAsLeader({
@@ -252,8 +303,11 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
         signal: abort.signal,
         start: startRunner,
         onLost: () => poolWatch.reset(),
-        onStandby: () => clearCondition(STARTING),
-        onError: (e, message) => void health.quiet('leader-loop', e, message, 'postgres'),
+        onStandby: () => {
+          started = true;
+          clearCondition(STARTING);
+        },
+        onError: (e, message) => startFailed('leader-loop', e, message),
       })
     : (async () => {
         // A runner that cannot start (Postgres refuses the connection: a wrong certificate or
@@ -266,7 +320,7 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
             if (abort.signal.aborted) return;
             if (!isInfraError(e)) throw e; // a refusal of the setup (e.g. a topic the cluster will not create) stays fatal
             const wait = Math.min(1000 * 2 ** Math.min(failures, 3), 5000);
-            health.quiet('runner-start', explained('postgres', e), `graphile-worker runner did not start; retrying in ${wait / 1000} s`, 'postgres');
+            startFailed('runner-start', e, `graphile-worker runner did not start; retrying in ${wait / 1000} s`);
             await sleep(wait, abort.signal);
           }
         }
@@ -315,6 +369,8 @@ async function scrape(health: Health): Promise<string> {
 }
 
 const SCRAPE_MS = 3000;
+/** After the runner started, the process is at rest this much later: its start-up garbage is collected then. */
+const SETTLED_MS = 5000;
 /** The condition /healthz names until the duty's start-up checks ran. */
 const STARTING = 'starting';
 const KEEP_ALIVE_EVERY_MS = 60_000;
@@ -363,7 +419,7 @@ function graphileLogger(log: Logger, health: Health) {
 /** Postgres always, then what the process needs, then its further conditions. */
 function registerConditions(rt: Runtime, spec: ProcessSpec): void {
   const t = targets(rt.config);
-  const pg = watches.postgres(t.postgres);
+  const pg = watches.postgres(t.postgres, undefined, { process: rt.name, pool: rt.pool });
   rt.health.register('postgres', pg.check, { close: pg.close });
   for (const dep of spec.needs ?? []) {
     const w = dep === 'mariadb' ? watches.mysql(t.mariadb) : dep === 'redis' ? watches.redis(t.redis) : watches.kafka(t.kafka);
