@@ -11,10 +11,9 @@
 import type kafkajs from 'kafkajs';
 import type mysql from 'mysql2/promise';
 import type { Redis } from 'ioredis';
-import type pg from 'pg';
 import type { KafkaTarget } from '../core/connections.ts';
 import type { MysqlWhere } from '../db/mysql.ts';
-import { connectionSettings, createSessionDb, newClient, pgTarget, type Db, type PgWhere } from '../db/postgres.ts';
+import { connectionSettings, createSessionDb, newClient, pgTarget, type PgWhere } from '../db/postgres.ts';
 import type { RedisWhere } from '../db/redis.ts';
 import { explained, kafkaSecurity } from '../db/tls.ts';
 import { myRows, pgRun } from '../db/statement.ts';
@@ -25,7 +24,7 @@ import { sleep, withDeadline } from './leader.ts';
 export type KafkaWhere = readonly string[] | KafkaTarget;
 
 /** A Kafka client for one check: every request bounded by timeoutMs, no retries, silent. */
-const kafkaClient = async (clientId: string, where: KafkaWhere, timeoutMs: number) => {
+export const kafkaClient = async (clientId: string, where: KafkaWhere, timeoutMs: number) => {
   const { default: kafkajs } = await import('kafkajs');
   return new kafkajs.Kafka({
     clientId,
@@ -38,7 +37,7 @@ const kafkaClient = async (clientId: string, where: KafkaWhere, timeoutMs: numbe
   });
 };
 /** A MySQL connection within timeoutMs (a connection that completes late is closed). */
-const mysqlConnect = async (url: MysqlWhere, timeoutMs: number, what: string): Promise<mysql.Connection> => {
+export const mysqlConnect = async (url: MysqlWhere, timeoutMs: number, what: string): Promise<mysql.Connection> => {
   const [{ default: driver }, { mysqlTarget }] = await Promise.all([import('mysql2/promise'), import('../db/mysql.ts')]);
   const connecting = driver.createConnection({ ...mysqlTarget(url), connectTimeout: timeoutMs });
   connecting.then(
@@ -55,7 +54,7 @@ const mysqlConnect = async (url: MysqlWhere, timeoutMs: number, what: string): P
     throw explained('mariadb', e);
   }
 };
-const newRedis = async (...args: Parameters<typeof import('../db/redis.ts').newRedis>) => (await import('../db/redis.ts')).newRedis(...args);
+export const newRedis = async (...args: Parameters<typeof import('../db/redis.ts').newRedis>) => (await import('../db/redis.ts')).newRedis(...args);
 
 export type Check = () => Promise<void>;
 
@@ -64,7 +63,7 @@ export type Check = () => Promise<void>;
  * and emits the reason (a TLS verification error, WRONGPASS) as an event: the reason is thrown.
  * A TLS connection whose handshake gets no answer says that a server without TLS looks like that.
  */
-async function connectRedis(r: Redis, where: RedisWhere, timeoutMs: number, what: string): Promise<void> {
+export async function connectRedis(r: Redis, where: RedisWhere, timeoutMs: number, what: string): Promise<void> {
   let reason: Error | undefined;
   r.on('error', (e: Error) => {
     reason ??= e;
@@ -174,256 +173,6 @@ export const probes = {
       } finally {
         void withDeadline(admin.disconnect(), timeoutMs, 'kafka probe disconnect').catch(() => {});
       }
-    };
-  },
-};
-
-/**
- * A process's view of Postgres, refreshed every `everyMs` with `select 1` on one dedicated
- * connection (rebuilt after a failure) within `timeoutMs`: what /healthz and msgx_postgres_up
- * report, without waiting on a pool whose connections may hang on a dead path. Given the
- * process's pool, it holds no connection of its own (the installation's connection count,
- * docs/decisions.md "Footprint"): a check runs on an idle pooled connection (a frozen one fails
- * the check and is destroyed, as the dedicated one would be), and on a dedicated connection,
- * closed after the check, while none is idle (the check never makes the pool grow).
- */
-export class PostgresWatch {
-  up = true;
-  /** When the current state began. */
-  since = new Date();
-  lastError: string | null = null;
-  private client: pg.Client | null = null;
-  /** Whether a connection from an earlier check is open (the next check reuses it). */
-  get connected(): boolean {
-    return this.client !== null;
-  }
-  /** Statements on `client` (lib/sql/probe.ts). */
-  private session: Db | null = null;
-  private timer: NodeJS.Timeout | null = null;
-  private readonly url: PgWhere;
-  private readonly pool: pg.Pool | undefined;
-  /** Pooled connections an earlier check used: a failure on one is a failure on a kept connection. */
-  private readonly seen = new WeakSet<pg.PoolClient>();
-  /** Whether the last check ran on a connection an earlier check had used. */
-  lastKept = false;
-  private readonly everyMs: number;
-  private readonly timeoutMs: number;
-  private readonly onChange: (up: boolean, downForMs: number, err: string | null) => void;
-
-  /** application_name of its connection: msgx-<process>-watch (pg_stat_activity tells whose it is). */
-  private readonly name: string;
-
-  constructor(o: { url: PgWhere; pool?: pg.Pool; everyMs?: number; timeoutMs?: number; process?: string; onChange?: (up: boolean, downForMs: number, err: string | null) => void }) {
-    this.url = o.url;
-    this.pool = o.pool;
-    this.name = o.process ? `${o.process}-watch` : 'watch';
-    this.everyMs = o.everyMs ?? 2000;
-    this.timeoutMs = o.timeoutMs ?? 1500;
-    this.onChange = o.onChange ?? (() => {});
-  }
-
-  start(): this {
-    const tick = async () => {
-      await this.check();
-      if (this.timer) this.timer = setTimeout(tick, this.everyMs).unref();
-    };
-    this.timer = setTimeout(tick, 0).unref();
-    return this;
-  }
-
-  stop(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    this.drop();
-  }
-
-  /** Seconds since the last successful check (0 while up). */
-  downSeconds(): number {
-    return this.up ? 0 : (Date.now() - this.since.getTime()) / 1000;
-  }
-
-  async check(): Promise<boolean> {
-    const pool = this.pool;
-    if (pool && pool.idleCount > 0) return this.checkPooled(pool);
-    this.lastKept = this.connected;
-    try {
-      if (!this.client) {
-        const c = newClient(pgTarget(this.url), { ...connectionSettings(this.url, this.name), connectionTimeoutMillis: this.timeoutMs });
-        c.on('error', () => {});
-        this.client = c;
-        this.session = createSessionDb(c);
-        await withDeadline(c.connect(), this.timeoutMs, 'postgres connect');
-      }
-      await withDeadline(pgRun(this.session!, Probe.select1), this.timeoutMs, 'postgres select 1');
-      this.set(true, null);
-    } catch (e) {
-      this.drop();
-      this.set(false, explained('postgres', e).message);
-    }
-    // with a pool, the dedicated connection served one check while no pooled one was idle
-    if (pool) this.drop();
-    return this.up;
-  }
-
-  private async checkPooled(pool: pg.Pool): Promise<boolean> {
-    this.lastKept = false;
-    const connecting = pool.connect();
-    let c: pg.PoolClient | undefined;
-    // the pool's release of this checkout (a session Db over the client replaces it with a no-op)
-    let release: ((err?: Error) => void) | undefined;
-    try {
-      c = await withDeadline(connecting, this.timeoutMs, 'postgres connect');
-      release = c.release.bind(c);
-      this.lastKept = this.seen.has(c);
-      this.seen.add(c);
-      await withDeadline(pgRun(createSessionDb(c as unknown as pg.Client), Probe.select1), this.timeoutMs, 'postgres select 1');
-      release();
-      this.set(true, null);
-    } catch (e) {
-      if (c) {
-        release?.(e as Error); // destroyed, never reused
-        (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
-      } else
-        connecting.then(
-          (late) => late.release(), // a connection that completes late goes back to the pool
-          () => {},
-        );
-      this.set(false, explained('postgres', e).message);
-    }
-    return this.up;
-  }
-
-  private set(up: boolean, err: string | null): void {
-    this.lastError = err;
-    if (up === this.up) return;
-    const downForMs = Date.now() - this.since.getTime();
-    this.up = up;
-    this.since = new Date();
-    this.onChange(up, downForMs, err);
-  }
-
-  private drop(): void {
-    const c = this.client;
-    this.client = null;
-    this.session = null;
-    (c as unknown as { connection?: { stream?: { destroy(): void } } } | null)?.connection?.stream?.destroy();
-  }
-}
-
-/**
- * Marks a failure on a connection that answered earlier checks (`kept`): the signature of a
- * frozen path, which the next check, on a new connection, would not see again.
- */
-export function keptFailed(e: unknown, kept: boolean): Error {
-  const err = e instanceof Error ? e : new Error(String(e));
-  return Object.assign(err, { kept });
-}
-
-/** A check on one dedicated connection kept open between checks (rebuilt after a failure), and how to close it. */
-export interface Watch {
-  check: Check;
-  close: () => void;
-}
-
-/**
- * A check on one kept connection: opened when there is none, probed, destroyed after a failure
- * (the next check opens a new one). A failure on a connection that was already open is marked
- * (keptFailed): that is what a frozen path looks like.
- */
-function keptConnection<C>(o: { open: () => Promise<C>; probe: (c: C) => Promise<void>; destroy: (c: C) => void }): Watch {
-  let conn: C | null = null;
-  const drop = () => {
-    if (conn !== null) o.destroy(conn);
-    conn = null;
-  };
-  return {
-    check: async () => {
-      const kept = conn !== null;
-      try {
-        conn ??= await o.open();
-        await o.probe(conn);
-      } catch (e) {
-        drop();
-        throw keptFailed(e, kept);
-      }
-    },
-    close: drop,
-  };
-}
-
-/**
- * Checks for lib/runtime/health.ts: one round trip on a DEDICATED connection that stays open
- * between checks, so that a connection frozen on a dead path fails the check (a fresh one per
- * check would pass while the process's own connections hang); the connection is destroyed after
- * a failure and the next check opens a new one. Each step is bounded by timeoutMs.
- */
-export const watches = {
-  postgres(url: PgWhere, timeoutMs = 1500, o: { process?: string; pool?: pg.Pool } = {}): Watch {
-    const w = new PostgresWatch({ url, timeoutMs, ...o });
-    return {
-      check: async () => {
-        if (!(await w.check())) throw keptFailed(new Error(w.lastError ?? 'no answer'), w.lastKept);
-      },
-      close: () => w.stop(),
-    };
-  },
-
-  mysql(url: MysqlWhere, timeoutMs = 1500): Watch {
-    return keptConnection<mysql.Connection>({
-      open: () => mysqlConnect(url, timeoutMs, 'mariadb connect'),
-      probe: async (conn) => {
-        await withDeadline(myRows(conn, Probe.mySelect1), timeoutMs, 'mariadb SELECT 1');
-      },
-      destroy: (conn) => conn.destroy(),
-    });
-  },
-
-  redis(url: RedisWhere, timeoutMs = 1500): Watch {
-    return keptConnection<Redis>({
-      open: async () => {
-        const r = await newRedis(url, { lazyConnect: true, connectTimeout: timeoutMs, commandTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
-        try {
-          await connectRedis(r, url, timeoutMs, 'redis connect');
-        } catch (e) {
-          r.disconnect();
-          throw explained('redis', e);
-        }
-        return r;
-      },
-      probe: async (r) => {
-        const pong = await withDeadline(r.ping(), timeoutMs, 'redis PING').catch((e) => {
-          throw explained('redis', e);
-        });
-        if (pong !== 'PONG') throw new Error(`redis PING answered ${pong}`);
-      },
-      destroy: (r) => r.disconnect(),
-    });
-  },
-
-  kafka(brokers: KafkaWhere, timeoutMs = 1500): Watch {
-    let kafka: Promise<kafkajs.Kafka> | undefined;
-    let admin: kafkajs.Admin | null = null;
-    const drop = () => {
-      const a = admin;
-      admin = null;
-      if (a) void withDeadline(a.disconnect(), timeoutMs, 'kafka disconnect').catch(() => {});
-    };
-    return {
-      check: async () => {
-        const kept = admin !== null;
-        try {
-          if (!admin) {
-            kafka ??= kafkaClient('msgx-health', brokers, timeoutMs);
-            admin = (await kafka).admin({ retry: { retries: 0 } });
-            await withDeadline(admin.connect(), timeoutMs, 'kafka connect');
-          }
-          await withDeadline(admin.describeCluster(), timeoutMs, 'kafka metadata request');
-        } catch (e) {
-          drop();
-          throw keptFailed(explained('kafka', e, { plain: !('service' in brokers) || !brokers.tls }), kept);
-        }
-      },
-      close: drop,
     };
   },
 };

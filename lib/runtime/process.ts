@@ -1,7 +1,7 @@
 // Process bootstrap shared by every worker: config (parsed once), logs, /metrics + /healthz,
 // graphile-worker runner with only this process's tasks and crontab, clean shutdown.
 import type { FastifyInstance } from 'fastify';
-import { Logger as GraphileLogger, run, type Runner, type TaskList } from 'graphile-worker';
+import { run, type Runner, type TaskList } from 'graphile-worker';
 import type pg from 'pg';
 import { ConfigError, loadConfig, redactUrl, slices, targets, type Config } from '../core/config.ts';
 import { scrub } from '../core/secrets.ts';
@@ -11,8 +11,6 @@ import type { Inbox } from '../db/mysql.ts';
 import { connectClient, createDb, createPool, type Db } from '../db/postgres.ts';
 import type { Redis } from '../db/redis.ts';
 import { explained } from '../db/tls.ts';
-import { pgRows, pgRun } from '../db/statement.ts';
-import * as Jobs from '../sql/jobs.ts';
 import { Health, type ConditionOptions, type HealthCheck } from './health.ts';
 import { createStatusServer, type StatusRoute, type StatusServer } from './status-server.ts';
 import { createLogger, type Logger } from './log.ts';
@@ -21,8 +19,9 @@ import { runAsLeader, sleep, withDeadline, type LeaderHandle } from './leader.ts
 import type { ProcessName } from '../core/tasks.ts';
 import { clearCondition, conditions, healthNotes, setCondition } from './conditions.ts';
 import { watchPool } from './pool-watch.ts';
-import { watches } from './probe.ts';
+import { watches } from './watch.ts';
 import { releaseMemory } from './gc.ts';
+import { graphileLogger, KEEP_ALIVE_EVERY_MS, keepDutiesAlive, unlockStaleJobs } from './job-queue.ts';
 import { checkAutovacuum } from './server-settings.ts';
 
 /** After SIGTERM/SIGINT a process exits by force if its clean shutdown takes longer (compose's stop grace must exceed it). */
@@ -373,49 +372,6 @@ const SCRAPE_MS = 3000;
 const SETTLED_MS = 5000;
 /** The condition /healthz names until the duty's start-up checks ran. */
 const STARTING = 'starting';
-const KEEP_ALIVE_EVERY_MS = 60_000;
-const STALE_LOCK_MS = 5 * 60_000;
-
-/**
- * Add the job of each duty that has none running or waiting (attempts left). Running = locked
- * less than STALE_LOCK_MS ago: a duty job drains for at most its budget (≤ 55 s) and then ends,
- * so an older lock belongs to a worker that died holding it (another instance takes over at
- * once instead of after graphile-worker's 4 h lock timeout). A job that used up its attempts,
- * or holds a stale lock, is replaced by add_job (its key moves to the new job).
- */
-export async function keepDutiesAlive(rt: Pick<Runtime, 'db' | 'log'>, tasks: string[]): Promise<void> {
-  try {
-    const added = await pgRows(rt.db, Jobs.keepDutiesAlive, tasks, STALE_LOCK_MS);
-    // the pump and backfill end their job when idle (a wake-up adds the next): no job is normal there
-    if (added.length) rt.log.info({ tasks: added.map((x) => x.task) }, 'keep-alive: duty had no job (idle, or its loop died, or the job was removed); added one');
-  } catch (e) {
-    rt.log.error({ err: e }, 'keep-alive check of the duties failed; retried in a minute');
-  }
-}
-
-/** Jobs of a single-writer duty locked by a dead worker would wait hours for graphile-worker's timeout. */
-async function unlockStaleJobs(rt: Runtime, tasks: string[]): Promise<void> {
-  const ids = (await pgRows(rt.db, Jobs.lockingWorkers, tasks)).map((x) => x.locked_by);
-  if (ids.length) {
-    await pgRun(rt.db, Jobs.forceUnlockWorkers, ids);
-    rt.log.warn({ workers: ids }, 'unlocked jobs of workers that are gone');
-  }
-}
-
-function graphileLogger(log: Logger, health: Health) {
-  // graphile-worker's own messages go to the same JSON log; its debug chatter is dropped.
-  return new GraphileLogger(() => (level, message, meta) => {
-    // Per-job chatter ("Completed task …") is debug; warnings stay visible; errors (in an outage:
-    // one per poll and per job) at most once a minute per kind, none while Postgres is known down.
-    if (level === 'error') {
-      health.quiet(`graphile:${message.replace(/[0-9]+/g, '#').slice(0, 60)}`, (meta as { error?: unknown } | undefined)?.error ?? message, `graphile-worker: ${message}`, 'postgres');
-      return;
-    }
-    const l = level === 'warning' ? 'warn' : 'debug';
-    log[l]({ worker: meta ?? undefined }, `graphile-worker: ${message}`);
-  });
-}
-
 /** Postgres always, then what the process needs, then its further conditions. */
 function registerConditions(rt: Runtime, spec: ProcessSpec): void {
   const t = targets(rt.config);

@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openServices, resetPipeline, type TestServices } from '../support/services.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
-import { keepDutiesAlive } from '../../lib/runtime/process.ts';
+import { keepDutiesAlive } from '../../lib/runtime/job-queue.ts';
 import { silentLog } from '../support/services.ts';
 
 let s: TestServices;

@@ -1,0 +1,53 @@
+// The process's side of graphile-worker: its log lines in the process's JSON log, the duty jobs
+// kept alive, and the jobs of a dead single writer unlocked.
+import { Logger as GraphileLogger } from 'graphile-worker';
+import type { Db } from '../db/postgres.ts';
+import { pgRows, pgRun } from '../db/statement.ts';
+import * as Jobs from '../sql/jobs.ts';
+import type { Health } from './health.ts';
+import type { Logger } from './log.ts';
+
+type Runtime = { db: Db; log: Logger };
+
+export const KEEP_ALIVE_EVERY_MS = 60_000;
+const STALE_LOCK_MS = 5 * 60_000;
+
+/**
+ * Add the job of each duty that has none running or waiting (attempts left). Running = locked
+ * less than STALE_LOCK_MS ago: a duty job drains for at most its budget (≤ 55 s) and then ends,
+ * so an older lock belongs to a worker that died holding it (another instance takes over at
+ * once instead of after graphile-worker's 4 h lock timeout). A job that used up its attempts,
+ * or holds a stale lock, is replaced by add_job (its key moves to the new job).
+ */
+export async function keepDutiesAlive(rt: Pick<Runtime, 'db' | 'log'>, tasks: string[]): Promise<void> {
+  try {
+    const added = await pgRows(rt.db, Jobs.keepDutiesAlive, tasks, STALE_LOCK_MS);
+    // the pump and backfill end their job when idle (a wake-up adds the next): no job is normal there
+    if (added.length) rt.log.info({ tasks: added.map((x) => x.task) }, 'keep-alive: duty had no job (idle, or its loop died, or the job was removed); added one');
+  } catch (e) {
+    rt.log.error({ err: e }, 'keep-alive check of the duties failed; retried in a minute');
+  }
+}
+
+/** Jobs of a single-writer duty locked by a dead worker would wait hours for graphile-worker's timeout. */
+export async function unlockStaleJobs(rt: Pick<Runtime, 'db' | 'log'>, tasks: string[]): Promise<void> {
+  const ids = (await pgRows(rt.db, Jobs.lockingWorkers, tasks)).map((x) => x.locked_by);
+  if (ids.length) {
+    await pgRun(rt.db, Jobs.forceUnlockWorkers, ids);
+    rt.log.warn({ workers: ids }, 'unlocked jobs of workers that are gone');
+  }
+}
+
+export function graphileLogger(log: Logger, health: Health) {
+  // graphile-worker's own messages go to the same JSON log; its debug chatter is dropped.
+  return new GraphileLogger(() => (level, message, meta) => {
+    // Per-job chatter ("Completed task …") is debug; warnings stay visible; errors (in an outage:
+    // one per poll and per job) at most once a minute per kind, none while Postgres is known down.
+    if (level === 'error') {
+      health.quiet(`graphile:${message.replace(/[0-9]+/g, '#').slice(0, 60)}`, (meta as { error?: unknown } | undefined)?.error ?? message, `graphile-worker: ${message}`, 'postgres');
+      return;
+    }
+    const l = level === 'warning' ? 'warn' : 'debug';
+    log[l]({ worker: meta ?? undefined }, `graphile-worker: ${message}`);
+  });
+}
