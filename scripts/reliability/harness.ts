@@ -115,7 +115,8 @@ export async function openRig(overrides: Record<string, string> = {}, o: { exist
     kafka: await FaultProxy.start({ port: REL_KAFKA_PORT }),
   };
   // existingKafka: a broker already answering on REL_KAFKA_PORT (fresh topics on it; never stopped)
-  if (!o.existingKafka) await run('scripts/services', ['kafka-start'], { timeout: 180_000, env: { ...process.env, KAFKA_PORT: String(REL_KAFKA_PORT), KAFKA_ADVERTISED_PORT: String(proxies.kafka.port) } });
+  if (!o.existingKafka)
+    await run('scripts/services', ['kafka-start'], { timeout: 180_000, env: { ...process.env, KAFKA_PORT: String(REL_KAFKA_PORT), KAFKA_ADVERTISED_PORT: String(proxies.kafka.port) } });
 
   const pool = createPool(REL_PG, { max: 4, name: 'reliability' });
   const db = createDb(pool);

@@ -5,7 +5,9 @@
 // new primary, and until Redis = Postgres for every flight (the heal, lib/pipeline/mirror-heal.ts,
 // writes what the replica missed). At the end: every message terminal, nothing DEAD, every SENT
 // event on Kafka, per-FLID order. Prints JSON.
-//   node scripts/reliability/r10-redis-failover.ts [flops=1200] [rate=40]
+// `none` as the third argument: the same run without the kill (its flightDigest is the one a
+// drill must end with).
+//   node scripts/reliability/r10-redis-failover.ts [flops=1200] [rate=40] [kill|none]
 // REL_KAFKA_EXISTING=1: fresh topics on the broker already answering on REL_KAFKA_PORT (never stopped).
 import { resolve } from 'node:path';
 import { resolveRedis, targetOf } from '../../lib/core/connections.ts';
@@ -19,6 +21,7 @@ import { drained, feedSnapshot, finalState, log, machine, mirrorDifferences, ope
 scriptHelp(import.meta.url);
 const FLOPS = Number(process.argv[2] ?? 1200);
 const RATE = Number(process.argv[3] ?? 40);
+const FAULT = process.argv[4] !== 'none';
 const FLIGHTS = 200;
 
 const set = startRedisSentinels(resolve('.local/r10-redis'), {
@@ -41,16 +44,20 @@ try {
   await sleep((FLOPS / RATE / 3) * 1000); // a third of the FLOPs in
   const flids = Array.from({ length: FLIGHTS }, (_, i) => String(1 + i));
   await waitFor('the replica has the writes so far', async () => (await mirror.wait(1, 500)) === 1, 20_000);
-  set.primary.kill();
   const killed = Date.now();
-  log('Redis primary SIGKILLed');
-  const sum = async () => (await mirrorVersions(replica, flids)).reduce((a, b) => a + b, 0);
-  const atKill = await sum();
   const since = () => (Date.now() - killed) / 1000;
-  await waitFor('the replica promoted', async () => /role:master/.test(await replica.info('replication')), 60_000, 100);
-  const promoted = since();
-  await waitFor('the mirror writes on the new primary', async () => (await sum()) > atKill, 60_000, 100);
-  const mirrorWrites = since();
+  let promoted = 0;
+  let mirrorWrites = 0;
+  if (FAULT) {
+    set.primary.kill();
+    log('Redis primary SIGKILLed');
+    const sum = async () => (await mirrorVersions(replica, flids)).reduce((a, b) => a + b, 0);
+    const atKill = await sum();
+    await waitFor('the replica promoted', async () => /role:master/.test(await replica.info('replication')), 60_000, 100);
+    promoted = since();
+    await waitFor('the mirror writes on the new primary', async () => (await sum()) > atKill, 60_000, 100);
+    mirrorWrites = since();
+  }
   await feeding;
   await waitFor('drained', () => drained(rig.db, FLOPS + 1), 10 * 60_000);
   const sameS = await waitFor('Redis = Postgres', async () => (await mirrorDifferences(rig.db, mirror)).length === 0, 5 * 60_000, 500)
@@ -59,14 +66,20 @@ try {
   const final = await finalState(rig);
   const differences = (await mirrorDifferences(rig.db, mirror)).length;
   const ok =
-    set.masterPort() === set.replica.port &&
+    set.masterPort() === (FAULT ? set.replica.port : set.primary.port) &&
     differences === 0 &&
     final.deadMessages + final.deadEvents === 0 &&
     final.kafka.missingEvents === 0 &&
     final.kafka.orderViolations === 0 &&
     mirrorWrites < 10;
-  const seconds = { promoted, mirrorWrites, redisEqualsPostgres: sameS };
-  console.log(JSON.stringify({ run: 'R10-redis', started, machine: machine(), flops: FLOPS, ratePerS: RATE, flights: FLIGHTS, seconds, differences, final, ok }, null, 2));
+  const seconds = FAULT ? { promoted, mirrorWrites, redisEqualsPostgres: sameS } : null;
+  console.log(
+    JSON.stringify(
+      { run: 'R10-redis', fault: FAULT ? 'SIGKILL of the Redis primary' : 'none', started, machine: machine(), flops: FLOPS, ratePerS: RATE, flights: FLIGHTS, seconds, differences, final, ok },
+      null,
+      2,
+    ),
+  );
   process.exitCode = ok ? 0 : 1;
 } catch (e) {
   for (const w of rig.workers) log(`${w.id}:\n  ${w.logs.slice(-8).join('\n  ')}`);
