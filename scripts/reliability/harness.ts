@@ -261,7 +261,7 @@ export interface FinalState {
   /** (FLID, STATE_VERSION) of every msg event in the outbox, sorted: compared between runs. */
   eventDigest: string;
   events: number;
-  kafka: { records: number; distinctEvents: number; missingEvents: number; duplicates: number; orderViolations: number };
+  kafka: { records: number; distinctEvents: number; missingEvents: number; duplicates: number; orderViolations: number; differingRepublished: number };
 }
 
 /** The checks of a drained run. */
@@ -302,7 +302,7 @@ async function checkKafka(rig: Rig, sent: Set<number>): Promise<FinalState['kafk
   const ends = await admin.fetchTopicOffsets(rig.topics.msg);
   await admin.disconnect();
   const total = ends.reduce((n, e) => n + Number(BigInt(e.high) - BigInt(e.low)), 0);
-  const records: { partition: number; offset: bigint; flid: string; version: number; eventId: number }[] = [];
+  const records: { partition: number; offset: bigint; flid: string; version: number; eventId: number; content: string }[] = [];
   const consumer = k.consumer({ groupId: `rel-check-${randomUUID()}`, sessionTimeout: 30_000, heartbeatInterval: 3000 });
   await consumer.connect();
   await consumer.subscribe({ topic: rig.topics.msg, fromBeginning: true });
@@ -312,7 +312,7 @@ async function checkKafka(rig: Rig, sent: Set<number>): Promise<FinalState['kafk
     void consumer.run({
       eachMessage: async ({ message, partition }) => {
         const p = JSON.parse(message.value!.toString()) as { FLID: string; STATE_VERSION: number; EVENT_ID: number };
-        records.push({ partition, offset: BigInt(message.offset), flid: p.FLID, version: p.STATE_VERSION, eventId: p.EVENT_ID });
+        records.push({ partition, offset: BigInt(message.offset), flid: p.FLID, version: p.STATE_VERSION, eventId: p.EVENT_ID, content: contentOf(p) });
         if (records.length >= total) {
           clearTimeout(timer);
           resolve();
@@ -335,7 +335,11 @@ async function checkKafka(rig: Rig, sent: Set<number>): Promise<FinalState['kafk
   }
   let missing = 0;
   for (const id of sent) if (!seen.has(id)) missing++;
-  return { records: records.length, distinctEvents: seen.size, missingEvents: missing, duplicates, orderViolations };
+  // a (FLID, STATE_VERSION) published again (e.g. after a failover lost it) must say the same
+  const contents = new Map<string, Set<string>>();
+  for (const r of records) contents.set(`${r.flid}:${r.version}`, (contents.get(`${r.flid}:${r.version}`) ?? new Set()).add(r.content));
+  const differingRepublished = [...contents.values()].filter((c) => c.size > 1).length;
+  return { records: records.length, distinctEvents: seen.size, missingEvents: missing, duplicates, orderViolations, differingRepublished };
 }
 
 /** Redis = Postgres for every flight: the JSON of each ACTIVE one, no key for the others or for a flight Postgres lacks. */
@@ -349,6 +353,11 @@ export async function mirrorDifferences(db: Db, redis: Redis): Promise<string[]>
   });
   const known = new Set(flids.map(flightKey));
   return [...out, ...(await redis.keys('msgx:flight:*')).filter((k) => !known.has(k))];
+}
+
+/** A msg event's payload without its EVENT_ID and clock fields (*_AT): what a re-publication must repeat. */
+function contentOf(p: Record<string, unknown>): string {
+  return JSON.stringify(Object.fromEntries(Object.entries(p).filter(([k]) => k !== 'EVENT_ID' && !k.endsWith('_AT'))));
 }
 
 /** The first time (ms epoch) a message became SUCCEEDED / an event SENT after `since`. */
