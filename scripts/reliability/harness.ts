@@ -20,6 +20,7 @@ import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
 import { createRedis, type Redis } from '../../lib/db/redis.ts';
 import { migrate } from '../../lib/db/migrate.ts';
 import '../../lib/dispatch/kafka.ts'; // its filter of kafkajs's harmless TimeoutNegativeWarning
+import { flightKey } from '../../lib/flight/mirror.ts';
 import { readFlights } from '../../lib/flight/read.ts';
 import { toJson } from '../../lib/flight/state.ts';
 import { bigSnapshot } from '../../test/support/fixtures.ts';
@@ -80,7 +81,7 @@ export interface Rig {
   inbox: Inbox;
   redis: Redis;
   proxies: Record<Service, FaultProxy>;
-  topics: { msg: string; schd: string };
+  topics: { msg: string; schd: string; state: string };
   workers: Worker[];
   env: Record<string, string>;
   start(name: string, extra?: Record<string, string>): Worker;
@@ -93,7 +94,7 @@ export interface Rig {
 let nextPort = 19800;
 
 /** Fresh databases and topics, proxies, the private broker; no worker started yet. */
-export async function openRig(overrides: Record<string, string> = {}): Promise<Rig> {
+export async function openRig(overrides: Record<string, string> = {}, o: { existingKafka?: boolean } = {}): Promise<Rig> {
   const admin = new pg.Client(connectionSettings(REL_PG.replace(/\/[^/]+$/, '/postgres'), 'reliability-admin'));
   await admin.connect();
   const dbName = new URL(REL_PG).pathname.slice(1);
@@ -113,7 +114,9 @@ export async function openRig(overrides: Record<string, string> = {}): Promise<R
     redis: await FaultProxy.start({ port: Number(new URL(REL_REDIS).port || 6379) }),
     kafka: await FaultProxy.start({ port: REL_KAFKA_PORT }),
   };
-  await run('scripts/services', ['kafka-start'], { timeout: 180_000, env: { ...process.env, KAFKA_PORT: String(REL_KAFKA_PORT), KAFKA_ADVERTISED_PORT: String(proxies.kafka.port) } });
+  // existingKafka: a broker already answering on REL_KAFKA_PORT (fresh topics on it; never stopped)
+  if (!o.existingKafka)
+    await run('scripts/services', ['kafka-start'], { timeout: 180_000, env: { ...process.env, KAFKA_PORT: String(REL_KAFKA_PORT), KAFKA_ADVERTISED_PORT: String(proxies.kafka.port) } });
 
   const pool = createPool(REL_PG, { max: 4, name: 'reliability' });
   const db = createDb(pool);
@@ -123,7 +126,7 @@ export async function openRig(overrides: Record<string, string> = {}): Promise<R
   await inbox.query('TRUNCATE TABLE coutmsgs');
   await redis.flushdb();
   const tag = randomUUID().slice(0, 8);
-  const topics = { msg: `rel.${tag}.msg`, schd: `rel.${tag}.schd` };
+  const topics = { msg: `rel.${tag}.msg`, schd: `rel.${tag}.schd`, state: `rel.${tag}.state` };
   const env: Record<string, string> = {
     DATABASE_URL: proxies.pg.url(REL_PG),
     INBOX_URL: proxies.my.url(REL_INBOX),
@@ -131,6 +134,7 @@ export async function openRig(overrides: Record<string, string> = {}): Promise<R
     KAFKA_BROKERS: proxies.kafka.address,
     MSGX_KAFKA_MSG_TOPIC: topics.msg,
     MSGX_KAFKA_SCHD_TOPIC: topics.schd,
+    MSGX_KAFKA_STATE_TOPIC: topics.state,
     MSGX_REQUESTS_DAILY_SCHEDULE_AT: '',
     MSGX_API_TOKEN: 'reliability',
     MSGX_LOG_LEVEL: process.env.REL_LOG ?? 'info',
@@ -193,8 +197,8 @@ export async function openRig(overrides: Record<string, string> = {}): Promise<R
       await Promise.all(workers.map((w) => Promise.race([w.exited, sleep(20_000)])));
       for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
       for (const p of Object.values(proxies)) await p.set('pass');
-      await deleteTopics(proxies.kafka.address, [topics.msg, topics.schd]).catch(() => {});
-      await run('scripts/services', ['kafka-stop'], { timeout: 120_000, env: { ...process.env, KAFKA_PORT: String(REL_KAFKA_PORT) } }).catch(() => {});
+      await deleteTopics(proxies.kafka.address, [topics.msg, topics.schd, topics.state]).catch(() => {});
+      if (!o.existingKafka) await run('scripts/services', ['kafka-stop'], { timeout: 120_000, env: { ...process.env, KAFKA_PORT: String(REL_KAFKA_PORT) } }).catch(() => {});
       for (const p of Object.values(proxies)) await p.close();
       await pool.end();
       await inbox.end();
@@ -257,7 +261,7 @@ export interface FinalState {
   /** (FLID, STATE_VERSION) of every msg event in the outbox, sorted: compared between runs. */
   eventDigest: string;
   events: number;
-  kafka: { records: number; distinctEvents: number; missingEvents: number; duplicates: number; orderViolations: number };
+  kafka: { records: number; distinctEvents: number; missingEvents: number; duplicates: number; orderViolations: number; differingRepublished: number };
 }
 
 /** The checks of a drained run. */
@@ -298,7 +302,7 @@ async function checkKafka(rig: Rig, sent: Set<number>): Promise<FinalState['kafk
   const ends = await admin.fetchTopicOffsets(rig.topics.msg);
   await admin.disconnect();
   const total = ends.reduce((n, e) => n + Number(BigInt(e.high) - BigInt(e.low)), 0);
-  const records: { partition: number; offset: bigint; flid: string; version: number; eventId: number }[] = [];
+  const records: { partition: number; offset: bigint; flid: string; version: number; eventId: number; content: string }[] = [];
   const consumer = k.consumer({ groupId: `rel-check-${randomUUID()}`, sessionTimeout: 30_000, heartbeatInterval: 3000 });
   await consumer.connect();
   await consumer.subscribe({ topic: rig.topics.msg, fromBeginning: true });
@@ -308,7 +312,7 @@ async function checkKafka(rig: Rig, sent: Set<number>): Promise<FinalState['kafk
     void consumer.run({
       eachMessage: async ({ message, partition }) => {
         const p = JSON.parse(message.value!.toString()) as { FLID: string; STATE_VERSION: number; EVENT_ID: number };
-        records.push({ partition, offset: BigInt(message.offset), flid: p.FLID, version: p.STATE_VERSION, eventId: p.EVENT_ID });
+        records.push({ partition, offset: BigInt(message.offset), flid: p.FLID, version: p.STATE_VERSION, eventId: p.EVENT_ID, content: contentOf(p) });
         if (records.length >= total) {
           clearTimeout(timer);
           resolve();
@@ -331,7 +335,29 @@ async function checkKafka(rig: Rig, sent: Set<number>): Promise<FinalState['kafk
   }
   let missing = 0;
   for (const id of sent) if (!seen.has(id)) missing++;
-  return { records: records.length, distinctEvents: seen.size, missingEvents: missing, duplicates, orderViolations };
+  // a (FLID, STATE_VERSION) published again (e.g. after a failover lost it) must say the same
+  const contents = new Map<string, Set<string>>();
+  for (const r of records) contents.set(`${r.flid}:${r.version}`, (contents.get(`${r.flid}:${r.version}`) ?? new Set()).add(r.content));
+  const differingRepublished = [...contents.values()].filter((c) => c.size > 1).length;
+  return { records: records.length, distinctEvents: seen.size, missingEvents: missing, duplicates, orderViolations, differingRepublished };
+}
+
+/** Redis = Postgres for every flight: the JSON of each ACTIVE one, no key for the others or for a flight Postgres lacks. */
+export async function mirrorDifferences(db: Db, redis: Redis): Promise<string[]> {
+  const flids = (await sql<{ flid: string }>`select flid from flight_schd order by flid`.execute(db)).rows.map((x) => x.flid);
+  const states = await readFlights(db, flids, TZ);
+  const values = flids.length ? await redis.mget(...flids.map(flightKey)) : [];
+  const out = flids.filter((f, i) => {
+    const st = states.get(f)!;
+    return values[i] !== (st.STATE === 'ACTIVE' ? JSON.stringify(toJson(st)) : null);
+  });
+  const known = new Set(flids.map(flightKey));
+  return [...out, ...(await redis.keys('msgx:flight:*')).filter((k) => !known.has(k))];
+}
+
+/** A msg event's payload without its EVENT_ID and clock fields (*_AT): what a re-publication must repeat. */
+function contentOf(p: Record<string, unknown>): string {
+  return JSON.stringify(Object.fromEntries(Object.entries(p).filter(([k]) => k !== 'EVENT_ID' && !k.endsWith('_AT'))));
 }
 
 /** The first time (ms epoch) a message became SUCCEEDED / an event SENT after `since`. */
