@@ -15,7 +15,7 @@ scriptHelp(import.meta.url);
 const MESSAGES = Number(process.argv[2] ?? 20_000);
 const FLIGHTS = Number(process.argv[3] ?? 400);
 const TIMEOUT_MS = Number(process.argv[4] ?? 60) * 60_000;
-const PROCESSES = ['intake', 'pump', 'backfill', 'msg-dispatch', 'schd-dispatch'];
+const PROCESSES = ['intake', 'pump', 'backfill', 'msg-dispatch', 'schd-dispatch', 'state-dispatch'];
 
 async function oneRun(chaos: boolean): Promise<{ final: FinalState; drainMs: number; kills: Record<string, number> }> {
   const rig = await openRig({ MSGX_LOG_LEVEL: 'warn' });

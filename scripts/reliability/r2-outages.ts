@@ -23,7 +23,7 @@ const rows: Record<string, unknown>[] = [];
 const started = new Date().toISOString();
 let next = 0;
 try {
-  for (const name of ['intake', 'pump', 'backfill', 'msg-dispatch', 'schd-dispatch']) rig.start(name);
+  for (const name of ['intake', 'pump', 'backfill', 'msg-dispatch', 'schd-dispatch', 'state-dispatch']) rig.start(name);
   await feedSnapshot(rig, FLIGHTS);
   await waitFor('the snapshot', () => drained(rig.db, 1), 180_000);
   for (const service of SERVICES) {

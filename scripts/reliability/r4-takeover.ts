@@ -46,7 +46,7 @@ function active(name: string): Worker | undefined {
 let next = 0;
 try {
   for (const name of ['pump', 'pump', 'intake', 'intake'] as const) await startLeader(name);
-  for (const name of ['backfill', 'msg-dispatch', 'schd-dispatch']) rig.start(name);
+  for (const name of ['backfill', 'msg-dispatch', 'schd-dispatch', 'state-dispatch']) rig.start(name);
   await feedSnapshot(rig, FLIGHTS);
   await waitFor('the snapshot', () => drained(rig.db, 1), 180_000);
   const count = Math.round(RATE * ROUNDS * FAULTS.length * 2 * 25 + RATE * 30);
