@@ -13,6 +13,7 @@ export const ALONE = [
   'test/integration/kafka-cluster.test.ts',
   'test/integration/leader-takeover.test.ts',
   'test/integration/outages.test.ts',
+  'test/integration/pipeline/budget.test.ts',
   'test/integration/pg-failover.test.ts',
   'test/integration/probe.test.ts',
   'test/integration/process-metrics.test.ts',

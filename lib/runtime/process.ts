@@ -95,7 +95,7 @@ export interface ProcessSpec {
   conditions?: (rt: Runtime) => NamedCondition[];
   /**
    * The most connections its Postgres pool opens (default POOL_MAX): graphile-worker's LISTEN
-   * connection and its polls, the duty's statements, the health check (README "Postgres connections").
+   * connection and its polls, the duty's statements, the health check (README "Processes").
    */
   poolMax?: number;
 }
