@@ -425,7 +425,7 @@ async function resetAll() {
   await resetPipeline(s);
   await sql`truncate flight_schd, flight_gate, flight_checkin, flight_carousel, flight_chute, flight_planned_stand, flight_chock,
             flight_delay, flight_airbridge, flight_pushback, flight_tractor, flight_route_point, flight_raw_fragment,
-            schd_gen, schd_gen_flid, schd_snap_log, msg_event, req_track, ref_master, res_status, schs_season`.execute(s.db);
+            schd_gen, schd_gen_flid, schd_snap_log, flight_snap_digest, msg_event, req_track, ref_master, res_status, schs_season`.execute(s.db);
   await s.redis.flushdb();
 }
 
