@@ -10,7 +10,6 @@ export const ALONE = [
   'test/integration/api-security.test.ts',
   'test/integration/dispatch-failure.test.ts',
   'test/integration/frozen-connections.test.ts',
-  'test/integration/kafka-cluster.test.ts',
   'test/integration/leader-takeover.test.ts',
   'test/integration/outages.test.ts',
   'test/integration/pipeline/budget.test.ts',
@@ -21,6 +20,13 @@ export const ALONE = [
   'test/integration/runner.test.ts',
 ];
 
+/**
+ * Run by `npm run reliability:r10-kafka`, not by `npm test`: three brokers of its own on two cores
+ * time out reading every record back in about one run of two (RELIABILITY.md R10).
+ */
+const DRILLS = ['test/integration/kafka-cluster.test.ts'];
+const drills = process.env.MSGX_DRILLS === '1';
+
 const common = { testTimeout: 60_000, hookTimeout: 120_000 };
 
 export default defineConfig({
@@ -28,8 +34,8 @@ export default defineConfig({
     globalSetup: ['test/support/global-setup.ts'],
     reporters: ['default', './test/support/summary-reporter.ts'],
     projects: [
-      { test: { ...common, name: 'side-by-side', include: ['test/**/*.test.ts'], exclude: ALONE, maxWorkers: slotCount(), sequence: { groupOrder: 0 } } },
-      { test: { ...common, name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 1 } } },
+      { test: { ...common, name: 'side-by-side', include: drills ? [] : ['test/**/*.test.ts'], exclude: [...ALONE, ...DRILLS], maxWorkers: slotCount(), sequence: { groupOrder: 0 } } },
+      { test: { ...common, name: 'alone', include: drills ? DRILLS : ALONE, maxWorkers: 1, sequence: { groupOrder: 1 } } },
     ],
   },
 });
