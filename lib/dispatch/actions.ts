@@ -5,7 +5,7 @@
 //   dispatch-skip    DEAD → SKIPPED (kept, visible): releases the FLID's held events.
 // The dispatcher is woken in the same transaction.
 import type { Task } from 'graphile-worker';
-import { wake } from '../pipeline/transitions.ts';
+import { wake } from '../sql/jobs.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Logger } from '../runtime/log.ts';
 import type { Target } from './plan.ts';

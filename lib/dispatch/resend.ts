@@ -12,7 +12,7 @@
 import { DISPATCH_TASK } from '../core/tasks.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
 import { pgOne, pgRows } from '../db/statement.ts';
-import { wake } from '../pipeline/transitions.ts';
+import { wake } from '../sql/jobs.ts';
 import * as Locks from '../sql/locks.ts';
 import * as Outbox from '../sql/outbox.ts';
 

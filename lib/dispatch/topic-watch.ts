@@ -31,7 +31,7 @@ import { DISPATCH_TASK } from '../core/tasks.ts';
 import { withTimeout } from '../core/timeout.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
 import { pgOne, pgRows } from '../db/statement.ts';
-import { wake } from '../pipeline/transitions.ts';
+import { wake } from '../sql/jobs.ts';
 import { clearCondition, setCondition } from '../runtime/conditions.ts';
 import type { Logger } from '../runtime/log.ts';
 import { mirrorBehind, mirrorRebuilds, registerMirrorMetrics, type Store } from '../runtime/mirror-metrics.ts';

@@ -8,7 +8,7 @@ import { withTimeout } from '../core/timeout.ts';
 import { flightKey } from '../flight/mirror.ts';
 import { isoLocal, toJson } from '../flight/state.ts';
 import { insertMsgEvents, loadStates, removePendingSchdRows, upsertStateRows, type MsgEvent } from '../flight/store.ts';
-import { wake } from '../pipeline/transitions.ts';
+import { wake } from '../sql/jobs.ts';
 import { DISPATCH_TASK } from '../core/tasks.ts';
 import { msgTombstone } from '../contract/kafka.ts';
 import { metrics } from '../runtime/metrics.ts';

@@ -13,7 +13,7 @@ import * as ProcState from '../sql/proc-state.ts';
 import { withTimeout } from '../core/timeout.ts';
 import { formatLocalDatetime } from '../sis/values.ts';
 import { metrics } from '../runtime/metrics.ts';
-import { abandonBackfill, recordBackfill, recordBackfillFailure } from './transitions.ts';
+import { abandonBackfill, recordBackfill, recordBackfillFailure } from '../sql/transitions.ts';
 import { TimeBudget } from '../core/budget.ts';
 import { neverApplied } from './failures.ts';
 
@@ -88,6 +88,9 @@ export async function backfillRound(d: BackfillDeps): Promise<BackfillRound> {
     if (out.alreadyMarked) metrics.backfillWritten.inc({ outcome: 'already-marked' }, out.alreadyMarked);
     if (missing.length) d.log.error({ msgIds: missing }, 'inbox rows gone before backfill: abandoned (MISSING_ROW)');
   });
+  // counted once committed
+  if (out.missing.length) metrics.backfillAbandoned.inc({ reason: 'MISSING_ROW' }, out.missing.length);
+  if (out.abandonedDeadline.length) metrics.backfillAbandoned.inc({ reason: 'TRANSIENT_DEADLINE' }, out.abandonedDeadline.length);
   return out;
 }
 

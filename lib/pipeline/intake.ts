@@ -29,12 +29,14 @@ import type { Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
 import { existingRows, inboxBounds, nthIdAfter, oldestProcessedId, readAllAfter, readAllIn, readUnprocessedAfter, readUnprocessedIn, type InboxRowRef } from './inbox.ts';
 import { pgOne, pgRun } from '../db/statement.ts';
+import * as IntakeCursor from '../sql/intake-cursor.ts';
 import * as ProcState from '../sql/proc-state.ts';
 import * as Shadow from '../sql/shadow.ts';
 import { setNote } from '../runtime/conditions.ts';
 import { withTimeout } from '../core/timeout.ts';
 import { metrics, noteInboxRead } from '../runtime/metrics.ts';
-import { enqueue, wake } from './transitions.ts';
+import { wake } from '../sql/jobs.ts';
+import { enqueue } from '../sql/transitions.ts';
 import { TimeBudget } from '../core/budget.ts';
 
 export interface IntakeDeps {
@@ -83,7 +85,7 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
   const fullEvery = d.intake.fullScanEveryMs;
   const shadow = d.intake.readOnly === true;
   if (shadow) await startShadow(d);
-  const cur = await pgOne(d.db, ProcState.intakeCursor);
+  const cur = await pgOne(d.db, IntakeCursor.intakeCursor);
   if (!cur) throw new Error('intake_cursor has no row');
   const readAfter = shadow ? readAllAfter : readUnprocessedAfter;
   const readIn = shadow ? readAllIn : readUnprocessedIn;
@@ -135,7 +137,7 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
     const ins = await enqueue(tx, [...belowAll, ...take], now);
     await pgRun(
       tx,
-      ProcState.saveIntakeCursor,
+      IntakeCursor.saveIntakeCursor,
       newWatermark,
       fullFrom,
       fullAt,
@@ -175,7 +177,7 @@ async function startShadow(d: IntakeDeps): Promise<void> {
   const row = await pgOne(d.db, Shadow.shadowIntake);
   if (!row) throw new Error('shadow_intake has no row');
   if (row.started_after === null) {
-    const cur = await pgOne(d.db, ProcState.intakeCursor);
+    const cur = await pgOne(d.db, IntakeCursor.intakeCursor);
     let after = d.intake.startAfter ?? 0;
     if (after === 0) {
       const { min } = await withTimeout(d.intake.timeoutMs, 'inbox bounds', inboxBounds(d.inbox));

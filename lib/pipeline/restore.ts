@@ -29,7 +29,8 @@ import { flightKey, writeMirror } from '../flight/mirror.ts';
 import { readFlights } from '../flight/read.ts';
 import { clearCondition, setCondition } from '../runtime/conditions.ts';
 import * as Restore from '../sql/restore.ts';
-import { enqueue, wake } from './transitions.ts';
+import { wake } from '../sql/jobs.ts';
+import { enqueue } from '../sql/transitions.ts';
 
 export type Source = 'inbox' | 'redis' | 'kafka';
 export const SOURCES: readonly Source[] = ['inbox', 'redis', 'kafka'];

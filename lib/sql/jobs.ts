@@ -1,9 +1,9 @@
 // SQL of graphile-worker's queue (graphile_worker.*): wake-ups and job queue reads. Statement
-// conventions: lib/db/statement.ts. Wake-ups that ride inside another table's statement (the
-// pump's PROC_STATE transitions) are in that table's file (lib/sql/proc-state.ts, WAKE).
-import { pgStatement } from '../db/statement.ts';
+// conventions: lib/db/statement.ts. Wake-ups that ride inside a PROC_STATE transition's statement
+// are in lib/sql/transitions.ts (WAKE).
+import { type Executor, pgRun, pgStatement } from '../db/statement.ts';
 
-// ---- lib/pipeline/transitions.ts
+// ---- wake-ups
 
 /**
  * Wakes the tasks of $1 with one statement: graphile-worker's public `add_jobs`, one job per
@@ -11,16 +11,28 @@ import { pgStatement } from '../db/statement.ts';
  * that is running keeps running and a new one is queued behind it (graphile-worker clears the
  * running job's key) — a wake-up is never lost.
  */
-export const wakeAll = pgStatement<[tasks: string[]], { woken: number }>(
+const wakeAllStatement = pgStatement<[tasks: string[]], { woken: number }>(
   'jobs.wake_all',
   `select (select count(*) from graphile_worker.add_jobs(
             array(select (t, '{}'::json, null, null, null, t, null, null)::graphile_worker.job_spec from unnest($1::text[]) as t))) as woken`,
 );
 
 /** Wakes task $1 (coalesced by job_key = task name), at $2 (null: now). */
-export const wake = pgStatement<[task: string, runAt: Date | null]>('jobs.wake', `select graphile_worker.add_job($1::text, '{}'::json, job_key := $1::text, run_at := $2::timestamptz)`);
+const wakeStatement = pgStatement<[task: string, runAt: Date | null]>('jobs.wake', `select graphile_worker.add_job($1::text, '{}'::json, job_key := $1::text, run_at := $2::timestamptz)`);
 
-// ---- lib/runtime/process.ts
+/** Wakes several graphile-worker tasks with one statement (nothing when the list is empty). */
+export async function wakeAll(db: Executor, tasks: Iterable<string>): Promise<void> {
+  const list = [...new Set(tasks)];
+  if (list.length === 0) return;
+  await pgRun(db, wakeAllStatement, list);
+}
+
+/** Wakes a graphile-worker task (coalesced by job_key), at `runAt` (default now); inside the caller's transaction when `db` is one. */
+export async function wake(db: Executor, task: string, runAt?: Date): Promise<void> {
+  await pgRun(db, wakeStatement, task, runAt ?? null);
+}
+
+// ---- the duties' jobs (lib/runtime/job-queue.ts)
 
 /**
  * Adds the job of each duty of $1 that has none running or waiting (attempts left); running =

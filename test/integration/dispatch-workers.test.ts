@@ -7,7 +7,7 @@ import { ManualClock } from '../../lib/core/clock.ts';
 import type { Db } from '../../lib/db/postgres.ts';
 import { purgeSentEvents } from '../../lib/dispatch/retention.ts';
 import { writePlan } from '../../lib/flight/store.ts';
-import { wake } from '../../lib/pipeline/transitions.ts';
+import { wake } from '../../lib/sql/jobs.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 import { consume, createdTopics, deleteTopics, NOW, openDb, payloadOf, putMsgEvents, resetOutbox, rows, stateCounts, uniqueTopic } from './dispatch-support.ts';
 

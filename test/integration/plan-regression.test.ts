@@ -86,11 +86,11 @@ const CASES: [name: string, params: unknown[] | ((text: string) => unknown[])][]
   ['proc_state.heads', [200]],
   ['proc_state.heads', [2000]],
   ['proc_state.identity_owners', [ids(200).map((i) => `k${i}`)]],
-  ['proc_state.bind_identities', [ids(200, 998001), ids(200, 998001).map((i) => `n${i}`), now]],
-  ['proc_state.record_applied', [ids(200, 998001), ids(200).map(() => 'SUCCEEDED'), ids(200).map(() => null), ids(200).map(() => 'FLOP'), ids(200).map(() => null), now, [], ids(200).map(() => null)]],
-  ['proc_state.mark_applied_terminal', [ids(200, 998001), now, []]],
-  ['proc_state.mark_terminal', [998001, 'SUCCEEDED', null, now, 'FLOP', [], null]],
-  ['proc_state.mark_failed', [998001, 'x', 'INFRA', 1, now, now, null, 'postgres']],
+  ['transitions.bind_identities', [ids(200, 998001), ids(200, 998001).map((i) => `n${i}`), now]],
+  ['transitions.record_applied', [ids(200, 998001), ids(200).map(() => 'SUCCEEDED'), ids(200).map(() => null), ids(200).map(() => 'FLOP'), ids(200).map(() => null), now, [], ids(200).map(() => null)]],
+  ['transitions.mark_applied_terminal', [ids(200, 998001), now, []]],
+  ['transitions.mark_terminal', [998001, 'SUCCEEDED', null, now, 'FLOP', [], null]],
+  ['transitions.mark_failed', [998001, 'x', 'INFRA', 1, now, now, null, 'postgres']],
   ['flight.load_states', [flids(200)]],
   ['flight.load_states', [flids(1000)]],
   ['flight.shared_of', [flids(50)]],
@@ -101,12 +101,12 @@ const CASES: [name: string, params: unknown[] | ((text: string) => unknown[])][]
   ['outbox.remove_pending_schd', [flids(200)]],
   ['ledger.load_days', [['2026-12-01']]],
   // intake, backfill
-  ['proc_state.enqueue', [ids(500, 1000001), ids(500).map(() => null), now]],
+  ['transitions.enqueue', [ids(500, 1000001), ids(500).map(() => null), now]],
   ['proc_state.lowest_open', []],
   ['proc_state.backfill_candidates', [now, ago(3600e3), 500]],
-  ['proc_state.record_backfill', [ids(200, 995001), now]],
-  ['proc_state.record_backfill_failure', [ids(200, 995001), now, [1000, 2000]]],
-  ['proc_state.abandon_backfill', [ids(200, 995001), 'MISSING_ROW', now]],
+  ['transitions.record_backfill', [ids(200, 995001), now]],
+  ['transitions.record_backfill_failure', [ids(200, 995001), now, [1000, 2000]]],
+  ['transitions.abandon_backfill', [ids(200, 995001), 'MISSING_ROW', now]],
   ['proc_state.next_backfill_due', [60000]],
   ['proc_state.backfill_gauges', [5]],
   ['proc_state.head_gauges', []],
@@ -124,9 +124,9 @@ const CASES: [name: string, params: unknown[] | ((text: string) => unknown[])][]
   ['proc_state.purge', [ids(1000), TERMINAL, ago(3600e3), false]],
   ['proc_state.inbox_purge_candidates', [0, TERMINAL, now, 1000]],
   ['proc_state.replay_selection', [ids(10, 998001), null, null]],
-  ['proc_state.replay', [ids(10, 998001), false, null, null, now]],
+  ['transitions.replay', [ids(10, 998001), false, null, null, now]],
   ['proc_state.resume_selection', [ids(10, 998001), null]],
-  ['proc_state.resume_backfill', [ids(10, 998001), null, now]],
+  ['transitions.resume_backfill', [ids(10, 998001), null, now]],
   ['flight.purge_candidates', ['', ago(30 * 86400e3), '2026-11-01', ['PENDING', 'FAILED'], 500]],
   ['flight.lock_purge_families', [flids(100), ['PENDING', 'FAILED']]],
   ['flight.purge_delete', [flids(100), ids(100).map(() => 1)]],
@@ -173,7 +173,7 @@ let bigTables: Set<string>;
 
 beforeAll(async () => {
   const dir = new URL('../../lib/sql/', import.meta.url);
-  for (const f of ['outbox', 'flight', 'proc-state', 'console', 'trace', 'ledger', 'history', 'snap-log']) await import(new URL(`${f}.ts`, dir).href);
+  for (const f of ['outbox', 'flight', 'proc-state', 'transitions', 'intake-cursor', 'console', 'trace', 'ledger', 'history', 'snap-log']) await import(new URL(`${f}.ts`, dir).href);
   await import('../../lib/flight/store.ts'); // declares flight.load_states / flight.write_batch
   c = new pg.Client({ connectionString: TEST_PG_URL });
   await c.connect();

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import kafkajs from 'kafkajs';
 
 const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -37,9 +38,42 @@ export interface ConsoleRecord {
 
 /**
  * `kafka-console-consumer --from-beginning --property print.key=true --property print.headers=true`
- * on `topic` until `maxMessages` records were read or nothing came for `idleMs`.
+ * on `topic` until `maxMessages` records were read or nothing came for `idleMs`. Without
+ * `maxMessages` the read must reach the end offsets the topic had before it began (each
+ * partition's last record is never compacted away): on a loaded machine the consumer's first poll
+ * (group join, metadata) can outlast `idleMs` and end the tool with nothing read, so a read that
+ * stopped short is done again with a longer idle time, up to three tries.
  */
 export async function consoleConsume(topic: string, brokers: string, o: { maxMessages?: number; idleMs?: number } = {}): Promise<ConsoleRecord[]> {
+  if (o.maxMessages) return (await consoleRead(topic, brokers, o.idleMs ?? 10_000, o.maxMessages)).map((r) => r.record);
+  const ends = await endOffsets(topic, brokers);
+  let idleMs = o.idleMs ?? 10_000;
+  for (let attempt = 1; ; attempt++) {
+    const read = await consoleRead(topic, brokers, idleMs);
+    const last = new Map<number, number>();
+    for (const r of read) last.set(r.partition, Math.max(last.get(r.partition) ?? -1, r.offset));
+    const short = [...ends].filter(([p, end]) => end > 0 && (last.get(p) ?? -1) < end - 1);
+    if (short.length === 0) return read.map((r) => r.record);
+    if (attempt === 3)
+      throw new Error(
+        `console consumer on ${topic}: partitions ${short.map(([p, end]) => `${p} (end ${end}, read to ${last.get(p) ?? 'nothing'})`).join(', ')} not read to their end after ${attempt} tries`,
+      );
+    idleMs *= 3;
+  }
+}
+
+/** Each partition's end offset now (kafkajs admin: the high watermark). */
+async function endOffsets(topic: string, brokers: string): Promise<Map<number, number>> {
+  const admin = new kafkajs.Kafka({ clientId: 'console-consume-ends', brokers: brokers.split(','), logLevel: kafkajs.logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    return new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.high)]));
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+async function consoleRead(topic: string, brokers: string, idleMs: number, maxMessages?: number): Promise<{ partition: number; offset: number; record: ConsoleRecord }[]> {
   const cp = await classpath();
   const args = [
     '-Xmx256m',
@@ -52,7 +86,11 @@ export async function consoleConsume(topic: string, brokers: string, o: { maxMes
     topic,
     '--from-beginning',
     '--timeout-ms',
-    String(o.idleMs ?? 10_000),
+    String(idleMs),
+    '--formatter-property',
+    'print.partition=true',
+    '--formatter-property',
+    'print.offset=true',
     '--formatter-property',
     'print.key=true',
     '--formatter-property',
@@ -61,17 +99,17 @@ export async function consoleConsume(topic: string, brokers: string, o: { maxMes
     'key.separator=\t',
     '--formatter-property',
     'headers.separator=,',
-    ...(o.maxMessages ? ['--max-messages', String(o.maxMessages)] : []),
+    ...(maxMessages ? ['--max-messages', String(maxMessages)] : []),
   ];
   const { stdout } = await run(JAVA, args, { timeout: 180_000, maxBuffer: 256 * 1024 * 1024 });
   return stdout
     .split('\n')
     .filter((l) => l.length > 0)
     .map((line) => {
-      // headers \t key \t value (the default formatter's order; the value is the rest of the line)
-      const [h, key, ...rest] = line.split('\t');
+      // Partition:p \t Offset:o \t headers \t key \t value (the default formatter's order; the value is the rest of the line)
+      const [p, off, h, key, ...rest] = line.split('\t');
       const value = rest.join('\t');
       const headers = h === 'NO_HEADERS' ? {} : Object.fromEntries(h.split(',').map((kv) => kv.split(':') as [string, string]));
-      return { headers, key, value: value === 'null' ? null : value };
+      return { partition: Number(p.replace('Partition:', '')), offset: Number(off.replace('Offset:', '')), record: { headers, key, value: value === 'null' ? null : value } };
     });
 }

@@ -3,7 +3,7 @@
 import { withTimeout } from '../../core/timeout.ts';
 import { decodeMessage, LARGE_BODY } from '../decoding.ts';
 import { readBodies } from '../inbox.ts';
-import type { HeadRow } from '../transitions.ts';
+import type { HeadRow } from '../../sql/proc-state.ts';
 import type { Body } from './batch.ts';
 import type { DecodePort, PumpDeps } from './deps.ts';
 

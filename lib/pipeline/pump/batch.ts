@@ -7,7 +7,7 @@ import type { BatchDomain, Handler } from '../../domain/handlers.ts';
 import type { Envelope } from '../../sis/envelope.ts';
 import type { Decoded } from '../decoding.ts';
 import { ownOutcome, RAW_MISSING, type Reason } from '../failures.ts';
-import type { HeadRow, TerminalState } from '../transitions.ts';
+import type { HeadRow, TerminalState } from '../../sql/proc-state.ts';
 import type { PumpDeps } from './deps.ts';
 
 /** A message of the batch as its log lines and its failure record know it. */

@@ -7,7 +7,10 @@ import { classify, type Failure, type ReasonClass } from '../../core/errors.ts';
 import type { BatchDomain, DomainBatch, Handler, HandlerOutcome } from '../../domain/handlers.ts';
 import type { AfterCommitCounts } from '../../runtime/metrics.ts';
 import { ownOutcome } from '../failures.ts';
-import * as Transitions from '../transitions.ts';
+import { pgRows } from '../../db/statement.ts';
+import * as ProcState from '../../sql/proc-state.ts';
+import type { TerminalState } from '../../sql/proc-state.ts';
+import * as Transitions from '../../sql/transitions.ts';
 import { type Cut, logOf, type Member, workOf } from './batch.ts';
 import type { PumpDeps } from './deps.ts';
 
@@ -27,9 +30,7 @@ export interface Business {
 
 type Tx = Parameters<Handler>[0]['tx'];
 type Batches = Map<BatchDomain<unknown>, DomainBatch<unknown>>;
-type Applied =
-  | { state: Transitions.TerminalState; reason: string | null; reasonClass: ReasonClass | null; mirror?: string[]; wake?: string[]; counts?: AfterCommitCounts }
-  | { state: 'RETRY'; failure: Failure };
+type Applied = { state: TerminalState; reason: string | null; reasonClass: ReasonClass | null; mirror?: string[]; wake?: string[]; counts?: AfterCommitCounts } | { state: 'RETRY'; failure: Failure };
 
 const nothing = (cut: Cut | null): Business => ({ count: 0, cut, mirror: [], counts: [], known: new Map(), batches: [] });
 
@@ -41,10 +42,8 @@ export async function business(deps: PumpDeps, members: Member[], beforeCommit?:
   try {
     const result = await deps.session.transaction().execute(async (tx) => {
       // identity (INV-6): who owns the batch's keys already; within the batch, the first message of a key
-      const owners = await Transitions.identityOwners(
-        tx,
-        members.flatMap((member) => (member.identityToBind ? [member.identityToBind] : [])),
-      );
+      const keys = [...new Set(members.flatMap((member) => (member.identityToBind ? [member.identityToBind] : [])))];
+      const owners = new Map(keys.length === 0 ? [] : (await pgRows(tx, ProcState.identityOwners, keys)).map((x) => [x.identity_key, x.msg_id]));
       const ownerOf = (member: Member): number | undefined => {
         if (!member.identityToBind) return undefined;
         if (!owners.has(member.identityToBind)) owners.set(member.identityToBind, member.h.msg_id);

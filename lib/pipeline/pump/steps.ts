@@ -24,7 +24,9 @@ import type { Db } from '../../db/postgres.ts';
 import { releaseMemory } from '../../runtime/gc.ts';
 import { countAfterCommit, metrics, reasonLabel } from '../../runtime/metrics.ts';
 import { decide, isExhausted, probeTarget } from '../failures.ts';
-import * as Transitions from '../transitions.ts';
+import { pgRows } from '../../db/statement.ts';
+import * as ProcState from '../../sql/proc-state.ts';
+import * as Transitions from '../../sql/transitions.ts';
 import { type Ahead, isLarge, readAhead, readAndDecode } from './ahead.ts';
 import { type Body, logOf, type Member, type MessageRef, prepareBatch, refOf } from './batch.ts';
 import { type Business, business } from './business.ts';
@@ -124,11 +126,11 @@ function startTail(deps: PumpDeps, tail: TailGate<Member>, applied: Member[], bi
   });
 }
 
-type Chosen = { kind: 'batch'; heads: Transitions.HeadRow[]; following: Transitions.HeadRow[] } | Exclude<BatchResult, { retrySmaller: number }>;
+type Chosen = { kind: 'batch'; heads: ProcState.HeadRow[]; following: ProcState.HeadRow[] } | Exclude<BatchResult, { retrySmaller: number }>;
 
 /** chooseBatch: the head and the open messages after it (reading ahead: also the next batch's candidates), or why there is no batch now. */
 async function chooseBatch(deps: PumpDeps, limit: number, ahead: Ahead | null, exclude: ReadonlySet<number>): Promise<Chosen> {
-  const rows = (await Transitions.heads(deps.session, (ahead ? limit * 2 : limit) + exclude.size)).filter((r) => !exclude.has(r.msg_id));
+  const rows = openHeads(await pgRows(deps.session, ProcState.heads, (ahead ? limit * 2 : limit) + exclude.size)).filter((r) => !exclude.has(r.msg_id));
   const heads = rows.slice(0, limit);
   const head = heads[0];
   if (!head) return { kind: 'idle' };
@@ -136,7 +138,7 @@ async function chooseBatch(deps: PumpDeps, limit: number, ahead: Ahead | null, e
     if (isExhausted({ attempts: head.attempts, errorClass: head.error_class }, deps.failures)) {
       const reason = `EXHAUSTED(${head.error_class}): attempts used up`;
       await Transitions.markTerminal(deps.session, head.msg_id, 'DEAD', { reason, reasonClass: 'EXHAUSTED' }, deps.clock.now(), head.kind);
-      Transitions.countTerminal('DEAD', reason, deps.registry.metricKindOf(head.kind));
+      countTerminal('DEAD', reason, deps.registry.metricKindOf(head.kind));
       return done([{ msgId: head.msg_id, state: 'DEAD' }]);
     }
     const now = deps.clock.now();
@@ -147,6 +149,22 @@ async function chooseBatch(deps: PumpDeps, limit: number, ahead: Ahead | null, e
     }
   }
   return { kind: 'batch', heads, following: rows.slice(limit) };
+}
+
+/**
+ * The open messages from the head on, cut before the first FAILED message after the head. A
+ * PENDING row is changed by the pump alone (replay only touches FAILED/DEAD rows), so the pump can
+ * apply the list as one batch.
+ */
+function openHeads(rows: ProcState.HeadRow[]): ProcState.HeadRow[] {
+  const cut = rows.findIndex((head, i) => i > 0 && head.state !== 'PENDING');
+  return cut < 0 ? rows : rows.slice(0, cut);
+}
+
+/** Count a terminal outcome (after its commit); `kindLabel` bounded (HandlerRegistry.metricKindOf). */
+function countTerminal(state: ProcState.TerminalState, reason: string | null, kindLabel: string): void {
+  metrics.messages.inc({ kind: kindLabel, state, reason: reasonLabel(reason) });
+  if (reason?.startsWith('duplicate-of:')) metrics.identityDuplicates.inc();
 }
 
 /** The terminal step: every applied outcome becomes terminal (one statement); logged and counted per message. */
@@ -166,7 +184,7 @@ async function terminal(deps: PumpDeps, db: Db, applied: Member[], started: numb
       t.state === 'SUCCEEDED' ? 'message applied' : `message ${t.state.toLowerCase()}`,
     );
     metrics.processingSeconds.observe({ kind: deps.registry.metricKindOf(t.kind) }, perMessage);
-    Transitions.countTerminal(t.state, t.reason, deps.registry.metricKindOf(t.kind));
+    countTerminal(t.state, t.reason, deps.registry.metricKindOf(t.kind));
     // A DEAD outcome of the batch (MALFORMED / PROTOCOL, raw-missing included) is a failed attempt of its class.
     if (t.state === 'DEAD') metrics.failures.inc({ class: reasonLabel(t.reason) });
     out.push({ msgId: t.msg_id, state: t.state });
@@ -177,8 +195,9 @@ async function terminal(deps: PumpDeps, db: Db, applied: Member[], started: numb
 /** Record a failure of a message (lib/pipeline/failures.ts decides FAILED or DEAD on the committed attempt count). */
 async function fail(deps: PumpDeps, m: MessageRef, f: Failure): Promise<Done> {
   const decision = await Transitions.recordFailure(deps.session, m.h.msg_id, f, (h) => decide(f, h, deps.failures), deps.clock.now(), m.kind, m.identityToBind);
+  metrics.failures.inc({ class: f.cls }); // committed: a final (DEAD) attempt is counted as a FAILED one is
   if (decision.next === 'DEAD') {
-    Transitions.countTerminal('DEAD', decision.reason, deps.registry.metricKindOf(m.kind));
+    countTerminal('DEAD', decision.reason, deps.registry.metricKindOf(m.kind));
     logOf(deps, m).warn({ state: 'DEAD', reason: decision.reason }, 'message dead');
   } else logOf(deps, m)[f.cls === 'INFRA' ? 'warn' : 'error']({ state: 'FAILED', errorClass: f.cls, reason: decision.reason, retryInMs: decision.retryInMs }, 'message failed');
   return { msgId: m.h.msg_id, state: decision.next };

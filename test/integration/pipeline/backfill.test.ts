@@ -6,7 +6,7 @@ import { backfillRound, type BackfillDeps } from '../../../lib/pipeline/backfill
 import { intakeRound } from '../../../lib/pipeline/intake.ts';
 import { replayMessages, resumeBackfills } from '../../../lib/pipeline/operator.ts';
 import { LOCKS } from '../../../lib/db/postgres.ts';
-import { markTerminal } from '../../../lib/pipeline/transitions.ts';
+import { markTerminal } from '../../../lib/sql/transitions.ts';
 import { testConfig } from '../../support/env.ts';
 import { deadInbox, inboxProcessed, openServices, procRows, putInbox, resetPipeline, silentLog, sisMessage, type TestServices } from '../../support/services.ts';
 import { slices } from '../../../lib/core/config.ts';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../lib/core/clock.ts';
 import { intakeLoop, intakeRound, type IntakeDeps } from '../../../lib/pipeline/intake.ts';
 import { metrics } from '../../../lib/runtime/metrics.ts';
-import { enqueue } from '../../../lib/pipeline/transitions.ts';
+import { enqueue } from '../../../lib/sql/transitions.ts';
 import { testConfig } from '../../support/env.ts';
 import { deadInbox, openServices, procRows, putInbox, resetPipeline, silentLog, sisMessage, type TestServices } from '../../support/services.ts';
 import { slices } from '../../../lib/core/config.ts';

@@ -1,11 +1,11 @@
-// wakeAll (lib/pipeline/transitions.ts): one statement for several graphile-worker wake-ups,
+// wakeAll (lib/sql/jobs.ts): one statement for several graphile-worker wake-ups,
 // through graphile-worker's public add_jobs only (job_key = task name). A pending job of that key
 // is replaced — its row is locked until the waking transaction commits, so no worker can start it
 // before the writes it must see. A wake-up is never lost: a running job, a job scheduled later or
 // no job at all → a job that has not started before the commit.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { wakeAll } from '../../../lib/pipeline/transitions.ts';
+import { wakeAll } from '../../../lib/sql/jobs.ts';
 import { openServices, type TestServices } from '../../support/services.ts';
 
 const A = 'msgx-test-wake-a';
