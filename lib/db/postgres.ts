@@ -80,6 +80,15 @@ export function connectionSettings(where: PgWhere, name: string | undefined, sta
   };
 }
 
+/**
+ * Destroys the socket of a node-postgres client at once (no `end()` handshake): the way to drop a
+ * connection that may be frozen (a reply that never comes). node-postgres does not type its
+ * `connection.stream`; this is the one place that reaches it.
+ */
+export function destroySocket(c: pg.Client | pg.PoolClient | null | undefined): void {
+  (c as unknown as { connection?: { stream?: { destroy(): void } } } | null | undefined)?.connection?.stream?.destroy();
+}
+
 export function createPool(url: PgWhere, opts: { max?: number; statementTimeoutMs?: number; name?: string } = {}) {
   const settings = connectionSettings(url, opts.name, opts.statementTimeoutMs);
   // a host list (DATABASE_URL h1,h2): every connection to the primary (lib/db/pg-hosts.ts)

@@ -52,15 +52,9 @@ export interface SchdRow {
   attempts: number;
 }
 
-/** PENDING, due schd rows in EVENT_ID order (oldest write generation first). */
-export async function pendingSchdRows(db: Executor, now: Date, limit: number): Promise<SchdRow[]> {
-  const rows = await pgRows(db, Outbox.pendingSchdRows, now, limit);
-  return rows.map((x) => ({ eventId: x.event_id, flid: x.flid, stateVersion: x.state_version, attempts: x.attempts }));
-}
-
-/** PENDING, due state rows in EVENT_ID order (lib/dispatch/state.ts). */
-export async function pendingStateRows(db: Executor, now: Date, limit: number): Promise<SchdRow[]> {
-  const rows = await pgRows(db, Outbox.pendingStateRows, now, limit);
+/** PENDING, due rows of the schd or state target in EVENT_ID order (schd: oldest write generation first). */
+export async function pendingRows(db: Executor, target: 'schd' | 'state', now: Date, limit: number): Promise<SchdRow[]> {
+  const rows = await pgRows(db, Outbox.pendingRows[target], now, limit);
   return rows.map((x) => ({ eventId: x.event_id, flid: x.flid, stateVersion: x.state_version, attempts: x.attempts }));
 }
 

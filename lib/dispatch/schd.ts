@@ -17,7 +17,7 @@ import { readFlights } from '../flight/read.ts';
 import { toJson } from '../flight/state.ts';
 import { dispatchSent } from './metrics.ts';
 import { drain, retryPolicy, type DispatchDeps, type DrainNext, type RoundResult } from './msg.ts';
-import { dropGoneSchdRows, markFailed, markSent, pendingSchdRows, tryRoundLock, type Acked, type SchdRow } from './outbox.ts';
+import { dropGoneSchdRows, markFailed, markSent, pendingRows, tryRoundLock, type Acked, type SchdRow } from './outbox.ts';
 import { afterFailure, splitSchd } from './plan.ts';
 
 /** Key of every schd record: one partition, records in order (consumers still decide by STATE_VERSION). */
@@ -37,7 +37,7 @@ export async function schdRound(d: DispatchDeps): Promise<SchdRoundResult> {
   const result = await d.db.transaction().execute(async (tx) => {
     const res: SchdRoundResult = { busy: false, picked: 0, sent: 0, failed: 0, dead: 0, gone: 0, overtaken: 0, records: 0 };
     if (!(await tryRoundLock(tx, 'schd'))) return { ...res, busy: true };
-    const rows = await pendingSchdRows(tx, d.clock.now(), d.dispatch.schdFlushLimit);
+    const rows = await pendingRows(tx, 'schd', d.clock.now(), d.dispatch.schdFlushLimit);
     res.picked = rows.length;
     if (rows.length === 0) return res;
 

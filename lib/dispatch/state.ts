@@ -24,7 +24,7 @@ import { toJson } from '../flight/state.ts';
 import { stateRecord, type StateRecord } from '../contract/kafka.ts';
 import { dispatchSent } from './metrics.ts';
 import { drain, retryPolicy, type DispatchDeps, type DrainNext, type RoundResult } from './msg.ts';
-import { markFailed, markSent, pendingStateRows, tryRoundLock, unchangedStateRows, type Acked, type SchdRow } from './outbox.ts';
+import { markFailed, markSent, pendingRows, tryRoundLock, unchangedStateRows, type Acked, type SchdRow } from './outbox.ts';
 import { afterFailure, chunkBySize } from './plan.ts';
 import { isUnknownTopic } from './topic-watch.ts';
 
@@ -43,7 +43,7 @@ export async function stateRound(d: DispatchDeps): Promise<StateRoundResult> {
   const result = await d.db.transaction().execute(async (tx) => {
     const res: StateRoundResult = { busy: false, picked: 0, sent: 0, failed: 0, dead: 0, overtaken: 0, tombstones: 0 };
     if (!(await tryRoundLock(tx, 'state'))) return { ...res, busy: true };
-    const rows = await pendingStateRows(tx, d.clock.now(), d.dispatch.msgBatch);
+    const rows = await pendingRows(tx, 'state', d.clock.now(), d.dispatch.msgBatch);
     if (rows.length === 0) return res;
 
     const states = await readFlights(

@@ -74,7 +74,7 @@ export interface BatchDomain<C> {
   /** Pure: the message's command. Throws a PipelineError (MALFORMED/PROTOCOL) for a bad message. */
   decode(env: Envelope, airport: AirportConfig): C;
   /** A command that is applied as a batch of its own (a snapshot). */
-  alone(cmd: C): boolean;
+  ownBatch(cmd: C): boolean;
   open(ctx: { tx: Db; now: Date; airport: AirportConfig; log: Logger }): DomainBatch<C>;
   /**
    * Forget anything kept between batches. The pump calls it whenever it (re)takes PIPELINE_LOCK

@@ -44,7 +44,7 @@ export function createFlightDomain(opts: FlightDomainOptions = {}): BatchDomain<
   const overrides = parseRuleOverride(opts.ruleOverride ?? '');
   return {
     decode: (env, airport) => withDigests(overrides.length ? applyRuleOverride(overrides, env.type, env.styp, decodeFlightCommand(env, airport)) : decodeFlightCommand(env, airport)),
-    alone: (cmd) => cmd.kind === 'snapshot',
+    ownBatch: (cmd) => cmd.kind === 'snapshot',
     open: (ctx) => new FlightSession(ctx, cache, opts),
     reset: () => cache.clear(),
   };

@@ -80,14 +80,14 @@ return out
 
 interface MirrorScripts {
   msgxMirrorWrite(...args: (string | number)[]): Promise<number>;
-  msgxMirrorVersions(...args: string[]): Promise<number[]>;
+  msgxMirrorVersions(numKeys: number, ...keys: string[]): Promise<number[]>;
 }
 
 function scripts(redis: Redis): MirrorScripts {
   const r = redis as Redis & Partial<MirrorScripts>;
   if (!r.msgxMirrorWrite) redis.defineCommand('msgxMirrorWrite', { lua: MIRROR_WRITE });
   if (!r.msgxMirrorVersions) redis.defineCommand('msgxMirrorVersions', { lua: MIRROR_VERSIONS });
-  return redis as unknown as MirrorScripts;
+  return r as Redis & MirrorScripts; // both commands defined above
 }
 
 /** One flight's write: its state (null: Postgres does not have it), and the version of its removal when null. */
@@ -125,7 +125,7 @@ export async function mirrorVersions(redis: Redis, flids: readonly string[]): Pr
   const out: number[] = [];
   for (let i = 0; i < flids.length; i += BATCH) {
     const chunk = flids.slice(i, i + BATCH).map(flightKey);
-    out.push(...(await s.msgxMirrorVersions(chunk.length as unknown as string, ...chunk)).map(Number));
+    out.push(...(await s.msgxMirrorVersions(chunk.length, ...chunk)).map(Number));
   }
   return out;
 }

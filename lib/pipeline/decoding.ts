@@ -24,7 +24,7 @@ export type Decoded =
       cmd?: unknown;
       failure?: Failure;
       /** The command is a batch of its own (a snapshot): nothing after it is decoded in the same pass. */
-      alone?: boolean;
+      ownBatch?: boolean;
     };
 
 /**
@@ -58,7 +58,7 @@ export function decodeMessage(registry: HandlerRegistry, s: DecodeSettings, body
   if (entry.kind === 'tx') return { ...base, env, entry: 'tx' };
   try {
     const cmd = entry.domain.decode(env, s.airport);
-    return { ...base, env: light(env), entry: 'batch', cmd, alone: entry.domain.alone(cmd) };
+    return { ...base, env: light(env), entry: 'batch', cmd, ownBatch: entry.domain.ownBatch(cmd) };
   } catch (e) {
     return { ...base, env: light(env), entry: 'batch', failure: classify(e, 'decode') };
   }

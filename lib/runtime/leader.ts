@@ -22,7 +22,7 @@
 // defaults), measured in test/integration/leader-takeover.test.ts.
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { connectClient, createSessionDb, SESSION_LIMITS, type Db, type PgWhere } from '../db/postgres.ts';
+import { connectClient, createSessionDb, destroySocket, SESSION_LIMITS, type Db, type PgWhere } from '../db/postgres.ts';
 import { explained } from '../db/tls.ts';
 import { pgOne, pgRows, pgRun } from '../db/statement.ts';
 import * as Locks from '../sql/locks.ts';
@@ -105,7 +105,7 @@ export async function runAsLeader(opts: {
       if (why !== 'shutdown') opts.log.error({ why, backend: pid }, `${opts.name}: lost the leader session; stopping and standing by again`);
       tenure.abort(); // the duty's loops stop now, not at the end of their budget
       opts.signal.removeEventListener('abort', onShutdown);
-      if (why !== 'shutdown') destroy(c); // never reuse a session that stopped answering
+      if (why !== 'shutdown') destroySocket(c); // never reuse a session that stopped answering
       // A session that stopped answering while the server could be asked (a frozen path): the
       // server keeps it, holding the lock; end it from a fresh connection. (A connection that
       // failed outright is left to the stale check of the next attempt.)
@@ -118,7 +118,7 @@ export async function runAsLeader(opts: {
       const message = `${opts.name}: leadership loop error; retrying in ${(wait / 1000).toFixed(1)} s`;
       if (opts.onError) opts.onError(e as Error, message);
       else opts.log.error({ err: e }, message);
-      if (client) destroy(client);
+      if (client) destroySocket(client);
       await sleep(wait, opts.signal);
     } finally {
       if (client) await endClient(client);
@@ -218,13 +218,9 @@ async function endOldSession(url: PgWhere, name: string, pid: number, deadline: 
   }
 }
 
-function destroy(c: pg.Client): void {
-  (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
-}
-
 /** end() waits for the server's goodbye; on a dead path it would wait forever. */
 async function endClient(c: pg.Client): Promise<void> {
-  await withDeadline(c.end(), 2000, 'end').catch(() => destroy(c));
+  await withDeadline(c.end(), 2000, 'end').catch(() => destroySocket(c));
 }
 
 export async function withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise<T> {

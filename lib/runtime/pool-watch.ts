@@ -15,7 +15,7 @@
 // ends the sessions it abandons (pg_terminate_backend) from its fresh connection. Dedicated
 // connections (a purge session holding locks) are watched the same way (`adopt`).
 import type pg from 'pg';
-import { connectClient, createSessionDb, type PgWhere } from '../db/postgres.ts';
+import { connectClient, createSessionDb, destroySocket, type PgWhere } from '../db/postgres.ts';
 import { pgRows, pgRun } from '../db/statement.ts';
 import * as Locks from '../sql/locks.ts';
 import * as Probe from '../sql/probe.ts';
@@ -68,7 +68,7 @@ export function watchPool(pool: pg.Pool, o: { url: PgWhere; onStuck?: (err: Erro
       c.once('end', () => inflight.delete(c as Client));
     },
     reset: async () => {
-      for (const [c, f] of inflight) if (f.n === 0) destroy(c);
+      for (const [c, f] of inflight) if (f.n === 0) destroySocket(c);
       await sweep(inflight, o.url, timeoutMs, o.onStuck, RESET_MIN_MS);
     },
   };
@@ -120,7 +120,7 @@ async function sweep(inflight: Map<Client, Inflight>, url: PgWhere, timeoutMs: n
     );
     states = new Map(rows.map((r) => [r.pid, r]));
   } catch {
-    if (check) void withDeadline(check.end(), 500, 'end').catch(() => destroy(check!));
+    if (check) void withDeadline(check.end(), 500, 'end').catch(() => destroySocket(check!));
     return; // the server cannot be reached at all: an outage, the calls fail on their own
   }
   let stuck = 0;
@@ -136,17 +136,13 @@ async function sweep(inflight: Map<Client, Inflight>, url: PgWhere, timeoutMs: n
       ),
     );
     if (s) orphans.push(c.processID!);
-    destroy(c);
+    destroySocket(c);
   }
   // The server keeps a frozen connection's session (its transaction, its locks) until its own
   // keepalives give up: end the sessions we just abandoned, from the fresh connection.
   for (const pid of orphans) await withDeadline(pgRun(createSessionDb(check), Locks.terminateBackend, pid, 0), timeoutMs, 'terminate').catch(() => {});
-  void withDeadline(check.end(), 500, 'end').catch(() => destroy(check!));
+  void withDeadline(check.end(), 500, 'end').catch(() => destroySocket(check!));
   if (stuck === 0) return;
   // Its siblings opened before the same fault are likely frozen too: start over on new connections.
-  for (const [c, f] of inflight) if (f.n === 0) destroy(c);
-}
-
-function destroy(c: pg.Client | pg.PoolClient): void {
-  (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+  for (const [c, f] of inflight) if (f.n === 0) destroySocket(c);
 }

@@ -13,7 +13,7 @@ import type mysql from 'mysql2/promise';
 import type { Redis } from 'ioredis';
 import type { KafkaTarget } from '../core/connections.ts';
 import type { MysqlWhere } from '../db/mysql.ts';
-import { connectionSettings, createSessionDb, newClient, pgTarget, type PgWhere } from '../db/postgres.ts';
+import { connectionSettings, createSessionDb, destroySocket, newClient, pgTarget, type PgWhere } from '../db/postgres.ts';
 import type { RedisWhere } from '../db/redis.ts';
 import { explained, kafkaSecurity } from '../db/tls.ts';
 import { myRows, pgRun } from '../db/statement.ts';
@@ -120,14 +120,13 @@ export const probes = {
     return async () => {
       const c = newClient(pgTarget(url), { ...connectionSettings(url, 'probe'), connectionTimeoutMillis: timeoutMs });
       c.on('error', () => {});
-      const stream = () => (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream;
       try {
         await withDeadline(c.connect(), timeoutMs, 'postgres probe connect');
         await withDeadline(pgRun(createSessionDb(c), Probe.select1), timeoutMs, 'postgres probe');
       } catch (e) {
         throw explained('postgres', e);
       } finally {
-        await withDeadline(c.end(), 500, 'end').catch(() => stream()?.destroy());
+        await withDeadline(c.end(), 500, 'end').catch(() => destroySocket(c));
       }
     };
   },

@@ -6,7 +6,7 @@ import type mysql from 'mysql2/promise';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import type { MysqlWhere } from '../db/mysql.ts';
-import { connectionSettings, createSessionDb, newClient, pgTarget, type Db, type PgWhere } from '../db/postgres.ts';
+import { connectionSettings, createSessionDb, destroySocket, newClient, pgTarget, type Db, type PgWhere } from '../db/postgres.ts';
 import type { RedisWhere } from '../db/redis.ts';
 import { explained } from '../db/tls.ts';
 import { myRows, pgRun } from '../db/statement.ts';
@@ -118,7 +118,7 @@ export class PostgresWatch {
     } catch (e) {
       if (c) {
         release?.(e as Error); // destroyed, never reused
-        (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+        destroySocket(c);
       } else
         connecting.then(
           (late) => late.release(), // a connection that completes late goes back to the pool
@@ -142,7 +142,7 @@ export class PostgresWatch {
     const c = this.client;
     this.client = null;
     this.session = null;
-    (c as unknown as { connection?: { stream?: { destroy(): void } } } | null)?.connection?.stream?.destroy();
+    destroySocket(c);
   }
 }
 

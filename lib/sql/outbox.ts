@@ -30,23 +30,20 @@ export const freezeMsgBatch = pgStatement<[now: Date, limit: number], { event_id
    limit $2::bigint`,
 );
 
-/** PENDING schd rows due at $1, in EVENT_ID order (oldest write generation first), at most $2. */
-export const pendingSchdRows = pgStatement<[now: Date, limit: number], { event_id: number; flid: string; state_version: number; attempts: number }>(
-  'outbox.pending_schd_rows',
-  `select event_id, flid, state_version, attempts from msg_event
-   where target = 'schd' and state = 'PENDING' and (next_attempt_at is null or next_attempt_at <= $1::timestamptz)
-   order by event_id
-   limit $2::bigint`,
-);
-
-/** PENDING state rows due at $1, in EVENT_ID order, at most $2 (lib/dispatch/state.ts). */
-export const pendingStateRows = pgStatement<[now: Date, limit: number], { event_id: number; flid: string; state_version: number; attempts: number }>(
-  'outbox.pending_state_rows',
-  `select event_id, flid, state_version, attempts from msg_event
-   where target = 'state' and state = 'PENDING' and (next_attempt_at is null or next_attempt_at <= $1::timestamptz)
-   order by event_id
-   limit $2::bigint`,
-);
+/**
+ * PENDING rows of one target (schd or state) due at $1, in EVENT_ID order (for schd: oldest write
+ * generation first), at most $2. The target is written in the text, one statement each, not a
+ * parameter: the generic plan then reads that target's part of the pending index.
+ */
+const pendingRowsOf = (target: 'schd' | 'state') =>
+  pgStatement<[now: Date, limit: number], { event_id: number; flid: string; state_version: number; attempts: number }>(
+    `outbox.pending_${target}_rows`,
+    `select event_id, flid, state_version, attempts from msg_event
+     where target = '${target}' and state = 'PENDING' and (next_attempt_at is null or next_attempt_at <= $1::timestamptz)
+     order by event_id
+     limit $2::bigint`,
+  );
+export const pendingRows = { schd: pendingRowsOf('schd'), state: pendingRowsOf('state') } as const;
 
 /** Of the state rows $1 (event ids), those still PENDING under that event id (not rewritten since). */
 export const unchangedStateRows = pgStatement<[eventIds: number[]], { event_id: number }>(

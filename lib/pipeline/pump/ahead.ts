@@ -37,7 +37,7 @@ export async function readAndDecode(deps: PumpDeps, heads: HeadRow[], ahead: Ahe
     }
   }
   const last = [...out.values()].at(-1);
-  if (last && last !== 'missing' && last.dec.ok && last.dec.alone) return out; // a snapshot: nothing after it is in this batch
+  if (last && last !== 'missing' && last.dec.ok && last.dec.ownBatch) return out; // a snapshot: nothing after it is in this batch
   const rest = heads.slice(out.size).map((row) => row.msg_id);
   if (rest.length === 0) return out;
   const bodies = await withTimeout(deps.pump.timeoutMs, 'inbox read', readBodies(deps.inbox, rest));
@@ -72,7 +72,7 @@ async function decodeBodies(deps: PumpDeps, ids: number[], bodies: Map<number, s
     if (r === 'later') break;
     const dec = r === 'inline' ? decodeMessage(deps.registry, { airport: deps.airport, includeDayBoundary: deps.pump.includeDayBoundary }, body) : r;
     out.set(id, { body, dec });
-    if (dec.ok && dec.alone) break;
+    if (dec.ok && dec.ownBatch) break;
   }
   return out;
 }

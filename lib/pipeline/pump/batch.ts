@@ -101,7 +101,7 @@ export function prepare(deps: PumpDeps, h: HeadRow, b: Body): Member | Cut {
     return own ? member({ do: 'outcome', state: own.state, reason: own.reason, reasonClass: own.reasonClass }) : { ref: known, failure: dec.failure };
   }
   const work = { domain: entry.domain, cmd: dec.cmd };
-  return member(recover(work) ?? { do: 'apply', work, env: dec.env }, !h.applied_state && entry.domain.alone(dec.cmd));
+  return member(recover(work) ?? { do: 'apply', work, env: dec.env }, !h.applied_state && entry.domain.ownBatch(dec.cmd));
 }
 
 const loggers = new WeakMap<MessageRef, Logger>();

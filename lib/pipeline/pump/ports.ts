@@ -8,15 +8,15 @@ import * as Tx from '../../sql/tx.ts';
 import type { PumpDeps, PumpPorts } from './deps.ts';
 
 /** The ports of a pump on its own session, inbox and mirror. */
-export function sqlPorts(d: Pick<PumpDeps, 'session' | 'inbox' | 'mirror'>): PumpPorts {
+export function sqlPorts(deps: Pick<PumpDeps, 'session' | 'inbox' | 'mirror'>): PumpPorts {
   return {
     lock: async () => {
-      await pgRun(d.session, Locks.lock, LOCKS.PIPELINE);
+      await pgRun(deps.session, Locks.lock, LOCKS.PIPELINE);
     },
     unlock: async () => {
-      await pgRun(d.session, Locks.unlock, LOCKS.PIPELINE).catch(() => {});
+      await pgRun(deps.session, Locks.unlock, LOCKS.PIPELINE).catch(() => {});
     },
-    lockWanted: async () => (await pgOne(d.session, Locks.lockWanted, LOCKS.PIPELINE))?.w ?? false,
+    lockWanted: async () => (await pgOne(deps.session, Locks.lockWanted, LOCKS.PIPELINE))?.w ?? false,
     inSavepoint: async (tx, step, keep) => {
       await pgRun(tx, Tx.savepoint);
       const r = await step();
@@ -24,14 +24,14 @@ export function sqlPorts(d: Pick<PumpDeps, 'session' | 'inbox' | 'mirror'>): Pum
       return r;
     },
     probe: (service) => {
-      const probe = d.mirror.probe?.bind(d.mirror);
+      const probe = deps.mirror.probe?.bind(deps.mirror);
       switch (service) {
         case 'mariadb':
-          return () => myRows(d.inbox, Probe.mySelect1);
+          return () => myRows(deps.inbox, Probe.mySelect1);
         case 'redis':
           return probe ?? null;
         case 'postgres':
-          return () => pgRun(d.session, Probe.select1);
+          return () => pgRun(deps.session, Probe.select1);
         case null:
           return null;
       }
@@ -40,4 +40,4 @@ export function sqlPorts(d: Pick<PumpDeps, 'session' | 'inbox' | 'mirror'>): Pum
 }
 
 /** PumpDeps with the ports on SQL (workers/pump.ts, tests and benchmarks). */
-export const withSqlPorts = (d: Omit<PumpDeps, 'ports'>): PumpDeps => ({ ...d, ports: sqlPorts(d) });
+export const withSqlPorts = (deps: Omit<PumpDeps, 'ports'>): PumpDeps => ({ ...deps, ports: sqlPorts(deps) });

@@ -32,7 +32,7 @@ const registry = new HandlerRegistry().register('TEST', '*', async (ctx) => {
 /** A batch domain whose net write (write) fails with a database error while the batch holds a BOOM message. */
 const boomDomain: BatchDomain<{ boom: boolean }> = {
   decode: (env) => ({ boom: payload(env)[0]?.text === 'BOOM' }),
-  alone: () => false,
+  ownBatch: () => false,
   open: ({ tx }) => {
     const applied: number[] = [];
     let boom = false;

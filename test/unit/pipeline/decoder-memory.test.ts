@@ -30,11 +30,11 @@ describe('the decode worker after a large body', () => {
     // a smaller snapshot is an ordinary body
     const smaller = bigSnapshot(2_000, 1, { seqn: 9 });
     expect(smaller.length).toBeLessThan(LARGE_BODY);
-    expect((await decoder.decode([smaller]))[0]).toMatchObject({ ok: true, alone: true });
+    expect((await decoder.decode([smaller]))[0]).toMatchObject({ ok: true, ownBatch: true });
     expect(decoder.started).toBe(1);
     const [big, after] = await decoder.decode([snapshot, flop(6)]);
     expect(big).toEqual(decodeMessage(registry, settings, snapshot));
-    expect(big).toMatchObject({ ok: true, entry: 'batch', alone: true });
+    expect(big).toMatchObject({ ok: true, entry: 'batch', ownBatch: true });
     expect(after).toBe('later'); // a snapshot is a batch of its own
     expect(decoder.started).toBe(2); // the snapshot's own worker
 
