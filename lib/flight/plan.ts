@@ -15,7 +15,7 @@
 // bug and throws). A message's changes reach the batch only at apply (no partial effect).
 import { msgDeleted, msgUpsert } from '../contract/kafka.ts';
 import { Days, isEmpty, need, Overlay, type DayData, type Loaded, type Need } from './overlay.ts';
-import { runAll, scope, scopeNeeds, Step, workOut, type Batch, type ChangeCause, type FlightCommand, type PlanMessage, type SnapshotSummary } from './step.ts';
+import { runAll, scopeNeeds, scopeOf, Step, workOut, type Batch, type ChangeCause, type FlightCommand, type PlanMessage, type SnapshotSummary } from './step.ts';
 import { DATA_KEYS, type FlightState } from './state.ts';
 
 export { Loaded, need, type DayData, type Need, type SharedRow } from './overlay.ts';
@@ -175,7 +175,7 @@ export class FlightPlan {
    * Changes nothing.
    */
   addressed(cmd: FlightCommand, changed: readonly string[] = []): string[] {
-    return scope(this.current, this.addressedFlids(cmd, changed), this.loaded);
+    return scopeOf(this.current, this.addressedFlids(cmd, changed), this.loaded);
   }
 
   /** The flights it carries, the ones it changed as a consequence (cascade, MAFL of a former master, INV-7 deletions), a snapshot's day. */

@@ -1,9 +1,9 @@
 // The flight domain's batch inside the pump's business transaction (Postgres edge of plan.ts):
 // loads what the batch addresses (states, shared flights, version floors, snapshot days) in a
-// few statements, and before each message loads what the pure planner says it still needs
-// (plan.needs, asked again after each load until empty), then lets the planner apply it; writes
-// the net result in one statement (store.ts writePlan), plus
-// the ledger for a snapshot. A snapshot record that says again what the flight's stored digest
+// few statements; before each message, loads what the pure planner says it still needs
+// (plan.needs, asked again after each load until nothing is missing), then lets the planner
+// apply it; writes the net result in one statement (store.ts writePlan), plus the ledger for a
+// snapshot. A snapshot record that says again what the flight's stored digest
 // says (digest.ts) is neither loaded nor merged nor written; the digests of the records applied are
 // stored with the versions they leave. A snapshot is first put to the requests domain's response guard
 // (G-RESP-GUARD, lib/requests/schedule-guard.ts), which decides whether it applies and to
@@ -102,7 +102,7 @@ export class FlightSession implements DomainBatch<FlightCommand> {
     // a snapshot's old roster is addressed too (INV-7 deletions)
     const roster = days.flatMap((d) => this.loaded.days.get(d)!.roster);
     await this.load(need({ flids: [...flids, ...roster].filter((f) => !skip.has(f)) }));
-    // the unchanged flights' shared flights and masters: the mirror scope (plan.ts related)
+    // the unchanged flights' shared flights and masters: the mirror scope (step.ts scope)
     if (skip.size) await this.load(need({ masters: [...skip].flatMap(([f, u]) => (u.maid === undefined ? [f] : [f, u.maid])) }));
   }
 

@@ -255,11 +255,11 @@ function withMasters(at: Overlay, flids: Iterable<string>, loaded: Loaded): Set<
   return out;
 }
 
-/** What `scope` reads: the shared flights of the flights and their masters. */
+/** What `scopeOf` reads: the shared flights of the flights and their masters. */
 export const scopeNeeds = (at: Overlay, flids: Iterable<string>, loaded: Loaded): Need => need({ masters: [...withMasters(at, flids, loaded)].filter((k) => !at.knowsShared(k)) });
 
 /** Redis scope: the flights, their masters and the shared flights of each. */
-export function scope(at: Overlay, flids: Iterable<string>, loaded: Loaded): string[] {
+export function scopeOf(at: Overlay, flids: Iterable<string>, loaded: Loaded): string[] {
   const keys = withMasters(at, flids, loaded);
   const out = new Set(keys);
   for (const k of keys) for (const sh of at.sharedOf(k)) out.add(sh.FLID);
@@ -269,14 +269,14 @@ export function scope(at: Overlay, flids: Iterable<string>, loaded: Loaded): str
 /** Addressed flights, flights changed as a consequence, their masters and their shared flights. */
 const scoped = (s: Step): string[] => [...s.addressed, ...s.keys.keys(), ...s.masters];
 
-const mirror: Phase = {
+const scope: Phase = {
   needs: (s) => scopeNeeds(s.working, scoped(s), s.batch.loaded),
   run(s) {
-    s.mirror = scope(s.working, scoped(s), s.batch.loaded);
+    s.mirror = scopeOf(s.working, scoped(s), s.batch.loaded);
   },
 };
 
-const PHASES: readonly Phase[] = [inputs, cascade, rederive, mirror];
+const PHASES: readonly Phase[] = [inputs, cascade, rederive, scope];
 
 /** Work the message out, phase by phase; at the first phase that needs something not loaded, stop and answer it (drop the step then). */
 export function workOut(s: Step): Need {
