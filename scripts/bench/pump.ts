@@ -174,7 +174,7 @@ for (let i = 0; i < cmds.length; i += K) {
       // a flight the last run does not have (it should: every FLOP addresses a snapshot's flight): counted, not planned
       unplanned++;
       for (const f of n.flids) loaded.absent.add(f);
-      for (const m of n.masters) loaded.sharedByMaster.set(m, []);
+      for (const master of n.masters) loaded.sharedByMaster.set(master, []);
     }
   });
   plan.result();
