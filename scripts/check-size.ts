@@ -15,7 +15,6 @@ export const FILE_EXCEPTIONS: Readonly<Record<string, string>> = {
   'lib/api/console.js': 'the operator console is one browser script served as it is (no bundler): its views share one closure',
   'lib/core/config.ts': 'the one place config is parsed: every key, its default and its check side by side (docs/operations.md lists them from here)',
   'lib/dispatch/topic-watch.ts': 'not split yet: the topic checks of the dispatchers read as one sequence',
-  'lib/flight/plan.ts': 'not split yet: the planner is to state what a message needs before it is applied, and is split then',
   'lib/sql/outbox.ts': 'one table group (outbox and its positions): statement text with its typed rows',
 };
 

@@ -1,8 +1,9 @@
 // The flight domain's batch inside the pump's business transaction (Postgres edge of plan.ts):
 // loads what the batch addresses (states, shared flights, version floors, snapshot days) in a
-// few statements, lets the pure planner apply the messages one by one — loading more when it
-// answers with a Need — and writes the net result in one statement (store.ts writePlan), plus
-// the ledger for a snapshot. A snapshot record that says again what the flight's stored digest
+// few statements; before each message, loads what the pure planner says it still needs
+// (plan.needs, asked again after each load until nothing is missing), then lets the planner
+// apply it; writes the net result in one statement (store.ts writePlan), plus the ledger for a
+// snapshot. A snapshot record that says again what the flight's stored digest
 // says (digest.ts) is neither loaded nor merged nor written; the digests of the records applied are
 // stored with the versions they leave. A snapshot is first put to the requests domain's response guard
 // (G-RESP-GUARD, lib/requests/schedule-guard.ts), which decides whether it applies and to
@@ -19,11 +20,12 @@ import { loadVersionFloors } from './floor.ts';
 import { loadDays, writeLedgers } from './ledger.ts';
 import { routePointsDropped, unknownTagCounts } from './metrics.ts';
 import { AtVersion } from './mirror.ts';
-import { FlightPlan, Loaded, need, type FlightCommand, type Need, type Planned } from './plan.ts';
+import { isEmpty, Loaded, need, type Need } from './overlay.ts';
+import { FlightPlan, type FlightCommand, type PlanMessage } from './plan.ts';
 import type { FlightState } from './state.ts';
 import { changedBy, loadSharedOf, loadStates, writePlan, type Executor } from './store.ts';
 
-/** Rounds of "load what the planner asked for" per message before giving up (a bug, not data). */
+/** Rounds of "load what the planner needs" per message before giving up (a bug, not data). */
 const MAX_LOAD_ROUNDS = 20;
 
 /** Stored states read per statement (under PIPELINE_LOCK the pump is the only writer of flights: slices read the same state). */
@@ -100,7 +102,7 @@ export class FlightSession implements DomainBatch<FlightCommand> {
     // a snapshot's old roster is addressed too (INV-7 deletions)
     const roster = days.flatMap((d) => this.loaded.days.get(d)!.roster);
     await this.load(need({ flids: [...flids, ...roster].filter((f) => !skip.has(f)) }));
-    // the unchanged flights' shared flights and masters: the mirror scope (plan.ts related)
+    // the unchanged flights' shared flights and masters: the mirror scope (step.ts scope)
     if (skip.size) await this.load(need({ masters: [...skip].flatMap(([f, u]) => (u.maid === undefined ? [f] : [f, u.maid])) }));
   }
 
@@ -156,13 +158,13 @@ export class FlightSession implements DomainBatch<FlightCommand> {
     }
   }
 
-  /** Run a planner call, loading what it answers it needs until it has everything. */
-  private async withData<T>(f: () => Planned<T>): Promise<T> {
+  /** Load what the planner says a message needs, and ask again, until it needs nothing. */
+  private async loadNeeds(needs: () => Need): Promise<void> {
     for (let round = 0; ; round++) {
-      const r = f();
-      if ('value' in r) return r.value;
-      if (round >= MAX_LOAD_ROUNDS) throw new Error(`flight planner still needs data after ${MAX_LOAD_ROUNDS} loads: ${JSON.stringify(r.need).slice(0, 500)}`);
-      await this.load(r.need);
+      const n = needs();
+      if (isEmpty(n)) return;
+      if (round >= MAX_LOAD_ROUNDS) throw new Error(`flight planner still needs data after ${MAX_LOAD_ROUNDS} loads: ${JSON.stringify(n).slice(0, 500)}`);
+      await this.load(n);
     }
   }
 
@@ -182,7 +184,9 @@ export class FlightSession implements DomainBatch<FlightCommand> {
       }
     }
     const c = cmd;
-    const p = await this.withData(() => this.plan.apply({ msgId: m.msgId, kind, type: m.env.type, styp: m.env.styp, now: this.now, cmd: c }));
+    const pm: PlanMessage = { msgId: m.msgId, kind, type: m.env.type, styp: m.env.styp, now: this.now, cmd: c };
+    await this.loadNeeds(() => this.plan.needs(pm));
+    const p = this.plan.apply(pm);
     this.events += p.events;
     if (p.snapshot) {
       this.ledgers = true;
@@ -198,7 +202,8 @@ export class FlightSession implements DomainBatch<FlightCommand> {
   async addressed(m: { msgId: number; cmd: FlightCommand }): Promise<string[]> {
     let changed = this.changedByMsg.get(m.msgId);
     if (!changed) this.changedByMsg.set(m.msgId, (changed = (await changedBy(this.tx, [m.msgId])).get(m.msgId)!)); // not announced to preload
-    return this.withData(() => this.plan.addressed(m.cmd, changed));
+    await this.loadNeeds(() => this.plan.addressedNeeds(m.cmd, changed));
+    return this.plan.addressed(m.cmd, changed);
   }
 
   async write(): Promise<{ wake: string[]; states: ReadonlyMap<string, unknown> }> {

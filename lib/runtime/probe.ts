@@ -8,7 +8,6 @@
 //   if (up) retry now; else (shutdown / deadline) fall back to the caller's schedule.
 // The drivers of MariaDB, Redis and Kafka are loaded on a check's first use: a process loads only
 // those of the services it needs (its resident memory, docs/decisions.md "Footprint").
-import type kafkajs from 'kafkajs';
 import type mysql from 'mysql2/promise';
 import type { Redis } from 'ioredis';
 import type { KafkaTarget } from '../core/connections.ts';

@@ -16,6 +16,7 @@ import { systemClock } from '../../lib/core/clock.ts';
 import { buildDecoder, buildRegistry } from '../../lib/app/composition.ts';
 import { loadConfig, slices } from '../../lib/core/config.ts';
 import { decodeFlightCommand } from '../../lib/flight/handlers.ts';
+import { isEmpty } from '../../lib/flight/overlay.ts';
 import { FlightPlan, Loaded } from '../../lib/flight/plan.ts';
 import { loadStates } from '../../lib/flight/store.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
@@ -166,12 +167,14 @@ let unplanned = 0;
 for (let i = 0; i < cmds.length; i += K) {
   const plan = new FlightPlan(loaded, { timeZone: config['msgx.airport.timezone'], cutover: config['msgx.airport.day-cutover'] });
   cmds.slice(i, i + K).forEach((c, j) => {
-    const r = plan.apply({ msgId: 10 + i + j, kind: `FLOP/${c.env.styp}`, type: 'FLOP', styp: c.env.styp, now: new Date(), cmd: c.cmd });
-    if ('need' in r) {
+    const m = { msgId: 10 + i + j, kind: `FLOP/${c.env.styp}`, type: 'FLOP', styp: c.env.styp, now: new Date(), cmd: c.cmd };
+    const n = plan.needs(m);
+    if (isEmpty(n)) plan.apply(m);
+    else {
       // a flight the last run does not have (it should: every FLOP addresses a snapshot's flight): counted, not planned
       unplanned++;
-      for (const f of r.need.flids) loaded.absent.add(f);
-      for (const m of r.need.masters) loaded.sharedByMaster.set(m, []);
+      for (const f of n.flids) loaded.absent.add(f);
+      for (const master of n.masters) loaded.sharedByMaster.set(master, []);
     }
   });
   plan.result();

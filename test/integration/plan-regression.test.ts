@@ -87,7 +87,10 @@ const CASES: [name: string, params: unknown[] | ((text: string) => unknown[])][]
   ['proc_state.heads', [2000]],
   ['proc_state.identity_owners', [ids(200).map((i) => `k${i}`)]],
   ['transitions.bind_identities', [ids(200, 998001), ids(200, 998001).map((i) => `n${i}`), now]],
-  ['transitions.record_applied', [ids(200, 998001), ids(200).map(() => 'SUCCEEDED'), ids(200).map(() => null), ids(200).map(() => 'FLOP'), ids(200).map(() => null), now, [], ids(200).map(() => null)]],
+  [
+    'transitions.record_applied',
+    [ids(200, 998001), ids(200).map(() => 'SUCCEEDED'), ids(200).map(() => null), ids(200).map(() => 'FLOP'), ids(200).map(() => null), now, [], ids(200).map(() => null)],
+  ],
   ['transitions.mark_applied_terminal', [ids(200, 998001), now, []]],
   ['transitions.mark_terminal', [998001, 'SUCCEEDED', null, now, 'FLOP', [], null]],
   ['transitions.mark_failed', [998001, 'x', 'INFRA', 1, now, now, null, 'postgres']],

@@ -4,7 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { testConfig } from '../../support/env.ts';
 import { decodeFlightCommand } from '../../../lib/flight/handlers.ts';
-import { FlightPlan, Loaded, type FlightCommand, type Planned, type PlanMessage } from '../../../lib/flight/plan.ts';
+import { isEmpty, need } from '../../../lib/flight/overlay.ts';
+import { FlightPlan, Loaded, type FlightCommand, type MessagePlan, type Need, type PlanMessage } from '../../../lib/flight/plan.ts';
 import type { FlightState } from '../../../lib/flight/state.ts';
 import { baseState, flopEnv, fltr, schdEnv, TZ } from './helpers.ts';
 import { slices } from '../../../lib/core/config.ts';
@@ -30,15 +31,16 @@ function world(states: FlightState[], o: { absent?: string[]; floors?: Record<st
   return L;
 }
 
-/** The planner's answer when it had everything it needed (a Need fails the test). */
-function value<T>(p: Planned<T>): T {
-  if ('need' in p) throw new Error(`the planner asked for ${JSON.stringify(p.need)}`);
-  return p.value;
+/** Apply a message whose needs are loaded: the planner must need nothing first (a Need fails the test). */
+function applied(plan: FlightPlan, m: PlanMessage): MessagePlan {
+  const n = plan.needs(m);
+  if (!isEmpty(n)) throw new Error(`the planner asked for ${JSON.stringify(n)}`);
+  return plan.apply(m);
 }
 
 function run(L: Loaded, msgs: { env: ReturnType<typeof flopEnv>; cmd: FlightCommand }[]) {
   const plan = new FlightPlan(L, { timeZone: TZ, cutover: '00:00' });
-  const outs = msgs.map((m, i) => value(plan.apply({ msgId: 200 + i, kind: `${m.env.type}/${m.env.styp}`, type: m.env.type, styp: m.env.styp, now: NOW, cmd: m.cmd } satisfies PlanMessage)));
+  const outs = msgs.map((m, i) => applied(plan, { msgId: 200 + i, kind: `${m.env.type}/${m.env.styp}`, type: m.env.type, styp: m.env.styp, now: NOW, cmd: m.cmd }));
   return { outs, result: plan.result(), plan };
 }
 
@@ -126,27 +128,142 @@ describe('flight planner (pure)', () => {
     // the same message id again, as the day's latest: a replay changes nothing
     const L2 = world([baseState('5'), baseState('7')], { days: { [day]: { ledger: { version: 5, lastMessageId: 200 }, roster: ['5', '7'], flids: ['5', '7'] } } });
     const plan = new FlightPlan(L2, { timeZone: TZ, cutover: '00:00' });
-    const again = value(plan.apply({ msgId: 200, kind: 'SCHD/DNLD', type: 'SCHD', styp: 'DNLD', now: NOW, cmd: snap.cmd }));
+    const again = applied(plan, { msgId: 200, kind: 'SCHD/DNLD', type: 'SCHD', styp: 'DNLD', now: NOW, cmd: snap.cmd });
     expect(again).toMatchObject({ outcome: { state: 'SUCCEEDED' }, events: 0, snapshot: { replay: true } });
     expect(plan.result()).toMatchObject({ flights: [], events: [], ledgers: [], snapLog: [{ outcome: 'REPLAY' }] });
   });
 
-  it('answers what it lacks (a Need) and leaves no trace of the attempt: after loading, the same message applies once', () => {
+  it('states what it lacks (a Need) before applying, and the question leaves no trace: after loading, the message applies once', () => {
     const L = world([master('1')]);
     L.sharedByMaster.delete('1'); // the master's shared flights are not loaded
     const plan = new FlightPlan(L, { timeZone: TZ, cutover: '00:00' });
     const m = { msgId: 300, kind: 'FLOP/FDEL', type: 'FLOP', styp: 'FDEL', now: NOW, cmd: cmd(flopEnv('FDEL', '<FDEL></FDEL>', '1')).cmd };
-    expect(plan.apply(m)).toEqual({ need: { flids: [], masters: ['1'], days: [] } });
+    expect(plan.needs(m)).toEqual({ flids: [], masters: ['1'], days: [] });
     expect(plan.result()).toMatchObject({ flights: [], events: [], changes: [] });
     L.sharedByMaster.set('1', []);
-    expect(value(plan.apply(m)).changed).toEqual(['1']);
+    expect(applied(plan, m).changed).toEqual(['1']);
     expect(plan.result().events.filter((e) => e.target === 'msg')).toHaveLength(1);
   });
 
   it('Redis scope of a message committed before (crash recovery): its flights, those it changed, their masters and shared flights', () => {
     const L = world([master('1'), shared('2', '1'), baseState('5')], { absent: ['9'] });
     const plan = new FlightPlan(L, { timeZone: TZ, cutover: '00:00' });
-    expect(new Set(value(plan.addressed(cmd(flopEnv('STND', '<STND>S1</STND>', '2')).cmd)))).toEqual(new Set(['1', '2']));
-    expect(new Set(value(plan.addressed(cmd(flopEnv('FDEL', '<FDEL></FDEL>', '5')).cmd, ['5', '9'])))).toEqual(new Set(['5', '9']));
+    const stnd = cmd(flopEnv('STND', '<STND>S1</STND>', '2')).cmd;
+    const fdel = cmd(flopEnv('FDEL', '<FDEL></FDEL>', '5')).cmd;
+    expect(plan.addressedNeeds(stnd)).toEqual(need({}));
+    expect(new Set(plan.addressed(stnd))).toEqual(new Set(['1', '2']));
+    expect(plan.addressedNeeds(fdel, ['5', '9'])).toEqual(need({}));
+    expect(new Set(plan.addressed(fdel, ['5', '9']))).toEqual(new Set(['5', '9']));
+    // a snapshot's day not loaded, then a master whose shared flights are not
+    const L2 = world([shared('2', '1')], { absent: ['1'] });
+    L2.sharedByMaster.delete('1');
+    const plan2 = new FlightPlan(L2, { timeZone: TZ, cutover: '00:00' });
+    const snap = cmd(schdEnv('DNLD', [fltr('2', '<FLNO>YY2</FLNO><SODT>01DEC260800</SODT><MAID>1</MAID>')])).cmd;
+    expect(plan2.addressedNeeds(snap)).toEqual(need({ days: ['2026-12-01'] }));
+    L2.days.set('2026-12-01', { ledger: null, roster: ['2'], flids: ['2'] });
+    expect(plan2.addressedNeeds(snap)).toEqual(need({ masters: ['1'] }));
+    L2.sharedByMaster.set('1', [{ flid: '2', maid: '1' }]);
+    expect(new Set(plan2.addressed(snap))).toEqual(new Set(['1', '2']));
+  });
+});
+
+describe('what a message needs before it is applied (plan.needs)', () => {
+  const day = '2026-12-01';
+  const msg = (msgId: number, m: { env: ReturnType<typeof flopEnv>; cmd: FlightCommand }): PlanMessage => ({
+    msgId,
+    kind: `${m.env.type}/${m.env.styp}`,
+    type: m.env.type,
+    styp: m.env.styp,
+    now: NOW,
+    cmd: m.cmd,
+  });
+  const without = (L: Loaded, masters: string[]) => {
+    for (const m of masters) L.sharedByMaster.delete(m);
+    return L;
+  };
+  const snapshot = () => cmd(schdEnv('DNLD', [fltr('5', '<FLNO>XX105</FLNO><SODT>01DEC260800</SODT>'), fltr('7', '<FLNO>XX107</FLNO><SODT>01DEC260900</SODT>')]));
+  const cases: { name: string; loaded: () => Loaded; m: PlanMessage; needs: Partial<Need> }[] = [
+    { name: 'FLOP on a flight not looked up', loaded: () => world([]), m: msg(200, cmd(flopEnv('STND', '<STND>S1</STND>'))), needs: { flids: ['15'] } },
+    { name: 'FLOP on a flight looked up and absent', loaded: () => world([], { absent: ['15'] }), m: msg(200, cmd(flopEnv('STND', '<STND>S1</STND>'))), needs: {} },
+    {
+      name: 'FLOP on a shared flight whose MAID names a master with shared flights not loaded',
+      loaded: () => without(world([shared('2', '1')]), ['1']),
+      m: msg(200, cmd(flopEnv('STND', '<STND>S1</STND>', '2'))),
+      needs: { masters: ['1'] },
+    },
+    {
+      name: 'FDEL of a shared flight whose master is not loaded (its MAFL is derived again)',
+      loaded: () => world([shared('2', '1')]),
+      m: msg(200, cmd(flopEnv('FDEL', '<FDEL></FDEL>', '2'))),
+      needs: { flids: ['1'] },
+    },
+    {
+      name: 'ADFT naming a new master not loaded',
+      loaded: () => world([master('1'), shared('3', '1')]),
+      m: msg(200, cmd(schdEnv('ADFT', [fltr('3', '<MAID>4</MAID>')]))),
+      needs: { flids: ['4'], masters: ['4'] },
+    },
+    {
+      name: 'FDEL of a master whose shared flights are not loaded',
+      loaded: () => without(world([master('1')]), ['1']),
+      m: msg(200, cmd(flopEnv('FDEL', '<FDEL></FDEL>', '1'))),
+      needs: { masters: ['1'] },
+    },
+    {
+      name: 'FDEL of a master: its shared flights (the cascade)',
+      loaded: () => {
+        const L = world([master('1')]);
+        L.sharedByMaster.set('1', [
+          { flid: '2', maid: '1' },
+          { flid: '3', maid: '1' },
+        ]);
+        return L;
+      },
+      m: msg(200, cmd(flopEnv('FDEL', '<FDEL></FDEL>', '1'))),
+      needs: { flids: ['2', '3'] },
+    },
+    { name: 'snapshot on a day not loaded', loaded: () => world([]), m: msg(200, snapshot()), needs: { days: [day] } },
+    {
+      name: 'snapshot on a loaded day: its records and the old roster',
+      loaded: () => world([], { days: { [day]: { ledger: { version: 1, lastMessageId: 10 }, roster: ['5', '6'], flids: ['5', '6'] } } }),
+      m: msg(200, snapshot()),
+      needs: { flids: ['5', '7', '6'] },
+    },
+    { name: 'everything loaded: FLOP', loaded: () => world([baseState('15')]), m: msg(200, cmd(flopEnv('STND', '<STND>S1</STND>'))), needs: {} },
+    { name: 'everything loaded: FDEL of a master', loaded: () => world([master('1'), shared('2', '1'), shared('3', '1')]), m: msg(200, cmd(flopEnv('FDEL', '<FDEL></FDEL>', '1'))), needs: {} },
+    {
+      name: 'everything loaded: snapshot',
+      loaded: () => world([baseState('5'), baseState('6')], { absent: ['7'], days: { [day]: { ledger: null, roster: ['5', '6'], flids: ['5', '6'] } } }),
+      m: msg(200, snapshot()),
+      needs: {},
+    },
+  ];
+  for (const c of cases)
+    it(`${c.name} → ${JSON.stringify(c.needs)}`, () => {
+      const plan = new FlightPlan(c.loaded(), { timeZone: TZ, cutover: '00:00' });
+      expect(plan.needs(c.m)).toEqual(need(c.needs));
+      expect(plan.result()).toMatchObject({ flights: [], events: [], changes: [], ledgers: [] }); // asking changes nothing
+    });
+
+  it('apply of a message whose needs were not loaded: a programming error, not a Need', () => {
+    const plan = new FlightPlan(world([]), { timeZone: TZ, cutover: '00:00' });
+    expect(() => plan.apply(msg(200, cmd(flopEnv('STND', '<STND>S1</STND>'))))).toThrow('planner: flight 15 not loaded (needs() missed it)');
+    const L = without(world([master('1')]), ['1']);
+    expect(() => new FlightPlan(L, { timeZone: TZ, cutover: '00:00' }).apply(msg(200, cmd(flopEnv('FDEL', '<FDEL></FDEL>', '1'))))).toThrow(
+      'planner: shared flights of 1 not loaded (needs() missed it)',
+    );
+    expect(() => new FlightPlan(world([]), { timeZone: TZ, cutover: '00:00' }).apply(msg(200, snapshot()))).toThrow(`planner: operation day ${day} not loaded (needs() missed it)`);
+  });
+
+  it('the step needs() worked out is applied only if no other message was applied in between', () => {
+    const plan = new FlightPlan(world([baseState('15')]), { timeZone: TZ, cutover: '00:00' });
+    const m1 = msg(201, cmd(flopEnv('STND', '<STND>S2</STND>')));
+    expect(plan.needs(m1)).toEqual(need({}));
+    plan.apply(msg(200, cmd(flopEnv('STND', '<STND>S1</STND>')))); // everything loaded: apply without asking
+    expect(plan.apply(m1).changed).toEqual(['15']);
+    expect(plan.result().changes.map((c) => [c.stateVersion, c.changes])).toEqual([
+      [4, { STND: [null, 'S1'] }],
+      [5, { STND: ['S1', 'S2'] }],
+    ]);
   });
 });
