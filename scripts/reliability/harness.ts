@@ -421,3 +421,11 @@ export async function stateTopicDifferences(rig: Rig): Promise<{ cleanupPolicy: 
   });
   return { cleanupPolicy: cfg.resources[0].configEntries[0]?.configValue, keys: last.size, differing };
 }
+
+/** The longest pause between two msg events SENT in [from, to] (ms epoch), seconds. */
+export async function longestSendPause(db: Db, from: number, to: number): Promise<number | null> {
+  const r = await sql<{ s: number | null }>`
+    select max(extract(epoch from gap))::float8 s from (select sent_at - lag(sent_at) over (order by sent_at) gap from msg_event
+     where target = 'msg' and sent_at between to_timestamp(${from}::float8 / 1000) and to_timestamp(${to}::float8 / 1000)) g`.execute(db);
+  return r.rows[0].s;
+}
