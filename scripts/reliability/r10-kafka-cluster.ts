@@ -43,7 +43,8 @@ const workerLogs = () => {
   for (const w of rig.workers) log(`${w.id}:\n  ${w.logs.slice(-8).join('\n  ')}`);
 };
 const attempts = async (db: Rig['db']) =>
-  (await sql<{ attempts: number; dead: number }>`select coalesce(sum(attempts), 0)::int attempts, count(*) filter (where state = 'DEAD')::int dead from msg_event`.execute(db)).rows[0];
+  (await sql<{ attempts: number; dead: number }>`select coalesce(sum(attempts), 0)::int attempts, count(*) filter (where state = 'DEAD')::int dead from msg_event where target = 'msg'`.execute(db))
+    .rows[0];
 const started = new Date().toISOString();
 const third = Math.floor(FLOPS / 3);
 try {
