@@ -82,6 +82,8 @@ export interface Rig {
   redis: Redis;
   proxies: Record<Service, FaultProxy>;
   topics: { msg: string; schd: string; state: string };
+  /** The brokers the workers and the checks use (the private broker's proxy, or openRig's kafkaBrokers). */
+  kafka: string[];
   workers: Worker[];
   env: Record<string, string>;
   start(name: string, extra?: Record<string, string>): Worker;
@@ -93,32 +95,36 @@ export interface Rig {
 
 let nextPort = 19800;
 
-/** Fresh databases and topics, proxies, the private broker; no worker started yet. */
-export async function openRig(overrides: Record<string, string> = {}, o: { existingKafka?: boolean } = {}): Promise<Rig> {
-  const admin = new pg.Client(connectionSettings(REL_PG.replace(/\/[^/]+$/, '/postgres'), 'reliability-admin'));
+/**
+ * Fresh databases and topics, proxies, the private broker; no worker started yet. o.pg: the
+ * Postgres instead of REL_PG; o.kafkaBrokers: a cluster of the caller's instead of the private broker.
+ */
+export async function openRig(overrides: Record<string, string> = {}, o: { existingKafka?: boolean; pg?: string; kafkaBrokers?: string } = {}): Promise<Rig> {
+  const pgUrl = o.pg ?? REL_PG;
+  const admin = new pg.Client(connectionSettings(pgUrl.replace(/\/[^/]+$/, '/postgres'), 'reliability-admin'));
   await admin.connect();
-  const dbName = new URL(REL_PG).pathname.slice(1);
+  const dbName = new URL(pgUrl).pathname.slice(1);
   if ((await admin.query('select 1 from pg_database where datname = $1', [dbName])).rowCount === 0) await admin.query(`create database "${dbName}"`);
   await admin.end();
-  const c = new pg.Client(connectionSettings(REL_PG, 'reliability-reset'));
+  const c = new pg.Client(connectionSettings(pgUrl, 'reliability-reset'));
   await c.connect();
   await c.query('drop schema if exists public cascade; drop schema if exists graphile_worker cascade; create schema public;');
   await c.end();
-  await migrate(REL_PG);
+  await migrate(pgUrl);
   const inboxDb = new URL(REL_INBOX).pathname.slice(1);
   execSync(`sed "s/\\\`aodbinterface\\\`/\\\`${inboxDb}\\\`/g" sql/mysql/aodbinterface.sql | mariadb -uroot -h127.0.0.1`);
 
   const proxies = {
-    pg: await FaultProxy.start({ port: Number(new URL(REL_PG).port || 5432) }),
+    pg: await FaultProxy.start({ port: Number(new URL(pgUrl).port || 5432) }),
     my: await FaultProxy.start({ port: Number(new URL(REL_INBOX).port || 3306) }),
     redis: await FaultProxy.start({ port: Number(new URL(REL_REDIS).port || 6379) }),
     kafka: await FaultProxy.start({ port: REL_KAFKA_PORT }),
   };
   // existingKafka: a broker already answering on REL_KAFKA_PORT (fresh topics on it; never stopped)
-  if (!o.existingKafka)
-    await run('scripts/services', ['kafka-start'], { timeout: 180_000, env: { ...process.env, KAFKA_PORT: String(REL_KAFKA_PORT), KAFKA_ADVERTISED_PORT: String(proxies.kafka.port) } });
+  const ownBroker = !o.existingKafka && !o.kafkaBrokers;
+  if (ownBroker) await run('scripts/services', ['kafka-start'], { timeout: 180_000, env: { ...process.env, KAFKA_PORT: String(REL_KAFKA_PORT), KAFKA_ADVERTISED_PORT: String(proxies.kafka.port) } });
 
-  const pool = createPool(REL_PG, { max: 4, name: 'reliability' });
+  const pool = createPool(pgUrl, { max: 4, name: 'reliability' });
   const db = createDb(pool);
   const inbox = createAodbPool(REL_INBOX, { timeoutMs: 30_000 });
   const redis = createRedis(REL_REDIS, 30_000);
@@ -128,10 +134,10 @@ export async function openRig(overrides: Record<string, string> = {}, o: { exist
   const tag = randomUUID().slice(0, 8);
   const topics = { msg: `rel.${tag}.msg`, schd: `rel.${tag}.schd`, state: `rel.${tag}.state` };
   const env: Record<string, string> = {
-    DATABASE_URL: proxies.pg.url(REL_PG),
+    DATABASE_URL: proxies.pg.url(pgUrl),
     INBOX_URL: proxies.my.url(REL_INBOX),
     REDIS_URL: proxies.redis.url(REL_REDIS),
-    KAFKA_BROKERS: proxies.kafka.address,
+    KAFKA_BROKERS: o.kafkaBrokers ?? proxies.kafka.address,
     MSGX_KAFKA_MSG_TOPIC: topics.msg,
     MSGX_KAFKA_SCHD_TOPIC: topics.schd,
     MSGX_KAFKA_STATE_TOPIC: topics.state,
@@ -150,6 +156,7 @@ export async function openRig(overrides: Record<string, string> = {}, o: { exist
     redis,
     proxies,
     topics,
+    kafka: (o.kafkaBrokers ?? proxies.kafka.address).split(','),
     workers,
     env,
     start(name, extra = {}) {
@@ -197,8 +204,8 @@ export async function openRig(overrides: Record<string, string> = {}, o: { exist
       await Promise.all(workers.map((w) => Promise.race([w.exited, sleep(20_000)])));
       for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
       for (const p of Object.values(proxies)) await p.set('pass');
-      await deleteTopics(proxies.kafka.address, [topics.msg, topics.schd, topics.state]).catch(() => {});
-      if (!o.existingKafka) await run('scripts/services', ['kafka-stop'], { timeout: 120_000, env: { ...process.env, KAFKA_PORT: String(REL_KAFKA_PORT) } }).catch(() => {});
+      await deleteTopics(rig.kafka, [topics.msg, topics.schd, topics.state]).catch(() => {});
+      if (ownBroker) await run('scripts/services', ['kafka-stop'], { timeout: 120_000, env: { ...process.env, KAFKA_PORT: String(REL_KAFKA_PORT) } }).catch(() => {});
       for (const p of Object.values(proxies)) await p.close();
       await pool.end();
       await inbox.end();
@@ -212,8 +219,8 @@ export async function feedSnapshot(rig: Rig, flights: number): Promise<void> {
   await insertInboxRow(rig.inbox, { body: bigSnapshot(flights, 1, { seqn: 1 }), received: '2026-12-01 08:00:00' });
 }
 
-async function deleteTopics(broker: string, topics: string[]): Promise<void> {
-  const admin = new kafkajs.Kafka({ clientId: 'rel-admin', brokers: [broker], logLevel: kafkajs.logLevel.NOTHING }).admin();
+async function deleteTopics(brokers: string[], topics: string[]): Promise<void> {
+  const admin = new kafkajs.Kafka({ clientId: 'rel-admin', brokers, logLevel: kafkajs.logLevel.NOTHING }).admin();
   await admin.connect();
   try {
     await admin.deleteTopics({ topics });
@@ -294,25 +301,31 @@ export async function finalState(rig: Rig): Promise<FinalState> {
   };
 }
 
-/** Read the whole msg topic: every SENT event present, duplicates counted, STATE_VERSION never going back within a FLID. */
-async function checkKafka(rig: Rig, sent: Set<number>): Promise<FinalState['kafka']> {
-  const k = new kafkajs.Kafka({ clientId: 'rel-check', brokers: [rig.proxies.kafka.address], logLevel: kafkajs.logLevel.NOTHING });
+export interface TopicRecord {
+  partition: number;
+  offset: bigint;
+  key: string | null;
+  value: string | null;
+}
+
+/** Every record of a topic (to its end offsets at the call), in partition and offset order. */
+export async function readTopic(rig: Rig, topic: string): Promise<TopicRecord[]> {
+  const k = new kafkajs.Kafka({ clientId: 'rel-check', brokers: rig.kafka, logLevel: kafkajs.logLevel.NOTHING });
   const admin = k.admin();
   await admin.connect();
-  const ends = await admin.fetchTopicOffsets(rig.topics.msg);
+  const ends = await admin.fetchTopicOffsets(topic);
   await admin.disconnect();
   const total = ends.reduce((n, e) => n + Number(BigInt(e.high) - BigInt(e.low)), 0);
-  const records: { partition: number; offset: bigint; flid: string; version: number; eventId: number; content: string }[] = [];
+  const records: TopicRecord[] = [];
   const consumer = k.consumer({ groupId: `rel-check-${randomUUID()}`, sessionTimeout: 30_000, heartbeatInterval: 3000 });
   await consumer.connect();
-  await consumer.subscribe({ topic: rig.topics.msg, fromBeginning: true });
+  await consumer.subscribe({ topic, fromBeginning: true });
   await new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, 180_000);
     if (total === 0) return resolve();
     void consumer.run({
       eachMessage: async ({ message, partition }) => {
-        const p = JSON.parse(message.value!.toString()) as { FLID: string; STATE_VERSION: number; EVENT_ID: number };
-        records.push({ partition, offset: BigInt(message.offset), flid: p.FLID, version: p.STATE_VERSION, eventId: p.EVENT_ID, content: contentOf(p) });
+        records.push({ partition, offset: BigInt(message.offset), key: message.key?.toString() ?? null, value: message.value?.toString() ?? null });
         if (records.length >= total) {
           clearTimeout(timer);
           resolve();
@@ -321,7 +334,15 @@ async function checkKafka(rig: Rig, sent: Set<number>): Promise<FinalState['kafk
     });
   });
   await consumer.disconnect();
-  records.sort((a, b) => a.partition - b.partition || (a.offset < b.offset ? -1 : 1));
+  return records.sort((a, b) => a.partition - b.partition || (a.offset < b.offset ? -1 : 1));
+}
+
+/** Read the whole msg topic: every SENT event present, duplicates counted, STATE_VERSION never going back within a FLID. */
+async function checkKafka(rig: Rig, sent: Set<number>): Promise<FinalState['kafka']> {
+  const records = (await readTopic(rig, rig.topics.msg)).map((m) => {
+    const p = JSON.parse(m.value!) as { FLID: string; STATE_VERSION: number; EVENT_ID: number };
+    return { flid: p.FLID, version: p.STATE_VERSION, eventId: p.EVENT_ID, content: contentOf(p) };
+  });
   const seen = new Set<number>();
   let duplicates = 0;
   let orderViolations = 0;
@@ -366,4 +387,45 @@ export async function firstProgressAfter(db: Db, since: number): Promise<{ succe
     select (select extract(epoch from min(terminal_at))::float8 * 1000 from proc_state where state = 'SUCCEEDED' and terminal_at >= to_timestamp(${since}::float8 / 1000)) s,
            (select extract(epoch from min(sent_at))::float8 * 1000 from msg_event where sent_at >= to_timestamp(${since}::float8 / 1000)) e`.execute(db);
   return { succeeded: r.rows[0].s, sent: r.rows[0].e };
+}
+
+export type Stage = 'intake' | 'pump' | 'backfill' | 'msg' | 'schd' | 'state';
+
+/** Seconds after `since` (ms epoch) of each worker's first progress: a message taken in, one SUCCEEDED, one backfilled, an event of each topic SENT (null: none yet). */
+export async function resumedAfter(db: Db, since: number): Promise<Record<Stage, number | null>> {
+  const r = await sql<Record<Stage, number | null>>`
+    with t as (select to_timestamp(${since}::float8 / 1000) at)
+    select (select extract(epoch from min(enqueued_at)) from proc_state, t where enqueued_at >= t.at) intake,
+           (select extract(epoch from min(terminal_at)) from proc_state, t where state = 'SUCCEEDED' and terminal_at >= t.at) pump,
+           (select extract(epoch from min(backfill_at)) from proc_state, t where backfill_at >= t.at) backfill,
+           (select extract(epoch from min(sent_at)) from msg_event, t where target = 'msg' and sent_at >= t.at) msg,
+           (select extract(epoch from min(sent_at)) from msg_event, t where target = 'schd' and sent_at >= t.at) schd,
+           (select extract(epoch from min(sent_at)) from msg_event, t where target = 'state' and sent_at >= t.at) state`.execute(db);
+  const at = r.rows[0];
+  return Object.fromEntries(Object.entries(at).map(([k, v]) => [k, v === null ? null : Math.round((Number(v) * 1000 - since) / 100) / 10])) as Record<Stage, number | null>;
+}
+
+/** The state topic as a keyed table: its cleanup.policy and the FLIDs whose last record is not the flight's state (toJson; a tombstone for a deleted one). */
+export async function stateTopicDifferences(rig: Rig): Promise<{ cleanupPolicy: string | undefined; keys: number; differing: string[] }> {
+  const admin = new kafkajs.Kafka({ clientId: 'rel-check', brokers: rig.kafka, logLevel: kafkajs.logLevel.NOTHING }).admin();
+  await admin.connect();
+  const cfg = await admin.describeConfigs({ resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: rig.topics.state, configNames: ['cleanup.policy'] }], includeSynonyms: false });
+  await admin.disconnect();
+  const last = new Map<string, string | null>();
+  for (const r of await readTopic(rig, rig.topics.state)) last.set(r.key!, r.value);
+  const flids = (await sql<{ flid: string }>`select flid from flight_schd order by flid`.execute(rig.db)).rows.map((x) => x.flid);
+  const flights = await readFlights(rig.db, flids, TZ);
+  const differing = flids.filter((f) => {
+    const st = flights.get(f)!;
+    return last.get(f) !== (st.STATE === 'DELETED' ? null : JSON.stringify(toJson(st)));
+  });
+  return { cleanupPolicy: cfg.resources[0].configEntries[0]?.configValue, keys: last.size, differing };
+}
+
+/** The longest pause between two msg events SENT in [from, to] (ms epoch), seconds. */
+export async function longestSendPause(db: Db, from: number, to: number): Promise<number | null> {
+  const r = await sql<{ s: number | null }>`
+    select max(extract(epoch from gap))::float8 s from (select sent_at - lag(sent_at) over (order by sent_at) gap from msg_event
+     where target = 'msg' and sent_at between to_timestamp(${from}::float8 / 1000) and to_timestamp(${to}::float8 / 1000)) g`.execute(db);
+  return r.rows[0].s;
 }

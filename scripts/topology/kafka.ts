@@ -5,6 +5,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import kafkajs from 'kafkajs';
 
 const CLUSTER_ID = 'TXNneFRvcG9sb2d5MDAwMQ';
 const JVM = ['-Xmx320m', '-Xms64m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1'];
@@ -20,6 +21,8 @@ export interface KafkaNode {
   running(): boolean;
   /** SIGKILL the JVM. */
   kill(): void;
+  /** SIGTERM (a controlled shutdown), SIGKILL if still running after 60 s. */
+  stop(): Promise<void>;
   start(): void;
 }
 
@@ -79,6 +82,13 @@ function nodesOf(root: string, ports: KafkaPorts): KafkaNode[] {
         if (p && alive(p)) process.kill(p, 'SIGKILL');
         rmSync(pidFile, { force: true });
       },
+      async stop() {
+        const p = pid();
+        if (!p || !alive(p)) return;
+        process.kill(p, 'SIGTERM');
+        for (let waited = 0; alive(p) && waited < 60_000; waited += 250) await new Promise((r) => setTimeout(r, 250));
+        this.kill();
+      },
       start() {
         if (!existsSync(config)) {
           mkdirSync(dir, { recursive: true });
@@ -115,4 +125,26 @@ function clusterOf(nodes: KafkaNode[]): KafkaCluster {
       for (const n of nodes) n.kill();
     },
   };
+}
+
+/** Partitions each broker leads over the topics. */
+export async function leaderCounts(admin: kafkajs.Admin, topics: string[]): Promise<Map<number, number>> {
+  const leads = new Map<number, number>();
+  for (const t of (await admin.fetchTopicMetadata({ topics })).topics) for (const p of t.partitions) leads.set(p.leader, (leads.get(p.leader) ?? 0) + 1);
+  return leads;
+}
+
+/** Every replica of every partition of the topics in sync (a restarted broker caught up). */
+export async function allInSync(admin: kafkajs.Admin, topics: string[]): Promise<boolean> {
+  return (await admin.fetchTopicMetadata({ topics })).topics.every((t) => t.partitions.every((p) => p.isr.length === p.replicas.length));
+}
+
+/** Each node answers a metadata request itself and sees three brokers (a survivor's metadata may still list dead ones). */
+export async function nodesAnswering(nodes: KafkaNode[]): Promise<boolean> {
+  const admins = nodes.map((n) => new kafkajs.Kafka({ clientId: 'topology-check', brokers: [`127.0.0.1:${n.port}`], logLevel: kafkajs.logLevel.NOTHING, retry: { retries: 0 } }).admin());
+  try {
+    return (await Promise.all(admins.map(async (a) => (await a.connect(), (await a.describeCluster()).brokers.length === 3)))).every(Boolean);
+  } finally {
+    await Promise.all(admins.map((a) => a.disconnect().catch(() => {})));
+  }
 }
