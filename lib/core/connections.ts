@@ -317,3 +317,16 @@ export function targetOf<T>(r: Resolved<T>): T {
   if (r.problems.length) throw new Error(r.problems.join('; '));
   return r.target;
 }
+
+/**
+ * A broker list as kafkajs asks for it whenever it opens a seed connection (a new client, admin,
+ * producer or a reconnect): the list from a random broker on. A kafkajs client given a plain list
+ * seeds every new connection from its first broker, so with that broker down a new admin never
+ * reached the brokers that serve (seen in the three-broker drill, RELIABILITY.md R10).
+ */
+export function anySeed(brokers: readonly string[]): () => string[] {
+  return () => {
+    const k = Math.floor(Math.random() * brokers.length);
+    return [...brokers.slice(k), ...brokers.slice(0, k)];
+  };
+}

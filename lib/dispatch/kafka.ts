@@ -7,7 +7,7 @@ import { withTimeout } from '../core/timeout.ts';
 import kafkajs from 'kafkajs';
 import type { Admin, LogEntry, Message, PartitionerArgs, Producer, RecordMetadata } from 'kafkajs';
 import { kafkaSecuritySettings, type Slices } from '../core/config.ts';
-import { resolveKafka, targetOf, type KafkaTarget } from '../core/connections.ts';
+import { anySeed, resolveKafka, targetOf, type KafkaTarget } from '../core/connections.ts';
 import { kafkaSecurity } from '../db/tls.ts';
 import type { Logger } from '../runtime/log.ts';
 import { offsetsOf } from './plan.ts';
@@ -169,9 +169,11 @@ export function kafkaOptions(config: Slices['kafka'], log: Logger, onFault?: (er
 }
 
 export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
+  const connection = kafkaClientConfig(o);
   const kafka = new Kafka({
     clientId: o.clientId,
-    ...kafkaClientConfig(o),
+    ...connection,
+    brokers: anySeed(connection.brokers), // reachable()'s new admin must not always ask the first broker
     connectionTimeout: Math.min(o.timeoutMs, 3000),
     requestTimeout: o.timeoutMs,
     enforceRequestTimeout: true,

@@ -17,7 +17,7 @@ import { dispatchSent } from './metrics.ts';
 import { freezeMsgBatch, markFailed, markSent, nextAttemptAt, tryRoundLock, type Acked, type MsgRow } from './outbox.ts';
 import { afterFailure, chunkBySize, type RetryPolicy, type Target } from './plan.ts';
 import { TimeBudget } from '../core/budget.ts';
-import { isUnknownTopic } from './topic-watch.ts';
+import { isClusterUnavailable, isUnknownTopic } from './topic-watch.ts';
 
 export interface DispatchDeps {
   db: Db;
@@ -80,7 +80,7 @@ export async function msgRound(d: DispatchDeps): Promise<RoundResult> {
     res.sent = (await markSent(tx, acked, at)).length;
     if (failed) {
       const policy = retryPolicy(d.dispatch);
-      const unavailable = !(await d.kafka.reachable());
+      const unavailable = isClusterUnavailable(failed.error) || !(await d.kafka.reachable());
       // the topic vanished: no attempt counted either (the topic check creates it again)
       const gone = !unavailable && isUnknownTopic(failed.error);
       if (gone) d.topicMissing?.();

@@ -19,6 +19,7 @@ import { dispatchSent } from './metrics.ts';
 import { drain, retryPolicy, type DispatchDeps, type DrainNext, type RoundResult } from './msg.ts';
 import { dropGoneSchdRows, markFailed, markSent, pendingRows, tryRoundLock, type Acked, type SchdRow } from './outbox.ts';
 import { afterFailure, splitSchd } from './plan.ts';
+import { isClusterUnavailable } from './topic-watch.ts';
 
 /** Key of every schd record: one partition, records in order (consumers still decide by STATE_VERSION). */
 export const SCHD_KEY = 'schd';
@@ -89,7 +90,7 @@ export async function schdRound(d: DispatchDeps): Promise<SchdRoundResult> {
     res.sent = marked.length;
     res.overtaken = acked.length - marked.length;
     if (failed) {
-      const unavailable = !(await d.kafka.reachable());
+      const unavailable = isClusterUnavailable(failed.error) || !(await d.kafka.reachable());
       const error = `${unavailable ? 'broker unreachable: ' : ''}${failed.error.name}: ${failed.error.message}`;
       const rowsOf = failed.members.map((i) => live[i].row);
       const dead = await markFailed(

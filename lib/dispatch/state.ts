@@ -26,7 +26,7 @@ import { dispatchSent } from './metrics.ts';
 import { drain, retryPolicy, type DispatchDeps, type DrainNext, type RoundResult } from './msg.ts';
 import { markFailed, markSent, pendingRows, tryRoundLock, unchangedStateRows, type Acked, type SchdRow } from './outbox.ts';
 import { afterFailure, chunkBySize } from './plan.ts';
-import { isUnknownTopic } from './topic-watch.ts';
+import { isClusterUnavailable, isUnknownTopic } from './topic-watch.ts';
 
 export interface StateRoundResult extends RoundResult {
   /** Rows rewritten after they were read (left for the next round). */
@@ -114,7 +114,7 @@ export async function stateRound(d: DispatchDeps): Promise<StateRoundResult> {
     res.sent = marked.length;
     res.overtaken += acked.length - marked.length;
     if (failed) {
-      const unavailable = !(await d.kafka.reachable());
+      const unavailable = isClusterUnavailable(failed.error) || !(await d.kafka.reachable());
       // the topic vanished: no attempt counted either (the topic check re-creates and re-seeds it)
       const gone = !unavailable && isUnknownTopic(failed.error);
       if (gone) d.topicMissing?.();

@@ -112,14 +112,27 @@ export function refusedBackoffMs(failures: number): number {
   return Math.min(cap, first * 2 ** Math.max(0, Math.min(failures - 1, 20)));
 }
 
-/** Does this error (or one it wraps) say the topic does not exist? */
-export function isUnknownTopic(e: unknown): boolean {
+/** Does this error, or one it wraps, carry one of these Kafka error codes (kafkajs's `type`, never the message text)? */
+function hasKafkaCode(e: unknown, codes: ReadonlySet<string>): boolean {
   for (let x = e as { type?: string; cause?: unknown; originalError?: unknown } | undefined, n = 0; x && n < 5; n++) {
-    if (x.type === 'UNKNOWN_TOPIC_OR_PARTITION' || x.type === 'UNKNOWN_TOPIC_ID') return true;
+    if (x.type !== undefined && codes.has(x.type)) return true;
     x = (x.cause ?? x.originalError) as typeof x;
   }
   return false;
 }
+
+const UNKNOWN_TOPIC = new Set(['UNKNOWN_TOPIC_OR_PARTITION', 'UNKNOWN_TOPIC_ID']);
+/** Does this error (or one it wraps) say the topic does not exist? */
+export const isUnknownTopic = (e: unknown): boolean => hasKafkaCode(e, UNKNOWN_TOPIC);
+
+/**
+ * The cluster cannot take the record now, whatever the record: fewer in-sync replicas than
+ * min.insync.replicas (brokers down), or no leader for its partition (an election under way).
+ * A send refused so is not the event's fault: no attempt is counted (docs/decisions.md "Dispatch"),
+ * as when no broker answers at all.
+ */
+const CLUSTER_UNAVAILABLE = new Set(['NOT_ENOUGH_REPLICAS', 'NOT_ENOUGH_REPLICAS_AFTER_APPEND', 'LEADER_NOT_AVAILABLE', 'NOT_LEADER_FOR_PARTITION', 'NOT_LEADER_OR_FOLLOWER']);
+export const isClusterUnavailable = (e: unknown): boolean => hasKafkaCode(e, CLUSTER_UNAVAILABLE);
 
 // ---- the Kafka edge of the checks
 

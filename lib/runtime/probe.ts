@@ -10,7 +10,7 @@
 // those of the services it needs (its resident memory, docs/decisions.md "Footprint").
 import type mysql from 'mysql2/promise';
 import type { Redis } from 'ioredis';
-import type { KafkaTarget } from '../core/connections.ts';
+import { anySeed, type KafkaTarget } from '../core/connections.ts';
 import type { MysqlWhere } from '../db/mysql.ts';
 import { connectionSettings, createSessionDb, destroySocket, newClient, pgTarget, type PgWhere } from '../db/postgres.ts';
 import type { RedisWhere } from '../db/redis.ts';
@@ -27,7 +27,7 @@ export const kafkaClient = async (clientId: string, where: KafkaWhere, timeoutMs
   const { default: kafkajs } = await import('kafkajs');
   return new kafkajs.Kafka({
     clientId,
-    ...('service' in where ? { brokers: [...where.brokers], ...kafkaSecurity(where) } : { brokers: [...where] }),
+    ...('service' in where ? { brokers: anySeed(where.brokers), ...kafkaSecurity(where) } : { brokers: anySeed(where) }),
     connectionTimeout: timeoutMs,
     requestTimeout: timeoutMs,
     enforceRequestTimeout: true,
@@ -158,18 +158,24 @@ export const probes = {
     };
   },
 
-  /** A metadata request (describeCluster) on a new Kafka admin connection. */
+  /** A metadata request (describeCluster) on a new Kafka admin connection to each broker at once: any answer will do. */
   kafka(brokers: KafkaWhere, timeoutMs = 1000): Check {
-    return async () => {
-      const kafka = await kafkaClient('msgx-probe', brokers, timeoutMs);
+    const list = 'service' in brokers ? brokers.brokers : brokers;
+    const one = async (broker: string) => {
+      const kafka = await kafkaClient('msgx-probe', 'service' in brokers ? { ...brokers, brokers: [broker] } : [broker], timeoutMs);
       const admin = kafka.admin({ retry: { retries: 0 } });
       try {
         await withDeadline(admin.connect(), timeoutMs, 'kafka probe connect');
         await withDeadline(admin.describeCluster(), timeoutMs, 'kafka probe');
-      } catch (e) {
-        throw explained('kafka', e, { plain: !('service' in brokers) || !brokers.tls });
       } finally {
         void withDeadline(admin.disconnect(), timeoutMs, 'kafka probe disconnect').catch(() => {});
+      }
+    };
+    return async () => {
+      try {
+        await Promise.any(list.map(one));
+      } catch (e) {
+        throw explained('kafka', e instanceof AggregateError ? e.errors[0] : e, { plain: !('service' in brokers) || !brokers.tls });
       }
     };
   },

@@ -1,7 +1,7 @@
 // The derived topics' detection rules (lib/dispatch/topic-watch.ts), pure: tables of cases.
 import { describe, expect, it } from 'vitest';
 import { afterFailure } from '../../../lib/dispatch/plan.ts';
-import { describeProblems, isUnknownTopic, lostPartitions, refusedBackoffMs, topicProblems, type Problem, type TopicView } from '../../../lib/dispatch/topic-watch.ts';
+import { describeProblems, isClusterUnavailable, isUnknownTopic, lostPartitions, refusedBackoffMs, topicProblems, type Problem, type TopicView } from '../../../lib/dispatch/topic-watch.ts';
 
 const view = (ends: [number, number][] | null, policy?: string | null): TopicView => ({ exists: ends !== null, ends: new Map((ends ?? []).map(([p, h]) => [p, BigInt(h)])), policy });
 const rec = (...r: [number, number][]) => r.map(([partition, next]) => ({ partition, next: BigInt(next) }));
@@ -127,4 +127,16 @@ describe('isUnknownTopic: the send error of a vanished topic, however kafkajs wr
     const now = new Date('2026-12-01T00:00:00Z');
     expect(afterFailure(4, { ladder: [1000, 5000], maxAttempts: 5 }, now, true)).toEqual({ state: 'PENDING', attempts: 4, nextAttemptAt: new Date(now.getTime() + 5000) });
   });
+});
+
+describe('isClusterUnavailable: a refusal that says the cluster cannot take any record now (no attempt counted)', () => {
+  it.each<[string, unknown, boolean]>([
+    ['below min ISR (retries exceeded wrapping it)', { name: 'KafkaJSNumberOfRetriesExceeded', cause: { type: 'NOT_ENOUGH_REPLICAS' } }, true],
+    ['below min ISR after the append', { name: 'KafkaJSProtocolError', type: 'NOT_ENOUGH_REPLICAS_AFTER_APPEND' }, true],
+    ['no leader (an election)', { name: 'KafkaJSNonRetriableError', originalError: { type: 'LEADER_NOT_AVAILABLE' } }, true],
+    ['the leader moved', { name: 'KafkaJSProtocolError', type: 'NOT_LEADER_OR_FOLLOWER' }, true],
+    ["the record's own fault: too large", { name: 'KafkaJSProtocolError', type: 'MESSAGE_TOO_LARGE' }, false],
+    ['an authorization error', { name: 'KafkaJSProtocolError', type: 'TOPIC_AUTHORIZATION_FAILED' }, false],
+    ['a timeout', { name: 'KafkaTimeoutError', message: 'NOT_ENOUGH_REPLICAS in the text only' }, false],
+  ])('%s → %s', (_name, e, expected) => expect(isClusterUnavailable(e)).toBe(expected));
 });
