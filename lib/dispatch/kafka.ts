@@ -10,6 +10,7 @@ import { kafkaSecuritySettings, type Slices } from '../core/config.ts';
 import { anySeed, resolveKafka, targetOf, type KafkaTarget } from '../core/connections.ts';
 import { kafkaSecurity } from '../db/tls.ts';
 import type { Logger } from '../runtime/log.ts';
+import { probes } from '../runtime/probe.ts';
 import { offsetsOf } from './plan.ts';
 
 // CommonJS under ESM: enums and classes through the default import (scripts/kafka/README.md).
@@ -173,7 +174,7 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
   const kafka = new Kafka({
     clientId: o.clientId,
     ...connection,
-    brokers: anySeed(connection.brokers), // reachable()'s new admin must not always ask the first broker
+    brokers: anySeed(connection.brokers), // a new connection (an admin, a reconnect) must not always ask the first broker
     connectionTimeout: Math.min(o.timeoutMs, 3000),
     requestTimeout: o.timeoutMs,
     enforceRequestTimeout: true,
@@ -238,16 +239,13 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
     },
 
     async reachable() {
-      const admin: Admin = kafka.admin({ retry: { retries: 0 } });
-      try {
-        await withTimeout(o.timeoutMs, kafkaTimeout('admin connect'), admin.connect());
-        await withTimeout(o.timeoutMs, kafkaTimeout('metadata'), admin.describeCluster());
-        return true;
-      } catch {
-        return false;
-      } finally {
-        void withTimeout(o.timeoutMs, kafkaTimeout('admin disconnect'), admin.disconnect()).catch(() => {});
-      }
+      // every broker asked at once, on new connections (lib/runtime/probe.ts): one that answers will do
+      return probes
+        .kafka(o.target ?? o.brokers, o.timeoutMs)()
+        .then(
+          () => true,
+          () => false,
+        );
     },
 
     async ensureTopics(topics) {

@@ -80,14 +80,17 @@ export async function msgRound(d: DispatchDeps): Promise<RoundResult> {
     res.sent = (await markSent(tx, acked, at)).length;
     if (failed) {
       const policy = retryPolicy(d.dispatch);
-      const unavailable = isClusterUnavailable(failed.error) || !(await d.kafka.reachable());
+      // no cluster answer at all: the outage mode (probing); the cluster answers but cannot take any
+      // record now (below min ISR, no leader, the leader down): no attempt counted, the ladder's backoff
+      const unavailable = !(await d.kafka.reachable());
+      const refused = !unavailable && isClusterUnavailable(failed.error);
       // the topic vanished: no attempt counted either (the topic check creates it again)
-      const gone = !unavailable && isUnknownTopic(failed.error);
+      const gone = !unavailable && !refused && isUnknownTopic(failed.error);
       if (gone) d.topicMissing?.();
-      const error = `${unavailable ? 'broker unreachable: ' : gone ? 'topic missing: ' : ''}${failed.error.name}: ${failed.error.message}`;
+      const error = `${unavailable ? 'broker unreachable: ' : refused ? 'cluster unavailable: ' : gone ? 'topic missing: ' : ''}${failed.error.name}: ${failed.error.message}`;
       const dead = await markFailed(
         tx,
-        failed.rows.map((e) => ({ eventId: e.eventId, attemptsBefore: e.attempts, next: afterFailure(e.attempts, policy, at, unavailable || gone) })),
+        failed.rows.map((e) => ({ eventId: e.eventId, attemptsBefore: e.attempts, next: afterFailure(e.attempts, policy, at, unavailable || refused || gone) })),
         error,
       );
       res.failed = failed.rows.length;

@@ -90,12 +90,15 @@ export async function schdRound(d: DispatchDeps): Promise<SchdRoundResult> {
     res.sent = marked.length;
     res.overtaken = acked.length - marked.length;
     if (failed) {
-      const unavailable = isClusterUnavailable(failed.error) || !(await d.kafka.reachable());
-      const error = `${unavailable ? 'broker unreachable: ' : ''}${failed.error.name}: ${failed.error.message}`;
+      // no cluster answer at all: the outage mode (probing); the cluster answers but cannot take any
+      // record now (below min ISR, no leader, the leader down): no attempt counted, the ladder's backoff
+      const unavailable = !(await d.kafka.reachable());
+      const refused = !unavailable && isClusterUnavailable(failed.error);
+      const error = `${unavailable ? 'broker unreachable: ' : refused ? 'cluster unavailable: ' : ''}${failed.error.name}: ${failed.error.message}`;
       const rowsOf = failed.members.map((i) => live[i].row);
       const dead = await markFailed(
         tx,
-        rowsOf.map((r) => ({ eventId: r.eventId, attemptsBefore: r.attempts, next: afterFailure(r.attempts, policy, at, unavailable) })),
+        rowsOf.map((r) => ({ eventId: r.eventId, attemptsBefore: r.attempts, next: afterFailure(r.attempts, policy, at, unavailable || refused) })),
         error,
       );
       res.failed = rowsOf.length;

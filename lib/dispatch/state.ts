@@ -114,14 +114,17 @@ export async function stateRound(d: DispatchDeps): Promise<StateRoundResult> {
     res.sent = marked.length;
     res.overtaken += acked.length - marked.length;
     if (failed) {
-      const unavailable = isClusterUnavailable(failed.error) || !(await d.kafka.reachable());
+      // no cluster answer at all: the outage mode (probing); the cluster answers but cannot take any
+      // record now (below min ISR, no leader, the leader down): no attempt counted, the ladder's backoff
+      const unavailable = !(await d.kafka.reachable());
+      const refused = !unavailable && isClusterUnavailable(failed.error);
       // the topic vanished: no attempt counted either (the topic check re-creates and re-seeds it)
-      const gone = !unavailable && isUnknownTopic(failed.error);
+      const gone = !unavailable && !refused && isUnknownTopic(failed.error);
       if (gone) d.topicMissing?.();
-      const error = `${unavailable ? 'broker unreachable: ' : gone ? 'topic missing: ' : ''}${failed.error.name}: ${failed.error.message}`;
+      const error = `${unavailable ? 'broker unreachable: ' : refused ? 'cluster unavailable: ' : gone ? 'topic missing: ' : ''}${failed.error.name}: ${failed.error.message}`;
       const dead = await markFailed(
         tx,
-        failed.rows.map((r) => ({ eventId: r.eventId, attemptsBefore: r.attempts, next: afterFailure(r.attempts, policy, at, unavailable || gone) })),
+        failed.rows.map((r) => ({ eventId: r.eventId, attemptsBefore: r.attempts, next: afterFailure(r.attempts, policy, at, unavailable || refused || gone) })),
         error,
       );
       res.failed = failed.rows.length;

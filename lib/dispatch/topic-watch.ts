@@ -112,10 +112,10 @@ export function refusedBackoffMs(failures: number): number {
   return Math.min(cap, first * 2 ** Math.max(0, Math.min(failures - 1, 20)));
 }
 
-/** Does this error, or one it wraps, carry one of these Kafka error codes (kafkajs's `type`, never the message text)? */
-function hasKafkaCode(e: unknown, codes: ReadonlySet<string>): boolean {
-  for (let x = e as { type?: string; cause?: unknown; originalError?: unknown } | undefined, n = 0; x && n < 5; n++) {
-    if (x.type !== undefined && codes.has(x.type)) return true;
+/** Does this error, or one it wraps, carry one of these Kafka error codes (kafkajs's `type`) or error classes (its `name`)? Never the message text. */
+function hasKafkaCode(e: unknown, codes: ReadonlySet<string>, names: ReadonlySet<string> = new Set()): boolean {
+  for (let x = e as { type?: string; name?: string; cause?: unknown; originalError?: unknown } | undefined, n = 0; x && n < 5; n++) {
+    if ((x.type !== undefined && codes.has(x.type)) || (x.name !== undefined && names.has(x.name))) return true;
     x = (x.cause ?? x.originalError) as typeof x;
   }
   return false;
@@ -127,12 +127,15 @@ export const isUnknownTopic = (e: unknown): boolean => hasKafkaCode(e, UNKNOWN_T
 
 /**
  * The cluster cannot take the record now, whatever the record: fewer in-sync replicas than
- * min.insync.replicas (brokers down), or no leader for its partition (an election under way).
- * A send refused so is not the event's fault: no attempt is counted (docs/decisions.md "Dispatch"),
- * as when no broker answers at all.
+ * min.insync.replicas (brokers down), no leader for its partition (an election under way), or
+ * no connection to the broker that leads it (refused, closed: a broker down while others answer
+ * metadata). A send that failed so is not the event's fault: no attempt is counted
+ * (docs/decisions.md "Dispatch"), as when no broker answers at all. A request that timed out on
+ * a connection that was open still counts one.
  */
 const CLUSTER_UNAVAILABLE = new Set(['NOT_ENOUGH_REPLICAS', 'NOT_ENOUGH_REPLICAS_AFTER_APPEND', 'LEADER_NOT_AVAILABLE', 'NOT_LEADER_FOR_PARTITION', 'NOT_LEADER_OR_FOLLOWER']);
-export const isClusterUnavailable = (e: unknown): boolean => hasKafkaCode(e, CLUSTER_UNAVAILABLE);
+const NO_CONNECTION = new Set(['KafkaJSConnectionError', 'KafkaJSConnectionClosedError', 'KafkaJSBrokerNotFound']);
+export const isClusterUnavailable = (e: unknown): boolean => hasKafkaCode(e, CLUSTER_UNAVAILABLE, NO_CONNECTION);
 
 // ---- the Kafka edge of the checks
 
