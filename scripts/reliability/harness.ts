@@ -429,3 +429,11 @@ export async function longestSendPause(db: Db, from: number, to: number): Promis
      where target = 'msg' and sent_at between to_timestamp(${from}::float8 / 1000) and to_timestamp(${to}::float8 / 1000)) g`.execute(db);
   return r.rows[0].s;
 }
+
+/** The worker processes of a drill, as the Procfile runs them (api and retention aside). */
+export const DRILL_WORKERS = ['intake', 'pump', 'backfill', 'msg-dispatch', 'schd-dispatch', 'state-dispatch'] as const;
+
+/** The last log lines of every worker: what a drill prints before it rethrows its failure. */
+export function logTails(rig: { workers: { id: string; logs: string[] }[] }): void {
+  for (const w of rig.workers) log(`${w.id}:\n  ${w.logs.slice(-8).join('\n  ')}`);
+}

@@ -14,7 +14,7 @@ import { sql } from 'kysely';
 import { freePort } from '../../test/support/tls.ts';
 import { scriptHelp } from '../args.ts';
 import { allInSync, leaderCounts, nodesAnswering, startKafkaCluster } from '../topology/kafka.ts';
-import { drained, feedSnapshot, finalState, log, longestSendPause, machine, openRig, resumedAfter, sleep, stateTopicDifferences, waitFor, type Rig } from './harness.ts';
+import { DRILL_WORKERS, drained, feedSnapshot, finalState, logTails, log, longestSendPause, machine, openRig, resumedAfter, sleep, stateTopicDifferences, waitFor, type Rig } from './harness.ts';
 
 scriptHelp(import.meta.url);
 const FLOPS = Number(process.argv[2] ?? 1200);
@@ -40,7 +40,7 @@ const sendsAfter = async (t: number) => {
   return (await resumedAfter(rig.db, t)).msg;
 };
 const workerLogs = () => {
-  for (const w of rig.workers) log(`${w.id}:\n  ${w.logs.slice(-8).join('\n  ')}`);
+  logTails(rig);
 };
 const attempts = async (db: Rig['db']) =>
   (await sql<{ attempts: number; dead: number }>`select coalesce(sum(attempts), 0)::int attempts, count(*) filter (where state = 'DEAD')::int dead from msg_event where target = 'msg'`.execute(db))
@@ -48,7 +48,7 @@ const attempts = async (db: Rig['db']) =>
 const started = new Date().toISOString();
 const third = Math.floor(FLOPS / 3);
 try {
-  for (const name of ['intake', 'pump', 'backfill', 'msg-dispatch', 'schd-dispatch', 'state-dispatch']) rig.start(name);
+  for (const name of DRILL_WORKERS) rig.start(name);
   await feedSnapshot(rig, FLIGHTS);
   await waitFor('the snapshot', () => drained(rig.db, 1), 180_000);
   await inSyncAfter(Date.now());

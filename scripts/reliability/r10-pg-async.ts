@@ -22,12 +22,12 @@ const FLIGHTS = 200;
 const pair = startPgPair(resolve('.local/r10-pg'), { primary: await freePort(), standby: await freePort() }, false);
 pair.primary.psql('create database msgx_r10');
 process.env.REL_DATABASE_URL = pair.primary.url('msgx_r10'); // read by the harness when it loads
-const { drained, feedSnapshot, finalState, log, machine, openRig, waitFor } = await import('./harness.ts');
+const { DRILL_WORKERS, drained, feedSnapshot, finalState, log, logTails, machine, openRig, waitFor } = await import('./harness.ts');
 const rig = await openRig({ MSGX_LOG_LEVEL: 'warn', MSGX_IO_TIMEOUT: '5s' }, { existingKafka: process.env.REL_KAFKA_EXISTING === '1' });
 const standbyPool = createPool(pair.standby.url('msgx_r10'), { max: 2, name: 'r10-standby' });
 const started = new Date().toISOString();
 try {
-  for (const name of ['intake', 'pump', 'backfill', 'msg-dispatch', 'schd-dispatch', 'state-dispatch']) rig.start(name);
+  for (const name of DRILL_WORKERS) rig.start(name);
   await feedSnapshot(rig, FLIGHTS);
   await rig.feed(600, 0, FLIGHTS, 40);
   await waitFor('600 FLOPs', () => drained(rig.db, 601), 300_000);
@@ -66,7 +66,7 @@ try {
   console.log(JSON.stringify({ run: 'R10-pg-async', started, machine: machine(), seconds: { postgresBehind: behindS, drainedAfterRecover: drainedS }, final, ok }, null, 2));
   process.exitCode = ok ? 0 : 1;
 } catch (e) {
-  for (const w of rig.workers) log(`${w.id}:\n  ${w.logs.slice(-8).join('\n  ')}`);
+  logTails(rig);
   throw e;
 } finally {
   await rig.close().catch(() => {});

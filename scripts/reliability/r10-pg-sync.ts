@@ -16,7 +16,7 @@ import { createDb, createPool } from '../../lib/db/postgres.ts';
 import { freePort } from '../../test/support/tls.ts';
 import { scriptHelp } from '../args.ts';
 import { startPgPair } from '../topology/postgres.ts';
-import { drained, feedSnapshot, finalState, log, machine, openRig, resumedAfter, sleep, waitFor, type Stage } from './harness.ts';
+import { DRILL_WORKERS, drained, feedSnapshot, finalState, logTails, log, machine, openRig, resumedAfter, sleep, waitFor, type Stage } from './harness.ts';
 
 scriptHelp(import.meta.url);
 const MODE = process.argv[2] ?? 'vip';
@@ -33,7 +33,7 @@ const rig = await openRig({ MSGX_LOG_LEVEL: 'warn', MSGX_IO_TIMEOUT: '5s', ...ho
 const standbyPool = createPool(pair.standby.url('msgx_r10'), { max: 2, name: 'r10-standby' });
 const started = new Date().toISOString();
 try {
-  for (const name of ['intake', 'pump', 'backfill', 'msg-dispatch', 'schd-dispatch', 'state-dispatch']) rig.start(name);
+  for (const name of DRILL_WORKERS) rig.start(name);
   await feedSnapshot(rig, FLIGHTS);
   await waitFor('the snapshot', () => drained(rig.db, 1), 180_000);
   const feeding = rig.feed(FLOPS, 0, FLIGHTS, RATE);
@@ -80,7 +80,7 @@ try {
   );
   process.exitCode = ok ? 0 : 1;
 } catch (e) {
-  for (const w of rig.workers) log(`${w.id}:\n  ${w.logs.slice(-8).join('\n  ')}`);
+  logTails(rig);
   throw e;
 } finally {
   await rig.close().catch(() => {});

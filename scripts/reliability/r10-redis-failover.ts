@@ -16,7 +16,7 @@ import { createRedis } from '../../lib/db/redis.ts';
 import { freePort } from '../../test/support/tls.ts';
 import { SENTINEL_MASTER, startRedisSentinels } from '../topology/redis.ts';
 import { scriptHelp } from '../args.ts';
-import { drained, feedSnapshot, finalState, log, machine, mirrorDifferences, openRig, sleep, waitFor } from './harness.ts';
+import { DRILL_WORKERS, drained, feedSnapshot, finalState, logTails, log, machine, mirrorDifferences, openRig, sleep, waitFor } from './harness.ts';
 
 scriptHelp(import.meta.url);
 const FLOPS = Number(process.argv[2] ?? 1200);
@@ -37,7 +37,7 @@ const replica = createRedis(`redis://127.0.0.1:${set.replica.port}/0`, 5000);
 const rig = await openRig({ MSGX_LOG_LEVEL: 'warn', MSGX_IO_TIMEOUT: '5s', REDIS_URL: url, ...sentinels }, { existingKafka: process.env.REL_KAFKA_EXISTING === '1' });
 const started = new Date().toISOString();
 try {
-  for (const name of ['intake', 'pump', 'backfill', 'msg-dispatch', 'schd-dispatch', 'state-dispatch']) rig.start(name);
+  for (const name of DRILL_WORKERS) rig.start(name);
   await feedSnapshot(rig, FLIGHTS);
   await waitFor('the snapshot', () => drained(rig.db, 1), 180_000);
   const feeding = rig.feed(FLOPS, 0, FLIGHTS, RATE);
@@ -82,7 +82,7 @@ try {
   );
   process.exitCode = ok ? 0 : 1;
 } catch (e) {
-  for (const w of rig.workers) log(`${w.id}:\n  ${w.logs.slice(-8).join('\n  ')}`);
+  logTails(rig);
   throw e;
 } finally {
   mirror.disconnect();
