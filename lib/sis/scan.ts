@@ -71,7 +71,13 @@ function isName(s: string): boolean {
 }
 
 /** Names the parser builds objects with: a tag or attribute named like this would pollute, throw or be renamed. */
-export const isReservedName = (name: string) => name in Object.prototype || name === 'prototype' || name === '#text' || name === ':@';
+export const isReservedName = (name: string) => {
+  // Object.prototype's names all begin with a lower-case letter or '_': a name that begins with an
+  // upper-case ASCII letter (every SIS tag) is none of them, without the slower property lookup
+  const c = name.charCodeAt(0);
+  if (c >= 0x41 && c <= 0x5a) return false;
+  return name in Object.prototype || name === 'prototype' || name === '#text' || name === ':@';
+};
 
 /** "line L, col C" of an index (1-based; only computed for an error). */
 export function position(xml: string, index: number): string {
@@ -101,23 +107,24 @@ export interface Outline {
 
 /**
  * Checks that `xml` is a well-formed document of one root element that the tree builder may be
- * given. Throws XmlError with the reason; returns the outline of the root element.
+ * given. Throws XmlError with the reason; returns the outline of the root element. `spans`, when
+ * given, receives the [start, end) of every element at depth 3 (a child of a child of the root),
+ * in document order, as pairs: the tree builder can leave such an element unbuilt (xml.ts lazy).
  */
-export function checkXml(xml: string): Outline {
+export function checkXml(xml: string, spans?: number[]): Outline {
   // A literal search, linear; anywhere in the text (also inside comments and CDATA) as before.
   if (/<!DOCTYPE|<!ENTITY/i.test(xml)) throw new XmlError('DOCTYPE/ENTITY declarations are not accepted');
   const n = xml.length;
-  const code = (k: number) => xml.charCodeAt(k); // NaN past the end: never equal to anything
   const fail = (msg: string, at: number): never => {
     throw new XmlError(`not well-formed XML: ${msg} (${position(xml, at)})`);
   };
-  const forbidden = (at: number): never => fail(`character U+${code(at).toString(16).toUpperCase().padStart(4, '0')} is not allowed in XML`, at);
+  const forbidden = (at: number): never => fail(`character U+${xml.charCodeAt(at).toString(16).toUpperCase().padStart(4, '0')} is not allowed in XML`, at);
   /** Index after the character at k when it is an XML character (a surrogate pair counts as one); else refuses. */
   const char = (k: number): number => {
-    const c = code(k);
+    const c = xml.charCodeAt(k);
     if ((c >= 0x20 && c < 0xd800) || c === 0x0a || c === 0x09 || c === 0x0d || (c >= 0xe000 && c <= 0xfffd)) return k + 1;
     if (c >= 0xd800 && c <= 0xdbff) {
-      const d = code(k + 1);
+      const d = xml.charCodeAt(k + 1);
       if (d >= 0xdc00 && d <= 0xdfff) return k + 2;
     }
     return forbidden(k);
@@ -133,14 +140,14 @@ export function checkXml(xml: string): Outline {
   /** At '&': a predefined entity or a character reference to an allowed character; index after ';'. */
   const reference = (amp: number): number => {
     let k = amp + 1;
-    if (code(k) === HASH) {
+    if (xml.charCodeAt(k) === HASH) {
       k++;
-      const hex = code(k) === 0x78;
+      const hex = xml.charCodeAt(k) === 0x78;
       if (hex) k++;
       const start = k;
       let cp = 0;
       for (;;) {
-        const c = code(k);
+        const c = xml.charCodeAt(k);
         let d = -1;
         if (c >= 0x30 && c <= 0x39) d = c - 0x30;
         else if (hex && c >= 0x61 && c <= 0x66) d = c - 0x57;
@@ -149,13 +156,13 @@ export function checkXml(xml: string): Outline {
         cp = Math.min(cp * (hex ? 16 : 10) + d, 0x110000);
         k++;
       }
-      if (k === start || code(k) !== SEMI) return fail("char '&' is not expected.", amp);
+      if (k === start || xml.charCodeAt(k) !== SEMI) return fail("char '&' is not expected.", amp);
       if (!isXmlChar(cp)) throw new XmlError(`not well-formed XML: character reference &${shown(xml.slice(amp + 1, k))}; names a character not allowed in XML (${position(xml, amp)})`);
       return k + 1;
     }
     const start = k;
-    while (k < n && isNameChar(code(k))) k++;
-    if (k === start || code(k) !== SEMI) return fail("char '&' is not expected.", amp);
+    while (k < n && isNameChar(xml.charCodeAt(k))) k++;
+    if (k === start || xml.charCodeAt(k) !== SEMI) return fail("char '&' is not expected.", amp);
     const name = xml.slice(start, k);
     if (!PREDEFINED.has(name)) throw new XmlError(`not well-formed XML: undeclared entity reference &${shown(name)}; (${position(xml, amp)})`);
     return k + 1;
@@ -163,17 +170,17 @@ export function checkXml(xml: string): Outline {
   /** The token a reason names: up to whitespace, '>' or '/' (at most 40 characters shown). */
   const token = (from: number): string => {
     let k = from;
-    while (k < n && k - from <= 40 && !isWs(code(k)) && code(k) !== GT && code(k) !== SLASH && code(k) !== EQ) k++;
+    while (k < n && k - from <= 40 && !isWs(xml.charCodeAt(k)) && xml.charCodeAt(k) !== GT && xml.charCodeAt(k) !== SLASH && xml.charCodeAt(k) !== EQ) k++;
     return shown(xml.slice(from, k));
   };
   const nameEnd = (from: number) => {
     let k = from;
-    while (k < n && isNameChar(code(k))) k++;
+    while (k < n && isNameChar(xml.charCodeAt(k))) k++;
     return k;
   };
   const skipWs = (from: number) => {
     let k = from;
-    while (isWs(code(k))) k++;
+    while (isWs(xml.charCodeAt(k))) k++;
     return k;
   };
 
@@ -182,13 +189,13 @@ export function checkXml(xml: string): Outline {
   let rootClosed = false;
   const outline: Outline = { root: '', payload: false };
   let metaStart = -1;
-  const first = code(0) === 0xfeff ? 1 : 0;
+  const first = xml.charCodeAt(0) === 0xfeff ? 1 : 0;
   let i = first;
 
   while (i < n) {
-    const c = code(i);
+    const c = xml.charCodeAt(i);
     if (c === LT) {
-      const c1 = code(i + 1);
+      const c1 = xml.charCodeAt(i + 1);
       if (c1 === QMARK) {
         // processing instruction (or the XML declaration, only at the very start)
         const j = i + 2;
@@ -223,14 +230,19 @@ export function checkXml(xml: string): Outline {
         // end tag: </name S? >
         const j = i + 2;
         let k = j;
-        while (k < n && !isWs(code(k)) && code(k) !== GT && code(k) !== LT) k++;
-        const name = xml.slice(j, k);
+        const expected = open.length > 0 ? open[open.length - 1].name : '';
+        // the common case: the name of the open element, then white space or '>' (no slice, no scan)
+        const after = xml.charCodeAt(j + expected.length);
+        if (expected !== '' && xml.startsWith(expected, j) && (after === GT || isWs(after))) k = j + expected.length;
+        else while (k < n && !isWs(xml.charCodeAt(k)) && xml.charCodeAt(k) !== GT && xml.charCodeAt(k) !== LT) k++;
+        const name = k - j === expected.length && expected !== '' && xml.startsWith(expected, j) ? expected : xml.slice(j, k);
         k = skipWs(k);
-        if (code(k) !== GT) fail(k >= n ? `Closing tag '${shown(name)}' doesn't have proper closing.` : `Closing tag '${shown(name)}' can't have attributes or invalid starting.`, i);
+        if (xml.charCodeAt(k) !== GT) fail(k >= n ? `Closing tag '${shown(name)}' doesn't have proper closing.` : `Closing tag '${shown(name)}' can't have attributes or invalid starting.`, i);
         const top = open.pop();
         if (!top) fail(`Closing tag '${shown(name)}' has not been opened.`, i);
         else if (top.name !== name) fail(`Expected closing tag '${shown(top.name)}' (opened in ${position(xml, top.at)}) instead of closing tag '${shown(name)}'.`, i);
         if (open.length === 0) rootClosed = true;
+        else if (open.length === 2 && spans && top) spans.push(top.at, k + 1);
         else if (open.length === 1 && metaStart !== -1 && !outline.meta) outline.meta = [metaStart, k + 1];
         i = k + 1;
         continue;
@@ -238,9 +250,9 @@ export function checkXml(xml: string): Outline {
       // start tag: <name (S attr S? = S? "value")* S? /? >
       const j = i + 1;
       const name = xml.slice(j, nameEnd(j));
-      if (name.length === 0 || !isNameStart(name.charCodeAt(0)) || !(isWs(code(j + name.length)) || code(j + name.length) === GT || code(j + name.length) === SLASH)) {
+      if (name.length === 0 || !isNameStart(name.charCodeAt(0)) || !(isWs(xml.charCodeAt(j + name.length)) || xml.charCodeAt(j + name.length) === GT || xml.charCodeAt(j + name.length) === SLASH)) {
         if (j >= n) fail("unexpected end of the document after '<'", i);
-        if (isWs(code(j))) fail("Invalid space after '<'.", i);
+        if (isWs(xml.charCodeAt(j))) fail("Invalid space after '<'.", i);
         if (j + name.length >= n) fail(`start tag <${shown(name)} is not closed`, i);
         fail(`Tag '${token(j)}' is an invalid name.`, i);
       }
@@ -251,19 +263,19 @@ export function checkXml(xml: string): Outline {
         else if (metaStart === -1) metaStart = i;
       }
       let k = j + name.length;
-      let attrs: Set<string> | undefined;
+      let attrs: string[] | undefined; // an element has a few attributes at most: a list is cheaper than a set
       let selfClosing = false;
       for (;;) {
         const ws = k;
         k = skipWs(k);
-        const a = code(k);
+        const a = xml.charCodeAt(k);
         if (k >= n) fail(`start tag <${shown(name)}> is not closed`, i);
         if (a === GT) {
           k++;
           break;
         }
         if (a === SLASH) {
-          if (code(k + 1) !== GT) fail(`'/' must be followed by '>' in the start tag <${shown(name)}>`, k);
+          if (xml.charCodeAt(k + 1) !== GT) fail(`'/' must be followed by '>' in the start tag <${shown(name)}>`, k);
           k += 2;
           selfClosing = true;
           break;
@@ -271,31 +283,32 @@ export function checkXml(xml: string): Outline {
         const at = k;
         const attr = xml.slice(k, nameEnd(k));
         if (k === ws) fail(`Attribute '${token(k)}' has no space in starting.`, at);
-        if (!isName(attr) || !(isWs(code(k + attr.length)) || code(k + attr.length) === EQ)) {
+        if (!isName(attr) || !(isWs(xml.charCodeAt(k + attr.length)) || xml.charCodeAt(k + attr.length) === EQ)) {
           if (k + attr.length >= n) fail(`start tag <${shown(name)}> is not closed`, i);
-          if (isName(attr) && (code(k + attr.length) === GT || code(k + attr.length) === SLASH)) fail(`boolean attribute '${shown(attr)}' is not allowed.`, at);
+          if (isName(attr) && (xml.charCodeAt(k + attr.length) === GT || xml.charCodeAt(k + attr.length) === SLASH)) fail(`boolean attribute '${shown(attr)}' is not allowed.`, at);
           fail(`Attribute '${token(k)}' is an invalid name.`, at);
         }
         if (isReservedName(attr)) throw new XmlError(`attribute name "${attr}" is not accepted (reserved JavaScript property name) (${position(xml, at)})`);
         k = skipWs(k + attr.length);
-        if (code(k) !== EQ) fail(`boolean attribute '${shown(attr)}' is not allowed.`, at);
+        if (xml.charCodeAt(k) !== EQ) fail(`boolean attribute '${shown(attr)}' is not allowed.`, at);
         k = skipWs(k + 1);
-        const q = code(k);
+        const q = xml.charCodeAt(k);
         if (q !== DQ && q !== SQ) fail(`Attribute '${shown(attr)}' is without value.`, at);
         k++;
         for (;;) {
-          const v = code(k);
+          const v = xml.charCodeAt(k);
           if (k >= n) fail(`Attributes for '${shown(name)}' have open quote.`, i);
           if (v === q) break;
           if (v === LT) fail(`'<' is not allowed in the value of attribute ${shown(attr)} of <${shown(name)}>`, k);
           k = v === AMP ? reference(k) : char(k);
         }
         k++;
-        attrs ??= new Set();
-        if (attrs.has(attr)) fail(`Attribute '${shown(attr)}' is repeated.`, at);
-        attrs.add(attr);
+        attrs ??= [];
+        if (attrs.includes(attr)) fail(`Attribute '${shown(attr)}' is repeated.`, at);
+        attrs.push(attr);
       }
       if (selfClosing && open.length === 1 && metaStart === i) outline.meta = [i, k];
+      if (selfClosing && open.length === 2 && spans) spans.push(i, k);
       if (!selfClosing) {
         if (open.length >= MAX_DEPTH) throw new XmlError(`elements nested deeper than ${MAX_DEPTH} levels (<${shown(name)}> at ${position(xml, i)})`);
         open.push({ name, at: i });
@@ -322,7 +335,7 @@ export function checkXml(xml: string): Outline {
       if (t === LT) break;
       if (t === AMP) i = reference(i);
       else if (t === RSQB) {
-        if (code(i + 1) === RSQB && code(i + 2) === GT) fail('"]]>" is not allowed in text', i);
+        if (xml.charCodeAt(i + 1) === RSQB && xml.charCodeAt(i + 2) === GT) fail('"]]>" is not allowed in text', i);
         i++;
       } else i = char(i);
     }
