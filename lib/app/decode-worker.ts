@@ -16,7 +16,7 @@ parentPort!.on('message', (m: DecodeRequest) => {
   m.bodies.forEach((body, i) => {
     const index = m.from + i;
     if (stop) return void parentPort!.postMessage({ job: m.job, index, result: 'later' } satisfies DecodeAnswer);
-    const result = decodeMessage(registry, settings, body);
+    const result = decodeMessage(registry, settings, body, m.hints);
     stop = result.ok && result.ownBatch === true; // a snapshot is a batch of its own: what follows waits for a later batch
     try {
       parentPort!.postMessage({ job: m.job, index, result } satisfies DecodeAnswer);

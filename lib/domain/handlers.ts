@@ -13,6 +13,7 @@ import type { Logger } from 'pino';
 import type { AirportConfig } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Envelope } from '../sis/envelope.ts';
+import type { LazySpec } from '../sis/xml.ts';
 import { metricKind, type AfterCommitCounts } from '../runtime/metrics.ts';
 
 export interface HandlerContext {
@@ -43,6 +44,15 @@ export type HandlerOutcome =
 /** A transaction handler. A skipped outcome or a thrown error rolls its writes back (savepoint). */
 export type Handler = (ctx: HandlerContext) => Promise<HandlerOutcome>;
 
+/**
+ * What the pump tells the decode step of a large body before decoding it (BatchDomain.hints):
+ * snapshot records whose digest (lib/flight/digest.ts) names a flight that is still what that
+ * record left, with that flight and its operation day — such a record is not decoded.
+ */
+export interface DecodeHints {
+  knownRecords?: ReadonlyMap<string, { flid: string; day: string }>;
+}
+
 /** One message of a batch, handed to a batch domain. */
 export interface DomainMessage<C> {
   msgId: number;
@@ -71,8 +81,12 @@ export interface DomainBatch<C> {
 }
 
 export interface BatchDomain<C> {
-  /** Pure: the message's command. Throws a PipelineError (MALFORMED/PROTOCOL) for a bad message. */
-  decode(env: Envelope, airport: AirportConfig): C;
+  /** Pure: the message's command. Throws a PipelineError (MALFORMED/PROTOCOL) for a bad message. `hints`: DecodeHints. */
+  decode(env: Envelope, airport: AirportConfig, hints?: DecodeHints): C;
+  /** Elements of its messages the envelope decode may leave unbuilt (lib/sis/xml.ts lazy): decode expands what it reads. */
+  lazy?: LazySpec;
+  /** DecodeHints as the committed state gives them now (read before a large body is decoded). */
+  hints?(db: Db): Promise<DecodeHints>;
   /** A command that is applied as a batch of its own (a snapshot). */
   ownBatch(cmd: C): boolean;
   open(ctx: { tx: Db; now: Date; airport: AirportConfig; log: Logger }): DomainBatch<C>;
@@ -134,6 +148,20 @@ export class HandlerRegistry {
       const all = [...new Set([...(out.wake ?? []), ...wake])];
       return all.length ? { ...out, wake: all } : out;
     };
+  }
+
+  /** The lazy elements of the batch domains (BatchDomain.lazy; at most one domain declares them). */
+  lazySpec(): LazySpec | undefined {
+    for (const e of this.map.values()) if (e.kind === 'batch' && e.domain.lazy) return e.domain.lazy;
+    return undefined;
+  }
+
+  /** Every batch domain's DecodeHints, merged. */
+  async decodeHints(db: Db): Promise<DecodeHints> {
+    let out: DecodeHints = {};
+    const domains = new Set([...this.map.values()].flatMap((e) => (e.kind === 'batch' ? [e.domain] : [])));
+    for (const d of domains) if (d.hints) out = { ...out, ...(await d.hints(db)) };
+    return out;
   }
 
   /** Every batch domain's reset (see BatchDomain.reset). */

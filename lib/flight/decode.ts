@@ -6,7 +6,7 @@
 import { malformed, protocol } from '../core/errors.ts';
 import { payload, type Envelope } from '../sis/envelope.ts';
 import { parseHhmm, parseSisTime } from '../sis/values.ts';
-import { child, childrenOf, serialize, type XmlNode } from '../sis/xml.ts';
+import { child, childrenOf, expand, serialize, type XmlNode } from '../sis/xml.ts';
 import { COLLECTION_BY_TAG, FLOP_STYPS, keysOf, MAX_RECS, SCALAR_BY_KEY, TAG_RULES, type CollectionSpec, type TagRule, type ValueKind } from './rules.ts';
 import { isoLocal, type Row, type Value } from './state.ts';
 
@@ -280,8 +280,8 @@ export function decodeFltr(rec: XmlNode, index: number, opts: DecodeOptions, not
   return { flid, patch };
 }
 
-/** Decode SCHD DNLD/RESP/ADFT: RECS (0–9999, = record count), every record with a FLID, no FLID twice. */
-export function decodeSchedule(env: Envelope, opts: DecodeOptions): ScheduleMessage {
+/** The <SCHD> body's checks shared by every SCHD: RECS (0–9999, = record count); its FLTR elements (lazy ones not built). */
+function scheduleBody(env: Envelope, notes: DecodeNotes): { recs: number; fltrs: XmlNode[] } {
   const at = `SCHD/${env.styp}`;
   const body = payload(env).find((n) => n.tag === 'SCHD');
   if (!body) throw malformed(`${at}: no <SCHD> element`);
@@ -291,13 +291,61 @@ export function decodeSchedule(env: Envelope, opts: DecodeOptions): ScheduleMess
   const recs = Number(recsNode.text);
   const fltrs = childrenOf(body, 'FLTR');
   if (fltrs.length !== recs) throw protocol(`${at}: RECS=${recs} but ${fltrs.length} FLTR record(s)`);
-  const notes: DecodeNotes = { unknownTags: [], droppedRoutePoints: 0 };
   for (const c of body.children) if (c.tag !== 'RECS' && c.tag !== 'FLTR') notes.unknownTags.push(c.tag);
-  const records = fltrs.map((r, i) => decodeFltr(r, i, opts, notes));
+  return { recs, fltrs };
+}
+
+/** No FLID in two records. */
+function onceEach(env: Envelope, records: readonly { flid: string }[]): void {
   const seen = new Set<string>();
   for (const r of records) {
-    if (seen.has(r.flid)) throw protocol(`${at}: FLID=${r.flid} occurs in more than one FLTR record`);
+    if (seen.has(r.flid)) throw protocol(`SCHD/${env.styp}: FLID=${r.flid} occurs in more than one FLTR record`);
     seen.add(r.flid);
   }
+}
+
+/** Decode SCHD DNLD/RESP/ADFT: RECS (0–9999, = record count), every record with a FLID, no FLID twice. */
+export function decodeSchedule(env: Envelope, opts: DecodeOptions): ScheduleMessage {
+  const notes: DecodeNotes = { unknownTags: [], droppedRoutePoints: 0 };
+  const { recs, fltrs } = scheduleBody(env, notes);
+  const records = fltrs.map((r, i) => decodeFltr(expand(r), i, opts, notes));
+  onceEach(env, records);
+  return { styp: env.styp, recs, records, notes };
+}
+
+/**
+ * A snapshot record with its digest (undefined: none computed, never skipped). Either decoded
+ * (`patch`), or not decoded (`raw`: its source; `day`: the operation day its flight is on), when
+ * the pump's hints said its flight is still what this record left (lib/flight/digest.ts).
+ */
+export interface SnapshotRecord {
+  flid: string;
+  patch?: Patch;
+  digest?: string;
+  raw?: string;
+  day?: string;
+}
+
+/** How a snapshot's records are digested (lib/flight/digest.ts recordDigest with its basis), and the hints' known records. */
+export interface SnapshotDigests {
+  digest: (raw: string) => string;
+  known?: ReadonlyMap<string, { flid: string; day: string }>;
+}
+
+/**
+ * Decode SCHD DNLD/RESP as decodeSchedule does, each record with its digest when its source was
+ * kept (a lazy element); a record whose digest the hints know is not decoded (digest.ts).
+ */
+export function decodeSnapshotRecords(env: Envelope, opts: DecodeOptions, digests: SnapshotDigests): Omit<ScheduleMessage, 'records'> & { records: SnapshotRecord[] } {
+  const notes: DecodeNotes = { unknownTags: [], droppedRoutePoints: 0 };
+  const { recs, fltrs } = scheduleBody(env, notes);
+  const records = fltrs.map((r, i): SnapshotRecord => {
+    if (r.raw === undefined) return decodeFltr(r, i, opts, notes);
+    const digest = digests.digest(r.raw);
+    const known = digests.known?.get(digest);
+    if (known) return { flid: known.flid, day: known.day, raw: r.raw, digest };
+    return { ...decodeFltr(expand(r), i, opts, notes), digest };
+  });
+  onceEach(env, records);
   return { styp: env.styp, recs, records, notes };
 }

@@ -2,7 +2,12 @@
 // its flight, hashed, so that a snapshot that says again what the previous one said costs a hash
 // and a lookup per flight instead of a load, a merge and a write.
 //
-// A record's digest is a hash of its decoded patch (the rules' output: docs/flight-state.md).
+// A record's digest is a hash of its source text (the FLTR element as the message carries it), with
+// what decides its decoding beside it (the format below, the time zone, the day cutover and a rule
+// override): the same digest, the same patch. So a record whose digest names a flight still at the
+// version it was taken at need not even be decoded: the pump reads those digests before a large
+// body is decoded (DecodeHints), and such a record reaches the planner undecoded (patch absent,
+// its source kept in case the flight turns out to have changed after all: `materialize`).
 // After a snapshot of day D is applied, each flight it carried is left ACTIVE on day D with exactly
 // the data its record sets (merge.ts applySnapshotRecord; in the same message only MAFL, which the
 // record never sets, may change it further): applying the same record to that state again changes
@@ -12,25 +17,23 @@
 // snapshot deletion, a purge and a new flight, a restore to another state) changed its version or
 // removed its row, and the record takes the merge path as before.
 import { createHash } from 'node:crypto';
-import type { Patch } from './decode.ts';
+import type { Patch, SnapshotRecord } from './decode.ts';
 import type { FlightState } from './state.ts';
 
 /**
  * Part of every digest: raise it with any change of what a snapshot record does to a flight (the
  * decoder's patch, merge.ts withPatch / applySnapshotRecord), so that no digest stored before the
- * change matches after it.
+ * change matches after it. 2: digests of the record's source text (1: of its patch).
  */
-export const DIGEST_FORMAT = 1;
+export const DIGEST_FORMAT = 2;
 
 /**
- * The digest of a snapshot record's patch: its JSON as the decoder built it (the same content in
- * the same order: the same digest; another order only misses a skip, it never makes a wrong one).
- * Not canonical() on purpose: sorting every key of 9,999 patches cost as much as a third of the parse.
+ * The digest of a snapshot record: its source text with `basis` (what else decides its decoding:
+ * time zone, day cutover, rule override). The same text: the same digest; the same record written
+ * differently (spacing, order) only misses a skip, it never makes a wrong one.
  */
-export function recordDigest(patch: Patch): string {
-  return createHash('sha1')
-    .update(`${DIGEST_FORMAT}\n${JSON.stringify(patch)}`)
-    .digest('base64');
+export function recordDigest(raw: string, basis: string): string {
+  return createHash('sha1').update(`${DIGEST_FORMAT}\n${basis}\n`).update(raw).digest('base64');
 }
 
 /** A flight's stored digest beside its current state (lib/sql/digest.ts loadDigests). */
@@ -52,11 +55,13 @@ export interface Unchanged {
   maid?: string;
 }
 
-/** A snapshot record with its digest (undefined: none computed, never skipped). */
-export interface DigestedRecord {
-  flid: string;
-  patch: Patch;
-  digest?: string;
+/** A snapshot record with its digest, decoded or left undecoded (decode.ts SnapshotRecord). */
+export type DigestedRecord = SnapshotRecord;
+
+/** The patch of a record the planner applies (a programming error when it was left undecoded: the session decodes every record it may apply). */
+export function patchOf(r: DigestedRecord): Patch {
+  if (!r.patch) throw new Error(`snapshot record FLID=${r.flid} reached the planner undecoded`);
+  return r.patch;
 }
 
 /** FLIDs carried once (a FLID twice is refused by the decoder; never skipped nor stored here either). */
@@ -91,15 +96,17 @@ export interface DigestWrite {
 /**
  * After a snapshot of `day` was applied: the digest of each record whose flight the batch leaves
  * ACTIVE on that day, at the version it leaves it (`final`: the batch's states; null or absent:
- * no such flight). Records skipped as unchanged keep the digest they have.
+ * no such flight). A record skipped as unchanged keeps the digest it has, unless the same message
+ * moved its flight on (a MAFL re-derived when a shared flight went): then at the new version.
  */
 export function digestsToStore(records: readonly DigestedRecord[], day: string, final: ReadonlyMap<string, FlightState | null>, skipped: ReadonlyMap<string, Unchanged>): DigestWrite[] {
   const out: DigestWrite[] = [];
   const single = once(records);
   for (const r of records) {
-    if (r.digest === undefined || skipped.has(r.flid) || !single.has(r.flid)) continue;
+    if (r.digest === undefined || !single.has(r.flid)) continue;
     const s = final.get(r.flid);
     if (!s || s.STATE !== 'ACTIVE' || s.OPERATION_DAY !== day) continue;
+    if (skipped.get(r.flid)?.version === s.STATE_VERSION) continue; // skipped and left as it was: its digest stays
     out.push({ flid: r.flid, digest: r.digest, version: s.STATE_VERSION });
   }
   return out;

@@ -3,34 +3,41 @@
 // message is decoded to a command here (pure); a batch of them is applied by the planner
 // (plan.ts) through the session (session.ts) inside the pump's business transaction.
 import type { AirportConfig } from '../core/config.ts';
-import type { BatchDomain, HandlerRegistry } from '../domain/handlers.ts';
+import type { BatchDomain, DecodeHints, HandlerRegistry } from '../domain/handlers.ts';
+import { pgRows } from '../db/statement.ts';
 import type { Envelope } from '../sis/envelope.ts';
-import { decodeFlop, decodeSchedule } from './decode.ts';
+import { parseXml, type LazySpec } from '../sis/xml.ts';
+import * as Digest from '../sql/digest.ts';
+import { decodeFltr, decodeFlop, decodeSchedule, decodeSnapshotRecords, type Patch } from './decode.ts';
 import { recordDigest } from './digest.ts';
 import { validateSnapshot } from './ledger.ts';
 import type { FlightCommand } from './plan.ts';
 import { FLOP_STYPS } from './rules.ts';
-import { applyRuleOverride, parseRuleOverride } from './override.ts';
+import { applyRuleOverride, overridePatch, parseRuleOverride } from './override.ts';
 import { FlightSession, FlightStateCache, type FlightDomainOptions } from './session.ts';
 
-/** Decode a flight message into the planner's command (pure). PROTOCOL/MALFORMED throw. */
-export function decodeFlightCommand(env: Envelope, airport: AirportConfig): FlightCommand {
+/** A snapshot's records are left unbuilt by the envelope decode (lib/sis/xml.ts lazy): each is digested from its source first. */
+export const SNAPSHOT_RECORDS: LazySpec = { parent: 'SCHD', child: 'FLTR' };
+
+/** What decides a record's decoding besides its text (digest.ts recordDigest's basis). */
+const digestBasis = (airport: AirportConfig, ruleOverride: string) => `${airport.timezone}|${airport.dayCutover}|${ruleOverride}`;
+
+/** Decode a flight message into the planner's command (pure). PROTOCOL/MALFORMED throw. `hints`: records known not to need decoding. */
+export function decodeFlightCommand(env: Envelope, airport: AirportConfig, hints?: DecodeHints, ruleOverride = ''): FlightCommand {
   const opts = { timeZone: airport.timezone };
   if (env.type === 'FLOP') {
     const m = decodeFlop(env, opts);
     return { kind: 'flop', styp: m.styp, flid: m.flid, delete: m.delete, patch: m.patch, notes: m.notes };
   }
-  const m = decodeSchedule(env, opts);
-  if (env.styp === 'ADFT') return { kind: 'adft', styp: m.styp, records: m.records, notes: m.notes };
+  if (env.styp === 'ADFT') {
+    const m = decodeSchedule(env, opts);
+    return { kind: 'adft', styp: m.styp, records: m.records, notes: m.notes };
+  }
+  const basis = digestBasis(airport, ruleOverride);
+  const m = decodeSnapshotRecords(env, opts, { digest: (raw) => recordDigest(raw, basis), ...(hints?.knownRecords ? { known: hints.knownRecords } : {}) });
   // INV-4: PROTOCOL before any write
   const day = validateSnapshot(m, { timeZone: opts.timeZone, cutover: airport.dayCutover });
   return { kind: 'snapshot', styp: env.styp as 'DNLD' | 'RESP', day, recs: m.recs, records: m.records, notes: m.notes };
-}
-
-/** A snapshot's records with their digests (digest.ts), taken from the patches as the planner will apply them. */
-function withDigests(cmd: FlightCommand): FlightCommand {
-  if (cmd.kind !== 'snapshot') return cmd;
-  return { ...cmd, records: cmd.records.map((r) => ({ flid: r.flid, patch: r.patch, digest: recordDigest(r.patch) })) };
 }
 
 /**
@@ -41,11 +48,20 @@ function withDigests(cmd: FlightCommand): FlightCommand {
  */
 export function createFlightDomain(opts: FlightDomainOptions = {}): BatchDomain<FlightCommand> {
   const cache = new FlightStateCache();
-  const overrides = parseRuleOverride(opts.ruleOverride ?? '');
+  const spec = opts.ruleOverride ?? '';
+  const overrides = parseRuleOverride(spec);
+  const overridden = (type: string, styp: string, cmd: FlightCommand) => (overrides.length ? applyRuleOverride(overrides, type, styp, cmd) : cmd);
   return {
-    decode: (env, airport) => withDigests(overrides.length ? applyRuleOverride(overrides, env.type, env.styp, decodeFlightCommand(env, airport)) : decodeFlightCommand(env, airport)),
+    decode: (env, airport, hints) => overridden(env.type, env.styp, decodeFlightCommand(env, airport, hints, spec)),
+    lazy: SNAPSHOT_RECORDS,
+    hints: async (db) => ({ knownRecords: new Map((await pgRows(db, Digest.knownRecords)).map((r) => [r.digest, { flid: r.flid, day: r.operation_day }])) }),
     ownBatch: (cmd) => cmd.kind === 'snapshot',
-    open: (ctx) => new FlightSession(ctx, cache, opts),
+    // a record left undecoded, decoded after all (its flight changed after the hints were read): as decode would have
+    open: (ctx) =>
+      new FlightSession(ctx, cache, opts, (raw: string, type: string, styp: string): Patch => {
+        const patch = decodeFltr(parseXml(raw), 0, { timeZone: ctx.airport.timezone }, { unknownTags: [], droppedRoutePoints: 0 }).patch;
+        return overrides.length ? overridePatch(overrides, type, styp, patch) : patch;
+      }),
     reset: () => cache.clear(),
   };
 }

@@ -6,7 +6,6 @@ import { protocol } from '../core/errors.ts';
 import { pgRows, pgRun, type Executor } from '../db/statement.ts';
 import * as Ledger from '../sql/ledger.ts';
 import * as SnapLog from '../sql/snap-log.ts';
-import type { ScheduleMessage } from './decode.ts';
 import { snapshotOperationDay, type MergeContext } from './merge.ts';
 import type { DayData, LedgerWrite, SnapLogRow } from './plan.ts';
 
@@ -49,7 +48,7 @@ export async function writeLedgers(tx: Executor, ledgers: readonly LedgerWrite[]
  * the decoder; here: one operation day for all records; an empty DNLD cannot tell its day.
  * Returns D, or null for an empty RESP (its day comes from the request it answers).
  */
-export function validateSnapshot(msg: ScheduleMessage, ctx: Pick<MergeContext, 'timeZone' | 'cutover'>): string | null {
+export function validateSnapshot(msg: Parameters<typeof snapshotOperationDay>[0], ctx: Pick<MergeContext, 'timeZone' | 'cutover'>): string | null {
   const day = snapshotOperationDay(msg, ctx);
   if (day === null && msg.styp === 'DNLD') throw protocol('SCHD/DNLD: RECS=0, an empty DNLD cannot tell its operation day');
   return day;

@@ -57,10 +57,14 @@ export function operationDayOfPatch(patch: Patch, ctx: Pick<MergeContext, 'timeZ
  * INV-4 operation-day check of a snapshot: every record has a SODT and all derive the same day D.
  * Returns D, or null for an empty snapshot (RECS=0: the day comes from the request it answers).
  */
-export function snapshotOperationDay(msg: ScheduleMessage, ctx: Pick<MergeContext, 'timeZone' | 'cutover'>): string | null {
+export function snapshotOperationDay(
+  msg: Pick<ScheduleMessage, 'styp'> & { records: readonly { flid: string; patch?: Patch; day?: string }[] },
+  ctx: Pick<MergeContext, 'timeZone' | 'cutover'>,
+): string | null {
   let day: string | null = null;
   for (const r of msg.records) {
-    const d = operationDayOfPatch(r.patch, ctx);
+    // a record left undecoded (digest.ts) is on the day its digest was taken on: the same text, the same day
+    const d = r.patch ? operationDayOfPatch(r.patch, ctx) : (r.day ?? null);
     if (d === null) throw protocol(`SCHD/${msg.styp} FLID=${r.flid}: no SODT, the operation day cannot be derived`);
     if (day !== null && d !== day) throw protocol(`SCHD/${msg.styp}: records span two operation days (${day} and ${d} at FLID=${r.flid})`);
     day = d;

@@ -40,10 +40,16 @@ const strip = (patch: Patch, keys: readonly string[]): Patch => {
   return out;
 };
 
-/** The command as the overridden rules decode it (the same command when none applies). */
+const keysFor = (overrides: readonly RuleOverride[], type: string, styp: string) => overrides.filter((o) => o.type === type && (o.styp === '*' || o.styp === styp)).flatMap((o) => o.ignoreKeys);
+
+/** A patch of a TYPE/STYP message as the overridden rules decode it. */
+export const overridePatch = (overrides: readonly RuleOverride[], type: string, styp: string, patch: Patch): Patch => strip(patch, keysFor(overrides, type, styp));
+
+/** The command as the overridden rules decode it (the same command when none applies; a record left undecoded is overridden when it is decoded). */
 export function applyRuleOverride(overrides: readonly RuleOverride[], type: string, styp: string, cmd: FlightCommand): FlightCommand {
-  const keys = overrides.filter((o) => o.type === type && (o.styp === '*' || o.styp === styp)).flatMap((o) => o.ignoreKeys);
+  const keys = keysFor(overrides, type, styp);
   if (keys.length === 0) return cmd;
   if (cmd.kind === 'flop') return { ...cmd, patch: strip(cmd.patch, keys) };
-  return { ...cmd, records: cmd.records.map((r) => ({ ...r, patch: strip(r.patch, keys) })) };
+  if (cmd.kind === 'adft') return { ...cmd, records: cmd.records.map((r) => ({ ...r, patch: strip(r.patch, keys) })) };
+  return { ...cmd, records: cmd.records.map((r) => (r.patch ? { ...r, patch: strip(r.patch, keys) } : r)) };
 }

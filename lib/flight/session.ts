@@ -23,7 +23,15 @@ import { AtVersion } from './mirror.ts';
 import { isEmpty, Loaded, need, type Need } from './overlay.ts';
 import { FlightPlan, type FlightCommand, type PlanMessage } from './plan.ts';
 import type { FlightState } from './state.ts';
+import type { Patch } from './decode.ts';
 import { changedBy, loadSharedOf, loadStates, writePlan, type Executor } from './store.ts';
+
+/** A snapshot record's patch decoded from its source (the flight domain's, with its rule override). */
+export type RecordDecoder = (raw: string, type: string, styp: string) => Patch;
+
+const noDecoder: RecordDecoder = () => {
+  throw new Error('a snapshot record was left undecoded but the session has no record decoder');
+};
 
 /** Rounds of "load what the planner needs" per message before giving up (a bug, not data). */
 const MAX_LOAD_ROUNDS = 20;
@@ -80,9 +88,12 @@ export class FlightSession implements DomainBatch<FlightCommand> {
   private readonly changedByMsg = new Map<number, string[]>();
 
   private readonly changeRecords: boolean;
+  /** A snapshot record's patch from its source (handlers.ts: as the domain's decode makes it). */
+  private readonly decodeRecord: RecordDecoder;
 
-  constructor(ctx: { tx: Executor; now: Date; airport: AirportConfig; log: Logger }, cache = new FlightStateCache(), opts: FlightDomainOptions = {}) {
+  constructor(ctx: { tx: Executor; now: Date; airport: AirportConfig; log: Logger }, cache = new FlightStateCache(), opts: FlightDomainOptions = {}, decodeRecord: RecordDecoder = noDecoder) {
     this.cache = cache;
+    this.decodeRecord = decodeRecord;
     this.changeRecords = opts.changeRecords ?? true;
     this.tx = ctx.tx;
     this.now = ctx.now;
@@ -98,6 +109,7 @@ export class FlightSession implements DomainBatch<FlightCommand> {
     const days = cmds.flatMap((c) => (c.kind === 'snapshot' && c.day !== null ? [c.day] : []));
     await this.load(need({ days }));
     await this.findUnchanged(cmds);
+    this.decodeTheRest(cmds);
     const skip = this.loaded.unchanged;
     // a snapshot's old roster is addressed too (INV-7 deletions)
     const roster = days.flatMap((d) => this.loaded.days.get(d)!.roster);
@@ -116,6 +128,25 @@ export class FlightSession implements DomainBatch<FlightCommand> {
       for (const r of await pgRows(this.tx, Digest.loadDigests, flids.slice(i, i + LOAD_PER_STATEMENT)))
         stored.set(r.flid, { digest: r.digest, digestVersion: Number(r.digest_version), stateVersion: Number(r.state_version), state: r.state, operationDay: r.operation_day, maid: r.maid });
     for (const c of snaps) for (const [f, u] of unchangedRecords(c.records, c.day, stored)) this.loaded.unchanged.set(f, u);
+  }
+
+  /**
+   * Every snapshot record left undecoded (digest.ts) that the planner may apply after all: not
+   * found unchanged, or its flight carried by another command of the batch. Decoded in place.
+   */
+  private decodeTheRest(cmds: readonly FlightCommand[]): void {
+    const carried = new Map<string, number>();
+    for (const c of cmds) for (const f of c.kind === 'flop' ? [c.flid] : c.records.map((r) => r.flid)) carried.set(f, (carried.get(f) ?? 0) + 1);
+    for (const c of cmds) {
+      if (c.kind !== 'snapshot') continue;
+      for (const r of c.records) {
+        if (r.patch || r.raw === undefined) continue;
+        const u = this.loaded.unchanged.get(r.flid);
+        if (u && u.day === c.day && carried.get(r.flid) === 1) continue;
+        this.loaded.unchanged.delete(r.flid);
+        r.patch = this.decodeRecord(r.raw, 'SCHD', c.styp);
+      }
+    }
   }
 
   /** Load what the planner asked for: states (+ floors of the absent), shared flights of each FLID and its master, days. */
@@ -181,6 +212,7 @@ export class FlightSession implements DomainBatch<FlightCommand> {
         if (!guard.apply) return { outcome: 'skipped', reason: guard.reason };
         cmd = { ...cmd, day: guard.operationDay };
         if (!this.loaded.days.has(guard.operationDay)) await this.preload([cmd]);
+        else this.decodeTheRest([cmd]);
       }
     }
     const c = cmd;

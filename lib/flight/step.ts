@@ -12,7 +12,7 @@
 // loads it and works the message out again on a fresh step.
 import { protocol } from '../core/errors.ts';
 import type { DecodeNotes, Patch, ScheduleRecord } from './decode.ts';
-import type { DigestedRecord } from './digest.ts';
+import { patchOf, type DigestedRecord } from './digest.ts';
 import { applyAdft, applyFlop, applyMafl, applySnapshotRecord, deleteFlight, deriveMafl, touchesMaster, type MergeContext, type MergeResult } from './merge.ts';
 import { isEmpty, need, Overlay, type DayData, type Days, type Loaded, type Need } from './overlay.ts';
 import type { FlightState } from './state.ts';
@@ -167,7 +167,7 @@ function snapshotInputs(s: Step, cmd: Snapshot): void {
     s.addressed.add(r.flid);
     s.carriedLive.add(r.flid);
     if (unchangedRecord(s, cmd.day, r.flid)) continue; // the same record again (digest.ts)
-    s.record(applySnapshotRecord(at.get(r.flid), r.flid, r.patch, cmd.day, s.ctx), 'MESSAGE');
+    s.record(applySnapshotRecord(at.get(r.flid), r.flid, patchOf(r), cmd.day, s.ctx), 'MESSAGE');
   }
   // INV-7: (O − N) ∩ {OPERATION_DAY still D}
   let deleted = 0;

@@ -16,6 +16,7 @@
 // Jobs are decoded one after the other, in the order they were asked for.
 import { Worker } from 'node:worker_threads';
 import type { Failure } from '../core/errors.ts';
+import type { DecodeHints } from '../domain/handlers.ts';
 import { LARGE_BODY, type Decoded, type DecodeSettings } from './decoding.ts';
 
 /**
@@ -36,11 +37,12 @@ export interface DecoderOptions {
 }
 
 /** What the worker receives ('release': give its garbage back now) and answers (lib/app/decode-worker.ts). */
-export type DecodeRequest = { job: number; from: number; bodies: string[] } | 'release';
+export type DecodeRequest = { job: number; from: number; bodies: string[]; hints?: DecodeHints } | 'release';
 export type DecodeAnswer = { job: number; index: number; result: WorkerResult } | { ready: true };
 
 interface Job {
   bodies: string[];
+  hints?: DecodeHints;
   results: WorkerResult[];
   /** The message the worker is on. */
   next: number;
@@ -78,12 +80,12 @@ export class Decoder {
     this.opts = opts;
   }
 
-  /** Decode these bodies (results in the same order). */
-  decode(bodies: string[]): Promise<WorkerResult[]> {
+  /** Decode these bodies (results in the same order), with these hints (lib/pipeline/pump/ahead.ts). */
+  decode(bodies: string[], hints?: DecodeHints): Promise<WorkerResult[]> {
     if (this.closed) return Promise.reject(new Error('decoder closed'));
     if (bodies.length === 0) return Promise.resolve([]);
     return new Promise((resolve) => {
-      this.queue.push({ bodies, results: [], next: 0, resolve });
+      this.queue.push({ bodies, results: [], next: 0, resolve, ...(hints ? { hints } : {}) });
       this.start();
     });
   }
@@ -124,7 +126,7 @@ export class Decoder {
     const id = ++this.seq;
     this.jobId = id;
     if (this.ready.has(w)) this.arm();
-    w.postMessage({ job: id, from: job.next, bodies: job.bodies.slice(job.next) } satisfies DecodeRequest);
+    w.postMessage({ job: id, from: job.next, bodies: job.bodies.slice(job.next), ...(job.hints ? { hints: job.hints } : {}) } satisfies DecodeRequest);
   }
 
   /** The budget of the message the worker is on starts now. */

@@ -4,8 +4,9 @@
 // the message's outcome (lib/pipeline/pump/batch.ts `prepare`).
 import type { AirportConfig } from '../core/config.ts';
 import { classify, type Failure } from '../core/errors.ts';
-import type { HandlerRegistry } from '../domain/handlers.ts';
+import type { DecodeHints, HandlerRegistry } from '../domain/handlers.ts';
 import { decodeEnvelope, identityKey, kindOf, payload, type Envelope } from '../sis/envelope.ts';
+import { expandAll } from '../sis/xml.ts';
 
 export type Decoded =
   /** The envelope did not decode (MALFORMED/PROTOCOL: the message's outcome; anything else: retryable). */
@@ -43,10 +44,18 @@ export interface DecodeSettings {
 /** Envelope with its payload let go: the command holds everything a batch domain needs (a snapshot's tree is hundreds of MB). */
 const light = (env: Envelope): Envelope => ({ ...env, root: { ...env.root, children: [] } });
 
-export function decodeMessage(registry: HandlerRegistry, s: DecodeSettings, body: string): Decoded {
+/**
+ * A body this long or longer is decoded with DecodeHints (BatchDomain.hints: a snapshot of more
+ * than ~850 flights): below it, decoding every record costs less than reading the hints.
+ */
+export const HINTED_BODY = 512 * 1024;
+
+/** `hints`: read by the pump before a body of HINTED_BODY or more (lib/pipeline/pump/ahead.ts). */
+export function decodeMessage(registry: HandlerRegistry, s: DecodeSettings, body: string, hints?: DecodeHints): Decoded {
   let env: Envelope;
+  const lazy = registry.lazySpec();
   try {
-    env = decodeEnvelope(body);
+    env = decodeEnvelope(body, lazy);
   } catch (e) {
     return { ok: false, failure: classify(e, 'decode') };
   }
@@ -55,9 +64,11 @@ export function decodeMessage(registry: HandlerRegistry, s: DecodeSettings, body
   const base = { ok: true as const, kind, ...(flid ? { flid } : {}), identity: identityKey(env, s.includeDayBoundary) };
   const entry = registry.entry(env.type, env.styp);
   if (!entry) return { ...base, env: light(env), entry: 'none' };
+  // lazy elements only for the domain that declared them; any other reader gets the whole tree
+  if (entry.kind === 'tx' || (lazy && entry.domain.lazy !== lazy)) env = { ...env, root: expandAll(env.root) };
   if (entry.kind === 'tx') return { ...base, env, entry: 'tx' };
   try {
-    const cmd = entry.domain.decode(env, s.airport);
+    const cmd = entry.domain.decode(env, s.airport, hints);
     return { ...base, env: light(env), entry: 'batch', cmd, ownBatch: entry.domain.ownBatch(cmd) };
   } catch (e) {
     return { ...base, env: light(env), entry: 'batch', failure: classify(e, 'decode') };

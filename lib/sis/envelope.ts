@@ -1,7 +1,7 @@
 // The SIS envelope: <MSG><META>SNDR SEQN DTTM TYPE STYP</META> body </MSG>.
 // Decoding the envelope is the same for every family; the body is decoded by the family's handler.
 import { malformed, protocol } from '../core/errors.ts';
-import { child, childText, parseXml, XmlError, type XmlNode } from './xml.ts';
+import { child, childText, parseXml, XmlError, type LazySpec, type XmlNode } from './xml.ts';
 
 export interface Envelope {
   sndr: string;
@@ -18,11 +18,11 @@ export interface Envelope {
 /** TYPE/STYP as stored in PROC_STATE.KIND and used as metric label. */
 export const kindOf = (e: Pick<Envelope, 'type' | 'styp'>) => (e.styp ? `${e.type}/${e.styp}` : e.type);
 
-/** Decode the envelope. MALFORMED for structure, PROTOCOL for a META value that violates its format. */
-export function decodeEnvelope(raw: string): Envelope {
+/** Decode the envelope. MALFORMED for structure, PROTOCOL for a META value that violates its format. `lazy`: parseXml's. */
+export function decodeEnvelope(raw: string, lazy?: LazySpec): Envelope {
   let root: XmlNode;
   try {
-    root = parseXml(raw);
+    root = parseXml(raw, lazy);
   } catch (e) {
     if (e instanceof XmlError) throw malformed(e.message);
     throw e;

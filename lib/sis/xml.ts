@@ -15,6 +15,17 @@ export interface XmlNode {
   /** Trimmed text content directly inside this element ('' when none). */
   text: string;
   children: XmlNode[];
+  /**
+   * A lazy element (parseXml's `lazy`): its text and children are not built ('' and none); this
+   * is its source, a well-formed element of a checked document, that `expand` builds on demand.
+   */
+  raw?: string;
+}
+
+/** Elements parseXml leaves unbuilt: those named `child` directly inside a `parent` that is a child of the root. */
+export interface LazySpec {
+  parent: string;
+  child: string;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -48,8 +59,9 @@ const TAG_NAME = /^[^\s]+/;
 const NO_ATTRS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 const NO_CHILDREN: XmlNode[] = Object.freeze([]) as unknown as XmlNode[];
 
-/** Top-level elements of the document (text outside them is not kept). */
-function buildTree(xml: string): XmlNode[] {
+/** Top-level elements of the document (text outside them is not kept). `lazy`: those elements left unbuilt, with the spans checkXml found. */
+function buildTree(xml: string, lazy?: LazySpec & { spans: number[] }): XmlNode[] {
+  let span = 0; // the next depth-3 span of lazy.spans that may start at the tag being read
   const top: XmlNode[] = [];
   /** Each element name once (a snapshot repeats a few dozen names 300,000 times). */
   const names = new Map<string, string>();
@@ -131,6 +143,18 @@ function buildTree(xml: string): XmlNode[] {
       }
     const node: XmlNode = { tag, attrs, text: '', children: NO_CHILDREN };
     const parent = open.length > 0 ? open[open.length - 1] : null;
+    if (lazy && open.length === 2 && tag === lazy.child && parent!.tag === lazy.parent) {
+      const spans = lazy.spans;
+      while (span < spans.length && spans[span] < lt) span += 2;
+      if (spans[span] === lt) {
+        // its source kept, its content skipped (it was checked with the whole document)
+        node.raw = xml.slice(lt, spans[span + 1]);
+        if (parent!.children === NO_CHILDREN) parent!.children = [node];
+        else parent!.children.push(node);
+        pos = spans[span + 1];
+        continue;
+      }
+    }
     if (!parent) top.push(node);
     else if (parent.children === NO_CHILDREN) parent.children = [node];
     else parent.children.push(node);
@@ -140,15 +164,32 @@ function buildTree(xml: string): XmlNode[] {
   return top;
 }
 
-/** Parse a whole document; returns its root element. Throws XmlError with a reason. */
-export function parseXml(xml: string): XmlNode {
-  checkXml(xml); // one linear pass: well-formed, no DOCTYPE, allowed characters and names (scan.ts)
-  const top = buildTree(xml);
+/**
+ * Parse a whole document; returns its root element. Throws XmlError with a reason. `lazy`: the
+ * elements it names are left unbuilt (XmlNode.raw; `expand` builds one): a snapshot's records,
+ * most of which a snapshot digest may tell need not be decoded (docs/decisions.md "Snapshot digest").
+ */
+export function parseXml(xml: string, lazy?: LazySpec): XmlNode {
+  const spans = lazy ? [] : undefined;
+  checkXml(xml, spans); // one linear pass: well-formed, no DOCTYPE, allowed characters and names (scan.ts)
+  const top = buildTree(xml, lazy && spans ? { ...lazy, spans } : undefined);
   if (top.length !== 1) throw new XmlError(`expected one root element, found ${top.length}`);
   // Text after the root element (junk after </MSG>) is not well-formed either.
   const afterRoot = xml.slice(xml.lastIndexOf('>') + 1);
   if (afterRoot.trim() !== '') throw new XmlError('content after the root element');
   return top[0];
+}
+
+/** The element itself, built: a lazy one from its source (checked with its document: not checked again). */
+export function expand(node: XmlNode): XmlNode {
+  return node.raw === undefined ? node : buildTree(node.raw)[0];
+}
+
+/** Every lazy element under `node` built (a tree for a reader that does not know lazy elements). */
+export function expandAll(node: XmlNode): XmlNode {
+  if (node.raw !== undefined) return expand(node);
+  if (node.children.length === 0 || !node.children.some((c) => c.raw !== undefined || c.children.length > 0)) return node;
+  return { ...node, children: node.children.map(expandAll) };
 }
 
 /** First direct child with this tag. */

@@ -26,3 +26,16 @@ export const storeDigests = pgStatement<[flids: string[], digests: string[], ver
    select * from unnest($1::text[], $2::text[], $3::integer[])
    on conflict (flid) do update set digest = excluded.digest, state_version = excluded.state_version`,
 );
+
+/**
+ * Every stored digest whose flight is still at the version it was taken at and ACTIVE, with the
+ * flight's operation day: the decode hints of a large body (a record with such a digest is not
+ * decoded; the business step checks each again before it skips one).
+ */
+export const knownRecords = pgStatement<[], { digest: string; flid: string; operation_day: string }>(
+  'digest.known',
+  `select d.digest, d.flid, f.operation_day::text as operation_day
+   from flight_snap_digest d
+   join flight_schd f on f.flid = d.flid and f.state_version = d.state_version
+   where f.state = 'ACTIVE' and f.operation_day is not null`,
+);

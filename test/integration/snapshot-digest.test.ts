@@ -1,15 +1,19 @@
 // The snapshot digest through the pump (lib/flight/digest.ts): a snapshot that says again what the
 // previous one said skips the merge and write of its unchanged flights, and ends exactly as the
-// merge path ends. Each case runs twice from the same start — once as it is, once with every stored
-// digest dropped before the second snapshot (the merge path) — and both must leave the same flights,
-// events, ledger and Redis.
+// merge path ends. Each case runs three times from the same start — once as it is, once with every
+// stored digest dropped before the second snapshot (the merge path), and once with the second
+// snapshot decoded with the decode hints read right after the first one, whatever happened between
+// (records left undecoded that the business step must decode after all) — and all must leave the
+// same flights, events, ledger and Redis.
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { buildMirror, buildRegistry } from '../../lib/app/composition.ts';
 import { ManualClock } from '../../lib/core/clock.ts';
 import { slices } from '../../lib/core/config.ts';
+import type { DecodeHints } from '../../lib/domain/handlers.ts';
+import { decodeMessage, HINTED_BODY } from '../../lib/pipeline/decoding.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
-import { inlineDecoding, pumpSettings, tick, type PumpDeps, withSqlPorts } from '../../lib/pipeline/pump/loop.ts';
+import { pumpSettings, tick, type PumpDeps, withSqlPorts } from '../../lib/pipeline/pump/loop.ts';
 import { testConfig } from '../support/env.ts';
 import { openServices, putInbox, resetDomain, resetPipeline, silentLog, type TestServices } from '../support/services.ts';
 import { flop, rec, schd } from './flight-support.ts';
@@ -18,6 +22,17 @@ let s: TestServices;
 const config = testConfig();
 const clock = new ManualClock('2026-12-01T00:00:00Z');
 const registry = buildRegistry();
+
+/** Decoding on this thread with the hints given (`hints`: these instead of the pump's; `seen`: what the pump gave). */
+let hints: DecodeHints | undefined;
+const seen: (DecodeHints | undefined)[] = [];
+const settings = { airport: slices(config).airport, includeDayBoundary: pumpSettings(config).pump.includeDayBoundary };
+const decoder = {
+  decode: async (bodies: string[], given?: DecodeHints) => {
+    seen.push(given);
+    return bodies.map((b) => decodeMessage(registry, settings, b, hints ?? given));
+  },
+};
 
 function deps(): PumpDeps {
   return withSqlPorts({
@@ -29,7 +44,7 @@ function deps(): PumpDeps {
     clock,
     ...pumpSettings(config),
     log: silentLog,
-    decoder: inlineDecoding,
+    decoder,
   });
 }
 
@@ -92,16 +107,25 @@ const cases: Case[] = [
   { name: 'the second snapshot leaves out flight 3 (deleted; master 1 re-derived)', between: async () => {}, second: [rec('1', 9), rec('2', 9, '<STND>S1</STND>'), rec('4', 9)], changed: ['3', '1'] },
 ];
 
-async function run(c: Case, withDigests: boolean) {
+async function run(c: Case, mode: 'digests' | 'merge' | 'stale hints') {
   await resetPipeline(s);
   await resetDomain(s);
   clock.set('2026-12-01T00:00:00Z');
+  hints = undefined;
   await pump(snapshot());
+  if (mode === 'stale hints') {
+    hints = await registry.decodeHints(s.db);
+    expect(hints.knownRecords?.size).toBe(FIRST.length);
+  }
   await c.between();
   const before = (await sql<{ n: number }>`select count(*)::int as n from msg_event where target = 'msg'`.execute(s.db)).rows[0].n;
-  if (!withDigests) await sql`delete from flight_snap_digest`.execute(s.db);
+  if (mode === 'merge') await sql`delete from flight_snap_digest`.execute(s.db);
   await pump(snapshot(c.second));
+  hints = undefined;
   const changed = await sql<{ flid: string }>`select flid from msg_event where target = 'msg' order by event_id offset ${before}`.execute(s.db);
+  // every flight the second snapshot left ACTIVE has its digest at its current version
+  const outdated = await sql`select d.flid from flight_snap_digest d join flight_schd f using (flid) where f.state = 'ACTIVE' and d.state_version <> f.state_version`.execute(s.db);
+  expect(outdated.rows, mode).toEqual([]);
   return { ...(await outcome()), changed: changed.rows.map((r) => r.flid) };
 }
 
@@ -113,13 +137,36 @@ beforeEach(() => clock.set('2026-12-01T00:00:00Z'));
 
 describe('snapshot digest: the same content again', () => {
   it.each(cases)('$name: ends as the merge path ends', async (c) => {
-    const skipping = await run(c, true);
-    const merging = await run(c, false);
+    const skipping = await run(c, 'digests');
+    const merging = await run(c, 'merge');
+    const stale = await run(c, 'stale hints');
     expect(skipping.changed).toEqual(c.changed);
     expect(skipping).toEqual(merging);
-    // every flight the second snapshot carried has its digest at its current version
-    const stale = await sql`select d.flid from flight_snap_digest d join flight_schd f using (flid) where d.state_version <> f.state_version`.execute(s.db);
-    expect(stale.rows).toEqual([]);
+    expect(stale).toEqual(merging);
+  });
+
+  it('a large snapshot is decoded with the hints the pump reads: its unchanged records are not decoded, and it ends as the merge path ends', async () => {
+    // a comment makes the message large (HINTED_BODY) without changing what it says
+    const large = (records = FIRST) => snapshot(records).replace('</MSG>', `<!--${'x'.repeat(HINTED_BODY)}--></MSG>`);
+    await resetPipeline(s);
+    await resetDomain(s);
+    seen.length = 0;
+    await pump(large());
+    const first = await outcome();
+    await pump(large());
+    expect(seen.map((h) => h?.knownRecords?.size)).toEqual([0, FIRST.length]);
+    const again = decodeMessage(registry, settings, large(), seen[1]);
+    if (!again.ok || again.entry !== 'batch') throw new Error('not decoded');
+    const cmd = again.cmd as { records: { patch?: unknown; raw?: string }[] };
+    expect(cmd.records.map((r) => [r.patch === undefined, typeof r.raw])).toEqual(FIRST.map(() => [true, 'string']));
+    const after = await outcome();
+    expect(after.flights).toEqual(first.flights);
+    expect(after.events).toEqual(first.events);
+    expect(after.redis).toEqual(first.redis);
+    expect((await sql`select written, unchanged from schd_snap_log order by msg_id`.execute(s.db)).rows).toEqual([
+      { written: 4, unchanged: 0 },
+      { written: 0, unchanged: 4 },
+    ]);
   });
 
   it('an unchanged flight is not written again: its row keeps the message that last changed it', async () => {

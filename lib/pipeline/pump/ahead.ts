@@ -1,7 +1,9 @@
 // The read and decode steps, and the read ahead: the next batch read and decoded while this one's
 // business, mirror and terminal steps run (never applied ahead).
 import { withTimeout } from '../../core/timeout.ts';
-import { decodeMessage, LARGE_BODY } from '../decoding.ts';
+import { describe } from '../../core/errors.ts';
+import type { DecodeHints } from '../../domain/handlers.ts';
+import { decodeMessage, HINTED_BODY, LARGE_BODY } from '../decoding.ts';
 import { readBodies } from '../inbox.ts';
 import type { HeadRow } from '../../sql/proc-state.ts';
 import type { Body } from './batch.ts';
@@ -60,7 +62,8 @@ async function decodeBodies(deps: PumpDeps, ids: number[], bodies: Map<number, s
     const body = bodies.get(id);
     return body === undefined ? [] : [body];
   });
-  const results = await deps.decoder.decode(present);
+  const hints = present.some((b) => b.length >= HINTED_BODY) ? await decodeHints(deps) : undefined;
+  const results = await deps.decoder.decode(present, hints);
   let k = 0;
   for (const id of ids) {
     const body = bodies.get(id);
@@ -70,9 +73,23 @@ async function decodeBodies(deps: PumpDeps, ids: number[], bodies: Map<number, s
     }
     const r = results[k++];
     if (r === 'later') break;
-    const dec = r === 'inline' ? decodeMessage(deps.registry, { airport: deps.airport, includeDayBoundary: deps.pump.includeDayBoundary }, body) : r;
+    const dec = r === 'inline' ? decodeMessage(deps.registry, { airport: deps.airport, includeDayBoundary: deps.pump.includeDayBoundary }, body, hints) : r;
     out.set(id, { body, dec });
     if (dec.ok && dec.ownBatch) break;
   }
   return out;
+}
+
+/**
+ * The decode hints of a large body (a snapshot's records whose digest says they need no decoding),
+ * read on the terminal connection (the session may be in the business transaction of the batch
+ * before). Only a shortcut: when they cannot be read, every record is decoded.
+ */
+async function decodeHints(deps: PumpDeps): Promise<DecodeHints | undefined> {
+  try {
+    return await withTimeout(deps.pump.timeoutMs, 'decode hints', deps.registry.decodeHints(deps.terminalDb));
+  } catch (err) {
+    deps.log.warn({ err: describe(err) }, 'decode hints not read: every record of the large message is decoded');
+    return undefined;
+  }
 }

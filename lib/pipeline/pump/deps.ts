@@ -10,13 +10,13 @@ import type { Service } from '../../core/errors.ts';
 import type { Db } from '../../db/postgres.ts';
 import type { Inbox } from '../../db/mysql.ts';
 import type { Executor } from '../../db/statement.ts';
-import type { HandlerRegistry, Mirror } from '../../domain/handlers.ts';
+import type { DecodeHints, HandlerRegistry, Mirror } from '../../domain/handlers.ts';
 import type { Crash } from '../../runtime/crash.ts';
 import type { WorkerResult } from '../decoder.ts';
 
 /** The decode step's engine: lib/pipeline/decoder.ts (a worker thread), or inlineDecoding (lib/pipeline/pump/ahead.ts). */
 export interface DecodePort {
-  decode(bodies: string[]): Promise<WorkerResult[]>;
+  decode(bodies: string[], hints?: DecodeHints): Promise<WorkerResult[]>;
 }
 
 /** What the pump asks of its connections besides its statements of PROC_STATE (lib/pipeline/pump/ports.ts builds them on SQL). */

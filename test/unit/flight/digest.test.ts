@@ -10,27 +10,30 @@ import type { FlightState } from '../../../lib/flight/state.ts';
 const ctx: MergeContext = { msgId: 7, now: new Date('2026-12-01T00:00:00Z'), timeZone: 'Asia/Shanghai', cutover: '00:00' };
 const DAY = '2026-12-09';
 const patch: Patch = { FLNO: 'XX1', SODT: '2026-12-09T08:00:00+08:00', ACFT: '320', GTDT: [{ GTNO: 1, GATE: 'G1' }], STND: null };
-const rec = (flid: string, p: Patch = patch) => ({ flid, patch: p, digest: recordDigest(p) });
+const BASIS = 'Asia/Shanghai|00:00|';
+const SOURCE = '<FLTR><FLID>1</FLID><FLNO>XX1</FLNO><ACFT>320</ACFT><GTDT GTNO="1"><GATE>G1</GATE></GTDT></FLTR>';
+const rec = (flid: string, p: Patch = patch, source = SOURCE) => ({ flid, patch: p, digest: recordDigest(source, BASIS) });
 
-describe('recordDigest', () => {
+describe('recordDigest: of the record as the message carries it, with what else decides its decoding', () => {
   it.each([
-    ['the same patch, decoded again', structuredClone(patch), true],
-    ['the same content in another key order (a missed skip, never a wrong one)', { STND: null, GTDT: [{ GATE: 'G1', GTNO: 1 }], ACFT: '320', SODT: patch.SODT, FLNO: 'XX1' }, false],
-    ['a value changed', { ...patch, ACFT: '321' }, false],
-    ['a field cleared instead of absent', { ...patch, ACFT: null }, false],
-    ['a collection row changed', { ...patch, GTDT: [{ GTNO: 1, GATE: 'G2' }] }, false],
-    ['a field more', { ...patch, REMC: 'X' }, false],
-  ] as [string, Patch, boolean][])('%s: same digest %s', (_, other, same) => {
-    expect(recordDigest(other) === recordDigest(patch)).toBe(same);
+    ['the same text again', SOURCE, BASIS, true],
+    ['the same content written differently (a missed skip, never a wrong one)', SOURCE.replace('<FLNO>', '\n  <FLNO>'), BASIS, false],
+    ['a value changed', SOURCE.replace('320', '321'), BASIS, false],
+    ['a field more', SOURCE.replace('</FLTR>', '<REMC>X</REMC></FLTR>'), BASIS, false],
+    ['another time zone', SOURCE, 'Europe/Paris|00:00|', false],
+    ['another day cutover', SOURCE, 'Asia/Shanghai|04:00|', false],
+    ['a rule override', SOURCE, 'Asia/Shanghai|00:00|ignore REMC in SCHD/*', false],
+  ] as [string, string, string, boolean][])('%s: same digest %s', (_, text, basis, same) => {
+    expect(recordDigest(text, basis) === recordDigest(SOURCE, BASIS)).toBe(same);
   });
 });
 
 describe('unchangedRecords: a record is skipped only while its flight is still what that record left', () => {
-  const stored = (o: Partial<StoredDigest> = {}): StoredDigest => ({ digest: recordDigest(patch), digestVersion: 3, stateVersion: 3, state: 'ACTIVE', operationDay: DAY, maid: null, ...o });
+  const stored = (o: Partial<StoredDigest> = {}): StoredDigest => ({ digest: recordDigest(SOURCE, BASIS), digestVersion: 3, stateVersion: 3, state: 'ACTIVE', operationDay: DAY, maid: null, ...o });
   it.each([
     ['same digest, flight still at the version it was taken at', stored(), rec('1'), true],
     ['changed since (FLOP, ADFT, operator, restore to another state): version moved on', stored({ stateVersion: 4 }), rec('1'), false],
-    ['the record says something else', stored(), rec('1', { ...patch, ACFT: '321' }), false],
+    ['the record says something else', stored(), rec('1', { ...patch, ACFT: '321' }, SOURCE.replace('320', '321')), false],
     ['deleted since (its version moved on as well)', stored({ state: 'DELETED', stateVersion: 4 }), rec('1'), false],
     ['deleted at that very version (never stored so, but never skipped)', stored({ state: 'DELETED' }), rec('1'), false],
     ['the flight belongs to another day now', stored({ operationDay: '2026-12-10' }), rec('1'), false],
@@ -54,11 +57,12 @@ describe('unchangedRecords: a record is skipped only while its flight is still w
 describe('digestsToStore: the digest of each record whose flight the batch leaves ACTIVE on the day', () => {
   const state = (o: Partial<FlightState> = {}): FlightState => ({ FLID: '1', STATE: 'ACTIVE', STATE_VERSION: 5, OPERATION_DAY: DAY, UPDATED_AT: 'x', LAST_MSG_ID: 7, data: {}, MAFL: [], ...o });
   it.each([
-    ['left ACTIVE on the day', state(), false, [{ flid: '1', digest: recordDigest(patch), version: 5 }]],
+    ['left ACTIVE on the day', state(), false, [{ flid: '1', digest: recordDigest(SOURCE, BASIS), version: 5 }]],
     ['left DELETED', state({ STATE: 'DELETED' }), false, []],
     ['left on another day', state({ OPERATION_DAY: '2026-12-10' }), false, []],
     ['not in the batch', null, false, []],
     ['skipped as unchanged (its digest stays)', state(), true, []],
+    ['skipped, then moved on by the same message (its MAFL re-derived): at the new version', state({ STATE_VERSION: 6 }), true, [{ flid: '1', digest: recordDigest(SOURCE, BASIS), version: 6 }]],
   ] as [string, FlightState | null, boolean, unknown[]][])('%s', (_, s, skipped, want) => {
     const final = new Map(s ? [['1', s]] : []);
     expect(digestsToStore([rec('1')], DAY, final, new Map(skipped ? [['1', { day: DAY, version: 5 }]] : []))).toEqual(want);

@@ -5,7 +5,7 @@
 // 64 KB and 1 MB against a plain message of the same size, so the busy machine cancels out.
 import { describe, expect, it } from 'vitest';
 import { checkXml } from '../../../lib/sis/scan.ts';
-import { parseXml } from '../../../lib/sis/xml.ts';
+import { expand, expandAll, parseXml, type XmlNode } from '../../../lib/sis/xml.ts';
 
 const env = (body: string) => `<?xml version="1.0" encoding="UTF-8"?>\n<MSG><META><SNDR>AODB</SNDR><SEQN>1</SEQN><DTTM>20261201083000</DTTM><TYPE>FLOP</TYPE><STYP>REMC</STYP></META>${body}</MSG>`;
 const fill = (unit: string, size: number) => unit.repeat(Math.ceil(size / unit.length));
@@ -110,5 +110,43 @@ describe('checkXml: time linear in the length, whatever the shape', () => {
     }
     // a quadratic scan is ~1,000 x (64 KB) to ~20,000 x (1 MB) slower than the plain message
     expect(Object.entries(ratios).filter(([, r]) => r > 10)).toEqual([]);
+  });
+});
+
+describe('lazy elements: left unbuilt, then built from their source, they are what the whole parse builds', () => {
+  const LAZY = { parent: 'SCHD', child: 'FLTR' };
+  const lazyNodes = (root: XmlNode) => root.children.flatMap((c) => c.children).filter((n) => n.raw !== undefined);
+  it.each([
+    ['plain records', '<SCHD><RECS>2</RECS><FLTR><FLID>1</FLID></FLTR><FLTR><FLID>2</FLID></FLTR></SCHD>', 2],
+    [
+      'attributes, references, CDATA holding an end tag, a comment, CR LF',
+      '<SCHD><FLTR  A=" x &amp; y "><FLID>1</FLID><REMC>a &lt;b&gt; &#x4E2D;\r\n<![CDATA[</FLTR> ]]>c<!-- </FLTR> --></REMC></FLTR></SCHD>',
+      1,
+    ],
+    ['a self-closing record and one with text of its own', '<SCHD><FLTR/><FLTR> t <FLID>3</FLID> u </FLTR></SCHD>', 2],
+    ['nested elements of the same name', '<SCHD><FLTR><FLTR><FLID>4</FLID></FLTR></FLTR><FLTR><FLID>5</FLID></FLTR></SCHD>', 2],
+    ['FLTR outside SCHD, SCHD deeper than the payload: not lazy', '<FLOP><FLTR><FLID>6</FLID></FLTR><X><SCHD><FLTR><FLID>7</FLID></FLTR></SCHD></X></FLOP>', 0],
+  ] as [string, string, number][])('%s', (_, body, lazyCount) => {
+    const whole = parseXml(env(body));
+    const lazy = parseXml(env(body), LAZY);
+    expect(lazyNodes(lazy)).toHaveLength(lazyCount);
+    for (const n of lazyNodes(lazy)) expect(n.children).toEqual([]);
+    expect(expandAll(lazy)).toEqual(whole);
+    const built = lazy.children.flatMap((c) => c.children.map(expand));
+    expect(built).toEqual(whole.children.flatMap((c) => c.children));
+  });
+
+  it('a document refused whole is refused lazily with the same reason', () => {
+    const bad = env('<SCHD><FLTR><FLID>1</FLID></FLTR><FLTR><FLID>2</FLTR></SCHD>');
+    const reason = (f: () => unknown) => {
+      try {
+        f();
+        return 'accepted';
+      } catch (e) {
+        return (e as Error).message;
+      }
+    };
+    expect(reason(() => parseXml(bad, LAZY))).toBe(reason(() => parseXml(bad)));
+    expect(reason(() => parseXml(bad))).not.toBe('accepted');
   });
 });
