@@ -10,15 +10,15 @@ import { flushCompileCache } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-/** Worker-thread entries (they run on a parent port): cached when the process first starts one. */
+/** Worker-thread entries (they run on a parent port): imported here they stop at once (no parent port), after they were compiled. */
 const THREAD_ENTRY = /\bparentPort\b/;
 
-/** Every lib module but the worker-thread entries (importing one only defines what it exports). */
-export function libModules(root = 'lib'): string[] {
+/** Every lib module (`threads`: only the worker-thread entries, or only the others). */
+export function libModules(root = 'lib', threads = false): string[] {
   return (readdirSync(root, { recursive: true, withFileTypes: true }) as import('node:fs').Dirent[])
     .filter((d) => d.isFile() && d.name.endsWith('.ts'))
     .map((d) => join(d.parentPath, d.name))
-    .filter((f) => !THREAD_ENTRY.test(readFileSync(f, 'utf8')))
+    .filter((f) => THREAD_ENTRY.test(readFileSync(f, 'utf8')) === threads)
     .sort();
 }
 
@@ -30,6 +30,9 @@ export function libModules(root = 'lib'): string[] {
 export async function warmCompileCache(entries: string[]): Promise<void> {
   if (!process.env.NODE_COMPILE_CACHE) return;
   for (const f of libModules()) await import(pathToFileURL(f).href);
+  // a worker-thread entry compiled now too: else the pump's first decode workers (one more for each
+  // large body) load the type stripper to compile it (~17 MB and ~0.1 s each)
+  for (const f of libModules('lib', true)) await import(pathToFileURL(f).href).catch(() => {});
   flushCompileCache();
   for (const entry of entries) spawnSync(process.execPath, [entry], { env: { ...process.env, MSGX_LOG_LEVEL: 'warm-the-compile-cache' }, stdio: 'ignore', timeout: 60_000 });
 }

@@ -20,6 +20,7 @@ import { emptyAll, machine, median, openBench, pumpDeps } from './setup.ts';
 import { slices } from '../../lib/core/config.ts';
 import { execFileSync } from 'node:child_process';
 import { buildDecoder } from '../../lib/app/composition.ts';
+import { processEnv } from '../start.ts';
 
 scriptHelp(import.meta.url);
 const flights = Number(process.argv[2] ?? 4000);
@@ -62,7 +63,10 @@ if (role === 'pump') {
   console.log(JSON.stringify({ first, again, secondEvents: ev.rows[0].n - afterFirst, peakRss: process.resourceUsage().maxRSS * 1024, timings }));
   process.exit(0);
 }
-// the parent of one mode: puts the two messages in the inbox, runs each run's pump in a process of its own
+// the parent of one mode: puts the two messages in the inbox, runs each run's pump in a process of its own,
+// with the environment `npm start` gives the pump (scripts/start.ts processEnv: its compile cache filled first)
+const pumpEnv = { ...process.env, ...processEnv(process.env), BENCH_SNAPSHOT_ROLE: 'pump' };
+execFileSync(process.execPath, ['scripts/compile-cache.ts'], { env: pumpEnv, stdio: 'ignore' });
 const xml = bigSnapshot(flights);
 const first: number[] = [];
 const again: number[] = [];
@@ -74,9 +78,7 @@ for (let r = 0; r < runs; r++) {
   await emptyAll(b);
   for (const seqn of [1, 2]) await insertInboxRow(b.inbox, { body: xml.replace(/<SEQN>\d+/, `<SEQN>${seqn}`), received: '2026-12-01 08:00:00' });
   await intakeRound({ db: b.db, inbox: b.inbox, clock: systemClock, intake: slices(b.config).intake, log });
-  const run = JSON.parse(
-    execFileSync(process.execPath, [import.meta.filename, String(flights), String(runs)], { env: { ...process.env, BENCH_SNAPSHOT_ROLE: 'pump' }, encoding: 'utf8', maxBuffer: 1 << 24 }),
-  );
+  const run = JSON.parse(execFileSync(process.execPath, [import.meta.filename, String(flights), String(runs)], { env: pumpEnv, encoding: 'utf8', maxBuffer: 1 << 24 }));
   first.push(run.first);
   again.push(run.again);
   peaks.push(run.peakRss);
