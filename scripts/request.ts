@@ -77,7 +77,7 @@ async function main(): Promise<number> {
     console.error(`request: ${e instanceof Error ? e.message : e}`);
     return 1;
   } finally {
-    await db.destroy();
+    await pool.end();
   }
 }
 

@@ -1,11 +1,10 @@
-// Postgres edge: pools, Kysely, advisory lock keys, migrations.
+// Postgres edge: pools, the statement executor (Db), advisory lock keys, migrations.
 import pg from 'pg';
+import type { CompiledQuery, QueryResult } from 'kysely';
 import { parse as parseConnectionString } from 'pg-connection-string';
-import { Kysely, PostgresDialect, sql } from 'kysely';
 import { resolvePostgres, targetOf, type PgTarget } from '../core/connections.ts';
 import { clientClassOf, newClient } from './pg-hosts.ts';
 import { tlsOptions } from './tls.ts';
-import type { Database } from './schema.ts';
 
 // int8 → number (inbox IDs, counters: all far below 2^53); numeric stays string.
 pg.types.setTypeParser(20, (v) => {
@@ -14,7 +13,122 @@ pg.types.setTypeParser(20, (v) => {
   return n;
 });
 
-export type Db = Kysely<Database>;
+/**
+ * A statement as lib/db/statement.ts hands it over (Kysely's compiled-query shape, so that a
+ * Kysely runs it too): `sql` is the text, or pg's `{ name, text }` for a named statement.
+ */
+export type Query<R = unknown> = CompiledQuery<R>;
+export type { QueryResult };
+
+export type IsolationLevel = 'read uncommitted' | 'read committed' | 'repeatable read' | 'serializable';
+
+export interface TransactionBuilder {
+  setIsolationLevel(level: IsolationLevel): TransactionBuilder;
+  /** Runs `work` in one transaction on one connection: committed when it resolves, rolled back when it throws. */
+  execute<T>(work: (tx: Db) => Promise<T>): Promise<T>;
+}
+
+/**
+ * What lib/ runs its statements on: a pool, a dedicated session or a transaction. A Kysely
+ * (the tests' and scripts' query builder, lib/db/kysely.ts) has this shape too; the processes
+ * use the small executor below instead, which runs pg exactly as Kysely's Postgres dialect does
+ * (same statements, begin/commit/rollback, affected-row counts) without loading Kysely's ~250
+ * modules (~7 MB RSS per process: docs/decisions.md "Footprint").
+ */
+export interface Db {
+  executeQuery<R>(query: Query<R>): Promise<QueryResult<R>>;
+  transaction(): TransactionBuilder;
+  /** Runs `work` on one connection of the pool, held until it settles (session-level locks). */
+  connection(): { execute<T>(work: (conn: Db) => Promise<T>): Promise<T> };
+}
+
+type Lease = { client: pg.ClientBase; release(discard?: boolean): void };
+
+async function run<R>(client: pg.ClientBase, q: Pick<Query, 'sql' | 'parameters'>): Promise<QueryResult<R>> {
+  const { command, rowCount, rows } = await client.query(q.sql as string, q.parameters as unknown[]);
+  if (command === 'ROLLBACK' || command === 'COMMIT') return { rows: [{ command }] as R[] };
+  const counted = command === 'INSERT' || command === 'UPDATE' || command === 'DELETE' || command === 'MERGE';
+  return { ...(counted ? { numAffectedRows: BigInt(rowCount ?? 0) } : {}), rows: (rows ?? []) as R[] };
+}
+
+const command = (sql: string) => ({ sql, parameters: [] });
+
+class PgDb implements Db {
+  readonly #lease: () => Promise<Lease>;
+  constructor(lease: () => Promise<Lease>) {
+    this.#lease = lease;
+  }
+
+  async executeQuery<R>(query: Query<R>): Promise<QueryResult<R>> {
+    const l = await this.#lease();
+    try {
+      return await run<R>(l.client, query);
+    } finally {
+      l.release();
+    }
+  }
+
+  connection(): { execute<T>(work: (conn: Db) => Promise<T>): Promise<T> } {
+    return {
+      execute: async (work) => {
+        const l = await this.#lease();
+        try {
+          return await work(new PgDb(async () => ({ client: l.client, release: () => {} })));
+        } finally {
+          l.release();
+        }
+      },
+    };
+  }
+
+  transaction(isolation?: IsolationLevel): TransactionBuilder {
+    return {
+      setIsolationLevel: (level) => this.transaction(level),
+      execute: async (work) => {
+        const l = await this.#lease();
+        let discard = false;
+        try {
+          let begun = false;
+          try {
+            await run(l.client, command(isolation ? `start transaction isolation level ${isolation}` : 'begin'));
+            begun = true;
+            const result = await work(new TxDb(l.client));
+            const { rows } = await run<{ command?: string }>(l.client, command('commit'));
+            // Postgres completes COMMIT with a ROLLBACK tag when an earlier error aborted the transaction
+            if (rows[0]?.command === 'ROLLBACK') throw Object.assign(new Error('transaction aborted: COMMIT completed as ROLLBACK'), { name: 'AbortedTransactionError' });
+            return result;
+          } catch (e) {
+            if (begun && (e as Error)?.name !== 'AbortedTransactionError')
+              await run(l.client, command('rollback')).catch((err: unknown) => {
+                discard = true; // a connection whose rollback failed is not given back to the pool
+                throw err;
+              });
+            throw e;
+          }
+        } finally {
+          l.release(discard);
+        }
+      },
+    };
+  }
+}
+
+/** The statements of a transaction: on its one connection; no nested transaction. */
+class TxDb implements Db {
+  readonly #client: pg.ClientBase;
+  constructor(client: pg.ClientBase) {
+    this.#client = client;
+  }
+  executeQuery<R>(query: Query<R>): Promise<QueryResult<R>> {
+    return run<R>(this.#client, query);
+  }
+  transaction(): TransactionBuilder {
+    throw new Error('calling the transaction method for a Transaction is not supported');
+  }
+  connection(): never {
+    throw new Error('calling the connection method for a Transaction is not supported');
+  }
+}
 
 /**
  * Limits every session gets (a session must never stall silently). A statement, a
@@ -100,7 +214,10 @@ export function createPool(url: PgWhere, opts: { max?: number; statementTimeoutM
 }
 
 export function createDb(pool: pg.Pool): Db {
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return new PgDb(async () => {
+    const c = await pool.connect();
+    return { client: c, release: (discard) => c.release(discard || undefined) };
+  });
 }
 
 /**
@@ -108,11 +225,7 @@ export function createDb(pool: pg.Pool): Db {
  * If the connection dies, every query fails; the owner must rebuild it and re-take its locks.
  */
 export function createSessionDb(client: pg.Client): Db {
-  const pool = {
-    connect: async () => Object.assign(client, { release: () => {} }),
-    end: async () => {},
-  };
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: pool as unknown as pg.Pool }) });
+  return new PgDb(async () => ({ client, release: () => {} }));
 }
 
 export async function connectClient(url: PgWhere, name: string): Promise<pg.Client> {
@@ -135,4 +248,4 @@ export const LOCKS = {
   // 7100 (two-key form): requests — 1 creating RQRD, 2 creating RQFD, 3 the sender (lib/requests/outbound.ts)
 } as const;
 
-export { sql, newClient };
+export { newClient };

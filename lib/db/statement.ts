@@ -12,13 +12,12 @@
 // its reason per statement: docs/decisions.md "SQL: plans of the prepared statements"). The name
 // is also what an operator sees in errors (`err.statement`) and in pg_stat_activity's query text
 // (each text starts with `-- <name>`).
-import { CompiledQuery, type QueryResult } from 'kysely';
 import type mysql from 'mysql2/promise';
+import type { RawNode } from 'kysely';
+import type { Db } from './postgres.ts';
 
-/** Anything that runs a compiled query: a pooled Kysely, a session Kysely, a transaction. */
-export interface Executor {
-  executeQuery<R>(query: CompiledQuery<R>): Promise<QueryResult<R>>;
-}
+/** Anything that runs a query: a pool's, a session's or a transaction's Db (lib/db/postgres.ts), or a Kysely. */
+export type Executor = Pick<Db, 'executeQuery'>;
 
 declare const PARAMS: unique symbol;
 declare const ROW: unique symbol;
@@ -95,11 +94,12 @@ function tagged(e: unknown, name: string): unknown {
 
 async function execPg<P extends readonly unknown[], R>(db: Executor, st: PgStatement<P, R>, params: P) {
   if (params.length !== st.arity) throw new Error(`statement ${st.name}: ${st.arity} placeholders, ${params.length} parameters`);
-  // Kysely hands `sql` to pg's client.query unchanged; a {name, text} config makes it a named
-  // statement, the plain text an unnamed one (planned with these parameter values).
-  const q = CompiledQuery.raw(st.text, params as unknown as unknown[]);
+  // `sql` goes to pg's client.query unchanged (Kysely's executor does the same): a {name, text}
+  // config makes it a named statement, the plain text an unnamed one (planned with these values).
+  // The query node is what Kysely's CompiledQuery.raw builds; a Kysely executor (tests) reads only sql and parameters.
+  const q = { query: { kind: 'RawNode', sqlFragments: [st.text], parameters: [] } as RawNode, queryId: { queryId: st.name }, parameters: params as unknown as unknown[] };
   try {
-    if (st.plan === 'per-execution') return await db.executeQuery<R>(q);
+    if (st.plan === 'per-execution') return await db.executeQuery<R>({ ...q, sql: st.text });
     return await db.executeQuery<R>({ ...q, sql: { name: st.name, text: st.text } as unknown as string });
   } catch (e) {
     throw tagged(e, st.name);

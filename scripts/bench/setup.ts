@@ -5,7 +5,8 @@ import os from 'node:os';
 import pg from 'pg';
 import { sql } from 'kysely';
 import { loadConfig, type Config } from '../../lib/core/config.ts';
-import { connectClient, connectionSettings, createDb, createPool, createSessionDb, type Db } from '../../lib/db/postgres.ts';
+import { connectClient, connectionSettings, createPool } from '../../lib/db/postgres.ts';
+import { createQueryDb, createQuerySessionDb, type QueryDb } from '../../lib/db/kysely.ts';
 import { createAodbPool, type Inbox } from '../../lib/db/mysql.ts';
 import { createRedis, type Redis } from '../../lib/db/redis.ts';
 import { migrate } from '../../lib/db/migrate.ts';
@@ -27,8 +28,8 @@ export const BENCH_REDIS = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:637
 export interface Bench {
   config: Config;
   pool: pg.Pool;
-  db: Db;
-  session: Db;
+  db: QueryDb;
+  session: QueryDb;
   inbox: Inbox;
   redis: Redis;
   close(): Promise<void>;
@@ -51,8 +52,8 @@ export async function openBench(overrides: Record<string, string> = {}): Promise
   const b: Bench = {
     config,
     pool,
-    db: createDb(pool),
-    session: createSessionDb(client),
+    db: createQueryDb(pool),
+    session: createQuerySessionDb(client),
     inbox,
     redis,
     async close() {

@@ -14,7 +14,8 @@ import kafkajs from 'kafkajs';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { loadConfig } from '../../lib/core/config.ts';
-import { connectionSettings, createDb, createPool, type Db } from '../../lib/db/postgres.ts';
+import { connectionSettings, createPool } from '../../lib/db/postgres.ts';
+import { createQueryDb, type QueryDb } from '../../lib/db/kysely.ts';
 import { createAodbPool, type Inbox } from '../../lib/db/mysql.ts';
 import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
 import { createRedis, type Redis } from '../../lib/db/redis.ts';
@@ -76,7 +77,7 @@ export interface Worker {
 }
 
 export interface Rig {
-  db: Db;
+  db: QueryDb;
   pool: pg.Pool;
   inbox: Inbox;
   redis: Redis;
@@ -125,7 +126,7 @@ export async function openRig(overrides: Record<string, string> = {}, o: { exist
   if (ownBroker) await run('scripts/services', ['kafka-start'], { timeout: 180_000, env: { ...process.env, KAFKA_PORT: String(REL_KAFKA_PORT), KAFKA_ADVERTISED_PORT: String(proxies.kafka.port) } });
 
   const pool = createPool(pgUrl, { max: 4, name: 'reliability' });
-  const db = createDb(pool);
+  const db = createQueryDb(pool);
   const inbox = createAodbPool(REL_INBOX, { timeoutMs: 30_000 });
   const redis = createRedis(REL_REDIS, 30_000);
   await inbox.query('TRUNCATE TABLE cminmsgs');
@@ -239,7 +240,7 @@ export interface Progress {
   deadEvents: number;
 }
 
-export async function progress(db: Db): Promise<Progress> {
+export async function progress(db: QueryDb): Promise<Progress> {
   const r = await sql<Progress>`
     select (select count(*)::int from proc_state) total,
            (select count(*)::int from proc_state where state not in ('PENDING','FAILED')) terminal,
@@ -252,7 +253,7 @@ export async function progress(db: Db): Promise<Progress> {
 }
 
 /** Every message terminal and backfilled, every event SENT (or DEAD: reported). */
-export async function drained(db: Db, expected: number): Promise<boolean> {
+export async function drained(db: QueryDb, expected: number): Promise<boolean> {
   const p = await progress(db);
   return p.total === expected && p.terminal === expected && p.unbackfilled === 0 && p.unsent === 0;
 }
@@ -364,7 +365,7 @@ async function checkKafka(rig: Rig, sent: Set<number>): Promise<FinalState['kafk
 }
 
 /** Redis = Postgres for every flight: the JSON of each ACTIVE one, no key for the others or for a flight Postgres lacks. */
-export async function mirrorDifferences(db: Db, redis: Redis): Promise<string[]> {
+export async function mirrorDifferences(db: QueryDb, redis: Redis): Promise<string[]> {
   const flids = (await sql<{ flid: string }>`select flid from flight_schd order by flid`.execute(db)).rows.map((x) => x.flid);
   const states = await readFlights(db, flids, TZ);
   const values = flids.length ? await redis.mget(...flids.map(flightKey)) : [];
@@ -382,7 +383,7 @@ function contentOf(p: Record<string, unknown>): string {
 }
 
 /** The first time (ms epoch) a message became SUCCEEDED / an event SENT after `since`. */
-export async function firstProgressAfter(db: Db, since: number): Promise<{ succeeded: number | null; sent: number | null }> {
+export async function firstProgressAfter(db: QueryDb, since: number): Promise<{ succeeded: number | null; sent: number | null }> {
   const r = await sql<{ s: number | null; e: number | null }>`
     select (select extract(epoch from min(terminal_at))::float8 * 1000 from proc_state where state = 'SUCCEEDED' and terminal_at >= to_timestamp(${since}::float8 / 1000)) s,
            (select extract(epoch from min(sent_at))::float8 * 1000 from msg_event where sent_at >= to_timestamp(${since}::float8 / 1000)) e`.execute(db);
@@ -392,7 +393,7 @@ export async function firstProgressAfter(db: Db, since: number): Promise<{ succe
 export type Stage = 'intake' | 'pump' | 'backfill' | 'msg' | 'schd' | 'state';
 
 /** Seconds after `since` (ms epoch) of each worker's first progress: a message taken in, one SUCCEEDED, one backfilled, an event of each topic SENT (null: none yet). */
-export async function resumedAfter(db: Db, since: number): Promise<Record<Stage, number | null>> {
+export async function resumedAfter(db: QueryDb, since: number): Promise<Record<Stage, number | null>> {
   const r = await sql<Record<Stage, number | null>>`
     with t as (select to_timestamp(${since}::float8 / 1000) at)
     select (select extract(epoch from min(enqueued_at)) from proc_state, t where enqueued_at >= t.at) intake,
@@ -423,7 +424,7 @@ export async function stateTopicDifferences(rig: Rig): Promise<{ cleanupPolicy: 
 }
 
 /** The longest pause between two msg events SENT in [from, to] (ms epoch), seconds. */
-export async function longestSendPause(db: Db, from: number, to: number): Promise<number | null> {
+export async function longestSendPause(db: QueryDb, from: number, to: number): Promise<number | null> {
   const r = await sql<{ s: number | null }>`
     select max(extract(epoch from gap))::float8 s from (select sent_at - lag(sent_at) over (order by sent_at) gap from msg_event
      where target = 'msg' and sent_at between to_timestamp(${from}::float8 / 1000) and to_timestamp(${to}::float8 / 1000)) g`.execute(db);

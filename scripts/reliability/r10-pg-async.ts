@@ -12,7 +12,8 @@
 import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { createDb, createPool } from '../../lib/db/postgres.ts';
+import { createPool } from '../../lib/db/postgres.ts';
+import { createQueryDb } from '../../lib/db/kysely.ts';
 import { freePort } from '../../test/support/tls.ts';
 import { scriptHelp } from '../args.ts';
 import { startPgPair } from '../topology/postgres.ts';
@@ -57,7 +58,7 @@ try {
   log(`recover-restore: ${`${rec.stdout}${rec.stderr}`.trim().split('\n').slice(-4).join(' | ')}`);
   const recovered = Date.now();
   await rig.feed(300, 900, FLIGHTS, 40);
-  const db = createDb(standbyPool);
+  const db = createQueryDb(standbyPool);
   await waitFor('drained', () => drained(db, 1201), 600_000);
   const drainedS = (Date.now() - recovered) / 1000;
   const final = await finalState({ ...rig, db });

@@ -12,7 +12,8 @@
 //   node scripts/reliability/r10-pg-sync.ts [vip|hosts|none] [flops=1200] [rate=40]
 // REL_KAFKA_EXISTING=1: fresh topics on the broker already answering on REL_KAFKA_PORT (never stopped).
 import { resolve } from 'node:path';
-import { createDb, createPool } from '../../lib/db/postgres.ts';
+import { createPool } from '../../lib/db/postgres.ts';
+import { createQueryDb } from '../../lib/db/kysely.ts';
 import { freePort } from '../../test/support/tls.ts';
 import { scriptHelp } from '../args.ts';
 import { startPgPair } from '../topology/postgres.ts';
@@ -48,7 +49,7 @@ try {
     const promoted = Date.now();
     if (MODE === 'vip') rig.proxies.pg.moveTo({ port: pair.standby.port });
     log(`primary SIGKILLed (its standby ${sync}), standby promoted${MODE === 'vip' ? ', virtual IP moved' : ''}`);
-    db = createDb(standbyPool);
+    db = createQueryDb(standbyPool);
     // schd: only if a FLOP changed a schedule field (REMC and ESTT do not), so not waited for
     const waited = ['intake', 'pump', 'backfill', 'msg', 'state'] as const;
     const all = async () => {

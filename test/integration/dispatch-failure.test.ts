@@ -5,7 +5,7 @@
 // everything is delivered, duplicates only of sends that were not acknowledged.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock, systemClock } from '../../lib/core/clock.ts';
-import type { Db } from '../../lib/db/postgres.ts';
+import type { QueryDb } from '../../lib/db/kysely.ts';
 import { TopicCreationError, type KafkaEdge } from '../../lib/dispatch/kafka.ts';
 import { msgRound, type RoundResult } from '../../lib/dispatch/msg.ts';
 import {
@@ -32,7 +32,7 @@ import {
 const PRIVATE_PORT = 19192;
 const PRIVATE = `127.0.0.1:${PRIVATE_PORT}`;
 
-let db: Db;
+let db: QueryDb;
 let close: () => Promise<void>;
 const edges: KafkaEdge[] = [];
 const track = (e: KafkaEdge) => (edges.push(e), e);

@@ -5,7 +5,7 @@ import Fastify from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../lib/core/clock.ts';
-import type { Db } from '../../lib/db/postgres.ts';
+import type { QueryDb } from '../../lib/db/kysely.ts';
 import { dispatchReplay, dispatchSkip } from '../../lib/dispatch/actions.ts';
 import type { KafkaEdge } from '../../lib/dispatch/kafka.ts';
 import { msgDrain, msgRound } from '../../lib/dispatch/msg.ts';
@@ -14,7 +14,7 @@ import { releasable, type OutboxEvent } from '../../lib/dispatch/plan.ts';
 import { dispatchRoutes } from '../../lib/api/dispatch-routes.ts';
 import { consume, createdTopics, deadAddress, deleteTopics, deps, edge, NOW, openDb, payloadOf, putMsgEvents, refusingTopic, resetOutbox, rows, uniqueTopic } from './dispatch-support.ts';
 
-let db: Db;
+let db: QueryDb;
 let close: () => Promise<void>;
 let kafka: KafkaEdge;
 const edges: KafkaEdge[] = [];

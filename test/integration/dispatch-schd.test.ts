@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../lib/core/clock.ts';
 import { createRedis, type Redis } from '../../lib/db/redis.ts';
-import type { Db } from '../../lib/db/postgres.ts';
+import type { QueryDb } from '../../lib/db/kysely.ts';
 import type { KafkaEdge } from '../../lib/dispatch/kafka.ts';
 import { schdDrain, schdRound, SCHD_KEY } from '../../lib/dispatch/schd.ts';
 import { readFlights } from '../../lib/flight/read.ts';
@@ -15,7 +15,7 @@ import { TEST_REDIS_URL } from '../support/env.ts';
 import { consumeAll, createdTopics, deleteTopics, deps, edge, NOW, openDb, refusingTopic, resetOutbox, rows, uniqueTopic } from './dispatch-support.ts';
 import { apply, flop, rec, resetFlights, schd, TZ } from './flight-support.ts';
 
-let db: Db;
+let db: QueryDb;
 let close: () => Promise<void>;
 let redis: Redis;
 let kafka: KafkaEdge;

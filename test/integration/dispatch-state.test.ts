@@ -6,7 +6,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createRedis, type Redis } from '../../lib/db/redis.ts';
-import type { Db } from '../../lib/db/postgres.ts';
+import type { QueryDb } from '../../lib/db/kysely.ts';
 import type { KafkaEdge } from '../../lib/dispatch/kafka.ts';
 import { stateDrain, stateRound } from '../../lib/dispatch/state.ts';
 import { readFlights } from '../../lib/flight/read.ts';
@@ -17,7 +17,7 @@ import { consoleConsume } from '../support/kafka-tools.ts';
 import { createdTopics, deleteTopics, deps, describeTopic, edge, NOW, openDb, resetOutbox, uniqueTopic } from './dispatch-support.ts';
 import { apply, flop, rec, resetFlights, schd, TZ } from './flight-support.ts';
 
-let db: Db;
+let db: QueryDb;
 let close: () => Promise<void>;
 let redis: Redis;
 let kafka: KafkaEdge;

@@ -9,7 +9,8 @@ import { promisify } from 'node:util';
 import kafkajs from 'kafkajs';
 import { sql } from 'kysely';
 import { ManualClock, type Clock } from '../../lib/core/clock.ts';
-import { createDb, createPool, type Db } from '../../lib/db/postgres.ts';
+import { createPool } from '../../lib/db/postgres.ts';
+import { createQueryDb, type QueryDb } from '../../lib/db/kysely.ts';
 import { createKafkaEdge, type KafkaEdge } from '../../lib/dispatch/kafka.ts';
 import type { DispatchDeps } from '../../lib/dispatch/msg.ts';
 import { insertMsgEvents } from '../../lib/flight/store.ts';
@@ -21,12 +22,12 @@ const { Kafka, logLevel } = kafkajs;
 
 export const NOW = new Date('2026-12-01T00:00:00Z');
 
-export function openDb(): { db: Db; close: () => Promise<void> } {
+export function openDb(): { db: QueryDb; close: () => Promise<void> } {
   const pool = createPool(TEST_PG_URL, { max: 6, name: 'dispatch-test' });
-  return { db: createDb(pool), close: () => pool.end() };
+  return { db: createQueryDb(pool), close: () => pool.end() };
 }
 
-export async function resetOutbox(db: Db): Promise<void> {
+export async function resetOutbox(db: QueryDb): Promise<void> {
   await sql`truncate msg_event`.execute(db);
   await sql`delete from graphile_worker._private_jobs`.execute(db);
 }
@@ -50,12 +51,12 @@ export function edge(o: { brokers?: string; timeoutMs?: number; partitions?: num
   });
 }
 
-export function deps(db: Db, kafka: KafkaEdge, overrides: Record<string, string>, clock: Clock = new ManualClock(NOW)): DispatchDeps {
+export function deps(db: QueryDb, kafka: KafkaEdge, overrides: Record<string, string>, clock: Clock = new ManualClock(NOW)): DispatchDeps {
   return { db, kafka, dispatch: slices(testConfig(overrides)).dispatch, clock, log: silentLog };
 }
 
 /** Insert msg events (payload like the flight domain's UPSERT) for FLIDs in this order. Returns their event ids. */
-export async function putMsgEvents(db: Db, flids: readonly string[], now = NOW): Promise<number[]> {
+export async function putMsgEvents(db: QueryDb, flids: readonly string[], now = NOW): Promise<number[]> {
   const before = await sql<{ m: number | null }>`select max(event_id) as m from msg_event`.execute(db);
   await db.transaction().execute((tx) =>
     insertMsgEvents(
@@ -81,13 +82,13 @@ export interface EventRow {
   state_version: number;
 }
 
-export async function rows(db: Db, target: 'msg' | 'schd' = 'msg'): Promise<EventRow[]> {
+export async function rows(db: QueryDb, target: 'msg' | 'schd' = 'msg'): Promise<EventRow[]> {
   const r = await sql<EventRow>`select event_id, flid, state, attempts, next_attempt_at, sent_at, kafka_partition, kafka_offset, last_error, state_version
     from msg_event where target = ${target} order by event_id`.execute(db);
   return r.rows;
 }
 
-export async function stateCounts(db: Db, target: 'msg' | 'schd' = 'msg'): Promise<Record<string, number>> {
+export async function stateCounts(db: QueryDb, target: 'msg' | 'schd' = 'msg'): Promise<Record<string, number>> {
   const r = await sql<{ state: string; n: number }>`select state, count(*)::int as n from msg_event where target = ${target} group by state`.execute(db);
   return Object.fromEntries(r.rows.map((x) => [x.state, x.n]));
 }

@@ -4,14 +4,14 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../lib/core/clock.ts';
-import type { Db } from '../../lib/db/postgres.ts';
+import type { QueryDb } from '../../lib/db/kysely.ts';
 import { purgeSentEvents } from '../../lib/dispatch/retention.ts';
 import { writePlan } from '../../lib/flight/store.ts';
 import { wake } from '../../lib/sql/jobs.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 import { consume, createdTopics, deleteTopics, NOW, openDb, payloadOf, putMsgEvents, resetOutbox, rows, stateCounts, uniqueTopic } from './dispatch-support.ts';
 
-let db: Db;
+let db: QueryDb;
 let close: () => Promise<void>;
 const procs: Proc[] = [];
 

@@ -14,7 +14,8 @@ import { flightRoutes } from '../../lib/api/flight-routes.ts';
 import { hardenApi } from '../../lib/api/hardening.ts';
 import { ManualClock } from '../../lib/core/clock.ts';
 import { slices } from '../../lib/core/config.ts';
-import { connectClient, createSessionDb, type Db } from '../../lib/db/postgres.ts';
+import { connectClient } from '../../lib/db/postgres.ts';
+import { createQuerySessionDb, type QueryDb } from '../../lib/db/kysely.ts';
 import { isoLocal } from '../../lib/flight/state.ts';
 import { retentionSettings, type RetentionDeps } from '../../lib/lifecycle/common.ts';
 import { purgeFlights } from '../../lib/lifecycle/flights.ts';
@@ -31,7 +32,7 @@ const FLIDS = ['500', '501'] as const;
 
 let s: TestServices;
 let purgeClient: pg.Client;
-let purgeSession: { db: Db };
+let purgeSession: { db: QueryDb };
 const clock = new ManualClock('2026-12-01T00:00:00Z');
 // the api's own server (strict schemas) with the api's hardening, as workers/api.ts builds it
 const app = createHttpServer(slices(testConfig()).http, silentLog);
@@ -137,7 +138,7 @@ beforeAll(async () => {
   await resetPipeline(s);
   await resetDomain(s);
   purgeClient = await connectClient(TEST_PG_URL, 'test-as-of-purge');
-  purgeSession = { db: createSessionDb(purgeClient) };
+  purgeSession = { db: createQuerySessionDb(purgeClient) };
   await hardenApi(app, { scriptSources: ["'self'"], log: silentLog });
   await app.register(flightRoutes, { db: s.db, timeZone: TZ, clock });
   await app.ready();

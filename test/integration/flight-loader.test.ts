@@ -3,10 +3,11 @@
 // query per detail table, kept below as the reference), over flights with every collection,
 // empty fields, several elements, shared/master flights, a deleted flight and a bare one.
 import { Kysely, PostgresDialect, sql } from 'kysely';
+import type { QueryDb } from '../../lib/db/kysely.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLLECTIONS, columnOf, DETAIL_TABLES, SCALAR_KEYS, STATUS_KEYS, type CollectionSpec, type ValueKind } from '../../lib/flight/rules.ts';
 import { emptyData, isoLocal, type FlightData, type FlightState, type MaflEntry, type Row } from '../../lib/flight/state.ts';
-import { loadStates, type Executor } from '../../lib/flight/store.ts';
+import { loadStates } from '../../lib/flight/store.ts';
 import { readFlights } from '../../lib/flight/read.ts';
 import { openServices, type TestServices } from '../support/services.ts';
 import { apply, flop, rec, resetFlights, schd, TZ } from './flight-support.ts';
@@ -28,7 +29,7 @@ function detailRowToValue(spec: CollectionSpec, r: Record<string, unknown>, tz: 
   }
   return row;
 }
-async function referenceLoad(db: Executor, flids: readonly string[], tz: string): Promise<Map<string, FlightState>> {
+async function referenceLoad(db: QueryDb, flids: readonly string[], tz: string): Promise<Map<string, FlightState>> {
   const out = new Map<string, FlightState>();
   const ids = [...new Set(flids)];
   const cols = [

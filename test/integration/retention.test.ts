@@ -5,7 +5,8 @@ import { sql } from 'kysely';
 import type pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../lib/core/clock.ts';
-import { connectClient, createSessionDb, LOCKS, type Db } from '../../lib/db/postgres.ts';
+import { connectClient, LOCKS } from '../../lib/db/postgres.ts';
+import { createQuerySessionDb, type QueryDb } from '../../lib/db/kysely.ts';
 import type { Redis } from '../../lib/db/redis.ts';
 import { loadVersionFloors } from '../../lib/flight/floor.ts';
 import { retentionSettings, type PurgeOptions, type RetentionDeps } from '../../lib/lifecycle/common.ts';
@@ -31,13 +32,13 @@ const SEC = 1000;
 
 let s: TestServices;
 let purgeClient: pg.Client;
-let purgeSession: { db: Db };
+let purgeSession: { db: QueryDb };
 
 beforeAll(async () => {
   s = await openServices();
   // The purge's own dedicated connection (the pump of runPipelineUntilSettled uses s.session).
   purgeClient = await connectClient(TEST_PG_URL, 'test-purge');
-  purgeSession = { db: createSessionDb(purgeClient) };
+  purgeSession = { db: createQuerySessionDb(purgeClient) };
 });
 afterAll(async () => {
   await purgeClient.end().catch(() => {});
@@ -57,7 +58,7 @@ async function deletedCount(object: string): Promise<number> {
   return m.values.find((v) => v.labels.object === object)?.value ?? 0;
 }
 
-async function ids(db: Db, table: string, col: string): Promise<unknown[]> {
+async function ids(db: QueryDb, table: string, col: string): Promise<unknown[]> {
   const r = await sql<{ v: unknown }>`select ${sql.ref(col)} as v from ${sql.table(table)} order by 1`.execute(db);
   return r.rows.map((x) => x.v);
 }

@@ -4,7 +4,8 @@ import { sql } from 'kysely';
 import type pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../lib/core/clock.ts';
-import { connectClient, createSessionDb, type Db } from '../../lib/db/postgres.ts';
+import { connectClient } from '../../lib/db/postgres.ts';
+import { createQuerySessionDb, type QueryDb } from '../../lib/db/kysely.ts';
 import { retentionSettings, type RetentionDeps } from '../../lib/lifecycle/common.ts';
 import { runRetention } from '../../lib/lifecycle/tasks.ts';
 import { purgeAttempts, purgeFlightChanges } from '../../lib/lifecycle/trace-records.ts';
@@ -15,12 +16,12 @@ import { openServices, resetDomain, resetPipeline, silentLog, type TestServices 
 const DAY = 86_400_000;
 let s: TestServices;
 let purgeClient: pg.Client;
-let purgeSession: { db: Db };
+let purgeSession: { db: QueryDb };
 
 beforeAll(async () => {
   s = await openServices();
   purgeClient = await connectClient(TEST_PG_URL, 'test-purge');
-  purgeSession = { db: createSessionDb(purgeClient) };
+  purgeSession = { db: createQuerySessionDb(purgeClient) };
 });
 afterAll(async () => {
   await purgeClient.end().catch(() => {});

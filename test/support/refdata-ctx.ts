@@ -2,7 +2,8 @@
 // a Kysely transaction (as the pump would: a skipped outcome rolls back), and the MariaDB outbox.
 import mysql from 'mysql2/promise';
 import { pino } from 'pino';
-import { createDb, createPool, type Db } from '../../lib/db/postgres.ts';
+import { createPool } from '../../lib/db/postgres.ts';
+import { createQueryDb, type QueryDb } from '../../lib/db/kysely.ts';
 import { HandlerRegistry, type HandlerOutcome } from '../../lib/domain/handlers.ts';
 import { PipelineError, type Failure } from '../../lib/core/errors.ts';
 import { decodeEnvelope } from '../../lib/sis/envelope.ts';
@@ -12,8 +13,8 @@ import { TEST_INBOX_URL, TEST_PG_URL } from './env.ts';
 
 export const silentLog = pino({ level: 'silent' });
 
-export function testDb(): Db {
-  return createDb(createPool(TEST_PG_URL, { max: 4, name: 'refdata-test' }));
+export function testDb(): QueryDb {
+  return createQueryDb(createPool(TEST_PG_URL, { max: 4, name: 'refdata-test' }));
 }
 
 export type ApplyResult = HandlerOutcome | { outcome: 'failed'; failure: Failure } | { outcome: 'unsupported' };
@@ -27,7 +28,7 @@ class Rollback extends Error {
 }
 
 /** Decode and apply one raw SIS message through the refdata handlers; errors become data. */
-export async function applyMessage(db: Db, a: { xml: string; msgId: number; now: Date; config: Config; registry?: HandlerRegistry }): Promise<ApplyResult> {
+export async function applyMessage(db: QueryDb, a: { xml: string; msgId: number; now: Date; config: Config; registry?: HandlerRegistry }): Promise<ApplyResult> {
   const registry = a.registry ?? registerRefdataHandlers(new HandlerRegistry());
   try {
     const env = decodeEnvelope(a.xml);

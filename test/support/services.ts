@@ -1,7 +1,8 @@
 // Real services for integration tests: Postgres (msgx_test), MariaDB (aodbinterface_test), Redis db 15.
 import { sql } from 'kysely';
 import type pg from 'pg';
-import { createDb, createPool, createSessionDb, connectClient, type Db } from '../../lib/db/postgres.ts';
+import { createPool, connectClient } from '../../lib/db/postgres.ts';
+import { createQueryDb, createQuerySessionDb, type QueryDb } from '../../lib/db/kysely.ts';
 import { createAodbPool, type Inbox } from '../../lib/db/mysql.ts';
 import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
 import { createRedis, type Redis } from '../../lib/db/redis.ts';
@@ -12,9 +13,9 @@ export const silentLog = createLogger('test', process.env.MSGX_LOG_LEVEL ?? 'sil
 
 export interface TestServices {
   pool: pg.Pool;
-  db: Db;
+  db: QueryDb;
   inbox: Inbox;
-  session: Db;
+  session: QueryDb;
   sessionClient: pg.Client;
   redis: Redis;
   close(): Promise<void>;
@@ -29,9 +30,9 @@ export async function openServices(o: { pgUrl?: string; redisUrl?: string } = {}
   const redis = createRedis(o.redisUrl ?? TEST_REDIS_URL, 5000);
   return {
     pool,
-    db: createDb(pool),
+    db: createQueryDb(pool),
     inbox,
-    session: createSessionDb(sessionClient),
+    session: createQuerySessionDb(sessionClient),
     sessionClient,
     redis,
     async close() {
@@ -80,7 +81,7 @@ export async function putInbox(inbox: Inbox, body: string, opts: { id?: number; 
   return insertInboxRow(inbox, { body, received: '2026-12-01 08:30:00' });
 }
 
-export async function procRows(db: Db) {
+export async function procRows(db: QueryDb) {
   return db.selectFrom('proc_state').selectAll().orderBy('msg_id').execute();
 }
 

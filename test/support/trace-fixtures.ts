@@ -3,7 +3,7 @@
 // a deleted one and an archived (purged) one. Used by the API and browser tests until the pump
 // writes them itself (the corpus test checks the pump's own records).
 import { sql } from 'kysely';
-import type { Db } from '../../lib/db/postgres.ts';
+import type { QueryDb } from '../../lib/db/kysely.ts';
 import type { ReasonClass } from '../../lib/core/errors.ts';
 import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
 import { sisMessage, type TestServices } from './services.ts';
@@ -27,7 +27,7 @@ export interface TraceFixture {
 
 const at = (min: number) => new Date(T0.getTime() + min * 60_000);
 
-async function proc(db: Db, id: number, state: string, why: [reason: string, reasonClass: ReasonClass] | null, kind: string, min: number, extra: Record<string, unknown> = {}) {
+async function proc(db: QueryDb, id: number, state: string, why: [reason: string, reasonClass: ReasonClass] | null, kind: string, min: number, extra: Record<string, unknown> = {}) {
   await db
     .insertInto('proc_state')
     .values({
@@ -47,18 +47,18 @@ async function proc(db: Db, id: number, state: string, why: [reason: string, rea
     .execute();
 }
 
-async function change(db: Db, flid: string, v: number, msgId: number, kind: string, op: string, cause: string, changes: Record<string, [unknown, unknown]>, min: number) {
+async function change(db: QueryDb, flid: string, v: number, msgId: number, kind: string, op: string, cause: string, changes: Record<string, [unknown, unknown]>, min: number) {
   await sql`insert into flight_change (flid, state_version, msg_id, kind, op, cause, changes, created_at)
             values (${flid}, ${v}, ${msgId}, ${kind}, ${op}, ${cause}, ${JSON.stringify(changes)}::jsonb, ${at(min)})`.execute(db);
 }
 
-async function event(db: Db, target: 'msg' | 'schd', flid: string, v: number, payload: Record<string, unknown>, sent: { partition: number; offset: string } | null, min: number) {
+async function event(db: QueryDb, target: 'msg' | 'schd', flid: string, v: number, payload: Record<string, unknown>, sent: { partition: number; offset: string } | null, min: number) {
   await sql`insert into msg_event (target, flid, state_version, payload, state, sent_at, kafka_partition, kafka_offset, created_at)
             values (${target}, ${flid}, ${v}, ${JSON.stringify(payload)}::jsonb, ${sent ? 'SENT' : 'PENDING'}, ${sent ? at(min + 1) : null},
                     ${sent?.partition ?? null}, ${sent?.offset ?? null}, ${at(min)})`.execute(db);
 }
 
-async function flight(db: Db, flid: string, state: 'ACTIVE' | 'DELETED', v: number, lastMsg: number, min: number) {
+async function flight(db: QueryDb, flid: string, state: 'ACTIVE' | 'DELETED', v: number, lastMsg: number, min: number) {
   await sql`insert into flight_schd (flid, state, state_version, operation_day, last_msg_id, created_at, updated_at, deleted_at, flno, stnd)
             values (${flid}, ${state}, ${v}, '2026-12-01', ${lastMsg}, ${at(0)}, ${at(min)}, ${state === 'DELETED' ? at(min) : null}, 'YG9061', '21')`.execute(db);
 }

@@ -4,6 +4,7 @@
 // and it is tried again smaller; a crash after the business commit is made terminal, not re-applied.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
+import { asQueryDb } from '../../../lib/db/kysely.ts';
 import { ManualClock } from '../../../lib/core/clock.ts';
 import { protocol } from '../../../lib/core/errors.ts';
 import { HandlerRegistry, type BatchDomain, type Mirror } from '../../../lib/domain/handlers.ts';
@@ -22,7 +23,7 @@ const config = testConfig({ 'msgx.pipeline.backoff': '1s,5s,30s,2m' });
 let plan = new Map<number, 'skip' | 'protocol' | 'internal'>();
 const registry = new HandlerRegistry().register('TEST', '*', async (ctx) => {
   const p = plan.get(ctx.msgId);
-  await sql`insert into test_effects (msg_id, applied) values (${ctx.msgId}, 1) on conflict (msg_id) do nothing`.execute(ctx.tx);
+  await sql`insert into test_effects (msg_id, applied) values (${ctx.msgId}, 1) on conflict (msg_id) do nothing`.execute(asQueryDb(ctx.tx));
   if (p === 'skip') return { outcome: 'skipped', reason: 'test-skip' };
   if (p === 'protocol') throw protocol('bad');
   if (p === 'internal') throw new TypeError('handler bug');
@@ -45,8 +46,8 @@ const boomDomain: BatchDomain<{ boom: boolean }> = {
       },
       addressed: async () => [],
       write: async () => {
-        if (boom) await sql`select 1 / 0`.execute(tx); // division_by_zero: neither the message's fault nor INFRA
-        await sql`insert into test_effects (msg_id, applied) select x, 1 from unnest(${applied}::bigint[]) x on conflict (msg_id) do nothing`.execute(tx);
+        if (boom) await sql`select 1 / 0`.execute(asQueryDb(tx)); // division_by_zero: neither the message's fault nor INFRA
+        await sql`insert into test_effects (msg_id, applied) select x, 1 from unnest(${applied}::bigint[]) x on conflict (msg_id) do nothing`.execute(asQueryDb(tx));
         return { wake: [] };
       },
     };

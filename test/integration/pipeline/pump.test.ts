@@ -1,6 +1,7 @@
 // The pump against real Postgres, MariaDB and Redis: FIFO, failure classes, the three-step success path.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
+import { asQueryDb } from '../../../lib/db/kysely.ts';
 import { ManualClock } from '../../../lib/core/clock.ts';
 import { HandlerRegistry, type Mirror } from '../../../lib/domain/handlers.ts';
 import { intakeRound } from '../../../lib/pipeline/intake.ts';
@@ -21,7 +22,7 @@ const registry = new HandlerRegistry().register('TEST', '*', async (ctx) => {
   const f = failNext.shift();
   if (f) throw f;
   await sql`insert into test_effects (msg_id, applied) values (${ctx.msgId}, 1)
-            on conflict (msg_id) do update set applied = test_effects.applied`.execute(ctx.tx);
+            on conflict (msg_id) do update set applied = test_effects.applied`.execute(asQueryDb(ctx.tx));
   return { outcome: 'applied', mirror: [`T${ctx.msgId}`] };
 });
 const redisMirror = (): Mirror => ({ sync: async (ids) => void (await s.redis.set(`msgx:test:${ids[0]}`, 'ok')) });
@@ -150,7 +151,7 @@ describe('pump', () => {
     const reg = new HandlerRegistry().register('TEST', '*', async (ctx) => {
       if (ctx.env.styp === 'SKIP') return { outcome: 'skipped', reason: 'test-skip' };
       if (ctx.env.styp === 'BAD') throw protocol('bad test message');
-      await sql`insert into test_effects (msg_id, applied) values (${ctx.msgId}, 1)`.execute(ctx.tx);
+      await sql`insert into test_effects (msg_id, applied) values (${ctx.msgId}, 1)`.execute(asQueryDb(ctx.tx));
       return { outcome: 'applied', mirror: [`T${ctx.msgId}`] };
     });
     const pairs = [
@@ -232,7 +233,7 @@ describe('pump', () => {
   it('a handler protocol error is DEAD(PROTOCOL) and its writes are rolled back', async () => {
     const { protocol } = await import('../../../lib/core/errors.ts');
     const reg = new HandlerRegistry().register('TEST', '*', async (ctx) => {
-      await sql`insert into test_effects values (${ctx.msgId}, 1)`.execute(ctx.tx);
+      await sql`insert into test_effects values (${ctx.msgId}, 1)`.execute(asQueryDb(ctx.tx));
       throw protocol('RECS="3" but 2 records');
     });
     const a = await putInbox(s.inbox, sisMessage());
