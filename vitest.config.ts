@@ -1,5 +1,4 @@
 import { defineConfig } from 'vitest/config';
-import SlowFirstSequencer from './test/support/sequencer.ts';
 import { slotCount } from './test/support/slots.ts';
 
 // Test files run side by side, one per worker, each worker with a Postgres database, MariaDB
@@ -34,8 +33,6 @@ export default defineConfig({
   test: {
     globalSetup: ['test/support/global-setup.ts'],
     reporters: ['default', './test/support/summary-reporter.ts'],
-    // the longest files start first, whatever vitest's cache holds (test/support/sequencer.ts)
-    sequence: { sequencer: SlowFirstSequencer },
     projects: [
       { test: { ...common, name: 'side-by-side', include: drills ? [] : ['test/**/*.test.ts'], exclude: [...ALONE, ...DRILLS], maxWorkers: slotCount(), sequence: { groupOrder: 0 } } },
       { test: { ...common, name: 'alone', include: drills ? DRILLS : ALONE, maxWorkers: 1, sequence: { groupOrder: 1 } } },

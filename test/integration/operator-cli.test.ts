@@ -137,8 +137,7 @@ describe('every CLI answers --help with its usage and exit 0, before touching an
     ...['pump', 'snapshot', 'reads', 'dispatch', 'backfill', 'latency', 'intake', 'e2e'].map((b) => `bench/${b}`),
     ...['r1-chaos', 'r2-outages', 'r4-takeover'].map((r) => `reliability/${r}`),
   ];
-  // side by side: each starts a process that prints its usage and touches nothing
-  it.concurrent.each(CLIS)('%s --help', async (name) => {
+  it.each(CLIS)('%s --help', async (name) => {
     const r = await cli(name, ['--help']);
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/^usage: (npm run |npm start|node scripts\/)/);

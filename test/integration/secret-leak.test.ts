@@ -5,7 +5,7 @@
 // errors they log, /healthz, /metrics and an api error answer are searched for every secret
 // value; so are --help and the output of a real run of every CLI, and a configuration error.
 // None may appear (each may appear as *** or not at all).
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,18 +31,6 @@ const file = (name: string, text: string) => {
   writeFileSync(f, `${text}\n`, { mode: 0o600 });
   return f;
 };
-/** spawnSync's answer without blocking the test's event loop, so that several runs overlap. */
-function runAsync(cmd: string, args: string[], o: { env: NodeJS.ProcessEnv; timeout: number }): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { env: o.env, stdio: ['ignore', 'pipe', 'pipe'], timeout: o.timeout });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-  });
-}
 const leaks = (text: string) => Object.entries(SECRETS).filter(([, v]) => text.includes(v) || text.includes(encodeURIComponent(v)));
 
 beforeAll(() => {
@@ -129,20 +117,19 @@ describe('no secret in any output', () => {
 
   it.each(CLIS)(
     'the %s CLI: --help, a run that meets a refused credential, and an unknown option',
-    async (cli, args) => {
+    (cli, args) => {
       const run = (a: string[], extra: Record<string, string> = {}) =>
-        runAsync(process.execPath, [`scripts/${cli}.ts`, ...a.map((x) => (x === '<file>' ? file('msg.xml', sisMessage()) : x))], {
+        spawnSync(process.execPath, [`scripts/${cli}.ts`, ...a.map((x) => (x === '<file>' ? file('msg.xml', sisMessage()) : x))], {
           env: { ...process.env, ...testEnv({ ...env, ...extra }) },
+          encoding: 'utf8',
           timeout: 60_000,
         });
-      // --help and the unknown option stop before connecting to anything: they run beside the two
-      // real runs, which (Postgres lets them in) run one after the other as before
-      const [help, real, unknown] = await Promise.all([
+      const outputs = [
         run(['--help']),
-        (async () => [await run(args), await run(args, { DATABASE_PASSWORD_FILE: '', DATABASE_URL: TEST_PG_URL.replace('postgres@', `postgres:${SECRETS.databaseUrl}@`) })])(),
+        run(args),
+        run(args, { DATABASE_PASSWORD_FILE: '', DATABASE_URL: TEST_PG_URL.replace('postgres@', `postgres:${SECRETS.databaseUrl}@`) }),
         run(['--no-such-option']),
-      ]);
-      const outputs = [help, ...real, unknown];
+      ];
       expect(outputs[0].status).toBe(0);
       for (const o of outputs) expect(leaks(`${o.stdout}\n${o.stderr}`)).toEqual([]);
     },

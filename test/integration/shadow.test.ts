@@ -10,7 +10,7 @@
 //     fixtures, the corpus and a generated 20,000-message workload: the diff names exactly the
 //     flights and fields that rule touches, with the messages that set them. The same for
 //     `npm run dry-run` (with the change; and 0 differences without it), and bad input → exit 2.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import pg from 'pg';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -57,19 +57,6 @@ function cli(script: string, args: string[], env: Record<string, string> = {}) {
     maxBuffer: 512 * 1024 * 1024,
   });
   return { code: r.status, out: r.stdout, err: r.stderr };
-}
-
-/** cli() without blocking the test's event loop, so that several read-only runs overlap. */
-function cliAsync(script: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; out: string; err: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(ROOT, 'scripts', script), ...args], { cwd: ROOT, env: { ...process.env, ...testEnv(env) }, stdio: ['ignore', 'pipe', 'pipe'], timeout: 240_000 });
-    let out = '';
-    let err = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, out, err }));
-  });
 }
 
 async function terminalIds(s: TestServices): Promise<number[]> {
@@ -266,29 +253,26 @@ describe('a rule change tried on real traffic', () => {
     await scratch.query(`delete from pgmigrations where name = '0900_shadow'`);
     await scratch.end();
     const env = { DATABASE_URL: SHADOW_PG, REDIS_URL: SHADOW_REDIS };
-    // every run below only reads (or is refused): they run side by side
-    const [json, text, same, foreign, usage, behind] = await Promise.all([
-      cliAsync('compare.ts', ['--other', TEST_PG_URL, '--json'], env),
-      cliAsync('compare.ts', ['--other', TEST_PG_URL], env),
-      // the same database on both sides; not a msgexchange database; no argument
-      cliAsync('compare.ts', ['--other', SHADOW_PG], env),
-      cliAsync('compare.ts', ['--other', TEST_PG_URL.replace(/\/[^/]+$/, '/postgres')], env),
-      cliAsync('compare.ts', [], env),
-      // a schema version that differs: a database one migration behind
-      cliAsync('compare.ts', ['--other', SCRATCH_PG], env),
-    ]);
+    const json = cli('compare.ts', ['--other', TEST_PG_URL, '--json'], env);
     expect(json.code, json.err).toBe(1);
     const parsed = JSON.parse(json.out) as DiffReport;
     expect(parsed.flightDiffs.map((f) => f.flid)).toEqual(report.flightDiffs.map((f) => f.flid));
+    const text = cli('compare.ts', ['--other', TEST_PG_URL], env);
     expect(text.code).toBe(1);
     expect(text.out).toMatch(new RegExp(`flights: ${report.flights.compared} compared, ${report.flights.equal} equal, ${report.flights.different} different, 0 not comparable`));
     const first = report.flightDiffs[0];
     const setBy = first.fields.find((x) => x.field === 'REMC')!.setOther!;
     expect(text.out).toContain(`flight ${first.flid}:`);
     expect(text.out).toContain(`(set by ${setBy.msgId} FLOP/REMC)`);
+    // the same database on both sides; not a msgexchange database; a schema version that differs
+    const same = cli('compare.ts', ['--other', SHADOW_PG], env);
     expect([same.code, same.err]).toEqual([2, expect.stringMatching(/are the same database/)]);
+    const foreign = cli('compare.ts', ['--other', TEST_PG_URL.replace(/\/[^/]+$/, '/postgres')], env);
     expect([foreign.code, foreign.err]).toEqual([2, expect.stringMatching(/is not a msgexchange database/)]);
+    const usage = cli('compare.ts', [], env);
     expect(usage.code).toBe(2);
+    // a schema version that differs: a database one migration behind
+    const behind = cli('compare.ts', ['--other', SCRATCH_PG], env);
     const newest = readdirSync(join(import.meta.dirname, '../../sql/migrations'))
       .filter((f) => f.endsWith('.sql'))
       .sort()
