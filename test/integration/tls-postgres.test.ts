@@ -105,7 +105,10 @@ describe('Postgres with TLS required', () => {
     ['TLS to a server that does not speak it', () => ({ DATABASE_URL: TEST_PG_URL, DATABASE_PASSWORD_FILE: '' }), /postgres: the server does not speak TLS/],
   ];
 
-  it.each(BAD)(
+  // These cases (and the api's next) run side by side: each process reaches no Postgres at all
+  // (so no leader lock or row is shared), and the TLS server is only read; each one watches its own
+  // process's log lines for 8 s.
+  it.concurrent.each(BAD)(
     '%s: /healthz 503 names postgres and the setting, a few log lines, still running and retrying',
     async (_what, bad, reason) => {
       const p = startWorker('intake', { ...env, ...bad() });
@@ -133,7 +136,7 @@ describe('Postgres with TLS required', () => {
     60_000,
   );
 
-  it('a process without a leader lock (api) with a wrong CA: /healthz 503 names it, the runner is retried, no exit', async () => {
+  it.concurrent('a process without a leader lock (api) with a wrong CA: /healthz 503 names it, the runner is retried, no exit', async () => {
     const p = startWorker('api', { ...env, DATABASE_TLS_CA: pki.otherCa });
     procs.push(p);
     try {

@@ -2,7 +2,7 @@
 // scripts/kafka/tools-pom.xml resolved once with Maven (as scripts/services resolves the
 // broker's) into .local/kafka-tools/classpath.txt, reused while the pom is unchanged and every
 // jar is still there.
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -49,7 +49,7 @@ export async function consoleConsume(topic: string, brokers: string, o: { maxMes
   const ends = await endOffsets(topic, brokers);
   let idleMs = o.idleMs ?? 10_000;
   for (let attempt = 1; ; attempt++) {
-    const read = await consoleRead(topic, brokers, idleMs);
+    const read = await consoleRead(topic, brokers, idleMs, undefined, ends);
     const last = new Map<number, number>();
     for (const r of read) last.set(r.partition, Math.max(last.get(r.partition) ?? -1, r.offset));
     const short = [...ends].filter(([p, end]) => end > 0 && (last.get(p) ?? -1) < end - 1);
@@ -73,7 +73,43 @@ async function endOffsets(topic: string, brokers: string): Promise<Map<number, n
   }
 }
 
-async function consoleRead(topic: string, brokers: string, idleMs: number, maxMessages?: number): Promise<{ partition: number; offset: number; record: ConsoleRecord }[]> {
+/**
+ * The console consumer's output (complete lines). With `ends`, it is stopped as soon as every
+ * partition was read to the end offset it had before (the tool flushes each record as it prints
+ * it), instead of waiting out its idle time; without, or if it never gets there, it ends by itself.
+ */
+function readUntil(args: string[], ends?: Map<number, number>): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(JAVA, args, { stdio: ['ignore', 'pipe', 'pipe'], timeout: 180_000 });
+    const want = new Map([...(ends ?? [])].filter(([, end]) => end > 0));
+    let out = '';
+    let err = '';
+    let scanned = 0;
+    let stopped = false;
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      out += d;
+      if (!ends || want.size === 0 || stopped) return;
+      const complete = out.lastIndexOf('\n') + 1;
+      for (const line of out.slice(scanned, complete).split('\n')) {
+        const m = /^Partition:(\d+)\tOffset:(\d+)\t/.exec(line);
+        if (m && Number(m[2]) >= (want.get(Number(m[1])) ?? Number.POSITIVE_INFINITY) - 1) want.delete(Number(m[1]));
+      }
+      scanned = complete;
+      if (want.size === 0) {
+        stopped = true;
+        child.kill('SIGTERM');
+      }
+    });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      if (code === 0 || (stopped && (signal === 'SIGTERM' || code === 143))) resolve(out.slice(0, out.lastIndexOf('\n') + 1));
+      else reject(new Error(`console consumer on ${args.join(' ').slice(-200)} ended with ${code ?? signal}: ${err.slice(-2000)}`));
+    });
+  });
+}
+
+async function consoleRead(topic: string, brokers: string, idleMs: number, maxMessages?: number, ends?: Map<number, number>): Promise<{ partition: number; offset: number; record: ConsoleRecord }[]> {
   const cp = await classpath();
   const args = [
     '-Xmx256m',
@@ -101,7 +137,7 @@ async function consoleRead(topic: string, brokers: string, idleMs: number, maxMe
     'headers.separator=,',
     ...(maxMessages ? ['--max-messages', String(maxMessages)] : []),
   ];
-  const { stdout } = await run(JAVA, args, { timeout: 180_000, maxBuffer: 256 * 1024 * 1024 });
+  const stdout = await readUntil(args, ends);
   return stdout
     .split('\n')
     .filter((l) => l.length > 0)
