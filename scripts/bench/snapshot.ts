@@ -52,6 +52,7 @@ if (role === 'pump') {
   const r1 = await tick(deps);
   const first = performance.now() - t;
   const afterFirst = (await sql<{ n: number }>`select count(*)::int n from msg_event where target = 'msg'`.execute(b.db)).rows[0].n;
+  const firstTimings = { ...timings };
   t = performance.now();
   const r2 = await tick(deps);
   const again = performance.now() - t;
@@ -60,7 +61,8 @@ if (role === 'pump') {
   if (afterFirst !== flights) throw new Error(`expected ${flights} events from the first snapshot, got ${afterFirst}`);
   await decoder?.close();
   await b.close();
-  console.log(JSON.stringify({ first, again, secondEvents: ev.rows[0].n - afterFirst, peakRss: process.resourceUsage().maxRSS * 1024, timings }));
+  const againTimings = Object.fromEntries(Object.entries(timings).map(([n, ms]) => [n, ms - (firstTimings[n] ?? 0)]));
+  console.log(JSON.stringify({ first, again, secondEvents: ev.rows[0].n - afterFirst, peakRss: process.resourceUsage().maxRSS * 1024, timings, againTimings }));
   process.exit(0);
 }
 // the parent of one mode: puts the two messages in the inbox, runs each run's pump in a process of its own,
@@ -74,6 +76,7 @@ const parse: number[] = [];
 const peaks: number[] = [];
 let secondEvents = -1;
 const timings: Record<string, number> = {};
+const againTimings: Record<string, number> = {};
 for (let r = 0; r < runs; r++) {
   await emptyAll(b);
   for (const seqn of [1, 2]) await insertInboxRow(b.inbox, { body: xml.replace(/<SEQN>\d+/, `<SEQN>${seqn}`), received: '2026-12-01 08:00:00' });
@@ -84,6 +87,7 @@ for (let r = 0; r < runs; r++) {
   peaks.push(run.peakRss);
   secondEvents = run.secondEvents;
   for (const [n, ms] of Object.entries(run.timings as Record<string, number>)) timings[n] = (timings[n] ?? 0) + ms;
+  for (const [n, ms] of Object.entries(run.againTimings as Record<string, number>)) againTimings[n] = (againTimings[n] ?? 0) + ms;
   const t = performance.now();
   decodeEnvelope(xml);
   parse.push(performance.now() - t);
@@ -102,6 +106,7 @@ console.log(
       peakRssMbMedian: Math.round(median(peaks) / 2 ** 20),
       peakRssMbEachRun: peaks.map((p) => Math.round(p / 2 ** 20)),
       wallSecondsPerStepAllRuns: Object.fromEntries(Object.entries(timings).map(([n, ms]) => [n, +(ms / 1000).toFixed(2)])),
+      sameContentAgainMsPerStepMean: Object.fromEntries(Object.entries(againTimings).map(([n, ms]) => [n, Math.round(ms / runs)])),
     },
     null,
     2,

@@ -18,6 +18,7 @@
 // A message found with APPLIED_STATE set (a crash after its business step) is not applied again
 // (Todo 'recover'): its flights are mirrored from Postgres and its outcome made terminal.
 // What a failure leads to is decided in lib/pipeline/failures.ts; the pump only carries it there.
+import v8 from 'node:v8';
 import { classify, describe, type Failure } from '../../core/errors.ts';
 import { withTimeout } from '../../core/timeout.ts';
 import type { Db } from '../../db/postgres.ts';
@@ -32,6 +33,10 @@ import { type Body, logOf, type Member, type MessageRef, prepareBatch, refOf } f
 import { type Business, business } from './business.ts';
 import { type BatchResult, type Done, done, type PumpDeps } from './deps.ts';
 import { MirrorBehind, type TailGate } from './tail.ts';
+
+/** A large message's batch that grew the heap by more than this is followed by a full collection (releaseMemory). */
+const RELEASE_AFTER_GROWTH = 64 * 2 ** 20;
+const heapUsed = () => v8.getHeapStatistics().used_heap_size;
 
 /** While the head is held for INFRA, the failed service is probed this often; work resumes when it answers. */
 const PROBE_EVERY_MS = 1_000;
@@ -52,6 +57,7 @@ export async function applyBatch(deps: PumpDeps, limit: number, carry: Carry): P
   const { heads, following } = chosen;
   const head = heads[0];
   const started = performance.now();
+  const heapAtStart = heapUsed();
   let bodies: Map<number, Body>;
   try {
     bodies = await readAndDecode(deps, heads, carry.ahead);
@@ -98,8 +104,10 @@ export async function applyBatch(deps: PumpDeps, limit: number, carry: Carry): P
     deps.crash?.('pump.before-terminal');
     out.push(...(await terminal(deps, deps.session, applied, started)));
     lap('terminal');
-    // a large message (a big snapshot) leaves garbage of several times its live data: collected and given back now
-    if (large) releaseMemory();
+    // a large message (a big snapshot) that was applied leaves garbage of several times its live
+    // data: collected and given back now; one that changed little (its records found unchanged) left
+    // little, and V8's own collections take it
+    if (large && heapUsed() - heapAtStart > RELEASE_AFTER_GROWTH) releaseMemory();
   }
   if (cut) out.push(await fail(deps, cut.ref, cut.failure));
   return { kind: 'done', done: out };
