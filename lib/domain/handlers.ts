@@ -125,6 +125,7 @@ export class HandlerRegistry {
     const key = `${type}/${styp}`;
     if (this.map.has(key)) throw new Error(`handler for ${key} registered twice`);
     this.map.set(key, e);
+    this.lazy = undefined;
     return this;
   }
 
@@ -150,10 +151,15 @@ export class HandlerRegistry {
     };
   }
 
-  /** The lazy elements of the batch domains (BatchDomain.lazy; at most one domain declares them). */
+  private lazy: { spec: LazySpec | undefined } | undefined;
+
+  /** The lazy elements of the batch domains (BatchDomain.lazy; at most one domain declares them): asked per message, found once. */
   lazySpec(): LazySpec | undefined {
-    for (const e of this.map.values()) if (e.kind === 'batch' && e.domain.lazy) return e.domain.lazy;
-    return undefined;
+    if (!this.lazy) {
+      const e = [...this.map.values()].find((x) => x.kind === 'batch' && x.domain.lazy);
+      this.lazy = { spec: e?.kind === 'batch' ? e.domain.lazy : undefined };
+    }
+    return this.lazy.spec;
   }
 
   /** Every batch domain's DecodeHints, merged. */

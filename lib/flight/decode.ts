@@ -6,7 +6,7 @@
 import { malformed, protocol } from '../core/errors.ts';
 import { payload, type Envelope } from '../sis/envelope.ts';
 import { parseHhmm, parseSisTime } from '../sis/values.ts';
-import { child, childrenOf, expand, serialize, type XmlNode } from '../sis/xml.ts';
+import { child, childrenOf, expand, parseXml, serialize, type XmlNode } from '../sis/xml.ts';
 import { COLLECTION_BY_TAG, FLOP_STYPS, keysOf, MAX_RECS, SCALAR_BY_KEY, TAG_RULES, type CollectionSpec, type TagRule, type ValueKind } from './rules.ts';
 import { isoLocal, type Row, type Value } from './state.ts';
 
@@ -330,6 +330,11 @@ export interface SnapshotRecord {
 export interface SnapshotDigests {
   digest: (raw: string) => string;
   known?: ReadonlyMap<string, { flid: string; day: string }>;
+}
+
+/** The patch of a snapshot record from its source (a lazy FLTR's raw text): as decodeSnapshotRecords would have decoded it. */
+export function decodeRecordSource(raw: string, opts: DecodeOptions): Patch {
+  return decodeFltr(parseXml(raw), 0, opts, { unknownTags: [], droppedRoutePoints: 0 }).patch;
 }
 
 /**

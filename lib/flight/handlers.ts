@@ -6,9 +6,9 @@ import type { AirportConfig } from '../core/config.ts';
 import type { BatchDomain, DecodeHints, HandlerRegistry } from '../domain/handlers.ts';
 import { pgRows } from '../db/statement.ts';
 import type { Envelope } from '../sis/envelope.ts';
-import { parseXml, type LazySpec } from '../sis/xml.ts';
+import type { LazySpec } from '../sis/xml.ts';
 import * as Digest from '../sql/digest.ts';
-import { decodeFltr, decodeFlop, decodeSchedule, decodeSnapshotRecords, type Patch } from './decode.ts';
+import { decodeFlop, decodeRecordSource, decodeSchedule, decodeSnapshotRecords, type Patch } from './decode.ts';
 import { recordDigest } from './digest.ts';
 import { validateSnapshot } from './ledger.ts';
 import type { FlightCommand } from './plan.ts';
@@ -59,7 +59,7 @@ export function createFlightDomain(opts: FlightDomainOptions = {}): BatchDomain<
     // a record left undecoded, decoded after all (its flight changed after the hints were read): as decode would have
     open: (ctx) =>
       new FlightSession(ctx, cache, opts, (raw: string, type: string, styp: string): Patch => {
-        const patch = decodeFltr(parseXml(raw), 0, { timeZone: ctx.airport.timezone }, { unknownTags: [], droppedRoutePoints: 0 }).patch;
+        const patch = decodeRecordSource(raw, { timeZone: ctx.airport.timezone });
         return overrides.length ? overridePatch(overrides, type, styp, patch) : patch;
       }),
     reset: () => cache.clear(),

@@ -233,9 +233,10 @@ export function checkXml(xml: string, spans?: number[]): Outline {
         const expected = open.length > 0 ? open[open.length - 1].name : '';
         // the common case: the name of the open element, then white space or '>' (no slice, no scan)
         const after = xml.charCodeAt(j + expected.length);
-        if (expected !== '' && xml.startsWith(expected, j) && (after === GT || isWs(after))) k = j + expected.length;
+        const same = expected !== '' && xml.startsWith(expected, j) && (after === GT || isWs(after));
+        if (same) k = j + expected.length;
         else while (k < n && !isWs(xml.charCodeAt(k)) && xml.charCodeAt(k) !== GT && xml.charCodeAt(k) !== LT) k++;
-        const name = k - j === expected.length && expected !== '' && xml.startsWith(expected, j) ? expected : xml.slice(j, k);
+        const name = same ? expected : xml.slice(j, k);
         k = skipWs(k);
         if (xml.charCodeAt(k) !== GT) fail(k >= n ? `Closing tag '${shown(name)}' doesn't have proper closing.` : `Closing tag '${shown(name)}' can't have attributes or invalid starting.`, i);
         const top = open.pop();

@@ -5,7 +5,8 @@
 //                (an INFRA failure that carried its service: that service is probed every
 //                PROBE_EVERY_MS and the head is tried as soon as it answers).
 //   read         the raw bodies, one inbox query                     fails → FAILED(INFRA, mariadb)
-//   decode       deps.decoder, in order, under the per-message budget; `prepare` (batch.ts) turns
+//   decode       deps.decoder, in order, under the per-message budget (a body of HINTED_BODY or more
+//                with the domains' decode hints, read first: ahead.ts); `prepare` (batch.ts) turns
 //                each decoding into a Todo. A retryable decode failure (CODEC_ERROR) ends the batch
 //                before that message (the Cut); a snapshot is a batch of its own. The next batch
 //                is read and decoded while this one's business, mirror and terminal steps run (ahead.ts).
