@@ -298,6 +298,10 @@ export function checkXml(xml: string, spans?: number[]): Outline {
         k++;
         for (;;) {
           const v = xml.charCodeAt(k);
+          if (v >= 0x20 && v < 0xd800 && v !== q && v !== LT && v !== AMP) {
+            k++; // the common case, inline (as in text)
+            continue;
+          }
           if (k >= n) fail(`Attributes for '${shown(name)}' have open quote.`, i);
           if (v === q) break;
           if (v === LT) fail(`'<' is not allowed in the value of attribute ${shown(attr)} of <${shown(name)}>`, k);
