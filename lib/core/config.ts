@@ -1,7 +1,7 @@
 // Configuration: every setting of the README's configuration table plus connection settings,
 // read from the environment once, validated, typed. Nothing else reads process.env.
 import { readFileSync } from 'node:fs';
-import { z } from 'zod';
+import * as v from 'valibot';
 import { resolveKafka, resolveMysql, resolvePostgres, resolveRedis, type KafkaTarget, type MysqlTarget, type PgTarget, type RedisTarget } from './connections.ts';
 import { splitPgHosts } from './pg-url.ts';
 import { redactUrl, registerSecret } from './secrets.ts';
@@ -19,44 +19,85 @@ export function parseDuration(text: string): number {
   return Math.round(Number(m[1]) * UNITS[m[2]]);
 }
 
-const duration = z.string().transform((s, ctx) => {
-  try {
-    return parseDuration(s);
-  } catch (e) {
-    ctx.addIssue({ code: 'custom', message: (e as Error).message });
-    return z.NEVER;
-  }
-});
-const durationList = z.string().transform((s, ctx) => {
-  try {
-    const list = s.split(',').map((p) => parseDuration(p));
-    if (list.length === 0) throw new Error('empty list');
-    return list;
-  } catch (e) {
-    ctx.addIssue({ code: 'custom', message: `"${s}" is not a comma-separated list of durations: ${(e as Error).message}` });
-    return z.NEVER;
-  }
-});
-const posInt = z.coerce.number().int().positive();
-const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
-const localTime = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'expected HH:MM (24 h)');
-const port = z.coerce.number().int().min(0).max(65535);
+const duration = v.pipe(
+  v.string(),
+  v.rawTransform(({ dataset, addIssue, NEVER }) => {
+    try {
+      return parseDuration(dataset.value);
+    } catch (e) {
+      addIssue({ message: (e as Error).message });
+      return NEVER;
+    }
+  }),
+);
+const durationList = v.pipe(
+  v.string(),
+  v.rawTransform(({ dataset, addIssue, NEVER }) => {
+    const s = dataset.value;
+    try {
+      const list = s.split(',').map((p) => parseDuration(p));
+      if (list.length === 0) throw new Error('empty list');
+      return list;
+    } catch (e) {
+      addIssue({ message: `"${s}" is not a comma-separated list of durations: ${(e as Error).message}` });
+      return NEVER;
+    }
+  }),
+);
+/**
+ * A whole number read as Number() reads it (what zod's coerce did, so the same values pass):
+ * ' 5 ', '0x10', '1e3' are numbers; '' and blanks are 0; NaN, ±Infinity, fractions and integers
+ * beyond 2^53 are refused.
+ */
+const wholeNumber = (min: number, max = Number.MAX_SAFE_INTEGER, range = `>= ${min}`) =>
+  v.pipe(
+    v.string(),
+    v.transform(Number),
+    v.check((n) => Number.isSafeInteger(n) && n >= min && n <= max, `expected a whole number ${range}`),
+  );
+const posInt = wholeNumber(1, undefined, '> 0');
+/** One of the given strings (the message lists them; never the value, which the caller shows redacted). */
+const oneOf = <const T extends readonly string[]>(options: T) => v.picklist(options, `expected one of ${options.map((o) => JSON.stringify(o)).join(' | ')}`);
+const bool = v.pipe(
+  oneOf(['true', 'false', '1', '0']),
+  v.transform((s) => s === 'true' || s === '1'),
+);
+/** Not empty, and at most max characters counted as code points (as zod counted them; valibot's maxLength counts UTF-16 units). */
+const nonEmpty = (max = Number.MAX_SAFE_INTEGER) =>
+  v.pipe(
+    v.string(),
+    v.nonEmpty('expected a non-empty value'),
+    v.check((s) => s.length <= max || [...s].length <= max, `expected at most ${max} characters`),
+  );
+const matching = (re: RegExp, message: string) => v.pipe(v.string(), v.regex(re, message));
+const localTime = matching(/^([01]\d|2[0-3]):[0-5]\d$/, 'expected HH:MM (24 h)');
+const port = wholeNumber(0, 65535, 'from 0 to 65535');
+/** As zod's url(): surrounding blanks trimmed, any URL the WHATWG parser takes, tabs and newlines dropped. */
+const url = v.pipe(
+  v.string(),
+  v.trim(),
+  v.check((s) => URL.canParse(s), 'expected a URL'),
+  v.transform((s) => s.replace(/[\t\n\r]/g, '')),
+);
 /** '' → false (the TCP peer is the client); else the proxies' addresses / CIDRs (or loopback, uniquelocal), comma separated. */
-const trustProxy = z.string().transform((s, ctx): false | string => {
-  const t = s.trim();
-  if (t === '' || t === 'false') return false;
-  if (t === 'true') {
-    ctx.addIssue({ code: 'custom', message: 'true would believe X-Forwarded-For from anyone: give the proxy address(es), e.g. 127.0.0.1' });
-    return z.NEVER;
-  }
-  if (!/^[0-9A-Za-z.:/,\s]+$/.test(t)) {
-    ctx.addIssue({ code: 'custom', message: 'expected addresses or CIDRs, comma separated (e.g. 127.0.0.1,10.0.0.0/8)' });
-    return z.NEVER;
-  }
-  return t;
-});
+const trustProxy = v.pipe(
+  v.string(),
+  v.rawTransform(({ dataset, addIssue, NEVER }): false | string => {
+    const t = dataset.value.trim();
+    if (t === '' || t === 'false') return false;
+    if (t === 'true') {
+      addIssue({ message: 'true would believe X-Forwarded-For from anyone: give the proxy address(es), e.g. 127.0.0.1' });
+      return NEVER;
+    }
+    if (!/^[0-9A-Za-z.:/,\s]+$/.test(t)) {
+      addIssue({ message: 'expected addresses or CIDRs, comma separated (e.g. 127.0.0.1,10.0.0.0/8)' });
+      return NEVER;
+    }
+    return t;
+  }),
+);
 
-const tlsMode = z.enum(['', 'disable', 'verify-ca', 'verify-full']);
+const tlsMode = oneOf(['', 'disable', 'verify-ca', 'verify-full']);
 
 /** Spec key → [schema, default]. The environment name is MSGX_ + key without "msgx.", dots/dashes → _, upper case. */
 const PARAMS = {
@@ -83,14 +124,17 @@ const PARAMS = {
   'msgx.io.timeout': [duration, '5s'],
   'msgx.mirror.check-every': [duration, '20s'],
   'msgx.airport.timezone': [
-    z.string().refine((tz) => {
-      try {
-        new Intl.DateTimeFormat('en', { timeZone: tz });
-        return true;
-      } catch {
-        return false;
-      }
-    }, 'not an IANA time zone'),
+    v.pipe(
+      v.string(),
+      v.check((tz) => {
+        try {
+          new Intl.DateTimeFormat('en', { timeZone: tz });
+          return true;
+        } catch {
+          return false;
+        }
+      }, 'not an IANA time zone'),
+    ),
     'Asia/Shanghai',
   ],
   'msgx.airport.day-cutover': [localTime, '00:00'],
@@ -102,19 +146,19 @@ const PARAMS = {
   'msgx.inbox.read-only': [bool, 'false'],
   'msgx.inbox.max-message-bytes': [posInt, '16000000'],
   // A read-only (shadow) installation starts after this inbox ID (0: at the oldest retained row).
-  'msgx.inbox.start-after': [z.coerce.number().int().min(0), '0'],
-  'msgx.kafka.client-id': [z.string().min(1), 'msgexchange'],
-  'msgx.kafka.msg-topic': [z.string().min(1), 'msgx.flight.msg'],
-  'msgx.kafka.schd-topic': [z.string().min(1), 'msgx.flight.schd'],
-  'msgx.kafka.state-topic': [z.string().min(1), 'msgx.flight.state'],
+  'msgx.inbox.start-after': [wholeNumber(0), '0'],
+  'msgx.kafka.client-id': [nonEmpty(), 'msgexchange'],
+  'msgx.kafka.msg-topic': [nonEmpty(), 'msgx.flight.msg'],
+  'msgx.kafka.schd-topic': [nonEmpty(), 'msgx.flight.schd'],
+  'msgx.kafka.state-topic': [nonEmpty(), 'msgx.flight.state'],
   'msgx.kafka.partitions': [posInt, '6'],
   'msgx.schd.max-record-bytes': [posInt, '900000'],
-  'msgx.requests.sender': [z.string().min(1).max(4), 'MSGX'],
-  'msgx.requests.routing-id-rqrd': [z.string().min(1).max(23), 'MSGXRQRD'],
-  'msgx.requests.routing-id-rqfd': [z.string().min(1).max(23), 'MSGXRQFD'],
-  'msgx.requests.daily-schedule-at': [z.union([z.literal(''), localTime]), '20:00'],
+  'msgx.requests.sender': [nonEmpty(4), 'MSGX'],
+  'msgx.requests.routing-id-rqrd': [nonEmpty(23), 'MSGXRQRD'],
+  'msgx.requests.routing-id-rqfd': [nonEmpty(23), 'MSGXRQFD'],
+  'msgx.requests.daily-schedule-at': [v.union([v.literal(''), localTime]), '20:00'],
   'msgx.requests.reconcile-window': [duration, '10m'],
-  'msgx.retention.schedule': [z.string().min(1), 'hourly'],
+  'msgx.retention.schedule': [nonEmpty(), 'hourly'],
   'msgx.http.port.api': [port, '8080'],
   'msgx.http.port.intake': [port, '9401'],
   'msgx.http.port.pump': [port, '9402'],
@@ -123,7 +167,7 @@ const PARAMS = {
   'msgx.http.port.schd-dispatch': [port, '9405'],
   'msgx.http.port.retention': [port, '9406'],
   'msgx.http.port.state-dispatch': [port, '9407'],
-  'msgx.http.host': [z.string().min(1), '127.0.0.1'],
+  'msgx.http.host': [nonEmpty(), '127.0.0.1'],
   // Where the api takes a client's address (rate limit of failed authentications, audit lines):
   // '' = the TCP peer; behind the TLS reverse proxy, the proxy's address(es) or CIDR(s), comma
   // separated (e.g. 127.0.0.1), so that X-Forwarded-For is believed from that hop only.
@@ -132,59 +176,59 @@ const PARAMS = {
   'msgx.http.request-timeout': [duration, '30s'],
   'msgx.http.headers-timeout': [duration, '10s'],
   'msgx.http.keep-alive-timeout': [duration, '5s'],
-  'msgx.log.level': [z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']), 'info'],
+  'msgx.log.level': [oneOf(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']), 'info'],
   'msgx.dev-mode': [bool, 'false'],
   // Test only: one flight rule changed at start (lib/flight/override.ts), e.g. 'ignore REMC in FLOP/REMC'.
-  'msgx.test.rule-override': [z.string(), ''],
-  'msgx.test.crash-at': [z.string().regex(/^$|^[a-z.-]+(:\d+)?$/, 'expected <point>[:<n>]'), ''],
-} as const satisfies Record<string, readonly [z.ZodType, string]>;
+  'msgx.test.rule-override': [v.string(), ''],
+  'msgx.test.crash-at': [matching(/^$|^[a-z.-]+(:\d+)?$/, 'expected <point>[:<n>]'), ''],
+} as const satisfies Record<string, readonly [v.GenericSchema<string, unknown>, string]>;
 
 /** Connection settings (plain environment names, not msgx.* keys: README "Configuration"). */
 const CONNECTIONS = {
   // One host, or libpq's host list (h1:5432,h2:5432) with target_session_attrs=read-write: lib/core/pg-url.ts
-  DATABASE_URL: [z.string().regex(/^postgres(ql)?:\/\/\S+$/, 'expected postgres://…'), 'postgres://postgres@127.0.0.1:5432/msgx'],
-  INBOX_URL: [z.string().url(), 'mysql://root@127.0.0.1:3306/aodbinterface'],
-  REDIS_URL: [z.string().url(), 'redis://127.0.0.1:6379/0'],
-  KAFKA_BROKERS: [z.string().min(1), '127.0.0.1:9092'],
-  MSGX_API_TOKEN: [z.string(), ''],
+  DATABASE_URL: [matching(/^postgres(ql)?:\/\/\S+$/, 'expected postgres://…'), 'postgres://postgres@127.0.0.1:5432/msgx'],
+  INBOX_URL: [url, 'mysql://root@127.0.0.1:3306/aodbinterface'],
+  REDIS_URL: [url, 'redis://127.0.0.1:6379/0'],
+  KAFKA_BROKERS: [nonEmpty(), '127.0.0.1:9092'],
+  MSGX_API_TOKEN: [v.string(), ''],
   // Secured connections (docs/operations.md "Production settings"). '' = not set: plain text,
   // credentials from the URL, exactly the local default. Every password can also be given as a
   // file: <NAME>_FILE (FILE_SECRETS below).
-  DATABASE_PASSWORD: [z.string(), ''],
+  DATABASE_PASSWORD: [v.string(), ''],
   DATABASE_TLS_MODE: [tlsMode, ''],
-  DATABASE_TLS_CA: [z.string(), ''],
-  DATABASE_TLS_CERT: [z.string(), ''],
-  DATABASE_TLS_KEY: [z.string(), ''],
-  INBOX_PASSWORD: [z.string(), ''],
+  DATABASE_TLS_CA: [v.string(), ''],
+  DATABASE_TLS_CERT: [v.string(), ''],
+  DATABASE_TLS_KEY: [v.string(), ''],
+  INBOX_PASSWORD: [v.string(), ''],
   INBOX_TLS_MODE: [tlsMode, ''],
-  INBOX_TLS_CA: [z.string(), ''],
-  INBOX_TLS_CERT: [z.string(), ''],
-  INBOX_TLS_KEY: [z.string(), ''],
+  INBOX_TLS_CA: [v.string(), ''],
+  INBOX_TLS_CERT: [v.string(), ''],
+  INBOX_TLS_KEY: [v.string(), ''],
   // Redis behind Sentinel (docs/operations.md "Production topology"): host:port of each Sentinel,
   // comma separated, and the master's name; '' = REDIS_URL's host is the server. REDIS_URL still
   // gives the database number, the credentials and rediss://.
-  REDIS_SENTINELS: [z.string(), ''],
-  REDIS_SENTINEL_MASTER: [z.string(), 'mymaster'],
-  REDIS_USERNAME: [z.string(), ''],
-  REDIS_PASSWORD: [z.string(), ''],
+  REDIS_SENTINELS: [v.string(), ''],
+  REDIS_SENTINEL_MASTER: [v.string(), 'mymaster'],
+  REDIS_USERNAME: [v.string(), ''],
+  REDIS_PASSWORD: [v.string(), ''],
   REDIS_TLS_MODE: [tlsMode, ''],
-  REDIS_TLS_CA: [z.string(), ''],
-  REDIS_TLS_CERT: [z.string(), ''],
-  REDIS_TLS_KEY: [z.string(), ''],
-  KAFKA_SECURITY_PROTOCOL: [z.enum(['', 'PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL']), ''],
-  KAFKA_SASL_MECHANISM: [z.enum(['', 'scram-sha-512', 'scram-sha-256', 'plain']), ''],
-  KAFKA_SASL_USERNAME: [z.string(), ''],
-  KAFKA_SASL_PASSWORD: [z.string(), ''],
+  REDIS_TLS_CA: [v.string(), ''],
+  REDIS_TLS_CERT: [v.string(), ''],
+  REDIS_TLS_KEY: [v.string(), ''],
+  KAFKA_SECURITY_PROTOCOL: [oneOf(['', 'PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL']), ''],
+  KAFKA_SASL_MECHANISM: [oneOf(['', 'scram-sha-512', 'scram-sha-256', 'plain']), ''],
+  KAFKA_SASL_USERNAME: [v.string(), ''],
+  KAFKA_SASL_PASSWORD: [v.string(), ''],
   KAFKA_TLS_MODE: [tlsMode, ''],
-  KAFKA_TLS_CA: [z.string(), ''],
-  KAFKA_TLS_CERT: [z.string(), ''],
-  KAFKA_TLS_KEY: [z.string(), ''],
-} as const satisfies Record<string, readonly [z.ZodType, string]>;
+  KAFKA_TLS_CA: [v.string(), ''],
+  KAFKA_TLS_CERT: [v.string(), ''],
+  KAFKA_TLS_KEY: [v.string(), ''],
+} as const satisfies Record<string, readonly [v.GenericSchema<string, unknown>, string]>;
 
 type ParamKey = keyof typeof PARAMS;
 type ConnKey = keyof typeof CONNECTIONS;
-export type Config = { [K in ParamKey]: z.output<(typeof PARAMS)[K][0]> } & {
-  [K in ConnKey]: z.output<(typeof CONNECTIONS)[K][0]>;
+export type Config = { [K in ParamKey]: v.InferOutput<(typeof PARAMS)[K][0]> } & {
+  [K in ConnKey]: v.InferOutput<(typeof CONNECTIONS)[K][0]>;
 };
 
 export function envName(key: string): string {
@@ -202,11 +246,11 @@ export function loadConfig(given: Record<string, string | undefined> = process.e
   const out: Record<string, unknown> = {};
   const problems: string[] = [];
   const env = withSecretFiles(given, problems);
-  const take = (key: string, name: string, schema: z.ZodType, dflt: string) => {
+  const take = (key: string, name: string, schema: v.GenericSchema<string, unknown>, dflt: string) => {
     const raw = env[name] ?? dflt;
-    const r = schema.safeParse(raw);
-    if (r.success) out[key] = r.data;
-    else problems.push(`${key} (${name}=${JSON.stringify(secret(name, raw))}): ${r.error.issues.map((i) => i.message).join('; ')}`);
+    const r = v.safeParse(schema, raw);
+    if (r.success) out[key] = r.output;
+    else problems.push(`${key} (${name}=${JSON.stringify(secret(name, raw))}): ${r.issues.map((i) => i.message).join('; ')}`);
   };
   for (const [key, [schema, dflt]] of Object.entries(PARAMS)) take(key, envName(key), schema, dflt);
   for (const [key, [schema, dflt]] of Object.entries(CONNECTIONS)) take(key, key, schema, dflt);
