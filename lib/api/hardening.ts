@@ -6,12 +6,12 @@
 //   - the parameter rules of every route (schema.ts strictParameters, applied as each route is
 //     declared): a query schema that refuses unknown keys, integer parameters in decimal digits;
 //   - the OpenAPI 3 document of every route, from the route schemas (@fastify/swagger), at
-//     GET /openapi.json. Response schemas are documentation and contract (the OpenAPI test
+//     GET /openapi.json, built at its first request on a scratch server holding the same routes
+//     (swagger and its YAML writer stay unloaded until someone asks). Response schemas are documentation and contract (the OpenAPI test
 //     validates real answers against them); answers are serialised with JSON.stringify, so a
 //     response schema never changes or drops what a route returns.
 import helmet from '@fastify/helmet';
-import swagger from '@fastify/swagger';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { Logger } from '../runtime/log.ts';
 import { anyObject, errors, strictParameters } from './schema.ts';
 
@@ -50,7 +50,27 @@ export async function hardenApi(app: FastifyInstance, o: { scriptSources: string
     if (unschematised.length) o.log.warn({ routes: unschematised }, 'routes without a schema: not validated, missing from /openapi.json');
   });
 
-  await app.register(swagger, {
+  const routes: RouteOptions[] = [];
+  app.addHook('onRoute', (route) => {
+    if (route.method !== 'HEAD' && !route.schema?.hide) routes.push(route); // read at the first request, after every hook
+  });
+  let doc: Promise<OpenApi> | undefined;
+  app.get('/openapi.json', { schema: { hide: true } }, () => {
+    doc ??= openApiOf(routes).catch((e: unknown) => {
+      doc = undefined; // the next request tries again
+      throw e;
+    });
+    return doc;
+  });
+}
+
+/** The OpenAPI document of these routes: @fastify/swagger on a scratch server (no validators compiled), then closed. */
+async function openApiOf(routes: RouteOptions[]): Promise<OpenApi> {
+  const [{ default: Fastify }, { default: swagger }] = await Promise.all([import('fastify'), import('@fastify/swagger')]);
+  const scratch = Fastify();
+  scratch.setValidatorCompiler(() => () => true);
+  scratch.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  await scratch.register(swagger, {
     openapi: {
       openapi: '3.0.3',
       info: {
@@ -61,7 +81,13 @@ export async function hardenApi(app: FastifyInstance, o: { scriptSources: string
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
     },
   });
-  app.get('/openapi.json', { schema: { hide: true } }, async () => withProcessRoutes(app.swagger() as OpenApi));
+  for (const r of routes) scratch.route({ method: r.method, url: r.url, schema: r.schema, exposeHeadRoute: false, handler: async () => null });
+  try {
+    await scratch.ready();
+    return withProcessRoutes(scratch.swagger() as OpenApi);
+  } finally {
+    await scratch.close();
+  }
 }
 
 type OpenApi = { paths?: Record<string, unknown> } & Record<string, unknown>;
