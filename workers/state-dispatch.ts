@@ -25,7 +25,7 @@ await runProcess({
     // FLID is its current state (docs/consumers.md "Topic settings").
     const spec = { topic: slices(rt.config).kafka.stateTopic, compacted: true };
     const kafka = await connectKafka(rt, spec, { refusalFatal: false });
-    const watch = new StateTopicWatch({ kafka, db: rt.db, log: rt.log, clock: rt.clock, spec, timeoutMs: slices(rt.config).io.timeoutMs });
+    const watch = new StateTopicWatch({ kafka, db: rt.db, log: rt.log, clock: rt.clock, spec, timeoutMs: slices(rt.config).io.timeoutMs, reseedGapMs: slices(rt.config).dispatch.reseedGapMs });
     await watch.start();
     return {
       tasks: { [TASK]: dispatcherTask(rt, 'state', TASK, stateDrain, kafka, () => watch.checkSoon()) },

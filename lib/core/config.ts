@@ -121,6 +121,7 @@ const PARAMS = {
   'msgx.schd.flush-limit': [posInt, '200'],
   'msgx.dispatch.max-attempts': [posInt, '10'],
   'msgx.dispatch.backoff': [durationList, '1s,5s,30s,2m,10m'],
+  'msgx.dispatch.reseed-gap': [duration, '30s'],
   'msgx.io.timeout': [duration, '5s'],
   'msgx.mirror.check-every': [duration, '20s'],
   'msgx.airport.timezone': [
@@ -406,6 +407,7 @@ const SLICES = {
     maxRecordBytes: 'msgx.schd.max-record-bytes',
     maxAttempts: 'msgx.dispatch.max-attempts',
     backoffMs: 'msgx.dispatch.backoff',
+    reseedGapMs: 'msgx.dispatch.reseed-gap',
   },
   retention: {
     schedule: 'msgx.retention.schedule',

@@ -22,7 +22,7 @@
 // flight's current state with its EVENT_ID / STATE_VERSION headers, tombstones for the deleted
 // and purged flights whose rows are still kept. Done = none of those rows is PENDING any more
 // and none went DEAD. One log line when a re-seed starts, one when it ends; at most one start
-// per REBUILD_GAP_MS; a cluster that refuses (creation disabled, ACL, policy) is a condition
+// per msgx.dispatch.reseed-gap; a cluster that refuses (creation disabled, ACL, policy) is a condition
 // naming the store and the reason, one log line per distinct reason, retried with backoff.
 import type { Admin } from 'kafkajs';
 import kafkajs from 'kafkajs';
@@ -45,8 +45,6 @@ const { ConfigResourceTypes } = kafkajs;
 export const CHECK_EVERY_MS = 10_000;
 /** Period while a store is behind (re-seed in progress, loss open, rebuild refused). */
 export const BEHIND_EVERY_MS = 2_000;
-/** At most one re-seed of the state topic starts per this interval. */
-export const REBUILD_GAP_MS = 30_000;
 /** Backoff of a refused rebuild: doubles from the first step up to the cap. */
 export const REFUSED_BACKOFF_MS = [5_000, 300_000] as const;
 
@@ -282,12 +280,19 @@ interface Reseed {
 }
 
 export class StateTopicWatch extends Watch {
+  /** At most one re-seed starts per this interval (msgx.dispatch.reseed-gap). */
+  private readonly reseedGapMs: number;
   private reseed: Reseed | null = null;
   /** Problems found by the last check (empty: fine). */
   private problems: Problem[] = [];
   private refused: { reason: string; failures: number; retryAt: number } | null = null;
   private lastStart = 0;
   private deadLeft: string | null = null;
+
+  constructor(d: WatchDeps & { reseedGapMs: number }) {
+    super(d);
+    this.reseedGapMs = d.reseedGapMs;
+  }
 
   protected behind(): boolean {
     return this.reseed !== null || this.problems.length > 0 || this.refused !== null;
@@ -306,7 +311,7 @@ export class StateTopicWatch extends Watch {
   private async heal(reasons: string): Promise<void> {
     const now = this.d.clock.now().getTime();
     if (this.refused && now < this.refused.retryAt) return;
-    if (now - this.lastStart < REBUILD_GAP_MS) return;
+    if (now - this.lastStart < this.reseedGapMs) return;
     const topic = this.d.spec.topic;
     try {
       if (this.problems.some((p) => p.kind === 'missing')) await this.d.kafka.ensureTopics([this.d.spec]);

@@ -11,7 +11,6 @@ import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import kafkajs from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REBUILD_GAP_MS } from '../../lib/dispatch/topic-watch.ts';
 import { contract } from '../support/contract.ts';
 import { TEST_KAFKA, testEnv } from '../support/env.ts';
 import { bigSnapshot } from '../support/fixtures.ts';
@@ -30,7 +29,9 @@ const env = {
   MSGX_KAFKA_SCHD_TOPIC: `heal.${run}.schd`,
   MSGX_KAFKA_STATE_TOPIC: `heal.${run}.state`,
   MSGX_KAFKA_PARTITIONS: '3',
+  MSGX_DISPATCH_RESEED_GAP: '5s', // each case waits out the gap since the last re-seed (below)
 };
+const RESEED_GAP_MS = 5_000;
 const STATE = env.MSGX_KAFKA_STATE_TOPIC;
 const MSG = env.MSGX_KAFKA_MSG_TOPIC;
 const measured: string[] = [];
@@ -201,11 +202,11 @@ describe('derived topics heal (state) or are reported and resent (msg), with mes
 
   /** Disrupt the state topic while FLOPs flow; measure detection and the re-seed; compare with Kafka's console consumer. */
   async function stateCase(name: string, disrupt: () => Promise<string>) {
-    // at most one re-seed starts per REBUILD_GAP_MS: the disruption comes after the gap since the
+    // at most one re-seed starts per msgx.dispatch.reseed-gap: the disruption comes after the gap since the
     // last one began, so that each case times its own detection, not the gap (the cases used to be
     // that far apart only because the console consumer waited out 8 s of idle time)
     const last = Math.max(0, ...stateProc.logs.map((l) => (l.includes('state topic re-seed started') ? Date.parse((JSON.parse(l) as { time: string }).time) : 0)));
-    await waitFor('the re-seed gap since the last re-seed start', () => Date.now() >= last + REBUILD_GAP_MS + 1000, REBUILD_GAP_MS + 5000, 250);
+    await waitFor('the re-seed gap since the last re-seed start', () => Date.now() >= last + RESEED_GAP_MS + 1000, RESEED_GAP_MS + 5000, 250);
     const rebuildsBefore = (await metricValue(stateProc, 'msgx_mirror_rebuilds_total')) ?? 0;
     const stop = feed();
     try {

@@ -1,7 +1,7 @@
 // A cluster that refuses to rebuild the state topic (topic creation disabled, an ACL without
 // CreateTopics): the refusal is a condition naming the store and the reason, one log line per
 // distinct reason, retried with backoff (5 s, doubling), nothing reported as rebuilt; once the
-// cluster accepts, the re-seed runs and the condition clears. The real Kafka and Postgres; only
+// cluster accepts, the re-seed runs and the condition clears; a second loss waits out msgx.dispatch.reseed-gap. The real Kafka and Postgres; only
 // the refusal is simulated (the edge's ensureTopics throws what kafka.ts throws on a refusal).
 import { sql } from 'kysely';
 import pino from 'pino';
@@ -11,6 +11,7 @@ import { TopicCreationError, type KafkaEdge } from '../../lib/dispatch/kafka.ts'
 import { holdUntilChecked, StateTopicWatch } from '../../lib/dispatch/topic-watch.ts';
 import { conditions } from '../../lib/runtime/conditions.ts';
 import { mirrorBehind, mirrorRebuilds } from '../../lib/runtime/mirror-metrics.ts';
+import { waitFor } from '../support/processes.ts';
 import { createdTopics, deleteTopics, edge, openDb, resetOutbox, uniqueTopic } from './dispatch-support.ts';
 
 const { db, close } = openDb();
@@ -18,6 +19,15 @@ const real = edge();
 const lines: { level: number; msg: string }[] = [];
 const log = pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as { level: number; msg: string }) });
 const errors = () => lines.filter((l) => l.level >= 50 && l.msg.includes('cannot rebuild the state topic')).length;
+const listTopics = async () => {
+  const admin = real.admin();
+  await admin.connect();
+  try {
+    return await admin.listTopics();
+  } finally {
+    await admin.disconnect();
+  }
+};
 const gauge = async (g: typeof mirrorBehind | typeof mirrorRebuilds) => (await g.get()).values.find((v) => v.labels.store === 'state-topic')?.value;
 
 describe('state topic: the cluster refuses the rebuild', () => {
@@ -49,7 +59,7 @@ describe('state topic: the cluster refuses the rebuild', () => {
     const clock = new ManualClock('2026-12-01T00:00:00Z');
     holdUntilChecked('state-topic');
     expect(conditions().map((c) => `${c.name}: ${c.reason}`)).toEqual(['state-topic: not checked yet (start-up)']);
-    const watch = new StateTopicWatch({ kafka: refusing, db, log, clock, spec: { topic, compacted: true }, timeoutMs: 5000 });
+    const watch = new StateTopicWatch({ kafka: refusing, db, log, clock, spec: { topic, compacted: true }, timeoutMs: 5000, reseedGapMs: 30_000 });
 
     await watch.check();
     const c = conditions().find((x) => x.name === 'state-topic')!;
@@ -82,6 +92,17 @@ describe('state topic: the cluster refuses the rebuild', () => {
     expect(conditions()).toEqual([]);
     expect(await gauge(mirrorBehind)).toBe(0);
     expect(await gauge(mirrorRebuilds)).toBe(1);
+
+    // lost again 10 s after that re-seed started: not re-seeded before msgx.dispatch.reseed-gap (30 s here) has passed
+    await deleteTopics([topic]);
+    await waitFor('the topic is gone', async () => !(await listTopics()).includes(topic), 20_000, 200);
+    clock.advance(10_000);
+    await watch.check();
+    expect(lines.filter((l) => l.msg.includes('state topic re-seed started'))).toHaveLength(1);
+    expect(await gauge(mirrorBehind)).toBe(1);
+    clock.advance(20_000);
+    await watch.check();
+    expect(lines.filter((l) => l.msg.includes('state topic re-seed started'))).toHaveLength(2);
     watch.stop();
   }, 60_000);
 });
