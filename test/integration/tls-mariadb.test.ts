@@ -89,7 +89,9 @@ describe('the inbox on MariaDB with TLS required', () => {
     ['TLS to a server that does not speak it', () => ({ INBOX_URL: TEST_INBOX_URL, INBOX_PASSWORD_FILE: '' }), /mariadb: the server does not speak TLS/],
   ];
 
-  it.each(BAD)(
+  // These cases run side by side: each intake's dependency check has a connection of its own (the
+  // leader lock decides only who takes rows, and none is taken), and each watches its own log lines.
+  it.concurrent.each(BAD)(
     '%s: intake /healthz 503 names mariadb and the setting; nothing taken, processed or DEAD',
     async (_what, bad, reason) => {
       const before = (await procRows(s.db)).length;

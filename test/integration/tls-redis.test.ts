@@ -82,7 +82,9 @@ describe('Redis with TLS and an ACL user', () => {
     ],
   ];
 
-  it.each(BAD)(
+  // These cases run side by side: each pump's dependency check has a connection of its own (the
+  // leader lock decides only who applies, and nothing can be), and each watches its own log lines.
+  it.concurrent.each(BAD)(
     '%s: the pump /healthz 503 names redis and the setting; the waiting message is neither applied nor DEAD',
     async (_what, bad, reason) => {
       await putInbox(s.inbox, bigSnapshot(1, 7100 + Math.floor(Math.random() * 800)));
