@@ -37,6 +37,8 @@ let broker: SecureKafka;
 let s: TestServices;
 let env: Record<string, string>;
 const procs: Proc[] = [];
+/** TLS fronts started by a case (an expired certificate), closed at the end. */
+const fronts: { close(): Promise<void> }[] = [];
 const ready = kafkaAvailable();
 if (!ready) console.warn('SKIPPED(no-kafka-classpath): the Kafka jars of scripts/services are not cached (.local/kafka/classpath.txt); run scripts/services up once');
 
@@ -71,6 +73,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stopAll(procs);
+  for (const f of fronts.splice(0)) await f.close();
   await s?.close();
   await broker?.stop();
 });
@@ -169,17 +172,21 @@ describe.skipIf(!ready)('Kafka with SASL_SSL', () => {
       /kafka: the server's certificate has expired/,
     ],
   ];
-  const fronts: { close(): Promise<void> }[] = [];
 
-  it.each(BAD)(
+  let sent = 0;
+  it('with msg-dispatch stopped, a new snapshot waits as PENDING events', async () => {
+    await stopAll(procs.filter((p) => p.name === 'msg-dispatch'));
+    sent = await events('SENT');
+    await putInbox(s.inbox, bigSnapshot(1, 9100));
+    // the pump (good settings, still running) turns it into a PENDING event
+    await waitFor('a new PENDING msg event', async () => (await events('PENDING')) >= 1, 30_000, 250);
+  }, 60_000);
+
+  // These cases run side by side: each msg-dispatch's dependency check has a connection of its own,
+  // none can send, and each watches its own log lines.
+  it.concurrent.each(BAD)(
     '%s: msg-dispatch /healthz 503 names kafka and the setting; the waiting events stay PENDING, never DEAD',
     async (_what, bad, reason) => {
-      await putInbox(s.inbox, bigSnapshot(1, 9100 + Math.floor(Math.random() * 800)));
-      // the pump (good settings, still running) turns it into a PENDING event
-      const stop = procs.find((p) => p.name === 'msg-dispatch' && p.child.exitCode === null);
-      if (stop) await stopAll([stop]);
-      const sent = await events('SENT');
-      await waitFor('a new PENDING msg event', async () => (await events('PENDING')) >= 1, 30_000, 250);
       const p = startWorker('msg-dispatch', { ...env, ...(await bad()) });
       procs.push(p);
       try {
@@ -197,7 +204,6 @@ describe.skipIf(!ready)('Kafka with SASL_SSL', () => {
         expect(p.logs.join('\n')).not.toContain(PASSWORD);
       } finally {
         await stopAll([p]);
-        for (const f of fronts.splice(0)) await f.close();
       }
     },
     90_000,
