@@ -137,7 +137,8 @@ describe('every CLI answers --help with its usage and exit 0, before touching an
     ...['pump', 'snapshot', 'reads', 'dispatch', 'backfill', 'latency', 'intake', 'e2e'].map((b) => `bench/${b}`),
     ...['r1-chaos', 'r2-outages', 'r4-takeover'].map((r) => `reliability/${r}`),
   ];
-  it.each(CLIS)('%s --help', async (name) => {
+  // side by side (vitest's maxConcurrency at a time): --help touches nothing
+  it.concurrent.each(CLIS)('%s --help', async (name) => {
     const r = await cli(name, ['--help']);
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/^usage: (npm run |npm start|node scripts\/)/);
