@@ -38,8 +38,11 @@ export async function drain(deps: PumpDeps, budgetMs: number, shouldStop: () => 
   const carry = { ahead, tail, overlap: true };
   const count = (xs: Done[]) => (processed += xs.filter((entry) => entry.state !== 'FAILED').length);
   const exit = async (next: 'now' | 'idle' | Date) => {
-    count(await settleTail(deps, tail));
-    return { processed, next };
+    const settled = await settleTail(deps, tail);
+    count(settled);
+    // a message whose mirror step failed as the tail settled is now a FAILED head with a retry
+    // time: the next run works it out ('idle' would leave it to the keep-alive, a minute later)
+    return { processed, next: settled.some((entry) => entry.state === 'FAILED') ? ('now' as const) : next };
   };
   try {
     while (!shouldStop()) {
