@@ -1,7 +1,7 @@
 // R6: frozen connections. Every process (one instance each) reaches Postgres, MariaDB, Redis and
 // Kafka through a fault proxy (test/support/fault-proxy.ts); Kafka is a private broker of this
 // file advertised through its proxy. For each service in turn the proxy FREEZES the connections
-// open at that moment for ~20 s — no byte moves on them, while new connections pass (a NAT or
+// open at that moment for 12 s — no byte moves on them, while new connections pass (a NAT or
 // firewall state loss, a failover behind a virtual IP) — while a feeder keeps writing messages
 // into the inbox. For each freeze:
 //   - work resumes within 10 s of the freeze's start: a message written after the freeze began
@@ -27,7 +27,8 @@ import { bigSnapshot } from '../support/fixtures.ts';
 const run = promisify(execFile);
 /** This file's own broker (state in .local/kafka/port-<port>/), advertised through the proxy; apart from other runs on the machine. */
 const KAFKA_PORT = process.env.TEST_PORT_BASE ? Number(process.env.TEST_PORT_BASE) + 95 : 19492;
-const FREEZE_MS = 20_000;
+// longer than RESUME_LIMIT_MS: the work must resume while the old connections are still frozen
+const FREEZE_MS = 12_000;
 const RESUME_LIMIT_MS = 10_000;
 
 type Service = 'postgres' | 'mariadb' | 'redis' | 'kafka';
