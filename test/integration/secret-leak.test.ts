@@ -5,7 +5,7 @@
 // errors they log, /healthz, /metrics and an api error answer are searched for every secret
 // value; so are --help and the output of a real run of every CLI, and a configuration error.
 // None may appear (each may appear as *** or not at all).
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -115,20 +115,24 @@ describe('no secret in any output', () => {
     ['healthcheck', ['pump']],
   ];
 
-  it.each(CLIS)(
+  // side by side (vitest's maxConcurrency at a time): each CLI run is a process of its own
+  it.concurrent.each(CLIS)(
     'the %s CLI: --help, a run that meets a refused credential, and an unknown option',
-    (cli, args) => {
+    async (cli, args) => {
       const run = (a: string[], extra: Record<string, string> = {}) =>
-        spawnSync(process.execPath, [`scripts/${cli}.ts`, ...a.map((x) => (x === '<file>' ? file('msg.xml', sisMessage()) : x))], {
-          env: { ...process.env, ...testEnv({ ...env, ...extra }) },
-          encoding: 'utf8',
-          timeout: 60_000,
-        });
+        new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) =>
+          execFile(
+            process.execPath,
+            [`scripts/${cli}.ts`, ...a.map((x) => (x === '<file>' ? file('msg.xml', sisMessage()) : x))],
+            { env: { ...process.env, ...testEnv({ ...env, ...extra }) }, encoding: 'utf8', timeout: 60_000, maxBuffer: 16 * 1024 * 1024 },
+            (err, stdout, stderr) => resolve({ status: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr }),
+          ),
+        );
       const outputs = [
-        run(['--help']),
-        run(args),
-        run(args, { DATABASE_PASSWORD_FILE: '', DATABASE_URL: TEST_PG_URL.replace('postgres@', `postgres:${SECRETS.databaseUrl}@`) }),
-        run(['--no-such-option']),
+        await run(['--help']),
+        await run(args),
+        await run(args, { DATABASE_PASSWORD_FILE: '', DATABASE_URL: TEST_PG_URL.replace('postgres@', `postgres:${SECRETS.databaseUrl}@`) }),
+        await run(['--no-such-option']),
       ];
       expect(outputs[0].status).toBe(0);
       for (const o of outputs) expect(leaks(`${o.stdout}\n${o.stderr}`)).toEqual([]);
