@@ -316,7 +316,16 @@ describe('R7 restore from backup', () => {
     const restoredMs = Date.now() - t0;
     await s.close();
     s = await openServices();
-    await waitFor('pump and intake /healthz 503 while running', async () => (await health(pump)).status === 503 && (await health(intake)).status === 503, 45_000, 100);
+    // on a time-out, say what each answered last (and what the pump logged) instead of only that it timed out
+    const last: Record<string, unknown> = {};
+    const held = async (p: Proc) => {
+      const h = await health(p);
+      last[p.name] = h;
+      return h.status === 503;
+    };
+    await waitFor('pump and intake /healthz 503 while running', async () => (await held(pump)) && (await held(intake)), 45_000, 100).catch((e: Error) => {
+      throw new Error(`${e.message}; last answers ${JSON.stringify(last)}; pump's last lines:\n${pump.logs.slice(-15).join('\n')}`);
+    });
     const seenS = (Date.now() - t0 - restoredMs) / 1000;
     console.log(`R7: restored under running processes (pg_restore ${(restoredMs / 1000).toFixed(1)} s); held ${seenS.toFixed(1)} s after it ended`);
     expect(hasLog(pump, 'went back')).toBe(true);
