@@ -1,7 +1,7 @@
 // The one XML pass (lib/sis/scan.ts) that every message goes through before the tree is built:
 // the same reasons as before for what was refused before, a reason for what the old checks let
 // through, and time linear in the length of the text whatever its shape. Linearity is a ratio
-// measured in this test (medians of several runs, generous bound): the pathological shapes of
+// measured in this test (the fastest of several runs, generous bound): the pathological shapes of
 // 64 KB and 1 MB against a plain message of the same size, so the busy machine cancels out.
 import { describe, expect, it } from 'vitest';
 import { checkXml } from '../../../lib/sis/scan.ts';
@@ -81,14 +81,15 @@ describe('checkXml: time linear in the length, whatever the shape', () => {
   };
   /** A plain message: a schedule of flight records, the shape of the big messages SIS sends. */
   const plain = (s: number) => env(`<SCHD><RECS>1</RECS>${fill('<FLTR><FLID>1001</FLID><ALCD>XX</ALCD><FLNO>XX1001</FLNO><SODT>01DEC260800</SODT><REMC>on time</REMC></FLTR>', s)}</SCHD>`);
-  const median = (f: () => void, reps = 7) => {
-    const t: number[] = [];
+  /** The fastest of `reps` runs: what the scan costs, with another process's time slices on the machine left out. */
+  const fastest = (f: () => void, reps = 7) => {
+    let best = Number.POSITIVE_INFINITY;
     for (let r = 0; r < reps; r++) {
       const a = performance.now();
       f();
-      t.push(performance.now() - a);
+      best = Math.min(best, performance.now() - a);
     }
-    return t.sort((x, y) => x - y)[reps >> 1];
+    return best;
   };
   const run = (xml: string) => () => {
     try {
@@ -100,15 +101,16 @@ describe('checkXml: time linear in the length, whatever the shape', () => {
 
   it.each([64 * 1024, 1024 * 1024])('%i characters: every shape within 10 x the time of a plain message of that size', (size) => {
     const base = plain(size);
-    median(run(base), 3); // warm up
+    fastest(run(base), 3); // warm up
     const ratios: Record<string, number> = {};
     for (const [name, make] of Object.entries(shapes)) {
       const xml = make(size);
-      median(run(xml), 2); // warm up (the first runs of a code path are compiled, not measured)
-      const plainMs = Math.max(median(run(base)), 0.05);
-      ratios[name] = Math.round((median(run(xml)) / plainMs) * 10) / 10;
+      fastest(run(xml), 2); // warm up (the first runs of a code path are compiled, not measured)
+      const plainMs = Math.max(fastest(run(base)), 0.05);
+      ratios[name] = Math.round((fastest(run(xml)) / plainMs) * 10) / 10;
     }
-    // a quadratic scan is ~1,000 x (64 KB) to ~20,000 x (1 MB) slower than the plain message
+    // a quadratic scan is ~1,000 x (64 KB) to ~20,000 x (1 MB) slower than the plain message; every
+    // shape measured 0–4.5 x (fastest of 7), and 10.9 x once as a median of 7 in a full suite's load
     expect(Object.entries(ratios).filter(([, r]) => r > 10)).toEqual([]);
   });
 });
