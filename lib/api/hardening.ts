@@ -7,9 +7,10 @@
 //     declared): a query schema that refuses unknown keys, integer parameters in decimal digits;
 //   - the OpenAPI 3 document of every route, from the route schemas (@fastify/swagger), at
 //     GET /openapi.json, built at its first request on a scratch server holding the same routes
-//     (swagger and its YAML writer stay unloaded until someone asks). Response schemas are documentation and contract (the OpenAPI test
-//     validates real answers against them); answers are serialised with JSON.stringify, so a
-//     response schema never changes or drops what a route returns.
+//     (swagger and its YAML writer stay unloaded until someone asks). Response schemas are
+//     documentation and contract (the OpenAPI test validates real answers against them); answers
+//     are serialised with JSON.stringify, so a response schema never changes or drops what a
+//     route returns.
 import helmet from '@fastify/helmet';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { Logger } from '../runtime/log.ts';
@@ -40,20 +41,19 @@ export async function hardenApi(app: FastifyInstance, o: { scriptSources: string
   });
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
 
+  // the routes of the OpenAPI document: read at its first request, once every onRoute hook has run
+  const routes: RouteOptions[] = [];
   const unschematised: string[] = [];
   app.addHook('onRoute', (route) => {
     if (route.method === 'HEAD' || route.schema?.hide) return;
     if (!route.schema) unschematised.push(`${route.method} ${route.url}`);
+    routes.push(route);
   });
   app.addHook('onRoute', strictParameters); // every route: a strict query schema, decimal integers (schema.ts)
   app.addHook('onReady', async () => {
     if (unschematised.length) o.log.warn({ routes: unschematised }, 'routes without a schema: not validated, missing from /openapi.json');
   });
 
-  const routes: RouteOptions[] = [];
-  app.addHook('onRoute', (route) => {
-    if (route.method !== 'HEAD' && !route.schema?.hide) routes.push(route); // read at the first request, after every hook
-  });
   let doc: Promise<OpenApi> | undefined;
   app.get('/openapi.json', { schema: { hide: true } }, () => {
     doc ??= openApiOf(routes).catch((e: unknown) => {
