@@ -29,7 +29,7 @@ function cli(script: string, args: string[], viaNpm = false): Promise<{ code: nu
     let err = '';
     child.stdout.on('data', (b) => (out += b));
     child.stderr.on('data', (b) => (err += b));
-    child.on('exit', (code) => resolve({ code, out, err }));
+    child.on('close', (code) => resolve({ code, out, err })); // 'close': after stdout and stderr ended ('exit' may come before the last bytes)
   });
 }
 

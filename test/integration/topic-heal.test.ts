@@ -412,6 +412,6 @@ function cli(args: string[]): Promise<{ code: number | null; out: string; err: s
     let err = '';
     child.stdout.on('data', (b: Buffer) => (out += b.toString()));
     child.stderr.on('data', (b: Buffer) => (err += b.toString()));
-    child.on('exit', (code) => resolve({ code, out, err }));
+    child.on('close', (code) => resolve({ code, out, err })); // after stdout and stderr ended
   });
 }
