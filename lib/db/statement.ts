@@ -106,6 +106,30 @@ async function execPg<P extends readonly unknown[], R>(db: Executor, st: PgState
   }
 }
 
+declare const elements: unique symbol;
+/** An array parameter as its Postgres literal (pgArray); the element type stays in the statement's signature. */
+export type PgArray<T> = string & { readonly [elements]: T };
+
+const ESCAPED = /[\\"]/;
+/**
+ * A one-dimensional array parameter as the literal node-postgres sends for a JS array (its
+ * arrayString: `{"a","b\\"c",NULL}`), built in one pass and joined once. The driver then copies the
+ * string as it is: a large write builds its parameters ahead, while the statement before runs
+ * (lib/flight/store.ts runSlices).
+ */
+export function pgArray<T extends string | number | boolean | null | undefined>(values: readonly T[]): PgArray<T> {
+  const parts = new Array<string>(values.length);
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (v === null || v === undefined) parts[i] = 'NULL';
+    else {
+      const s = String(v);
+      parts[i] = ESCAPED.test(s) ? `"${s.replace(/[\\"]/g, '\\$&')}"` : `"${s}"`;
+    }
+  }
+  return `{${parts.join(',')}}` as PgArray<T>;
+}
+
 /** The rows of a Postgres statement. */
 export async function pgRows<P extends readonly unknown[], R>(db: Executor, st: PgStatement<P, R>, ...params: P): Promise<R[]> {
   return (await execPg(db, st, params)).rows;

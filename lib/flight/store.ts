@@ -3,7 +3,7 @@
 // arrays; only the collections that changed are deleted-then-inserted), outbox rows. Only loads
 // and stores. The SQL is in lib/sql/flight.ts; its loader/writer text is built once, at module
 // load, from the column spec below (derived from rules.ts).
-import { pgRows, pgRun, type Executor } from '../db/statement.ts';
+import { pgArray, pgRows, pgRun, type Executor } from '../db/statement.ts';
 import * as Flight from '../sql/flight.ts';
 import * as Outbox from '../sql/outbox.ts';
 import { COLLECTIONS, columnOf, DETAIL_TABLES, SCALAR_KEYS, STATUS_KEYS, type CollectionSpec, type ValueKind } from './rules.ts';
@@ -245,48 +245,69 @@ function withStateRows(events: readonly PlannedEvent[], flights: readonly Flight
  * snapshot: up to 9,999 flights) is cut into slices written one after another in the same
  * transaction — the flights, then the outbox rows in their order, then the schd removals with
  * the change records — the order the pieces of the one statement follow, so EVENT_IDs and end
- * state are the same; the statement parameters (and the driver's copy of them) are built for one
- * slice at a time instead of for the whole snapshot at once (docs/decisions.md, "Snapshots in
- * bounded memory"). Nothing to write: no statement.
+ * state are the same; the statement parameters are built for one slice at a time, the next
+ * slice's while Postgres runs the one before (runSlices), instead of for the whole snapshot at once
+ * (docs/decisions.md, "Snapshots in bounded memory"). Nothing to write: no statement.
  */
 export async function writePlan(tx: Executor, plan: WritePart, now: Date): Promise<void> {
   const p: WriteRows = { ...plan, events: withStateRows(plan.events, plan.flights) };
   if (p.flights.length + p.events.length + p.schdRemovals.length + p.changes.length === 0) return;
-  if (p.flights.length <= WRITE_FLIGHTS_PER_STATEMENT && p.events.length <= WRITE_ROWS_PER_STATEMENT && p.changes.length <= WRITE_ROWS_PER_STATEMENT) return writeOne(tx, p, now);
+  if (p.flights.length <= WRITE_FLIGHTS_PER_STATEMENT && p.events.length <= WRITE_ROWS_PER_STATEMENT && p.changes.length <= WRITE_ROWS_PER_STATEMENT) return runSlices(tx, [() => writeParams(p, now)]);
   const none: WriteRows = { flights: [], events: [], schdRemovals: [], changes: [] };
-  for (let i = 0; i < p.flights.length; i += WRITE_FLIGHTS_PER_STATEMENT) await writeOne(tx, { ...none, flights: p.flights.slice(i, i + WRITE_FLIGHTS_PER_STATEMENT) }, now);
-  for (let i = 0; i < p.events.length; i += WRITE_ROWS_PER_STATEMENT) await writeOne(tx, { ...none, events: p.events.slice(i, i + WRITE_ROWS_PER_STATEMENT) }, now);
+  const slices: (() => Flight.FlightWriteParams)[] = [];
+  for (let i = 0; i < p.flights.length; i += WRITE_FLIGHTS_PER_STATEMENT) slices.push(() => writeParams({ ...none, flights: p.flights.slice(i, i + WRITE_FLIGHTS_PER_STATEMENT) }, now));
+  for (let i = 0; i < p.events.length; i += WRITE_ROWS_PER_STATEMENT) slices.push(() => writeParams({ ...none, events: p.events.slice(i, i + WRITE_ROWS_PER_STATEMENT) }, now));
   for (let i = 0; i === 0 || i < p.changes.length; i += WRITE_ROWS_PER_STATEMENT) {
     const part = { ...none, schdRemovals: i === 0 ? p.schdRemovals : [], changes: p.changes.slice(i, i + WRITE_ROWS_PER_STATEMENT) };
-    if (part.schdRemovals.length + part.changes.length > 0) await writeOne(tx, part, now);
+    if (part.schdRemovals.length + part.changes.length > 0) slices.push(() => writeParams(part, now));
   }
+  return runSlices(tx, slices);
 }
 
 type WriteRows = Omit<WritePart, 'events'> & { events: OutboxRow[] };
 
-/** One flight.write_batch statement. */
-async function writeOne(tx: Executor, p: WriteRows, now: Date): Promise<void> {
+/** Lets a statement just issued reach the socket (the driver's queue runs on microtasks) before the caller's next synchronous work. */
+const issued = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * flight.write_batch once per slice, one after another on the transaction's connection. Each
+ * slice's parameters — array literals already (pgArray), so the driver copies them as they are —
+ * are built while the statement before runs in Postgres: on two cores the pump's work and
+ * Postgres's overlap instead of taking turns. At most two slices' parameters are alive at once.
+ */
+async function runSlices(tx: Executor, slices: readonly (() => Flight.FlightWriteParams)[]): Promise<void> {
+  let running: Promise<number> | undefined;
+  for (const build of slices) {
+    const params = build();
+    if (running) await running;
+    running = pgRun(tx, FLIGHT.writeBatch, ...params);
+    running.catch(() => undefined); // awaited before the next statement or at the end: never left unhandled while the next slice is built
+    await issued();
+  }
+  await running;
+}
+
+/** The parameters of one flight.write_batch statement, every array as its literal. */
+function writeParams(p: WriteRows, now: Date): Flight.FlightWriteParams {
   const ev: readonly OutboxRow[] = p.events;
   const ch: readonly FlightChange[] = p.changes;
-  await pgRun(
-    tx,
-    FLIGHT.writeBatch,
+  return [
     now,
-    ev.map((e) => e.target),
-    ev.map((e) => e.flid),
-    ev.map((e) => e.stateVersion),
-    ev.map((e) => (e.target === 'msg' ? JSON.stringify(e.payload) : null)),
-    [...p.schdRemovals],
-    ch.map((c) => c.flid),
-    ch.map((c) => c.stateVersion),
-    ch.map((c) => c.msgId),
-    ch.map((c) => c.kind),
-    ch.map((c) => c.op),
-    ch.map((c) => c.cause),
-    ch.map((c) => JSON.stringify(c.changes)),
-    ch.map((c) => c.at.toISOString()),
-    ...flightParams(p.flights),
-  );
+    pgArray(ev.map((e) => e.target)),
+    pgArray(ev.map((e) => e.flid)),
+    pgArray(ev.map((e) => e.stateVersion)),
+    pgArray(ev.map((e) => (e.target === 'msg' ? JSON.stringify(e.payload) : null))),
+    pgArray(p.schdRemovals),
+    pgArray(ch.map((c) => c.flid)),
+    pgArray(ch.map((c) => c.stateVersion)),
+    pgArray(ch.map((c) => c.msgId)),
+    pgArray(ch.map((c) => c.kind)),
+    pgArray(ch.map((c) => c.op)),
+    pgArray(ch.map((c) => c.cause)),
+    pgArray(ch.map((c) => JSON.stringify(c.changes))),
+    pgArray(ch.map((c) => c.at.toISOString())),
+    ...flightParams(p.flights).map(pgArray),
+  ];
 }
 
 // ---------------------------------------------------------------------------------------------

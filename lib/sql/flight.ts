@@ -1,6 +1,6 @@
 // SQL of FLIGHT_SCHD and its detail tables, FLIGHT_CHANGE, FLIGHT_VERSION_FLOOR and
 // FLIGHT_PURGE_REDIS. Statement conventions: lib/db/statement.ts.
-import { pgStatement, type PgStatement } from '../db/statement.ts';
+import { pgStatement, type PgArray, type PgStatement } from '../db/statement.ts';
 
 // ---- lib/flight/store.ts
 
@@ -62,20 +62,20 @@ export type FlightStateRow = {
  */
 export type FlightWriteParams = [
   now: Date,
-  eventTargets: string[],
-  eventFlids: string[],
-  eventVersions: number[],
-  eventPayloads: (string | null)[],
-  removedSchdFlids: string[],
-  changeFlids: string[],
-  changeVersions: number[],
-  changeMsgIds: number[],
-  changeKinds: string[],
-  changeOps: string[],
-  changeCauses: string[],
-  changeJson: string[],
-  changeAt: string[],
-  ...flightColumns: (string | null)[][],
+  eventTargets: PgArray<string>,
+  eventFlids: PgArray<string>,
+  eventVersions: PgArray<number>,
+  eventPayloads: PgArray<string | null>,
+  removedSchdFlids: PgArray<string>,
+  changeFlids: PgArray<string>,
+  changeVersions: PgArray<number>,
+  changeMsgIds: PgArray<number>,
+  changeKinds: PgArray<string>,
+  changeOps: PgArray<string>,
+  changeCauses: PgArray<string>,
+  changeJson: PgArray<string>,
+  changeAt: PgArray<string>,
+  ...flightColumns: PgArray<string | null>[],
 ];
 
 /** Parameters before the flight columns in FlightWriteParams. */
