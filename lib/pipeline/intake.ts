@@ -135,7 +135,7 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
   const belowAll = [...new Map([...below, ...lateInGaps].map((r) => [r.id, r])).values()].sort((a, b) => a.id - b.id);
   const { inserted, late } = await d.db.transaction().execute(async (tx) => {
     const ins = await enqueue(tx, [...belowAll, ...take], now);
-    await pgRun(
+    const saved = await pgRun(
       tx,
       IntakeCursor.saveIntakeCursor,
       newWatermark,
@@ -145,7 +145,11 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
       lowestGap ? new Date(lowestGap.seen) : null,
       JSON.stringify(settled.open),
       JSON.stringify(passedGaps),
+      cur.watermark,
     );
+    // Only this leader moves the watermark up: a different one now is Postgres restored from a backup
+    // during the round. Writing ours would hide the restore from the check (lib/pipeline/restore.ts).
+    if (saved !== 1) throw new Error(`intake_cursor's watermark is no longer ${cur.watermark} (Postgres restored from a backup during the round?); nothing of this round was kept`);
     if (lost.length) await pgRun(tx, Shadow.addLost, JSON.stringify(lost));
     if (ins.length) await wake(tx, TASK.pump);
     const belowIds = new Set(belowAll.map((r) => r.id));

@@ -22,10 +22,11 @@ export const intakeCursor = pgStatement<[], IntakeCursorRow>(
 
 /** Saves intake's cursor (gaps as JSON text). */
 export const saveIntakeCursor = pgStatement<
-  [watermark: number, fullScanFrom: number | null, fullScanAt: Date | null, gapId: number | null, gapSeenAt: Date | null, gapsJson: string, passedGapsJson: string]
+  [watermark: number, fullScanFrom: number | null, fullScanAt: Date | null, gapId: number | null, gapSeenAt: Date | null, gapsJson: string, passedGapsJson: string, readWatermark: number]
 >(
   'intake_cursor.save',
+  // only over the watermark the round read: 0 rows when it moved under the round (a restore)
   `update intake_cursor set watermark = $1::bigint, full_scan_from = $2::bigint, full_scan_at = $3::timestamptz, gap_id = $4::bigint,
                             gap_seen_at = $5::timestamptz, gaps = $6::jsonb, passed_gaps = $7::jsonb
-    where id = 1`,
+    where id = 1 and watermark = $8::bigint`,
 );

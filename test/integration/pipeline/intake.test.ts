@@ -96,6 +96,28 @@ describe('intake', () => {
     expect((await intakeRound(deps())).enqueued).toEqual([1, 3]);
   });
 
+  it('a watermark that moved during the round (Postgres restored under it) is kept: the round fails and saves nothing', async () => {
+    for (const id of [1, 2, 3, 4]) await putInbox(s.inbox, sisMessage(), { id });
+    await intakeRound(deps());
+    const before = await enqueued();
+    expect(before).toEqual([1, 2, 3]);
+    // the restore lands while the round reads the inbox: the cursor goes back to 1, proc_state keeps 1 only
+    const restoring: IntakeDeps['inbox'] = Object.create(s.inbox, {
+      query: {
+        value: async (...args: unknown[]) => {
+          await s.pool.query('update intake_cursor set watermark = 1 where id = 1');
+          await s.pool.query('delete from proc_state where msg_id > 1');
+          return (s.inbox.query as (...a: unknown[]) => unknown).apply(s.inbox, args);
+        },
+      },
+    });
+    await expect(intakeRound(deps({ inbox: restoring }))).rejects.toThrow(
+      /intake_cursor's watermark is no longer 3 \(Postgres restored from a backup during the round\?\); nothing of this round was kept/,
+    );
+    expect((await s.pool.query('select watermark::int w from intake_cursor')).rows[0].w).toBe(1);
+    expect(await enqueued()).toEqual([1]); // row 4 of the failed round was not enqueued either
+  });
+
   it('an unreachable inbox is an error, logged and retried — never "no new messages"; nothing is marked', async () => {
     await putInbox(s.inbox, sisMessage(), { id: 1 });
     const down = deadInbox();
