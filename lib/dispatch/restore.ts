@@ -84,7 +84,16 @@ export function createKafkaRestoreCheck(o: KafkaOptions, topic: string, db: Db):
   /** Highest EVENT_ID in the ranges, read with a consumer group of its own (no offsets committed). */
   async function readRanges(ranges: { partition: number; from: bigint; high: bigint }[]): Promise<{ max: number | null; records: number }> {
     if (ranges.length === 0) return { max: null, records: 0 };
-    const consumer = kafka.consumer({ groupId: `${o.clientId}-restore-check-${randomUUID()}`, sessionTimeout: 10_000, heartbeatInterval: 1000, retry: { retries: 1 }, allowAutoTopicCreation: false });
+    // A new group's coordinator can be still loading (a fresh broker creates __consumer_offsets at the
+    // first group): retry the lookup a few times; a consumer that crashes anyway ends this read at
+    // once (a restarted one would have lost its seeks and waited out the whole read for nothing).
+    const consumer = kafka.consumer({
+      groupId: `${o.clientId}-restore-check-${randomUUID()}`,
+      sessionTimeout: 10_000,
+      heartbeatInterval: 1000,
+      retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 1000, restartOnFailure: async () => false },
+      allowAutoTopicCreation: false,
+    });
     const left = new Map(ranges.map((r) => [r.partition, r.high - 1n]));
     let max: number | null = null;
     let records = 0;
@@ -95,6 +104,7 @@ export function createKafkaRestoreCheck(o: KafkaOptions, topic: string, db: Db):
         Math.max(15_000, o.timeoutMs * 3),
         'kafka read of the msg topic',
         new Promise<void>((resolve, reject) => {
+          consumer.on(consumer.events.CRASH, (e) => reject(e.payload.error));
           consumer
             .run({
               autoCommit: false,

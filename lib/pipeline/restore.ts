@@ -177,6 +177,8 @@ export class RestoreWatch {
   private glancing = false;
   private wentBack = false;
   private marks = { watermark: 0, events: 0 };
+  /** Whether the last publish held (the log says when holding starts and ends). */
+  private publishedHeld = false;
 
   private readonly d: WatchDeps;
 
@@ -270,8 +272,8 @@ export class RestoreWatch {
     return this.running;
   }
 
+  /** Every source checked concurrently; each verdict is published as it comes (a slow Kafka read does not delay the inbox's). */
   private async checkOnce(): Promise<void> {
-    const wasHeld = this.behind.size > 0;
     const run = async (source: Source, f: () => Promise<string | null>) => {
       try {
         const detail = await f();
@@ -281,6 +283,7 @@ export class RestoreWatch {
       } catch (e) {
         this.d.log.warn({ err: e, source }, 'restore check could not run; kept its last verdict');
       }
+      this.publish();
     };
     const t = this.d.timeoutMs;
     const redis = this.d.redis;
@@ -299,7 +302,13 @@ export class RestoreWatch {
         }),
       kafka && run('kafka', async () => ((await inUse(this.d.db)) ? ((await kafka())?.detail ?? null) : null)),
     ]);
+  }
+
+  /** The verdicts so far into the gauge, the condition and the log (one error line when holding starts, a reminder a minute). */
+  private publish(): void {
     if (this.stopped) return;
+    const wasHeld = this.publishedHeld;
+    this.publishedHeld = this.behind.size > 0;
     if (this.firstChecked()) clearCondition(UNCHECKED);
     for (const s of this.sources()) postgresBehind.set({ source: s }, this.behind.has(s) ? 1 : 0);
     const now = this.d.clock.now();

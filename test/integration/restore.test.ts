@@ -234,15 +234,19 @@ describe('R7 restore from backup', () => {
     const detectedS = (Date.now() - t0) / 1000;
     const reason = held.body.conditions!.find((c) => c.name === 'postgres-behind')!.reason;
     expect(reason).toMatch(/inbox: \d+ inbox row\(s\) in \d+\.\.\d+ are marked processed above intake's watermark/);
+    let gauge = {};
     await waitFor(
       'redis and kafka seen too',
       async () => {
-        const g = await behindGauge(p.pump);
+        const g = (gauge = await behindGauge(p.pump));
         return g.inbox === 1 && g.redis === 1 && g.kafka === 1;
       },
       30_000,
       250,
-    );
+    ).catch((e: Error) => {
+      const checks = p.pump.logs.filter((l) => l.includes('restore check could not run'));
+      throw new Error(`${e.message}; last gauge ${JSON.stringify(gauge)}; the pump's failed checks:\n${checks.slice(-5).join('\n')}`);
+    });
     const intake = await waitFor('intake /healthz 503', async () => ((await health(p.intake)).status === 503 ? health(p.intake) : false), 30_000, 200);
     expect(intake.body.conditions!.find((c) => c.name === 'postgres-behind')!.reason).toContain('recover-restore');
     expect(await behindGauge(p.intake)).toMatchObject({ inbox: 1 });
