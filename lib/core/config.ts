@@ -30,6 +30,8 @@ const duration = v.pipe(
     }
   }),
 );
+/** A duration within [min, max] ms; the message names the range in the units it was written in. */
+const durationIn = (min: number, max: number, range: string) => v.pipe(duration, v.check((ms) => ms >= min && ms <= max, `expected a duration from ${range}`));
 const durationList = v.pipe(
   v.string(),
   v.rawTransform(({ dataset, addIssue, NEVER }) => {
@@ -121,7 +123,8 @@ const PARAMS = {
   'msgx.schd.flush-limit': [posInt, '200'],
   'msgx.dispatch.max-attempts': [posInt, '10'],
   'msgx.dispatch.backoff': [durationList, '1s,5s,30s,2m,10m'],
-  'msgx.dispatch.reseed-gap': [duration, '30s'],
+  // a longer gap would leave a lost state topic unhealed that long after the re-seed before it
+  'msgx.dispatch.reseed-gap': [durationIn(1000, 600_000, '1s to 10m'), '30s'],
   'msgx.io.timeout': [duration, '5s'],
   'msgx.mirror.check-every': [duration, '20s'],
   'msgx.airport.timezone': [

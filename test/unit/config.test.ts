@@ -17,6 +17,8 @@ describe('config', () => {
     [{ MSGX_AIRPORT_TIMEZONE: 'Mars/Olympus' }, 'not an IANA time zone'],
     [{ MSGX_AIRPORT_DAY_CUTOVER: '25:00' }, 'expected HH:MM'],
     [{ MSGX_INBOX_READ_ONLY: 'yes' }, 'msgx.inbox.read-only'],
+    [{ MSGX_DISPATCH_RESEED_GAP: '2h' }, 'msgx.dispatch.reseed-gap (MSGX_DISPATCH_RESEED_GAP="2h"): expected a duration from 1s to 10m'],
+    [{ MSGX_DISPATCH_RESEED_GAP: '500ms' }, 'expected a duration from 1s to 10m'],
     [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL'],
     [{ MSGX_PIPELINE_MAX_ATTEMPTS: '3' }, 'msgx.pipeline.backoff has 4 entries but msgx.pipeline.max-attempts=3 needs exactly 2'],
     [{ MSGX_PIPELINE_OVERDUE_BACKFILL: '40d' }, 'msgx.pipeline.overdue-backfill (R) must not exceed msgx.pipeline.inbox-retention (R_keep)'],
