@@ -177,8 +177,7 @@ export class RestoreWatch {
   private glancing = false;
   private wentBack = false;
   private marks = { watermark: 0, events: 0 };
-  /** Whether the last publish held (the log says when holding starts and ends). */
-  private publishedHeld = false;
+  private publishedHeld = false; // the last publish held (the log says when holding starts and ends)
 
   private readonly d: WatchDeps;
 
