@@ -15,6 +15,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import { TEST_KAFKA } from '../support/env.ts';
 import { sql } from 'kysely';
 import { createRequest, requestSettings } from '../../lib/requests/outbound.ts';
+import { runCli } from '../support/processes.ts';
 import { markFailed } from '../../lib/requests/track.ts';
 
 let s: TestServices;
@@ -22,15 +23,8 @@ const clock = new ManualClock('2026-12-01T00:00:00Z');
 const config = testConfig();
 
 function cli(script: string, args: string[], viaNpm = false): Promise<{ code: number | null; out: string; err: string }> {
-  return new Promise((resolve) => {
-    const [cmd, argv] = viaNpm ? ['npm', ['run', '--silent', script, '--', ...args]] : [process.execPath, [`scripts/${script}.ts`, ...args]];
-    const child = spawn(cmd, argv, { env: { ...process.env, ...testEnv() }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (b) => (out += b));
-    child.stderr.on('data', (b) => (err += b));
-    child.on('close', (code) => resolve({ code, out, err })); // 'close': after stdout and stderr ended ('exit' may come before the last bytes)
-  });
+  const [cmd, argv] = viaNpm ? ['npm', ['run', '--silent', script, '--', ...args]] : [process.execPath, [`scripts/${script}.ts`, ...args]];
+  return runCli(cmd, argv, { ...process.env, ...testEnv() });
 }
 
 /** n inbox rows enqueued, then given this state/reason directly. */

@@ -6,7 +6,6 @@
 // the deleted flights); after the msg case the loss is named in /healthz, dispatch-resend puts the
 // lost range back, the condition clears, and every event of the outbox is on the topic at least
 // once, the last copies in EVENT_ID order per FLID; no event burnt an attempt or went DEAD.
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import kafkajs from 'kafkajs';
@@ -15,7 +14,7 @@ import { contract } from '../support/contract.ts';
 import { TEST_KAFKA, testEnv } from '../support/env.ts';
 import { bigSnapshot } from '../support/fixtures.ts';
 import { consoleConsume, type ConsoleRecord } from '../support/kafka-tools.ts';
-import { metricValue, startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
+import { metricValue, runCli, startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 import { openServices, procRows, putInbox, resetDomain, resetPipeline, sisMessage, type TestServices } from '../support/services.ts';
 import { deleteTopics } from './dispatch-support.ts';
 
@@ -406,12 +405,5 @@ describe('derived topics heal (state) or are reported and resent (msg), with mes
 });
 
 function cli(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['scripts/dispatch-resend.ts', ...args], { env: { ...process.env, ...testEnv(env) }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
-    child.stderr.on('data', (b: Buffer) => (err += b.toString()));
-    child.on('close', (code) => resolve({ code, out, err })); // after stdout and stderr ended
-  });
+  return runCli(process.execPath, ['scripts/dispatch-resend.ts', ...args], { ...process.env, ...testEnv(env) });
 }

@@ -59,3 +59,18 @@ export async function metricValue(p: Proc, name: string): Promise<number | undef
   const line = text.split('\n').find((l) => l.startsWith(name + ' ') || l.startsWith(name + '{'));
   return line ? Number(line.split(' ').pop()) : undefined;
 }
+
+/**
+ * One command run to its end, as a person runs it: its exit code and everything it printed. Read on
+ * 'close', after stdout and stderr ended ('exit' can come before the last bytes are read).
+ */
+export function runCli(cmd: string, args: string[], env: Record<string, string | undefined>): Promise<{ code: number | null; out: string; err: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+    child.stderr!.on('data', (b: Buffer) => (err += b.toString()));
+    child.on('close', (code) => resolve({ code, out, err }));
+  });
+}
