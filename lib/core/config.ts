@@ -30,8 +30,12 @@ const duration = v.pipe(
     }
   }),
 );
-/** A duration within [min, max] ms; the message names the range in the units it was written in. */
-const durationIn = (min: number, max: number, range: string) => v.pipe(duration, v.check((ms) => ms >= min && ms <= max, `expected a duration from ${range}`));
+/** A duration within [min, max] ms; a refusal names the range as `range` words it. */
+const durationIn = (min: number, max: number, range: string) =>
+  v.pipe(
+    duration,
+    v.check((ms) => ms >= min && ms <= max, `expected a duration from ${range}`),
+  );
 const durationList = v.pipe(
   v.string(),
   v.rawTransform(({ dataset, addIssue, NEVER }) => {
