@@ -56,12 +56,20 @@ async function settledParts(expectedMessages: number): Promise<Record<'intake' |
   return { intake: r.total === expectedMessages, applied: r.open === 0, backfilled: r.unbackfilled === 0, sent: r.unsent === 0 };
 }
 
-async function settled(expectedMessages: number): Promise<boolean> {
-  return Object.values(await settledParts(expectedMessages)).every(Boolean);
-}
-
-async function settle(expected: number, timeoutMs: number): Promise<void> {
-  await waitFor(`all ${expected} messages applied, backfilled and sent`, () => settled(expected), timeoutMs, 250).catch(async (e) => {
+/**
+ * Waits until every part of "settled" holds at once. Returns, per part, since when (ms after
+ * `since`) it has held without a break: the latest one names what the wait was for.
+ */
+async function settle(expected: number, timeoutMs: number, since = Date.now()): Promise<Record<string, number>> {
+  const heldSince: Record<string, number> = {};
+  const allHold = async () => {
+    for (const [part, ok] of Object.entries(await settledParts(expected))) {
+      if (!ok) delete heldSince[part];
+      else heldSince[part] ??= Date.now() - since;
+    }
+    return Object.keys(heldSince).length === 4;
+  };
+  await waitFor(`all ${expected} messages applied, backfilled and sent`, allHold, timeoutMs, 250).catch(async (e) => {
     console.error(await q(`select state, reason, count(*)::int n from proc_state group by 1, 2`), await q(`select state, count(*)::int n from msg_event group by 1`));
     for (const p of procs)
       console.error(
@@ -74,6 +82,7 @@ async function settle(expected: number, timeoutMs: number): Promise<void> {
       );
     throw e;
   });
+  return heldSince;
 }
 
 /** An outage of `ms` from now in `mode`, then the path is restored; returns the restore time. */
@@ -289,20 +298,11 @@ describe("outages through a fault proxy (R2): the machine's services are never t
     console.log(`[outages] Postgres half-open: pump and intake active again after ${ms} ms`);
     expect(ms).toBeLessThanOrEqual(10_000);
     expect(leaders.every((p) => hasLog(p, 'stale; ending it and taking over'))).toBe(true);
-    // when each part first held: a slow one names the duty that lagged (once in a whole-suite run
+    // since when each part held: a slow one names the duty that lagged (once in a whole-suite run
     // it took 66 s instead of 6.5), with that run's warnings
-    const heldAt: Record<string, number> = {};
-    await waitFor(
-      'all 61 messages applied, backfilled and sent',
-      async () => {
-        for (const [part, ok] of Object.entries(await settledParts(61))) if (ok) heldAt[part] ??= Date.now() - t0;
-        return Object.keys(heldAt).length === 4;
-      },
-      120_000,
-      100,
-    );
+    const heldSince = await settle(61, 120_000, t0);
     const settledMs = Date.now() - t0;
-    console.log(`[outages] Postgres half-open: all settled after ${settledMs} ms; each part held after (ms) ${JSON.stringify(heldAt)}`);
+    console.log(`[outages] Postgres half-open: all settled after ${settledMs} ms; each part held since (ms) ${JSON.stringify(heldSince)}`);
     if (settledMs > 20_000)
       for (const p of procs)
         console.log(
