@@ -32,6 +32,7 @@ await runProcess({
         [TASK.intake]: dutyTask({
           task: TASK.intake,
           stopping,
+          log: rt.log,
           run: async () => {
             if (restore.held()) {
               await sleep(HELD_RETRY_MS, leader!.signal);

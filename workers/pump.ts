@@ -79,6 +79,7 @@ await runProcess({
         [TASK.pump]: dutyTask({
           task: TASK.pump,
           stopping,
+          log: rt.log,
           run: async () => (restore.held() ? new Date(Date.now() + HELD_RETRY_MS) : (await drain(deps, BUDGET_MS, () => stopping() || restore.held())).next),
         }),
       },

@@ -71,6 +71,7 @@ export function dispatcherTask(
   return dutyTask({
     task,
     stopping: () => rt.signal.aborted,
+    log: rt.log,
     run: async () => {
       if (outage.down) {
         // Kafka was unreachable: probe it on a short interval (within this run's budget) and

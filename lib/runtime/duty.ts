@@ -4,9 +4,13 @@
 //   'idle' → nothing (a wake-up `add_job` or the keep-alive check starts the next run)
 //   'now'  → the next run at once (the budget ran out with work left)
 //   Date   → the next run at that time (the earliest backoff)
+// A run that throws is run again after RETRY_MS (doubling to its cap while runs keep failing),
+// by this wrapper: left to graphile-worker, a failed job waits e^attempts seconds — 55 s after four
+// failures in a row, hours after ten — and the keep-alive check leaves a waiting job alone.
 // A run never re-schedules itself when `stopping()` says the process is shutting down or lost
 // its leadership: the next leader's kick starts the loop again.
 import type { JobHelpers, Task } from 'graphile-worker';
+import type { Logger } from './log.ts';
 
 export type DutyNext = 'idle' | 'now' | Date;
 
@@ -17,11 +21,24 @@ export interface Duty {
   stopping: () => boolean;
   /** One run. */
   run: (helpers: JobHelpers) => Promise<DutyNext>;
+  log: Pick<Logger, 'warn'>;
 }
 
+/** The wait before a failed run is run again: the first, then doubled per failure in a row up to the last. */
+export const RETRY_MS = { first: 500, max: 10_000 } as const;
+
 export function dutyTask(d: Duty): Task {
+  let failures = 0; // runs in a row that threw
   return async (_payload, helpers) => {
-    const next = await d.run(helpers);
+    let next: DutyNext;
+    try {
+      next = await d.run(helpers);
+      failures = 0;
+    } catch (err) {
+      const retryInMs = Math.min(RETRY_MS.max, RETRY_MS.first * 2 ** failures++);
+      d.log.warn({ err, task: d.task, failuresInARow: failures, retryInMs }, 'duty run failed; it runs again after a short wait');
+      next = new Date(Date.now() + retryInMs);
+    }
     if (d.stopping() || next === 'idle') return;
     await helpers.addJob(d.task, {}, { jobKey: d.task, runAt: next === 'now' ? undefined : next });
   };

@@ -3,10 +3,13 @@
 // never a job retired to attempts = max_attempts with a due, unlocked duplicate waiting behind
 // it after a minute boundary (what a crontab line re-adding the running job produced).
 import { sql } from 'kysely';
+import { Logger, run } from 'graphile-worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openServices, resetPipeline, type TestServices } from '../support/services.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 import { keepDutiesAlive } from '../../lib/runtime/job-queue.ts';
+import { dutyTask, RETRY_MS } from '../../lib/runtime/duty.ts';
+import { TEST_PG_URL } from '../support/env.ts';
 import { silentLog } from '../support/services.ts';
 
 let s: TestServices;
@@ -68,4 +71,39 @@ describe('graphile_worker.jobs while the intake loop runs', () => {
     expect(fresh).toMatchObject({ locked_by: null, attempts: 0 });
     await sql`delete from graphile_worker._private_jobs where task_id in (select id from graphile_worker._private_tasks where identifier = ${task})`.execute(s.db);
   });
+
+  it('a duty run that throws runs again within seconds (its own doubling wait), never after graphile-worker backoff of e^attempts s', async () => {
+    const task = 'throwing-duty-probe';
+    const failing = 3; // left to graphile-worker: 2.7 + 7.4 + 20 s before the fourth run
+    const runs: number[] = [];
+    const warned: { failuresInARow: number; retryInMs: number }[] = [];
+    const log = { warn: (o: { failuresInARow: number; retryInMs: number }) => void warned.push({ failuresInARow: o.failuresInARow, retryInMs: o.retryInMs }) };
+    const duty = dutyTask({
+      task,
+      stopping: () => false,
+      log: log as never,
+      run: async () => {
+        runs.push(Date.now());
+        if (runs.length <= failing) throw new Error(`run ${runs.length} failed`);
+        return 'idle';
+      },
+    });
+    const runner = await run({ connectionString: TEST_PG_URL, taskList: { [task]: duty }, logger: new Logger(() => () => {}), noHandleSignals: true, concurrency: 1, pollInterval: 100 });
+    try {
+      await runner.addJob(task, {}, { jobKey: task });
+      await waitFor('the run after the failures', async () => runs.length > failing, 15_000, 50);
+      expect(warned).toEqual([
+        { failuresInARow: 1, retryInMs: RETRY_MS.first },
+        { failuresInARow: 2, retryInMs: RETRY_MS.first * 2 },
+        { failuresInARow: 3, retryInMs: RETRY_MS.first * 4 },
+      ]);
+      // each retry came after its own wait (plus a poll), not graphile-worker's
+      for (let i = 1; i < runs.length; i++) expect(runs[i] - runs[i - 1]).toBeLessThan(warned[i - 1].retryInMs + 1500);
+      // the last run said idle: no job left behind, none waiting with a failed attempt
+      await waitFor('the job is gone', async () => (await jobs(task)).length === 0, 5000, 50);
+    } finally {
+      await runner.stop();
+      await sql`delete from graphile_worker._private_jobs where task_id in (select id from graphile_worker._private_tasks where identifier = ${task})`.execute(s.db);
+    }
+  }, 30_000);
 });
