@@ -108,7 +108,10 @@ export async function applyBatch(deps: PumpDeps, limit: number, carry: Carry): P
     // a large message (a big snapshot) that was applied leaves garbage of several times its live
     // data: collected and given back now; one that changed little (its records found unchanged) left
     // little, and V8's own collections take it
-    if (large && heapUsed() - heapAtStart > RELEASE_AFTER_GROWTH) releaseMemory();
+    if (large && heapUsed() - heapAtStart > RELEASE_AFTER_GROWTH) {
+      releaseMemory();
+      lap('release');
+    }
   }
   if (cut) out.push(await fail(deps, cut.ref, cut.failure));
   return { kind: 'done', done: out };
