@@ -17,7 +17,7 @@ await runProcess({
     const deps = { db: rt.db, inbox, clock: rt.clock, backfill: slices(rt.config).backfill, log: rt.log };
     return {
       tasks: {
-        [TASK.backfill]: dutyTask({ task: TASK.backfill, stopping: () => rt.signal.aborted, log: rt.log, run: async () => (await backfillDrain(deps, BUDGET_MS)) ?? 'idle' }),
+        [TASK.backfill]: dutyTask({ task: TASK.backfill, stopping: () => rt.signal.aborted, clock: rt.clock, health: rt.health, run: async () => (await backfillDrain(deps, BUDGET_MS)) ?? 'idle' }),
       },
       close: () => inbox.end(),
     };

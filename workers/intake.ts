@@ -32,7 +32,8 @@ await runProcess({
         [TASK.intake]: dutyTask({
           task: TASK.intake,
           stopping,
-          log: rt.log,
+          clock: rt.clock,
+          health: rt.health,
           run: async () => {
             if (restore.held()) {
               await sleep(HELD_RETRY_MS, leader!.signal);

@@ -79,7 +79,8 @@ await runProcess({
         [TASK.pump]: dutyTask({
           task: TASK.pump,
           stopping,
-          log: rt.log,
+          clock: rt.clock,
+          health: rt.health,
           run: async () => (restore.held() ? new Date(Date.now() + HELD_RETRY_MS) : (await drain(deps, BUDGET_MS, () => stopping() || restore.held())).next),
         }),
       },

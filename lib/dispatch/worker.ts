@@ -71,7 +71,8 @@ export function dispatcherTask(
   return dutyTask({
     task,
     stopping: () => rt.signal.aborted,
-    log: rt.log,
+    clock: rt.clock,
+    health: rt.health,
     run: async () => {
       if (outage.down) {
         // Kafka was unreachable: probe it on a short interval (within this run's budget) and

@@ -6,11 +6,13 @@
 //   Date   → the next run at that time (the earliest backoff)
 // A run that throws is run again after RETRY_MS (doubling to its cap while runs keep failing),
 // by this wrapper: left to graphile-worker, a failed job waits e^attempts seconds — 55 s after four
-// failures in a row, hours after ten — and the keep-alive check leaves a waiting job alone.
+// failures in a row, hours after ten — and the keep-alive check leaves a waiting job alone. The
+// failure is logged through Health.quiet (one line a minute, none while Postgres is known away).
 // A run never re-schedules itself when `stopping()` says the process is shutting down or lost
 // its leadership: the next leader's kick starts the loop again.
 import type { JobHelpers, Task } from 'graphile-worker';
-import type { Logger } from './log.ts';
+import type { Clock } from '../core/clock.ts';
+import type { Health } from './health.ts';
 
 export type DutyNext = 'idle' | 'now' | Date;
 
@@ -21,11 +23,15 @@ export interface Duty {
   stopping: () => boolean;
   /** One run. */
   run: (helpers: JobHelpers) => Promise<DutyNext>;
-  log: Pick<Logger, 'warn'>;
+  clock: Clock;
+  health: Pick<Health, 'quiet'>;
 }
 
 /** The wait before a failed run is run again: the first, then doubled per failure in a row up to the last. */
 export const RETRY_MS = { first: 500, max: 10_000 } as const;
+
+/** The wait before the next run after this many failures in a row before the one that just failed. */
+export const retryWait = (failuresBefore: number): number => Math.min(RETRY_MS.max, RETRY_MS.first * 2 ** failuresBefore);
 
 export function dutyTask(d: Duty): Task {
   let failures = 0; // runs in a row that threw
@@ -35,9 +41,8 @@ export function dutyTask(d: Duty): Task {
       next = await d.run(helpers);
       failures = 0;
     } catch (err) {
-      const retryInMs = Math.min(RETRY_MS.max, RETRY_MS.first * 2 ** failures++);
-      d.log.warn({ err, task: d.task, failuresInARow: failures, retryInMs }, 'duty run failed; it runs again after a short wait');
-      next = new Date(Date.now() + retryInMs);
+      d.health.quiet(`duty:${d.task}`, err, `duty ${d.task}: run failed; it runs again after ${RETRY_MS.first} ms, doubling to ${RETRY_MS.max} ms`, 'postgres');
+      next = new Date(d.clock.now().getTime() + retryWait(failures++));
     }
     if (d.stopping() || next === 'idle') return;
     await helpers.addJob(d.task, {}, { jobKey: d.task, runAt: next === 'now' ? undefined : next });

@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openServices, resetPipeline, type TestServices } from '../support/services.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 import { keepDutiesAlive } from '../../lib/runtime/job-queue.ts';
-import { dutyTask, RETRY_MS } from '../../lib/runtime/duty.ts';
+import { dutyTask, RETRY_MS, retryWait } from '../../lib/runtime/duty.ts';
+import { systemClock } from '../../lib/core/clock.ts';
 import { TEST_PG_URL } from '../support/env.ts';
 import { silentLog } from '../support/services.ts';
 
@@ -76,12 +77,13 @@ describe('graphile_worker.jobs while the intake loop runs', () => {
     const task = 'throwing-duty-probe';
     const failing = 3; // left to graphile-worker: 2.7 + 7.4 + 20 s before the fourth run
     const runs: number[] = [];
-    const warned: { failuresInARow: number; retryInMs: number }[] = [];
-    const log = { warn: (o: { failuresInARow: number; retryInMs: number }) => void warned.push({ failuresInARow: o.failuresInARow, retryInMs: o.retryInMs }) };
+    const quiet: { key: string; err: string; dependency: unknown }[] = [];
+    const health = { quiet: (key: string, err: unknown, _message: string, dependency?: unknown) => (quiet.push({ key, err: (err as Error).message, dependency }), true) };
     const duty = dutyTask({
       task,
       stopping: () => false,
-      log: log as never,
+      clock: systemClock,
+      health,
       run: async () => {
         runs.push(Date.now());
         if (runs.length <= failing) throw new Error(`run ${runs.length} failed`);
@@ -92,13 +94,14 @@ describe('graphile_worker.jobs while the intake loop runs', () => {
     try {
       await runner.addJob(task, {}, { jobKey: task });
       await waitFor('the run after the failures', async () => runs.length > failing, 15_000, 50);
-      expect(warned).toEqual([
-        { failuresInARow: 1, retryInMs: RETRY_MS.first },
-        { failuresInARow: 2, retryInMs: RETRY_MS.first * 2 },
-        { failuresInARow: 3, retryInMs: RETRY_MS.first * 4 },
-      ]);
-      // each retry came after its own wait (plus a poll), not graphile-worker's
-      for (let i = 1; i < runs.length; i++) expect(runs[i] - runs[i - 1]).toBeLessThan(warned[i - 1].retryInMs + 1500);
+      // each failure went to the process's quiet log (one line a minute, none while Postgres is known away)
+      expect(quiet).toEqual([1, 2, 3].map((n) => ({ key: `duty:${task}`, err: `run ${n} failed`, dependency: 'postgres' })));
+      // each retry came after the duty's own doubling wait (plus a poll), not graphile-worker's
+      expect([retryWait(0), retryWait(1), retryWait(2), retryWait(10)]).toEqual([RETRY_MS.first, RETRY_MS.first * 2, RETRY_MS.first * 4, RETRY_MS.max]);
+      for (let i = 1; i < runs.length; i++) {
+        expect(runs[i] - runs[i - 1]).toBeGreaterThanOrEqual(retryWait(i - 1) - 50);
+        expect(runs[i] - runs[i - 1]).toBeLessThan(retryWait(i - 1) + 1500);
+      }
       // the last run said idle: no job left behind, none waiting with a failed attempt
       await waitFor('the job is gone', async () => (await jobs(task)).length === 0, 5000, 50);
     } finally {
