@@ -20,7 +20,8 @@ export const KILL_AFTER_MS = 3000;
  * What every process gets in its environment unless it is set already (docs/decisions.md
  * "Footprint"): Node's compile cache (filled before the start: scripts/compile-cache.ts, so no
  * process loads the type stripper), a 1 MiB young-generation semi-space and two malloc arenas
- * (each keeps less memory resident at rest). The Dockerfile sets the same.
+ * (each keeps less memory resident at rest). The Dockerfile sets the same. A flag on a Procfile
+ * line overrides NODE_OPTIONS: the pump's 8 MiB semi-space (docs/decisions.md "Footprint").
  */
 export function processEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   const options = env.NODE_OPTIONS ?? '';
@@ -49,6 +50,14 @@ export function parseProcfile(text: string): ProcfileEntry[] {
   }
   if (out.length === 0) throw new Error('the Procfile lists no process');
   return out;
+}
+
+/** The arguments after `node` of the Procfile's `name` line (node's flags and the entry file): how benches start a process as `npm start` does. */
+export function procfileArgs(name: string, procfile = 'Procfile'): string[] {
+  const entry = parseProcfile(readFileSync(procfile, 'utf8')).find((e) => e.name === name);
+  const words = entry?.command.split(/\s+/) ?? [];
+  if (words[0] !== 'node') throw new Error(`${procfile} has no line "${name}: node …"`);
+  return words.slice(1);
 }
 
 const SPEC = {

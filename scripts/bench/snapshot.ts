@@ -20,7 +20,7 @@ import { emptyAll, machine, median, openBench, pumpDeps } from './setup.ts';
 import { slices } from '../../lib/core/config.ts';
 import { execFileSync } from 'node:child_process';
 import { buildDecoder } from '../../lib/app/composition.ts';
-import { processEnv } from '../start.ts';
+import { processEnv, procfileArgs } from '../start.ts';
 
 scriptHelp(import.meta.url);
 const flights = Number(process.argv[2] ?? 4000);
@@ -68,8 +68,9 @@ if (role === 'pump') {
   process.exit(0);
 }
 // the parent of one mode: puts the two messages in the inbox, runs each run's pump in a process of its own,
-// with the environment `npm start` gives the pump (scripts/start.ts processEnv: its compile cache filled first)
+// with the environment and node flags `npm start` gives the pump (scripts/start.ts processEnv: its compile cache filled first; the Procfile's flags)
 const pumpEnv = { ...process.env, ...processEnv(process.env), BENCH_SNAPSHOT_ROLE: 'pump' };
+const nodeFlags = procfileArgs('pump').filter((a) => a.startsWith('--'));
 execFileSync(process.execPath, ['scripts/compile-cache.ts'], { env: pumpEnv, stdio: 'ignore' });
 const xml = bigSnapshot(flights);
 const first: number[] = [];
@@ -84,7 +85,7 @@ for (let r = 0; r < runs; r++) {
   await emptyAll(b);
   for (const seqn of [1, 2]) await insertInboxRow(b.inbox, { body: xml.replace(/<SEQN>\d+/, `<SEQN>${seqn}`), received: '2026-12-01 08:00:00' });
   await intakeRound({ db: b.db, inbox: b.inbox, clock: systemClock, intake: slices(b.config).intake, log });
-  const run = JSON.parse(execFileSync(process.execPath, [import.meta.filename, String(flights), String(runs)], { env: pumpEnv, encoding: 'utf8', maxBuffer: 1 << 24 }));
+  const run = JSON.parse(execFileSync(process.execPath, [...nodeFlags, import.meta.filename, String(flights), String(runs)], { env: pumpEnv, encoding: 'utf8', maxBuffer: 1 << 24 }));
   first.push(run.first);
   release.push(run.firstRelease);
   again.push(run.again);

@@ -1,10 +1,12 @@
-// The real worker processes of the end-to-end benchmarks (the Procfile's entry files) against the
-// benchmark databases, with their own topics and HTTP ports.
-import { spawn, type ChildProcess } from 'node:child_process';
+// The real worker processes of the end-to-end benchmarks, started as `npm start` starts them (the
+// Procfile's lines, scripts/start.ts processEnv), against the benchmark databases, with their own
+// topics and HTTP ports.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { loadConfig, slices, type Config } from '../../lib/core/config.ts';
 import { kafkaClientConfig, kafkaOptions } from '../../lib/dispatch/kafka.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { BENCH_INBOX, BENCH_PG, BENCH_REDIS } from './setup.ts';
+import { processEnv, procfileArgs } from '../start.ts';
 
 export const KAFKA = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
 
@@ -20,9 +22,16 @@ export interface Worker {
   exited: Promise<number | null>;
 }
 
+let cacheFilled = false;
+
+/** A worker process as `npm start` starts it: the Procfile's node flags, scripts/start.ts processEnv (its compile cache filled first), on the bench's stores. */
 export function startWorker(name: string, port: number, topics: { msg: string; schd: string; state?: string }, extra: Record<string, string> = {}): Worker {
+  const started = processEnv(process.env);
+  if (!cacheFilled) execFileSync(process.execPath, ['scripts/compile-cache.ts'], { env: { ...process.env, ...started }, stdio: 'ignore' });
+  cacheFilled = true;
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
+    ...started,
     DATABASE_URL: BENCH_PG,
     INBOX_URL: BENCH_INBOX,
     REDIS_URL: BENCH_REDIS,
@@ -35,7 +44,7 @@ export function startWorker(name: string, port: number, topics: { msg: string; s
     [`MSGX_HTTP_PORT_${name.replace(/-/g, '_').toUpperCase()}`]: String(port),
     ...extra,
   };
-  const child = spawn(process.execPath, [`workers/${name}.ts`], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, procfileArgs(name), { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: string[] = [];
   const collect = (buf: Buffer) => logs.push(...buf.toString().split('\n').filter(Boolean));
   child.stdout!.on('data', collect);
