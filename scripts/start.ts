@@ -32,6 +32,11 @@ export function processEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   };
 }
 
+/** Fill the compile cache (scripts/compile-cache.ts) with `env` = processEnv's: before processes start as `npm start` starts them. A failure only leaves the cache cold. */
+export function fillCompileCache(env: Record<string, string>, stdio: 'inherit' | 'ignore' = 'ignore'): void {
+  spawnSync(process.execPath, ['scripts/compile-cache.ts'], { stdio, env: { ...process.env, ...env } });
+}
+
 export interface ProcfileEntry {
   name: string;
   command: string;
@@ -93,7 +98,7 @@ function main(): void {
   const say = (text: string) => process.stderr.write(`start: ${text}\n`);
 
   const env = processEnv(process.env);
-  spawnSync(process.execPath, ['scripts/compile-cache.ts'], { stdio: 'inherit', env: { ...process.env, ...env } });
+  fillCompileCache(env, 'inherit');
 
   // `exec` makes /bin/sh replace itself with the process: signals reach it, not a shell wrapper.
   const { result, commands } = concurrently(

@@ -20,7 +20,7 @@ import { emptyAll, machine, median, openBench, pumpDeps } from './setup.ts';
 import { slices } from '../../lib/core/config.ts';
 import { execFileSync } from 'node:child_process';
 import { buildDecoder } from '../../lib/app/composition.ts';
-import { processEnv, procfileArgs } from '../start.ts';
+import { fillCompileCache, processEnv, procfileArgs } from '../start.ts';
 
 scriptHelp(import.meta.url);
 const flights = Number(process.argv[2] ?? 4000);
@@ -71,7 +71,7 @@ if (role === 'pump') {
 // with the environment and node flags `npm start` gives the pump (scripts/start.ts processEnv: its compile cache filled first; the Procfile's flags)
 const pumpEnv = { ...process.env, ...processEnv(process.env), BENCH_SNAPSHOT_ROLE: 'pump' };
 const nodeFlags = procfileArgs('pump').filter((a) => a.startsWith('--'));
-execFileSync(process.execPath, ['scripts/compile-cache.ts'], { env: pumpEnv, stdio: 'ignore' });
+fillCompileCache(processEnv(process.env));
 const xml = bigSnapshot(flights);
 const first: number[] = [];
 const release: number[] = [];

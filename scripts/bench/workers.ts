@@ -1,12 +1,12 @@
 // The real worker processes of the end-to-end benchmarks, started as `npm start` starts them (the
 // Procfile's lines, scripts/start.ts processEnv), against the benchmark databases, with their own
 // topics and HTTP ports.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { loadConfig, slices, type Config } from '../../lib/core/config.ts';
 import { kafkaClientConfig, kafkaOptions } from '../../lib/dispatch/kafka.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
 import { BENCH_INBOX, BENCH_PG, BENCH_REDIS } from './setup.ts';
-import { processEnv, procfileArgs } from '../start.ts';
+import { fillCompileCache, processEnv, procfileArgs } from '../start.ts';
 
 export const KAFKA = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
 
@@ -27,7 +27,7 @@ let cacheFilled = false;
 /** A worker process as `npm start` starts it: the Procfile's node flags, scripts/start.ts processEnv (its compile cache filled first), on the bench's stores. */
 export function startWorker(name: string, port: number, topics: { msg: string; schd: string; state?: string }, extra: Record<string, string> = {}): Worker {
   const started = processEnv(process.env);
-  if (!cacheFilled) execFileSync(process.execPath, ['scripts/compile-cache.ts'], { env: { ...process.env, ...started }, stdio: 'ignore' });
+  if (!cacheFilled) fillCompileCache(started);
   cacheFilled = true;
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),

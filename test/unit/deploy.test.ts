@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { describeConfig } from '../../lib/core/config.ts';
 import { FORCED_EXIT_MS } from '../../lib/runtime/process.ts';
-import { parseProcfile } from '../../scripts/start.ts';
+import { parseProcfile, procfileArgs } from '../../scripts/start.ts';
 import { PROMTOOL, shippedConfig } from '../support/prometheus.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -66,6 +66,12 @@ describe('docker-compose.yml', () => {
     const apps = Object.keys(compose.services).filter((s) => ![...INFRA, ...ONE_SHOTS, 'prometheus'].includes(s));
     expect(apps.sort()).toEqual(PROCS.map((p) => p.name).sort());
     for (const p of PROCS) expect(compose.services[p.name].command!.join(' ')).toBe(p.command);
+  });
+
+  it("benches start a process with its Procfile line's node flags and entry file (procfileArgs)", () => {
+    expect(procfileArgs('pump')).toEqual(['--max-semi-space-size=8', 'workers/pump.ts']);
+    expect(procfileArgs('intake')).toEqual(['workers/intake.ts']);
+    expect(() => procfileArgs('nope')).toThrow('Procfile has no line "nope: node …"');
   });
 
   it('one image, built once (by migrate); every process and migrate run it', () => {
