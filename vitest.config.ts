@@ -5,24 +5,29 @@ import { slotCount } from './test/support/slots.ts';
 // Test files run side by side, one per worker, each worker with a Postgres database, MariaDB
 // schema and Redis db of its own (test/support/slots.ts; created by global-setup.ts); each file
 // resets what it uses. The files of ALONE run afterwards, two at a time (ALONE_WORKERS): each
-// measures a timing (an outage, a take-over, a failover, a stop, /healthz while a parse runs) that
-// the side-by-side phase's load, which keeps both cores busy, would blur, or starts every process
-// of an installation at once (Postgres connections). They mostly wait, so two share the machine
+// measures a timing of seconds (an outage, a take-over, a failover, a stop) that the side-by-side
+// phase's load, which keeps both cores busy, would blur, or starts every process of an
+// installation at once (Postgres connections). They mostly wait, so two share the machine
 // with room: R6's resume took 5.7 s of its 10 s bound two at a time (4.6–5.4 s alone), 10.9 s
 // three at a time.
 export const ALONE = [
-  'test/integration/api-security.test.ts',
   'test/integration/dispatch-failure.test.ts',
   'test/integration/frozen-connections.test.ts',
   'test/integration/leader-takeover.test.ts',
   'test/integration/outages.test.ts',
-  'test/integration/pipeline/budget.test.ts',
   'test/integration/pg-failover.test.ts',
-  'test/integration/probe.test.ts',
   'test/integration/process-metrics.test.ts',
   'test/integration/redis-failover.test.ts',
   'test/integration/runner.test.ts',
 ];
+
+/**
+ * Run last, one at a time, with the machine to themselves: their bounds are fractions of a second
+ * (a snapshot decoded within a 150 ms budget, /healthz under 100 ms while a big body is checked, a
+ * probe's deadline), which an ALONE neighbour's load broke (the budget's good snapshot ended DEAD
+ * once, two at a time).
+ */
+export const SOLO = ['test/integration/api-security.test.ts', 'test/integration/pipeline/budget.test.ts', 'test/integration/probe.test.ts'];
 
 /**
  * Run by `npm run reliability:r10-kafka`, not by `npm test`: three brokers of its own on two cores
@@ -46,8 +51,9 @@ export default defineConfig({
     globalSetup: ['test/support/global-setup.ts'],
     reporters: ['default', './test/support/summary-reporter.ts'],
     projects: [
-      { test: { ...common, name: 'side-by-side', include: drills ? [] : ['test/**/*.test.ts'], exclude: [...ALONE, ...DRILLS], maxWorkers: slotCount(), sequence: { groupOrder: 0 } } },
+      { test: { ...common, name: 'side-by-side', include: drills ? [] : ['test/**/*.test.ts'], exclude: [...ALONE, ...SOLO, ...DRILLS], maxWorkers: slotCount(), sequence: { groupOrder: 0 } } },
       { test: { ...common, name: 'alone', include: drills ? DRILLS : ALONE, maxWorkers: Math.min(ALONE_WORKERS, slotCount()), sequence: { groupOrder: 1 } } },
+      { test: { ...common, name: 'solo', include: drills ? [] : SOLO, maxWorkers: 1, sequence: { groupOrder: 2 } } },
     ],
   },
 });
