@@ -221,6 +221,11 @@ abstract class Watch {
     this.d = d;
   }
 
+  /** The readiness condition this watch sets. */
+  protected abstract readonly store: Exclude<Store, 'redis'>;
+  /** A check has reached a verdict since start (until then a failed check names its error). */
+  private verdict = false;
+
   protected abstract checkOnce(): Promise<void>;
   /** True while the store is behind (the short period). */
   protected abstract behind(): boolean;
@@ -254,7 +259,14 @@ abstract class Watch {
 
   check(): Promise<void> {
     this.running ??= this.checkOnce()
-      .catch((e) => this.d.log.debug({ err: e }, 'topic check could not run; kept its last verdict'))
+      .then(() => {
+        this.verdict = true;
+      })
+      .catch((e) => {
+        this.d.log.debug({ err: e }, 'topic check could not run; kept its last verdict');
+        // no verdict yet: /healthz says why, not only "not checked yet"
+        if (!this.verdict) setCondition(CONDITION[this.store], `not checked yet: the check could not run (${errorText(e)}); retried every ${this.d.everyMs ?? CHECK_EVERY_MS} ms`, this.d.clock.now());
+      })
       .finally(() => (this.running = null));
     return this.running;
   }
@@ -280,6 +292,7 @@ interface Reseed {
 }
 
 export class StateTopicWatch extends Watch {
+  protected readonly store = 'state-topic';
   /** At most one re-seed starts per this interval (msgx.dispatch.reseed-gap). */
   private readonly reseedGapMs: number;
   private reseed: Reseed | null = null;
@@ -376,6 +389,7 @@ export class StateTopicWatch extends Watch {
 // ---- the msg topic (msg-dispatch)
 
 export class MsgTopicWatch extends Watch {
+  protected readonly store = 'msg-topic';
   private open: { id: number; partitions: number[]; events: number; first: number; last: number }[] = [];
   private refused: { reason: string; failures: number; retryAt: number } | null = null;
 

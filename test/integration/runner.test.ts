@@ -85,7 +85,7 @@ async function npmStart(): Promise<Started> {
       const st = await Promise.all(
         PROCS.map((n) =>
           fetch(`http://127.0.0.1:${ports[n]}/healthz`).then(
-            (r) => r.status,
+            async (r) => (r.status === 200 ? 200 : `${r.status} ${(await r.text()).slice(0, 400)}`),
             (e: Error & { cause?: { code?: string } }) => `no answer (${e.cause?.code ?? e.message})`,
           ),
         ),

@@ -8,7 +8,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../lib/core/clock.ts';
 import { TopicCreationError, type KafkaEdge } from '../../lib/dispatch/kafka.ts';
-import { holdUntilChecked, StateTopicWatch } from '../../lib/dispatch/topic-watch.ts';
+import { holdUntilChecked, MsgTopicWatch, StateTopicWatch } from '../../lib/dispatch/topic-watch.ts';
 import { conditions } from '../../lib/runtime/conditions.ts';
 import { mirrorBehind, mirrorRebuilds } from '../../lib/runtime/mirror-metrics.ts';
 import { waitFor } from '../support/processes.ts';
@@ -103,6 +103,36 @@ describe('state topic: the cluster refuses the rebuild', () => {
     clock.advance(20_000);
     await watch.check();
     expect(lines.filter((l) => l.msg.includes('state topic re-seed started'))).toHaveLength(2);
+    watch.stop();
+  }, 60_000);
+
+  it('a first check that cannot run: /healthz names the error, not only "not checked yet"; cleared by the first verdict', async () => {
+    const topic = uniqueTopic('unchecked-msg');
+    await real.ensureTopics([{ topic }]);
+    let down = true;
+    const flaky: KafkaEdge = {
+      ...real,
+      admin: () =>
+        down
+          ? ({
+              connect: async () => Promise.reject(Object.assign(new Error('Connection error: connect ECONNREFUSED 127.0.0.1:1'), { name: 'KafkaJSConnectionError' })),
+              disconnect: async () => {},
+            } as never)
+          : real.admin(),
+    };
+    holdUntilChecked('msg-topic');
+    const watch = new MsgTopicWatch({ kafka: flaky, db, log, clock: new ManualClock('2026-12-01T00:00:00Z'), spec: { topic }, timeoutMs: 5000 });
+    await watch.check();
+    expect(conditions().find((c) => c.name === 'msg-topic')?.reason).toBe(
+      'not checked yet: the check could not run (KafkaJSConnectionError: Connection error: connect ECONNREFUSED 127.0.0.1:1); retried every 10000 ms',
+    );
+    down = false;
+    await watch.check();
+    expect(conditions().find((c) => c.name === 'msg-topic')).toBeUndefined();
+    // after a verdict, a check that cannot run keeps that verdict (ready here)
+    down = true;
+    await watch.check();
+    expect(conditions().find((c) => c.name === 'msg-topic')).toBeUndefined();
     watch.stop();
   }, 60_000);
 });
