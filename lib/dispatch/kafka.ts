@@ -4,7 +4,7 @@
 // that does not settle in time is a failure and the producer is thrown away, so a late answer
 // of a hung request can never be mistaken for the next send's.
 import { withTimeout } from '../core/timeout.ts';
-import kafkajs from 'kafkajs';
+import kafkajs from '../db/kafkajs.ts';
 import type { Admin, LogEntry, Message, PartitionerArgs, Producer, RecordMetadata } from 'kafkajs';
 import { kafkaSecuritySettings, type Slices } from '../core/config.ts';
 import { anySeed, resolveKafka, targetOf, type KafkaTarget } from '../core/connections.ts';

@@ -8,7 +8,7 @@
 // beyond what Postgres knows (at most TAIL per partition) are read, with a short-lived consumer
 // group, and their EVENT_IDs compared with the sequence; a range found fine is not read again.
 import { randomUUID } from 'node:crypto';
-import kafkajs from 'kafkajs';
+import kafkajs from '../db/kafkajs.ts';
 import { withTimeout } from '../core/timeout.ts';
 import type { Db } from '../db/postgres.ts';
 import { pgOne, pgRows } from '../db/statement.ts';

@@ -25,7 +25,7 @@
 // per msgx.dispatch.reseed-gap; a cluster that refuses (creation disabled, ACL, policy) is a condition
 // naming the store and the reason, one log line per distinct reason, retried with backoff.
 import type { Admin } from 'kafkajs';
-import kafkajs from 'kafkajs';
+import kafkajs from '../db/kafkajs.ts';
 import type { Clock } from '../core/clock.ts';
 import { DISPATCH_TASK } from '../core/tasks.ts';
 import { withTimeout } from '../core/timeout.ts';

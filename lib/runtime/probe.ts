@@ -24,7 +24,7 @@ export type KafkaWhere = readonly string[] | KafkaTarget;
 
 /** A Kafka client for one check: every request bounded by timeoutMs, no retries, silent. */
 export const kafkaClient = async (clientId: string, where: KafkaWhere, timeoutMs: number) => {
-  const { default: kafkajs } = await import('kafkajs');
+  const { default: kafkajs } = await import('../db/kafkajs.ts');
   return new kafkajs.Kafka({
     clientId,
     ...('service' in where ? { brokers: anySeed(where.brokers), ...kafkaSecurity(where) } : { brokers: anySeed(where) }),

@@ -2,8 +2,9 @@
 // over the Procfile, no --up), on the bench's own databases, HTTP ports and Kafka topics; waits
 // until every process answers /healthz 200 and then FOOTPRINT_REST_S seconds at rest, and prints
 // per process its resident memory as the kernel counts it (/proc/<pid>/smaps_rollup: Rss, and
-// Pss, which shares the pages common to several processes) and its Postgres connections
-// (pg_stat_activity by application_name), with the totals and the machine line.
+// Pss, which shares the pages common to several processes), its Postgres connections
+// (pg_stat_activity by application_name) and the CPU at rest over those seconds, its own and its
+// connections' backends' (/proc/<pid>/stat utime + stime), with the totals and the machine line.
 // Environment: BENCH_DATABASE_URL / BENCH_INBOX_URL / BENCH_REDIS_URL (scripts/bench/setup.ts),
 // BENCH_PORT_BASE (default 19400: eight ports from it), FOOTPRINT_REST_S (default 20).
 import { spawn } from 'node:child_process';
@@ -91,6 +92,19 @@ function memory(pid: number): { rss: number; pss: number } {
   return { rss: kb('Rss') / 1024, pss: kb('Pss') / 1024 };
 }
 
+/** The kernel's clock ticks per second (USER_HZ; 100 on Linux) for /proc/<pid>/stat's utime and stime. */
+const TICKS_PER_S = 100;
+/** CPU time of a process so far, user + system, in ticks (NaN once it is gone). */
+function cpuTicks(pid: number): number {
+  try {
+    // the fields after the command name, which may hold spaces, start after its ')'
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return Number(f[11]) + Number(f[12]);
+  } catch {
+    return Number.NaN;
+  }
+}
+
 let failed: unknown;
 try {
   const deadline = Date.now() + READY_MS;
@@ -102,33 +116,53 @@ try {
     }
   }
   const readyAt = performance.now();
-  await new Promise((r) => setTimeout(r, REST_S * 1000));
-  const byName = pids();
   const admin = new pg.Client(connectionSettings(BENCH_PG, 'bench-footprint'));
   await admin.connect();
-  const conns = await admin.query<{ app: string; n: string }>(
-    `select application_name as app, count(*) as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() group by 1`,
-  );
+  const backends = async () =>
+    (await admin.query<{ app: string; pid: number }>(`select application_name as app, pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`)).rows;
+  const cpuBefore = new Map([...Object.values(pids()), ...(await backends()).map((b) => b.pid)].map((pid) => [pid, cpuTicks(pid)]));
+  const restFrom = performance.now();
+  await new Promise((r) => setTimeout(r, REST_S * 1000));
+  const byName = pids();
+  const conns = await backends();
+  const restS = (performance.now() - restFrom) / 1000;
   await admin.end();
-  const perApp = new Map(conns.rows.map((r) => [r.app, Number(r.n)]));
+  /** Per cent of one core over the rest window (NaN: not there at its start). */
+  const cpu = (pid: number) => ((cpuTicks(pid) - (cpuBefore.get(pid) ?? Number.NaN)) / TICKS_PER_S / restS) * 100;
+  const perApp = new Map<string, number>();
+  const backendCpu = new Map<string, number>();
+  for (const b of conns) {
+    perApp.set(b.app, (perApp.get(b.app) ?? 0) + 1);
+    const c = cpu(b.pid);
+    if (Number.isFinite(c)) backendCpu.set(b.app, (backendCpu.get(b.app) ?? 0) + c);
+  }
   console.log(`bench:footprint — ${machine()}`);
   console.log(`one installation (${entries.length} processes, scripts/start.ts), ${REST_S} s at rest after every /healthz answered 200 (${((performance.now() - readyAt) / 1000).toFixed(0)} s)`);
-  console.log('process          RSS MiB  PSS MiB  Postgres connections');
+  console.log('process          RSS MiB  PSS MiB  Postgres connections  CPU % at rest (own, backends)');
   let rss = 0;
   let pss = 0;
   let total = 0;
+  let cpuOwn = 0;
+  let cpuPg = 0;
   for (const e of entries) {
     const pid = byName[e.name];
     const m = pid ? memory(pid) : { rss: Number.NaN, pss: Number.NaN };
     // application_name is msgx-<process> or msgx-<process>-<role> (lib/db/postgres.ts)
-    const n = [...perApp].filter(([app]) => app === `msgx-${e.name}` || app.startsWith(`msgx-${e.name}-`)).reduce((s, [, v]) => s + v, 0);
+    const mine = ([app]: [string, number]) => app === `msgx-${e.name}` || app.startsWith(`msgx-${e.name}-`);
+    const n = [...perApp].filter(mine).reduce((s, [, v]) => s + v, 0);
+    const own = pid ? cpu(pid) : Number.NaN;
+    const pgCpu = [...backendCpu].filter(mine).reduce((s, [, v]) => s + v, 0);
     rss += m.rss;
     pss += m.pss;
     total += n;
+    cpuOwn += own;
+    cpuPg += pgCpu;
     const roles = [...perApp].filter(([app]) => app.startsWith(`msgx-${e.name}-`)).map(([app, k]) => `${app.slice(`msgx-${e.name}-`.length)} ${k}`);
-    console.log(`${e.name.padEnd(16)} ${m.rss.toFixed(1).padStart(7)}  ${m.pss.toFixed(1).padStart(7)}  ${String(n).padStart(20)}${roles.length ? `  (of which ${roles.join(', ')})` : ''}`);
+    console.log(
+      `${e.name.padEnd(16)} ${m.rss.toFixed(1).padStart(7)}  ${m.pss.toFixed(1).padStart(7)}  ${String(n).padStart(20)}  ${own.toFixed(2).padStart(5)}  ${pgCpu.toFixed(2).padStart(5)}${roles.length ? `  (of which ${roles.join(', ')})` : ''}`,
+    );
   }
-  console.log(`${'total'.padEnd(16)} ${rss.toFixed(1).padStart(7)}  ${pss.toFixed(1).padStart(7)}  ${String(total).padStart(20)}`);
+  console.log(`${'total'.padEnd(16)} ${rss.toFixed(1).padStart(7)}  ${pss.toFixed(1).padStart(7)}  ${String(total).padStart(20)}  ${cpuOwn.toFixed(2).padStart(5)}  ${cpuPg.toFixed(2).padStart(5)}`);
   const other = [...perApp].filter(([app]) => !entries.some((e) => app === `msgx-${e.name}` || app.startsWith(`msgx-${e.name}-`)));
   if (other.length) console.log(`connections under other names: ${other.map(([a, n]) => `${a || '(none)'} ${n}`).join(', ')}`);
 } catch (e) {
