@@ -268,11 +268,19 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
     started = true;
     // start-up's garbage (module loading, the first checks) given back once (docs/decisions.md "Footprint")
     setTimeout(releaseMemory, SETTLED_MS).unref();
-    const keepAlive = spec.keepAlive?.length ? setInterval(() => void keepDutiesAlive(rt, spec.keepAlive!), KEEP_ALIVE_EVERY_MS) : undefined;
+    // Every minute, each process at a phase of its own: the processes of an installation start
+    // together, and in step their checks (and the rounds they start) opened a connection each in
+    // the same second, 29 at once where 19–23 are open at rest (docs/decisions.md "Footprint").
+    let keepAlive: NodeJS.Timeout | undefined;
+    const keepAliveTick = () => {
+      void keepDutiesAlive(rt, spec.keepAlive!);
+      keepAlive = setTimeout(keepAliveTick, KEEP_ALIVE_EVERY_MS);
+    };
+    if (spec.keepAlive?.length) keepAlive = setTimeout(keepAliveTick, Math.round(Math.random() * KEEP_ALIVE_EVERY_MS));
     return async () => {
       stopped = true;
       clearTimeout(relaunchTimer);
-      clearInterval(keepAlive);
+      clearTimeout(keepAlive);
       // Bounded: a runner waiting on a connection frozen on a dead path never stops on its own.
       await withDeadline(runner.stop(), RUNNER_STOP_MS, 'graphile-worker runner stop').catch((e) =>
         log.warn({ err: (e as Error).message }, 'runner did not stop in time; abandoned, standing by on new connections'),
