@@ -11,6 +11,7 @@
 // command line that starts a pump (Procfile, tests, benches) needs the flag. A process started
 // with --expose-gc uses its own. The 'last-resort' flavour is V8's collection of all available
 // garbage, the one that also shrinks the heap.
+import { performance } from 'node:perf_hooks';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 
@@ -28,4 +29,22 @@ export function releaseMemory(): void {
     }
   }
   gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+}
+
+/**
+ * At rest, memory given back every `everyMs`: a process that only polls makes a little garbage,
+ * and V8 let its heap grow by 6–7 MB in a few minutes without collecting it (RSS at rest crept
+ * past 100 MB; docs/decisions.md "Footprint"). A tick whose period kept the event loop busy more
+ * than `busyAbove` of the time (work under way) is skipped: a full collection then would pause it.
+ */
+export function releaseWhileIdle(everyMs: number, busyAbove = 0.05, release: () => void = releaseMemory): () => void {
+  let last = performance.eventLoopUtilization();
+  const timer = setInterval(() => {
+    const now = performance.eventLoopUtilization();
+    const busy = performance.eventLoopUtilization(now, last).utilization;
+    last = now;
+    if (busy <= busyAbove) release();
+  }, everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
 }

@@ -20,7 +20,7 @@ import type { ProcessName } from '../core/tasks.ts';
 import { clearCondition, conditions, healthNotes, setCondition } from './conditions.ts';
 import { watchPool } from './pool-watch.ts';
 import { watches } from './watch.ts';
-import { releaseMemory } from './gc.ts';
+import { releaseMemory, releaseWhileIdle } from './gc.ts';
 import { graphileLogger, KEEP_ALIVE_EVERY_MS, keepDutiesAlive, unlockStaleJobs } from './job-queue.ts';
 import { checkAutovacuum } from './server-settings.ts';
 
@@ -268,6 +268,7 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
     started = true;
     // start-up's garbage (module loading, the first checks) given back once (docs/decisions.md "Footprint")
     setTimeout(releaseMemory, SETTLED_MS).unref();
+    const stopResting = releaseWhileIdle(REST_RELEASE_MS);
     // Every minute, each process at a phase of its own: the processes of an installation start
     // together, and in step their checks (and the rounds they start) opened a connection each in
     // the same second, 29 at once where 19–23 are open at rest (docs/decisions.md "Footprint").
@@ -281,6 +282,7 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
       stopped = true;
       clearTimeout(relaunchTimer);
       clearTimeout(keepAlive);
+      stopResting();
       // Bounded: a runner waiting on a connection frozen on a dead path never stops on its own.
       await withDeadline(runner.stop(), RUNNER_STOP_MS, 'graphile-worker runner stop').catch((e) =>
         log.warn({ err: (e as Error).message }, 'runner did not stop in time; abandoned, standing by on new connections'),
@@ -378,6 +380,8 @@ async function scrape(health: Health): Promise<string> {
 const SCRAPE_MS = 3000;
 /** After the runner started, the process is at rest this much later: its start-up garbage is collected then. */
 const SETTLED_MS = 5000;
+/** At rest, memory is given back this often (lib/runtime/gc.ts releaseWhileIdle). */
+const REST_RELEASE_MS = 60_000;
 /** The condition /healthz names until the duty's start-up checks ran. */
 const STARTING = 'starting';
 /** Postgres always, then what the process needs, then its further conditions. */
