@@ -7,8 +7,8 @@
 // requests, also when none is pending and the connection is not throttled; the delay is then
 // negative, Node runs it after 1 ms, and each open broker connection wakes its process about
 // 1,000 times a second for nothing (https://github.com/tulios/kafkajs/issues/1556, open). Idle,
-// a dispatcher burned 4 % of a core. Here the check is armed only when a request is pending (after
-// the throttle, at least 10 ms, as kafkajs does) or a throttle is in force; nothing else is
+// a dispatcher burned 4 % of a core. Here the check is armed only when a request is pending (at the
+// throttle's end, or in 10 ms without one, as kafkajs does) or a throttle is in force; nothing else is
 // needed, because kafkajs checks again on every new request it cannot send at once and on every
 // response.
 import { createRequire } from 'node:module';

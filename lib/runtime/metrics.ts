@@ -155,13 +155,13 @@ function initialiseLabelSets(name: ProcessName): void {
   }
 }
 
+/** Period of the event-loop delay histogram (nodejs_eventloop_lag_*). */
+export const EVENT_LOOP_SAMPLE_MS = 100;
+
 /**
  * Register on the default registry what this process exports: its own metrics, `extra` (metrics
  * of other modules it owns), Node's default metrics and msgx_build_info{version,node,process}.
  */
-/** Period of the event-loop delay histogram (nodejs_eventloop_lag_*). */
-export const EVENT_LOOP_SAMPLE_MS = 100;
-
 export function exportProcessMetrics(name: ProcessName, extra: client.Metric[] = [], opts: { readOnly?: boolean } = {}): void {
   const own = [...OWNED[name], metrics.postgresUp, metrics.postgresDownSeconds, metrics.postgresAutovacuum, dependencyUp, ...extra];
   if (name === 'backfill' && !opts.readOnly) own.push(metrics.backfillPending, metrics.backfillOverLimit); // not ours to mark on a read-only instance
