@@ -92,6 +92,9 @@ function memory(pid: number): { rss: number; pss: number } {
   return { rss: kb('Rss') / 1024, pss: kb('Pss') / 1024 };
 }
 
+/** Is a connection of this application_name the process's? msgx-<process> or msgx-<process>-<role> (lib/db/postgres.ts). */
+const ownedBy = (app: string, name: string) => app === `msgx-${name}` || app.startsWith(`msgx-${name}-`);
+
 /** The kernel's clock ticks per second (USER_HZ; 100 on Linux) for /proc/<pid>/stat's utime and stime. */
 const TICKS_PER_S = 100;
 /** CPU time of a process so far, user + system, in ticks (NaN once it is gone). */
@@ -147,8 +150,7 @@ try {
   for (const e of entries) {
     const pid = byName[e.name];
     const m = pid ? memory(pid) : { rss: Number.NaN, pss: Number.NaN };
-    // application_name is msgx-<process> or msgx-<process>-<role> (lib/db/postgres.ts)
-    const mine = ([app]: [string, number]) => app === `msgx-${e.name}` || app.startsWith(`msgx-${e.name}-`);
+    const mine = ([app]: [string, number]) => ownedBy(app, e.name);
     const n = [...perApp].filter(mine).reduce((s, [, v]) => s + v, 0);
     const own = pid ? cpu(pid) : Number.NaN;
     const pgCpu = [...backendCpu].filter(mine).reduce((s, [, v]) => s + v, 0);
@@ -163,7 +165,7 @@ try {
     );
   }
   console.log(`${'total'.padEnd(16)} ${rss.toFixed(1).padStart(7)}  ${pss.toFixed(1).padStart(7)}  ${String(total).padStart(20)}  ${cpuOwn.toFixed(2).padStart(5)}  ${cpuPg.toFixed(2).padStart(5)}`);
-  const other = [...perApp].filter(([app]) => !entries.some((e) => app === `msgx-${e.name}` || app.startsWith(`msgx-${e.name}-`)));
+  const other = [...perApp].filter(([app]) => !entries.some((e) => ownedBy(app, e.name)));
   if (other.length) console.log(`connections under other names: ${other.map(([a, n]) => `${a || '(none)'} ${n}`).join(', ')}`);
 } catch (e) {
   failed = e;

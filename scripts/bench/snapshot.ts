@@ -69,9 +69,10 @@ if (role === 'pump') {
 }
 // the parent of one mode: puts the two messages in the inbox, runs each run's pump in a process of its own,
 // with the environment and node flags `npm start` gives the pump (scripts/start.ts processEnv: its compile cache filled first; the Procfile's flags)
-const pumpEnv = { ...process.env, ...processEnv(process.env), BENCH_SNAPSHOT_ROLE: 'pump' };
+const startEnv = processEnv(process.env);
+const pumpEnv = { ...process.env, ...startEnv, BENCH_SNAPSHOT_ROLE: 'pump' };
 const nodeFlags = procfileArgs('pump').filter((a) => a.startsWith('--'));
-fillCompileCache(processEnv(process.env));
+fillCompileCache(startEnv);
 const xml = bigSnapshot(flights);
 const first: number[] = [];
 const release: number[] = [];
