@@ -15,6 +15,17 @@ import { tlsOptions } from './tls.ts';
 
 export type Inbox = mysql.Pool;
 
+/**
+ * mysql2's caches are sized for any statement an application might send: 15,000 row parsers and,
+ * per connection, 16,000 prepared statements, each as four arrays of that length made up front
+ * (~0.5 MB apiece, resident in every process with a MariaDB pool). The edge sends the few texts of
+ * lib/sql/inbox.ts and lib/sql/coutmsgs.ts through `query` (no prepared statements): a parser per
+ * result shape, and room for a few prepared statements should a caller use `execute`.
+ */
+const PARSER_CACHE = 64;
+const PREPARED_STATEMENTS = 16;
+mysql.setMaxParserCache(PARSER_CACHE);
+
 type QueryArgs = Parameters<mysql.Pool['query']>;
 
 /** Where a connection goes: a bare mysql:// URL (its own ssl-mode parameter only) or a configured target (lib/core/config.ts `targets`). */
@@ -74,6 +85,7 @@ export function createAodbPool(url: MysqlWhere, opts: { timeoutMs: number; conne
     bigNumberStrings: false,
     charset: 'utf8mb4',
     enableKeepAlive: true,
+    maxPreparedStatements: PREPARED_STATEMENTS,
   });
   const bounded =
     (name: 'query' | 'execute') =>
