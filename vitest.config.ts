@@ -4,10 +4,7 @@ import { slotCount } from './test/support/slots.ts';
 
 // Test files run side by side, one per worker, each worker with a Postgres database, MariaDB
 // schema and Redis db of its own (test/support/slots.ts; created by global-setup.ts); each file
-// resets what it uses. A side-by-side worker runs its files one after the other with the modules
-// they import loaded once (isolate: false): vitest's "import" time went from 82 s to 22 s of CPU
-// and the phase from ~353 s to 328 s on the EPYC (docs/history/benchmarks.md); a file that mocks a
-// module imports its subject afresh after vi.resetModules(). The files of ALONE run afterwards, one at a time (ALONE_WORKERS): each
+// resets what it uses. The files of ALONE run afterwards, one at a time (ALONE_WORKERS): each
 // measures a timing of seconds (an outage, a take-over, a failover, a stop) that the side-by-side
 // phase's load, which keeps both cores busy, would blur, or starts every process of an
 // installation at once (Postgres connections). Two at a time saved about 110 s on the EPYC
@@ -54,17 +51,7 @@ export default defineConfig({
     globalSetup: ['test/support/global-setup.ts'],
     reporters: ['default', './test/support/summary-reporter.ts'],
     projects: [
-      {
-        test: {
-          ...common,
-          name: 'side-by-side',
-          isolate: false,
-          include: drills ? [] : ['test/**/*.test.ts'],
-          exclude: [...ALONE, ...SOLO, ...DRILLS],
-          maxWorkers: slotCount(),
-          sequence: { groupOrder: 0 },
-        },
-      },
+      { test: { ...common, name: 'side-by-side', include: drills ? [] : ['test/**/*.test.ts'], exclude: [...ALONE, ...SOLO, ...DRILLS], maxWorkers: slotCount(), sequence: { groupOrder: 0 } } },
       { test: { ...common, name: 'alone', include: drills ? DRILLS : ALONE, maxWorkers: Math.min(ALONE_WORKERS, slotCount()), sequence: { groupOrder: 1 } } },
       { test: { ...common, name: 'solo', include: drills ? [] : SOLO, maxWorkers: 1, sequence: { groupOrder: 2 } } },
     ],

@@ -13,14 +13,11 @@ export interface Proc {
 
 // 1,000 ports per worker slot from TEST_PORT_BASE, or from 20000 at a random start inside the
 // slot's range: several test runs may share the machine (a fixed base made them scrape each other).
-// A vitest worker runs file after file with this module loaded once (isolate: false in
-// vitest.config.ts): the ports go round within the slot's range, never into the next slot's.
 const PORT_SPAN = 1000;
-const slotBase = process.env.TEST_PORT_BASE ? Number(process.env.TEST_PORT_BASE) + (currentSlot() - 1) * PORT_SPAN : 20000 + (currentSlot() - 1) * PORT_SPAN;
-let portOffset = process.env.TEST_PORT_BASE ? 0 : Math.floor(Math.random() * 90) * 10;
+let nextPort = process.env.TEST_PORT_BASE ? Number(process.env.TEST_PORT_BASE) + (currentSlot() - 1) * PORT_SPAN : 20000 + (currentSlot() - 1) * PORT_SPAN + Math.floor(Math.random() * 90) * 10;
 
 export function startWorker(name: string, env: Record<string, string> = {}): Proc {
-  const port = slotBase + (portOffset++ % PORT_SPAN);
+  const port = nextPort++;
   const portKey = `MSGX_HTTP_PORT_${name.replace(/-/g, '_').toUpperCase()}`;
   const child = spawn(process.execPath, [`workers/${name}.ts`], {
     env: { ...process.env, ...testEnv({ [portKey]: String(port), ...env }, 'info') },

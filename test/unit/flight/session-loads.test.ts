@@ -6,6 +6,7 @@ import pino from 'pino';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { slices } from '../../../lib/core/config.ts';
 import { decodeFlightCommand } from '../../../lib/flight/handlers.ts';
+import { FlightSession } from '../../../lib/flight/session.ts';
 import type { FlightState } from '../../../lib/flight/state.ts';
 import type { Executor } from '../../../lib/flight/store.ts';
 import { testConfig } from '../../support/env.ts';
@@ -33,11 +34,6 @@ vi.mock('../../../lib/flight/floor.ts', async (original) => ({
     return new Map<string, number>();
   },
 }));
-
-// The side-by-side workers run file after file with their modules loaded once (vitest.config.ts):
-// the session is imported afresh, after the mocks above, so that it sees them.
-vi.resetModules();
-const { FlightSession } = await import('../../../lib/flight/session.ts');
 
 const airport = slices(testConfig()).airport;
 const log = pino({ level: 'silent' });
