@@ -103,6 +103,22 @@ const trustProxy = v.pipe(
   }),
 );
 
+/**
+ * A zone ICU knows. Its list of canonical IANA names is looked up first: building an
+ * Intl.DateTimeFormat loads ICU's locale and zone data, ~8 MB resident in every process, and most
+ * duties never convert a time (docs/decisions.md "Footprint"). A name outside the list (an alias
+ * such as UTC or Etc/GMT+8) is still checked the old way, so the same names are accepted.
+ */
+function knownTimeZone(tz: string): boolean {
+  if (Intl.supportedValuesOf('timeZone').includes(tz)) return true;
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 const tlsMode = oneOf(['', 'disable', 'verify-ca', 'verify-full']);
 
 /** Spec key → [schema, default]. The environment name is MSGX_ + key without "msgx.", dots/dashes → _, upper case. */
@@ -131,20 +147,7 @@ const PARAMS = {
   'msgx.dispatch.reseed-gap': [durationIn(1000, 600_000, '1s to 10m'), '30s'],
   'msgx.io.timeout': [duration, '5s'],
   'msgx.mirror.check-every': [duration, '20s'],
-  'msgx.airport.timezone': [
-    v.pipe(
-      v.string(),
-      v.check((tz) => {
-        try {
-          new Intl.DateTimeFormat('en', { timeZone: tz });
-          return true;
-        } catch {
-          return false;
-        }
-      }, 'not an IANA time zone'),
-    ),
-    'Asia/Shanghai',
-  ],
+  'msgx.airport.timezone': [v.pipe(v.string(), v.check(knownTimeZone, 'not an IANA time zone')), 'Asia/Shanghai'],
   'msgx.airport.day-cutover': [localTime, '00:00'],
   'msgx.history.purge-after': [duration, '7d'],
   'msgx.history.retention': [duration, '365d'],

@@ -53,6 +53,17 @@ describe('config', () => {
   });
 });
 
+describe('msgx.airport.timezone', () => {
+  // canonical names come from ICU's list; aliases outside it (UTC, Etc/GMT+8) still pass the
+  // DateTimeFormat check, so the set of accepted names is what it was
+  it.each(['Asia/Shanghai', 'Europe/Vienna', 'UTC', 'Etc/UTC', 'Etc/GMT+8', 'US/Eastern', 'Asia/Kolkata'])('accepts %s', (tz) => {
+    expect(slices(loadConfig({ MSGX_AIRPORT_TIMEZONE: tz })).airport.timezone).toBe(tz);
+  });
+  it.each(['Mars/Olympus', 'Asia/Shangai', ''])('refuses %o', (tz) => {
+    expect(() => loadConfig({ MSGX_AIRPORT_TIMEZONE: tz })).toThrow('msgx.airport.timezone');
+  });
+});
+
 describe('configuration slices (a module receives the part it uses)', () => {
   it('each slice field carries the parsed value of its key, frozen, built once per config', () => {
     const c = loadConfig({ MSGX_PIPELINE_APPLY_BATCH: '50', MSGX_AIRPORT_TIMEZONE: 'Europe/Vienna', MSGX_PIPELINE_BACKOFF: '1s,2s,3s,4s', KAFKA_BROKERS: 'k1:9092' });
