@@ -68,6 +68,9 @@ export interface RunningPrometheus {
   stop: () => Promise<void>;
 }
 
+/** How long a started Prometheus may take to answer /-/ready. */
+const READY_MS = 30_000;
+
 export async function startPrometheus(config: PromConfig): Promise<RunningPrometheus> {
   const dir = mkdtempSync(path.join(tmpdir(), 'msgx-prometheus-'));
   const file = path.join(dir, 'prometheus.yml');
@@ -80,16 +83,30 @@ export async function startPrometheus(config: PromConfig): Promise<RunningPromet
   child.stdout!.on('data', (b: Buffer) => logs.push(b.toString()));
   child.stderr!.on('data', (b: Buffer) => logs.push(b.toString()));
   const exited = new Promise((r) => child.once('exit', r));
-  return {
-    url: `http://127.0.0.1:${port}`,
-    logs,
-    stop: async () => {
-      if (child.exitCode === null) child.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-      if (child.exitCode === null) child.kill('SIGKILL');
-      rmSync(dir, { recursive: true, force: true });
-    },
+  const url = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (child.exitCode === null) child.kill('SIGTERM');
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+    if (child.exitCode === null) child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
   };
+  // ready before a test asks it anything: a Prometheus that exits or never listens is reported as
+  // such (exit status, its output), not as the test's own wait timing out on "fetch failed"
+  const deadline = Date.now() + READY_MS;
+  for (;;) {
+    const ready = await fetch(`${url}/-/ready`, { signal: AbortSignal.timeout(2_000) }).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ready) return { url, logs, stop };
+    const gone = child.exitCode !== null || child.signalCode !== null;
+    if (gone || Date.now() > deadline) {
+      await stop();
+      const how = gone ? `exited (code ${child.exitCode}, signal ${child.signalCode})` : `still not ready after ${READY_MS / 1000} s`;
+      throw new Error(`prometheus on ${url} ${how}; its output: ${logs.join('') || '(none)'}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 export const prometheusPresent = () => existsSync(PROMETHEUS) && existsSync(PROMTOOL);
