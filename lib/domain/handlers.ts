@@ -14,7 +14,7 @@ import type { AirportConfig } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Envelope } from '../sis/envelope.ts';
 import type { LazySpec } from '../sis/xml.ts';
-import { metricKind, type AfterCommitCounts } from '../runtime/metrics.ts';
+import { metricKind, type AfterCommitCounts } from '../runtime/labels.ts';
 
 export interface HandlerContext {
   /** The business transaction. Domains run their statements of lib/sql/ on it (pgRows / pgOne / pgRun, lib/db/statement.ts). */
@@ -204,7 +204,7 @@ export class HandlerRegistry {
     return this.known;
   }
 
-  /** The bounded `kind` label of a message's metrics (lib/runtime/metrics.ts metricKind). */
+  /** The bounded `kind` label of a message's metrics (lib/runtime/labels.ts metricKind). */
   metricKind(type: string, styp: string): string {
     return metricKind(type, styp, this.knownKinds());
   }

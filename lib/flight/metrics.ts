@@ -1,13 +1,10 @@
-// Flight-domain metrics, created outside any registry: the pump (which decodes) exports them
-// (lib/runtime/metrics.ts exportProcessMetrics). The unknown-tags counter is shared with the
-// reference-data handlers (their counts go through lib/runtime/metrics.ts countAfterCommit).
-import { boundedLabel, decodeUnknownTagsCounter, metrics } from '../runtime/metrics.ts';
+// Flight-domain metric labels: the unknown-tag series of a decoded flight message, bounded. The
+// counts go through the handler's after-commit counts (lib/runtime/labels.ts); the pump, which owns
+// the metrics, increments them (lib/runtime/metrics.ts countAfterCommit). No prom-client here: the
+// pump's decode worker loads this module.
+import { boundedLabel } from '../runtime/labels.ts';
 import type { DecodeNotes } from './decode.ts';
 import { COLLECTIONS, FLOP_STYPS, SCHD_ADFT, SCHD_SNAPSHOT_STYPS, TAG_RULES } from './rules.ts';
-
-export const decodeUnknownTags = decodeUnknownTagsCounter();
-
-export const routePointsDropped = metrics.routePointsDropped;
 
 /** Label values: the SIS flight tags the rule table knows anywhere (a tag unknown here may be known in another STYP), else 'other'. */
 const KNOWN_TAGS: ReadonlySet<string> = new Set([

@@ -18,7 +18,7 @@ import * as Digest from '../sql/digest.ts';
 import { digestsToStore, unchangedRecords, type StoredDigest } from './digest.ts';
 import { loadVersionFloors } from './floor.ts';
 import { loadDays, writeLedgers } from './ledger.ts';
-import { routePointsDropped, unknownTagCounts } from './metrics.ts';
+import { unknownTagCounts } from './metrics.ts';
 import { AtVersion } from './mirror.ts';
 import { isEmpty, Loaded, need, type Need } from './overlay.ts';
 import { FlightPlan, type FlightCommand, type PlanMessage } from './plan.ts';
@@ -226,9 +226,10 @@ export class FlightSession implements DomainBatch<FlightCommand> {
       m.log.info({ operationDay: p.snapshot.day, replay: p.snapshot.replay, version: p.snapshot.version, changed: p.changed.length, deleted: p.snapshot.deleted }, 'snapshot applied');
     }
     if (p.outcome.state === 'SKIPPED') return { outcome: 'skipped', reason: p.outcome.reason, mirror: p.mirror };
-    if (c.notes?.droppedRoutePoints) routePointsDropped.inc(c.notes.droppedRoutePoints);
     const unknownTags = c.notes ? unknownTagCounts(m.env.type, m.env.styp, c.notes) : [];
-    return { outcome: 'applied', mirror: p.mirror, ...(unknownTags.length ? { counts: { unknownTags } } : {}) };
+    const routePointsDropped = c.notes?.droppedRoutePoints ?? 0;
+    const counts = { ...(unknownTags.length ? { unknownTags } : {}), ...(routePointsDropped ? { routePointsDropped } : {}) };
+    return { outcome: 'applied', mirror: p.mirror, ...(unknownTags.length || routePointsDropped ? { counts } : {}) };
   }
 
   async addressed(m: { msgId: number; cmd: FlightCommand }): Promise<string[]> {

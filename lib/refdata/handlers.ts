@@ -3,7 +3,7 @@
 import type { HandlerContext, HandlerOutcome, HandlerRegistry } from '../domain/handlers.ts';
 import { serialize } from '../sis/xml.ts';
 import { payload } from '../sis/envelope.ts';
-import { boundedLabel, metrics } from '../runtime/metrics.ts';
+import { boundedLabel } from '../runtime/labels.ts';
 import { completeRqrd, failByEror } from '../requests/responses.ts';
 import { decodeRefMessage } from './decode.ts';
 import { REF_CATEGORIES, REF_STYPS, REQUESTABLE_TYPES, RSTA_FIELDS, type RefCategory } from '../sis/refdata-keys.ts';
@@ -72,9 +72,8 @@ export function erorText(ctx: Pick<HandlerContext, 'env'>): string {
 export async function erorHandler(ctx: HandlerContext): Promise<HandlerOutcome> {
   const req = await failByEror(ctx.tx, { styp: ctx.env.styp, errorText: erorText(ctx), msgId: ctx.msgId, now: ctx.now });
   if (!req) return { outcome: 'skipped', reason: 'no-open-request' };
-  metrics.requestsFailed.inc({ kind: req.kind });
   ctx.log.warn({ requestId: req.id, kind: req.kind, rtype: req.rtype, operationDay: req.operationDay }, 'request FAILED by EROR');
-  return applied;
+  return { outcome: 'applied', counts: { requestsFailed: [{ kind: req.kind }] } };
 }
 
 export function registerRefdataHandlers(registry: HandlerRegistry): HandlerRegistry {

@@ -7,6 +7,9 @@ import { readFileSync } from 'node:fs';
 import client from 'prom-client';
 import type { ProcessName } from '../core/tasks.ts';
 import { dependencyUp } from './health.ts';
+import type { AfterCommitCounts } from './labels.ts';
+
+export { type AfterCommitCounts, boundedLabel, metricKind } from './labels.ts';
 
 const { Counter, Gauge, Histogram, register } = client;
 const registers: client.Registry[] = [];
@@ -187,39 +190,10 @@ export function reasonLabel(reason: string | null | undefined): string {
   return reason.split(/[:(\s]/)[0];
 }
 
-/**
- * A label value taken from a message, bounded: the value when it is one of `known`, else
- * 'other'. A hostile sender must never be able to create metric series.
- */
-export function boundedLabel(value: string, known: ReadonlySet<string>): string {
-  return known.has(value) ? value : 'other';
-}
-
-/**
- * The `kind` label of a message's metrics, bounded by the kinds a handler registry knows
- * (`HandlerRegistry.knownKinds()`): 'TYPE/STYP' when it is one of them, 'TYPE/other' for
- * another STYP of a TYPE that has handlers, 'other' for any other TYPE. Pure.
- */
-export function metricKind(type: string, styp: string, knownKinds: ReadonlySet<string>): string {
-  const kind = styp ? `${type}/${styp}` : type;
-  if (knownKinds.has(kind)) return kind;
-  return knownKinds.has(`${type}/`) ? `${type}/other` : 'other';
-}
-
-/** msgx_decode_unknown_tags_total{type,styp,tag} (one definition; the pump exports it). */
-export function decodeUnknownTagsCounter(): client.Counter<'type' | 'styp' | 'tag'> {
-  return metrics.decodeUnknownTags;
-}
-
-/** Counts a handler leaves for after its business transaction committed (once per message, never per attempt). */
-export interface AfterCommitCounts {
-  /** Unknown tags, labels already bounded (boundedLabel / metricKind). */
-  unknownTags?: { type: string; styp: string; tag: string }[];
-}
-
 /** Increment what a handler returned in `counts`. The pump calls this after the business commit. */
 export function countAfterCommit(counts: AfterCommitCounts | undefined): void {
-  if (!counts?.unknownTags?.length) return;
-  const c = decodeUnknownTagsCounter();
-  for (const t of counts.unknownTags) c.inc(t);
+  if (!counts) return;
+  for (const t of counts.unknownTags ?? []) metrics.decodeUnknownTags.inc(t);
+  if (counts.routePointsDropped) metrics.routePointsDropped.inc(counts.routePointsDropped);
+  for (const r of counts.requestsFailed ?? []) metrics.requestsFailed.inc(r);
 }

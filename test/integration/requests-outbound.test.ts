@@ -261,11 +261,11 @@ describe('answers', () => {
     const r1 = await rqrd('SLST');
     const f1 = await rqfd('2026-12-01');
     await sendPending(deps());
-    expect(await apply(eror('RQFD', 'no schedule for that day'))).toEqual({ outcome: 'applied' });
+    expect(await apply(eror('RQFD', 'no schedule for that day'))).toEqual({ outcome: 'applied', counts: { requestsFailed: [{ kind: 'RQFD' }] } });
     const failed = (await getRequest(db, f1.request.id))!;
     expect([failed.state, failed.errorText, failed.closedByMsgId]).toEqual(['FAILED', 'no schedule for that day', msgId]);
     expect(await state(r1.request.id)).toBe('SENT');
-    expect(await apply(eror('', 'unknown request'))).toEqual({ outcome: 'applied' }); // most recent open one
+    expect(await apply(eror('', 'unknown request'))).toEqual({ outcome: 'applied', counts: { requestsFailed: [{ kind: 'RQRD' }] } }); // most recent open one
     expect(await state(r1.request.id)).toBe('FAILED');
     expect(await failedBefore()).toBe(before + 2);
     expect(await apply(eror('RQRD', 'again'))).toEqual({ outcome: 'skipped', reason: 'no-open-request' });
