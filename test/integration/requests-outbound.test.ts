@@ -3,7 +3,7 @@ import Fastify from 'fastify';
 import { Logger, quickAddJob, runOnce } from 'graphile-worker';
 import { sql } from 'kysely';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
-import { metrics } from '../../lib/runtime/metrics.ts';
+import { countAfterCommit, metrics } from '../../lib/runtime/metrics.ts';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../lib/core/clock.ts';
 import { createRequest, insertOutboxRow, requestSettings, sendPending } from '../../lib/requests/outbound.ts';
@@ -261,11 +261,17 @@ describe('answers', () => {
     const r1 = await rqrd('SLST');
     const f1 = await rqfd('2026-12-01');
     await sendPending(deps());
-    expect(await apply(eror('RQFD', 'no schedule for that day'))).toEqual({ outcome: 'applied', counts: { requestsFailed: [{ kind: 'RQFD' }] } });
+    // the handler names the count; the pump counts it once the business transaction committed
+    const rqfdFailed = await apply(eror('RQFD', 'no schedule for that day'));
+    expect(rqfdFailed).toEqual({ outcome: 'applied', counts: { requestsFailed: [{ kind: 'RQFD' }] } });
+    expect(await failedBefore()).toBe(before);
+    countAfterCommit(rqfdFailed.outcome === 'applied' ? rqfdFailed.counts : undefined);
     const failed = (await getRequest(db, f1.request.id))!;
     expect([failed.state, failed.errorText, failed.closedByMsgId]).toEqual(['FAILED', 'no schedule for that day', msgId]);
     expect(await state(r1.request.id)).toBe('SENT');
-    expect(await apply(eror('', 'unknown request'))).toEqual({ outcome: 'applied', counts: { requestsFailed: [{ kind: 'RQRD' }] } }); // most recent open one
+    const rqrdFailed = await apply(eror('', 'unknown request')); // the most recent open one
+    expect(rqrdFailed).toEqual({ outcome: 'applied', counts: { requestsFailed: [{ kind: 'RQRD' }] } });
+    countAfterCommit(rqrdFailed.outcome === 'applied' ? rqrdFailed.counts : undefined);
     expect(await state(r1.request.id)).toBe('FAILED');
     expect(await failedBefore()).toBe(before + 2);
     expect(await apply(eror('RQRD', 'again'))).toEqual({ outcome: 'skipped', reason: 'no-open-request' });

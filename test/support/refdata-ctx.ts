@@ -8,7 +8,6 @@ import { HandlerRegistry, type HandlerOutcome } from '../../lib/domain/handlers.
 import { PipelineError, type Failure } from '../../lib/core/errors.ts';
 import { decodeEnvelope } from '../../lib/sis/envelope.ts';
 import { registerRefdataHandlers } from '../../lib/refdata/handlers.ts';
-import { countAfterCommit } from '../../lib/runtime/metrics.ts';
 import { slices, type Config } from '../../lib/core/config.ts';
 import { TEST_INBOX_URL, TEST_PG_URL } from './env.ts';
 
@@ -35,13 +34,11 @@ export async function applyMessage(db: QueryDb, a: { xml: string; msgId: number;
     const env = decodeEnvelope(a.xml);
     const handler = registry.resolve(env.type, env.styp);
     if (!handler) return { outcome: 'unsupported' };
-    const out = await db.transaction().execute(async (tx) => {
+    return await db.transaction().execute(async (tx) => {
       const out = await handler({ tx, msgId: a.msgId, env, now: a.now, airport: slices(a.config).airport, log: silentLog });
       if (out.outcome === 'skipped') throw new Rollback(out);
       return out;
     });
-    if (out.outcome === 'applied') countAfterCommit(out.counts); // as the pump does once the business transaction committed
-    return out;
   } catch (e) {
     if (e instanceof Rollback) return e.result;
     if (e instanceof PipelineError) return { outcome: 'failed', failure: e.failure };
