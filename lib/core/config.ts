@@ -105,7 +105,7 @@ const trustProxy = v.pipe(
 
 /**
  * A zone ICU knows. Its list of canonical IANA names is looked up first: building an
- * Intl.DateTimeFormat loads ICU's locale and zone data, ~8 MB resident in every process, and most
+ * Intl.DateTimeFormat loads ICU's locale and zone data, ~7 MB resident in every process, and most
  * duties never convert a time (docs/decisions.md "Footprint"). A name outside the list (an alias
  * such as UTC or Etc/GMT+8) is still checked the old way, so the same names are accepted.
  */

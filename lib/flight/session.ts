@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 import type { AirportConfig } from '../core/config.ts';
 import { DISPATCH_TASK } from '../core/tasks.ts';
 import type { DomainBatch, DomainMessage, HandlerOutcome } from '../domain/handlers.ts';
+import type { AfterCommitCounts } from '../runtime/labels.ts';
 import { scheduleResponseGuard } from '../requests/schedule-guard.ts';
 import { pgRows, pgRun } from '../db/statement.ts';
 import * as Digest from '../sql/digest.ts';
@@ -226,10 +227,12 @@ export class FlightSession implements DomainBatch<FlightCommand> {
       m.log.info({ operationDay: p.snapshot.day, replay: p.snapshot.replay, version: p.snapshot.version, changed: p.changed.length, deleted: p.snapshot.deleted }, 'snapshot applied');
     }
     if (p.outcome.state === 'SKIPPED') return { outcome: 'skipped', reason: p.outcome.reason, mirror: p.mirror };
+    // counted by the pump once the business transaction committed (countAfterCommit)
+    const counts: AfterCommitCounts = {};
     const unknownTags = c.notes ? unknownTagCounts(m.env.type, m.env.styp, c.notes) : [];
-    const routePointsDropped = c.notes?.droppedRoutePoints ?? 0;
-    const counts = { ...(unknownTags.length ? { unknownTags } : {}), ...(routePointsDropped ? { routePointsDropped } : {}) };
-    return { outcome: 'applied', mirror: p.mirror, ...(unknownTags.length || routePointsDropped ? { counts } : {}) };
+    if (unknownTags.length) counts.unknownTags = unknownTags;
+    if (c.notes?.droppedRoutePoints) counts.routePointsDropped = c.notes.droppedRoutePoints;
+    return { outcome: 'applied', mirror: p.mirror, ...(counts.unknownTags || counts.routePointsDropped ? { counts } : {}) };
   }
 
   async addressed(m: { msgId: number; cmd: FlightCommand }): Promise<string[]> {
