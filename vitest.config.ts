@@ -1,6 +1,5 @@
 import { resolve } from 'node:path';
 import { defineConfig } from 'vitest/config';
-import LongestFirst from './test/support/sequencer.ts';
 import { slotCount } from './test/support/slots.ts';
 
 // Test files run side by side, one per worker, each worker with a Postgres database, MariaDB
@@ -50,8 +49,6 @@ const common = { testTimeout: 60_000, hookTimeout: 120_000 };
 export default defineConfig({
   test: {
     globalSetup: ['test/support/global-setup.ts'],
-    // the longest files first, also on a fresh clone without vitest's results cache
-    sequence: { sequencer: LongestFirst },
     reporters: ['default', './test/support/summary-reporter.ts'],
     projects: [
       { test: { ...common, name: 'side-by-side', include: drills ? [] : ['test/**/*.test.ts'], exclude: [...ALONE, ...SOLO, ...DRILLS], maxWorkers: slotCount(), sequence: { groupOrder: 0 } } },
