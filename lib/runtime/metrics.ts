@@ -9,8 +9,6 @@ import type { ProcessName } from '../core/tasks.ts';
 import { dependencyUp } from './health.ts';
 import type { AfterCommitCounts } from './labels.ts';
 
-export { type AfterCommitCounts, boundedLabel, metricKind } from './labels.ts';
-
 const { Counter, Gauge, Histogram, register } = client;
 const registers: client.Registry[] = [];
 

@@ -5,7 +5,7 @@
 // on; a retryable one (INFRA, INTERNAL) ends the batch before that message.
 import { classify, type Failure, type ReasonClass } from '../../core/errors.ts';
 import type { BatchDomain, DomainBatch, Handler, HandlerOutcome } from '../../domain/handlers.ts';
-import type { AfterCommitCounts } from '../../runtime/metrics.ts';
+import type { AfterCommitCounts } from '../../runtime/labels.ts';
 import { ownOutcome } from '../failures.ts';
 import { pgRows } from '../../db/statement.ts';
 import * as ProcState from '../../sql/proc-state.ts';
