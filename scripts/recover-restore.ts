@@ -16,7 +16,7 @@ import { type Config, loadConfig, slices, targets } from '../lib/core/config.ts'
 import { systemClock } from '../lib/core/clock.ts';
 import { createAodbPool } from '../lib/db/mysql.ts';
 import { createDb, createPool } from '../lib/db/postgres.ts';
-import { createRedis } from '../lib/db/redis.ts';
+import { createRedis, redisReady } from '../lib/db/redis.ts';
 import { pgOne } from '../lib/db/statement.ts';
 import { kafkaOptions } from '../lib/dispatch/kafka.ts';
 import { createKafkaRestoreCheck } from '../lib/dispatch/restore.ts';
@@ -64,6 +64,7 @@ try {
   const kafka = createKafkaRestoreCheck(kafkaOptions(s.kafka, log), s.kafka.msgTopic, db);
   // a read-only (shadow) instance: another instance marks the inbox, so processed rows above the watermark say nothing
   const lost = s.inbox.readOnly ? null : await lostRange(db, inbox, timeoutMs);
+  await redisReady(redis, timeoutMs);
   const ahead = await redisAhead(db, redis, timeoutMs);
   const ids = await kafka.eventIds();
   const kafkaAhead = ids.topicHigh !== null && ids.topicHigh > ids.postgresHigh;

@@ -95,6 +95,29 @@ export function createRedis(where: RedisWhere, timeoutMs: number, o: { onFault?:
   return r;
 }
 
+/**
+ * Until the client is connected and ready, at most timeoutMs: a one-shot command line's first
+ * command must not race the connection (enableOfflineQueue is off, so a command sent before
+ * 'ready' fails at once with "Stream isn't writeable"). The error names the last connection error.
+ */
+export async function redisReady(r: Redis, timeoutMs: number): Promise<void> {
+  if (r.status === 'ready') return;
+  let last: Error | undefined;
+  const onError = (e: Error) => (last = e);
+  r.on('error', onError);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`redis not ready within ${timeoutMs} ms${last ? ` (${last.message})` : ''}`)), timeoutMs);
+      r.once('ready', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  } finally {
+    r.off('error', onError);
+  }
+}
+
 /** Start over on a new connection (the current one may hang on a frozen path): ioredis reconnects. */
 export function reconnectRedis(r: Redis): void {
   (r as unknown as { stream?: { destroy(): void } }).stream?.destroy();

@@ -4,7 +4,7 @@
 // timed-out commands on the new connection, their settled timeouts destroyed it the moment it was
 // ready, and the client reconnected in a loop forever (the pump held its head until restarted).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRedis, type Redis } from '../../lib/db/redis.ts';
+import { createRedis, redisReady, type Redis } from '../../lib/db/redis.ts';
 import { TEST_REDIS_URL } from '../support/env.ts';
 import { FaultProxy } from '../support/fault-proxy.ts';
 
@@ -55,4 +55,35 @@ describe('Redis edge: usable again after a black hole', () => {
     }
     expect(r.status).toBe('ready');
   }, 60_000);
+});
+
+describe('Redis edge: a one-shot command line waits for the connection (redisReady)', () => {
+  it('a command sent before ready fails at once; after redisReady it runs', async () => {
+    const c = createRedis(TEST_REDIS_URL, 2000);
+    try {
+      // what recover-restore once did under load: its first command raced the connection
+      await expect(c.ping()).rejects.toThrow("Stream isn't writeable");
+      await redisReady(c, 2000);
+      expect(await c.ping()).toBe('PONG');
+      await redisReady(c, 2000); // already ready: at once
+    } finally {
+      c.disconnect();
+    }
+  });
+
+  it('a black-holed path: rejects after its deadline, naming it', async () => {
+    const u = new URL(TEST_REDIS_URL);
+    const hole = await FaultProxy.start({ port: Number(u.port || 6379) });
+    hole.set('blackhole');
+    u.port = String(hole.port);
+    const c = createRedis(u.toString(), 300);
+    const t0 = Date.now();
+    try {
+      await expect(redisReady(c, 600)).rejects.toThrow(/^redis not ready within 600 ms/);
+      expect(Date.now() - t0).toBeLessThan(5000);
+    } finally {
+      c.disconnect();
+      await hole.close();
+    }
+  });
 });
