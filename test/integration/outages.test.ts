@@ -298,9 +298,21 @@ describe("outages through a fault proxy (R2): the machine's services are never t
     console.log(`[outages] Postgres half-open: pump and intake active again after ${ms} ms`);
     expect(ms).toBeLessThanOrEqual(10_000);
     expect(leaders.every((p) => hasLog(p, 'stale; ending it and taking over'))).toBe(true);
-    // since when each part held: a slow one names the duty that lagged (once in a whole-suite run
-    // it took 66 s instead of 6.5), with that run's warnings
-    const heldSince = await settle(61, 120_000, t0);
+    // since when each part held: a slow one names the duty that lagged (in whole-suite runs it
+    // took 42 s and 66 s instead of 6.5, never in a run of this file alone), with that run's
+    // warnings; and, once, what the duties' jobs looked like while the messages waited
+    const lagging = setTimeout(async () => {
+      if ((await settledParts(61)).applied) return;
+      const jobs = await q(`select task_identifier task, key, run_at, locked_at, locked_by, attempts, max_attempts from graphile_worker.jobs order by id`);
+      console.log(`[outages] Postgres half-open: not applied after 15 s; jobs ${JSON.stringify(jobs)}`);
+      console.log(
+        `[outages] pump since the half-open:\n${proc('pump')
+          .logs.filter((l) => Date.parse(/"time":"([^"]+)"/.exec(l)?.[1] ?? '') >= t0)
+          .map((l) => l.slice(0, 300))
+          .join('\n')}`,
+      );
+    }, 15_000);
+    const heldSince = await settle(61, 120_000, t0).finally(() => clearTimeout(lagging));
     const settledMs = Date.now() - t0;
     console.log(`[outages] Postgres half-open: all settled after ${settledMs} ms; each part held since (ms) ${JSON.stringify(heldSince)}`);
     if (settledMs > 20_000)

@@ -8,12 +8,16 @@ import { describe, expect, it } from 'vitest';
 import { slices } from '../../../lib/core/config.ts';
 import { testConfig } from '../../support/env.ts';
 
-// in the worker thread only: post each resolved URL to the parent through a broadcast channel
+// in the worker thread only: post each resolved URL to the parent through a broadcast channel, and
+// answer 'flush' with 'flushed' on it (one sender's messages arrive in order: every URL posted before)
 const HOOK = `data:text/javascript,${encodeURIComponent(`
 import { registerHooks } from 'node:module';
 import { isMainThread } from 'node:worker_threads';
 const seen = new BroadcastChannel('decode-worker-modules');
-if (!isMainThread) registerHooks({ resolve(spec, ctx, next) { const r = next(spec, ctx); seen.postMessage(r.url); return r; } });
+if (!isMainThread) {
+  registerHooks({ resolve(spec, ctx, next) { const r = next(spec, ctx); seen.postMessage(r.url); return r; } });
+  seen.onmessage = (e) => { if (e.data === 'flush') seen.postMessage('flushed'); };
+}
 seen.unref();
 `)}`;
 
@@ -22,7 +26,12 @@ describe('the decode worker', () => {
     const config = testConfig();
     const urls: string[] = [];
     const channel = new BroadcastChannel('decode-worker-modules');
-    channel.onmessage = (e) => urls.push(String((e as MessageEvent).data));
+    let flushed: () => void = () => {};
+    channel.onmessage = (e) => {
+      const data = String((e as MessageEvent).data);
+      if (data === 'flushed') flushed();
+      else if (data !== 'flush') urls.push(data);
+    };
     const worker = new Worker(new URL('../../../lib/app/decode-worker.ts', import.meta.url), {
       workerData: { settings: { airport: slices(config).airport, includeDayBoundary: true }, registry: {} },
       execArgv: [...process.execArgv, '--import', HOOK],
@@ -33,7 +42,11 @@ describe('the decode worker', () => {
         worker.once('error', reject);
       });
       expect(ready).toEqual({ ready: true });
-      await new Promise((r) => setTimeout(r, 50)); // the last URLs still in the channel
+      // the last URLs may still be in the channel: ask the worker, whose answer comes after them
+      await new Promise<void>((resolve) => {
+        flushed = resolve;
+        channel.postMessage('flush');
+      });
       const project = urls.filter((u) => u.startsWith('file:')).map((u) => u.replace(/^.*?\/(lib|node_modules)\//, '$1/'));
       expect(project).toContain('lib/flight/decode.ts'); // the hook saw the worker's modules
       expect(project.filter((p) => /^node_modules\/(pg|pg-[a-z]+|prom-client|mysql2|ioredis|kafkajs)\//.test(p) || /^lib\/(db\/(?!statement\.ts)|runtime\/metrics\.ts)/.test(p))).toEqual([]);
