@@ -304,7 +304,11 @@ describe("outages through a fault proxy (R2): the machine's services are never t
     const lagging = setTimeout(async () => {
       if ((await settledParts(61)).applied) return;
       const jobs = await q(`select task_identifier task, key, run_at, locked_at, locked_by, attempts, max_attempts from graphile_worker.jobs order by id`);
-      console.log(`[outages] Postgres half-open: not applied after 15 s; jobs ${JSON.stringify(jobs)}`);
+      const sessions = await q(
+        `select pid, application_name app, state, wait_event_type, wait_event, extract(epoch from now() - state_change)::int idle_s, left(query, 80) query
+           from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() order by application_name`,
+      );
+      console.log(`[outages] Postgres half-open: not applied after 15 s; jobs ${JSON.stringify(jobs)}; sessions ${JSON.stringify(sessions)}`);
       console.log(
         `[outages] pump since the half-open:\n${proc('pump')
           .logs.filter((l) => Date.parse(/"time":"([^"]+)"/.exec(l)?.[1] ?? '') >= t0)
