@@ -103,17 +103,19 @@ export function createRedis(where: RedisWhere, timeoutMs: number, o: { onFault?:
 export async function redisReady(r: Redis, timeoutMs: number): Promise<void> {
   if (r.status === 'ready') return;
   let last: Error | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let onReady: (() => void) | undefined;
   const onError = (e: Error) => (last = e);
   r.on('error', onError);
   try {
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`redis not ready within ${timeoutMs} ms${last ? ` (${last.message})` : ''}`)), timeoutMs);
-      r.once('ready', () => {
-        clearTimeout(timer);
-        resolve();
-      });
+      onReady = resolve;
+      r.once('ready', onReady);
+      timer = setTimeout(() => reject(new Error(`redis not ready within ${timeoutMs} ms${last ? ` (${last.message})` : ''}`)), timeoutMs);
     });
   } finally {
+    clearTimeout(timer);
+    if (onReady) r.off('ready', onReady);
     r.off('error', onError);
   }
 }

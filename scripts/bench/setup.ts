@@ -8,7 +8,7 @@ import { loadConfig, type Config } from '../../lib/core/config.ts';
 import { connectClient, connectionSettings, createPool } from '../../lib/db/postgres.ts';
 import { createQueryDb, createQuerySessionDb, type QueryDb } from '../../lib/db/kysely.ts';
 import { createAodbPool, type Inbox } from '../../lib/db/mysql.ts';
-import { createRedis, type Redis } from '../../lib/db/redis.ts';
+import { createRedis, redisReady, type Redis } from '../../lib/db/redis.ts';
 import { migrate } from '../../lib/db/migrate.ts';
 import type { Logger } from 'pino';
 import { systemClock } from '../../lib/core/clock.ts';
@@ -49,6 +49,7 @@ export async function openBench(overrides: Record<string, string> = {}): Promise
   const client = await connectClient(BENCH_PG, 'bench-session');
   const inbox = createAodbPool(BENCH_INBOX, { timeoutMs: 30_000 });
   const redis = createRedis(BENCH_REDIS, 30_000);
+  await redisReady(redis, 30_000); // a bench's first command must not race the connection
   const b: Bench = {
     config,
     pool,

@@ -18,7 +18,7 @@ import { connectionSettings, createPool } from '../../lib/db/postgres.ts';
 import { createQueryDb, type QueryDb } from '../../lib/db/kysely.ts';
 import { createAodbPool, type Inbox } from '../../lib/db/mysql.ts';
 import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
-import { createRedis, type Redis } from '../../lib/db/redis.ts';
+import { createRedis, redisReady, type Redis } from '../../lib/db/redis.ts';
 import { migrate } from '../../lib/db/migrate.ts';
 import '../../lib/dispatch/kafka.ts'; // its filter of kafkajs's harmless TimeoutNegativeWarning
 import { flightKey } from '../../lib/flight/mirror.ts';
@@ -129,6 +129,7 @@ export async function openRig(overrides: Record<string, string> = {}, o: { exist
   const db = createQueryDb(pool);
   const inbox = createAodbPool(REL_INBOX, { timeoutMs: 30_000 });
   const redis = createRedis(REL_REDIS, 30_000);
+  await redisReady(redis, 30_000); // its first command (FLUSHDB) must not race the connection
   await inbox.query('TRUNCATE TABLE cminmsgs');
   await inbox.query('TRUNCATE TABLE coutmsgs');
   await redis.flushdb();
