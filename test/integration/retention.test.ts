@@ -22,7 +22,7 @@ import { metrics } from '../../lib/runtime/metrics.ts';
 import { testConfig, TEST_PG_URL } from '../support/env.ts';
 import { runPipelineUntilSettled } from '../support/pipeline.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
-import { hasLog, startWorker, stopAll, waitFor } from '../support/processes.ts';
+import { hasLog, startWorker, stopAll, waitForLog } from '../support/processes.ts';
 import { deadRedis, openServices, putInbox, resetDomain, resetPipeline, silentLog, sisMessage, type TestServices } from '../support/services.ts';
 import { fltr, flop, rec, schd } from './flight-support.ts';
 import { slices } from '../../lib/core/config.ts';
@@ -536,7 +536,7 @@ describe('the retention process (workers/retention.ts)', () => {
     await sql`update flight_schd set operation_day = '2021-05-01' where flid = '2021'`.execute(s.db);
     const p = startWorker('retention');
     try {
-      await waitFor('first retention run', () => hasLog(p, 'retention run done'));
+      await waitForLog(p, 'retention run done', 'first retention run');
       const line = p.logs.find((l) => l.includes('archived to FLIGHT_HISTORY and deleted'));
       expect(line).toMatch(/retention: 1 flight\(s\) archived to FLIGHT_HISTORY and deleted: operation day before \d{4}-\d\d-\d\d .*\(msgx\.history\.purge-after\)/);
       expect(JSON.parse(line!)).toMatchObject({ purged: 1, purgeAfterMs: 7 * DAY });
@@ -549,7 +549,7 @@ describe('the retention process (workers/retention.ts)', () => {
   it('runs every job once at start (kick) and serves its metrics', async () => {
     const p = startWorker('retention');
     try {
-      await waitFor('first retention run', () => hasLog(p, 'retention run done'));
+      await waitForLog(p, 'retention run done', 'first retention run');
       const text = await (await fetch(`http://127.0.0.1:${p.port}/metrics`)).text();
       expect(text).toContain('msgx_flights_without_operation_day 0');
     } finally {

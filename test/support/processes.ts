@@ -48,6 +48,16 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
 
 export const hasLog = (p: Proc, text: string) => p.logs.some((l) => l.includes(text));
 
+/** Waits for a log line of p; on timeout the error carries p's exit code and its last lines (what it was doing instead). */
+export async function waitForLog(p: Proc, text: string, what = `"${text}" from ${p.name}`, timeoutMs = 30_000): Promise<void> {
+  try {
+    await waitFor(what, () => hasLog(p, text), timeoutMs);
+  } catch (e) {
+    const tail = p.logs.slice(-40).join('\n');
+    throw new Error(`${(e as Error).message}\n${p.name} exit code ${p.child.exitCode ?? 'none (running)'}; its last ${Math.min(40, p.logs.length)} of ${p.logs.length} line(s):\n${tail}`);
+  }
+}
+
 export async function stopAll(procs: Proc[]): Promise<void> {
   for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGTERM');
   await Promise.all(procs.map((p) => Promise.race([p.exited, new Promise((r) => setTimeout(r, 10_000))])));
