@@ -46,7 +46,11 @@ await runProcess({
         Object.entries(tasks).map(([name, task]) => [
           name,
           (async (payload, helpers) => {
-            if (restore.held()) return rt.log.warn({ task: name }, 'retention run skipped: Postgres is behind (restored from a backup?); the next scheduled run tries again');
+            if (await restore.heldOnceChecked()) {
+              // not checked: graphile-worker retries the job with its backoff; behind: the operator's recovery comes first
+              if (restore.unchecked()) throw new Error('retention run postponed: the check whether Postgres is behind (restored from a backup) has not completed; retried with backoff');
+              return rt.log.warn({ task: name }, 'retention run skipped: Postgres is behind (restored from a backup?); the next scheduled run tries again');
+            }
             return task(payload, helpers);
           }) as Task,
         ]),

@@ -14,23 +14,19 @@
 // already on the topic with other content, and taking in rows above the lost range would move the
 // watermark past it. /healthz answers 503 with the reason (lib/runtime/conditions.ts),
 // msgx_postgres_behind{source} = 1, one ERROR line, then a reminder at most once a minute.
-// Nothing is replayed on its own: `npm run recover-restore` (scripts/recover-restore.ts) takes the
-// lost range in again, re-syncs Redis from Postgres and moves the EVENT_ID sequence past the topic.
+// Nothing is replayed on its own: `npm run recover-restore` (scripts/recover-restore.ts,
+// lib/pipeline/restore-recover.ts) takes the lost range in again, re-syncs Redis from Postgres and moves the EVENT_ID sequence past the topic.
 import client from 'prom-client';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import { withTimeout } from '../core/timeout.ts';
-import { TASK } from '../core/tasks.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
-import type { Redis } from '../db/redis.ts';
-import { myRows, pgOne, pgRows, pgRun } from '../db/statement.ts';
-import { flightKey, writeMirror } from '../flight/mirror.ts';
-import { readFlights } from '../flight/read.ts';
+import { redisReady, type Redis } from '../db/redis.ts';
+import { myRows, pgOne, pgRows } from '../db/statement.ts';
+import { flightKey } from '../flight/mirror.ts';
 import { clearCondition, setCondition } from '../runtime/conditions.ts';
 import * as Restore from '../sql/restore.ts';
-import { wake } from '../sql/jobs.ts';
-import { enqueue } from '../sql/transitions.ts';
 
 export type Source = 'inbox' | 'redis' | 'kafka';
 export const SOURCES: readonly Source[] = ['inbox', 'redis', 'kafka'];
@@ -97,7 +93,7 @@ export async function inboxBehind(db: Db, inbox: Inbox, timeoutMs: number, all =
 }
 
 const KEY_PREFIX = flightKey('');
-const SCAN_COUNT = 1000;
+export const SCAN_COUNT = 1000;
 
 /** Redis flight keys, one SCAN page at a time. */
 export async function* redisFlights(redis: Redis, timeoutMs: number): AsyncGenerator<string[]> {
@@ -194,6 +190,25 @@ export class RestoreWatch {
   held(): boolean {
     if (this.behind.size > 0 || this.wentBack) return true;
     return !this.firstChecked();
+  }
+
+  /**
+   * held(), once a check of every source has completed or waitMs has passed: a duty that runs once
+   * at the process's start (retention's kick) is not skipped only because the first check is still
+   * under way or failed (it is tried again now).
+   */
+  async heldOnceChecked(waitMs = this.d.timeoutMs * 4): Promise<boolean> {
+    if (!this.stopped && !this.firstChecked()) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([this.check(), new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)))]);
+      clearTimeout(timer);
+    }
+    return this.held();
+  }
+
+  /** Held only because no check of the inbox and Redis has completed yet (nothing was found behind). */
+  unchecked(): boolean {
+    return this.behind.size === 0 && !this.wentBack && !this.firstChecked();
   }
 
   private firstChecked(): boolean {
@@ -296,6 +311,9 @@ export class RestoreWatch {
       redis &&
         run('redis', async () => {
           if (!(await inUse(this.d.db))) return null;
+          // a client made at the process's start may still be connecting: its commands are refused until
+          // 'ready' (enableOfflineQueue is off), which failed this first check and held the process
+          await redisReady(redis, t);
           const r = await redisAhead(this.d.db, redis, t);
           return r ? `Redis holds ${r.flights} flight(s) newer than Postgres (e.g. ${r.sample.join(', ')})` : null;
         }),
@@ -325,76 +343,4 @@ export class RestoreWatch {
       if (wasHeld) this.d.log.warn('Postgres is no longer behind the inbox, Redis or Kafka; holding ends');
     }
   }
-}
-
-// ---- the operator's command (scripts/recover-restore.ts)
-
-export interface LostRange {
-  watermark: number;
-  /** Inbox rows above the watermark marked processed: Postgres forgot them. */
-  processed: number;
-  lo: number;
-  hi: number;
-  /** Every row in (watermark, hi]: what is taken in again, in inbox order. */
-  rows: number;
-}
-
-/** The range of the inbox Postgres forgot (null: none). */
-export async function lostRange(db: Db, inbox: Inbox, timeoutMs: number): Promise<LostRange | null> {
-  const r = await inboxBehind(db, inbox, timeoutMs, true);
-  if (!r) return null;
-  const rows = await withTimeout(timeoutMs, 'inbox rows', myRows(inbox, Restore.rowsUpTo, r.watermark, r.hi));
-  return { watermark: r.watermark, processed: r.n, lo: r.lo, hi: r.hi, rows: rows.length };
-}
-
-/**
- * Takes the lost range in again, as intake takes in new rows: every inbox row in
- * (watermark, hi] becomes PENDING (insert-if-absent), the watermark moves to hi, the pump is
- * woken. The pump applies them strictly in inbox order (they are above every message Postgres
- * knows); backfill marks them processed again. Returns the IDs taken in.
- */
-export async function takeInAgain(db: Db, inbox: Inbox, clock: Clock, timeoutMs: number, lost: LostRange): Promise<number[]> {
-  const rows = await withTimeout(timeoutMs, 'inbox rows', myRows(inbox, Restore.rowsUpTo, lost.watermark, lost.hi));
-  return db.transaction().execute(async (tx) => {
-    const cur = await pgOne(tx, Restore.lockCursor);
-    if (!cur || cur.watermark !== lost.watermark) throw new Error(`intake's watermark moved (${lost.watermark} → ${cur?.watermark}); run the command again`);
-    const ids = await enqueue(
-      tx,
-      rows.map((r) => ({ id: Number(r.id), received: r.received })),
-      clock.now(),
-    );
-    await pgRun(tx, Restore.raiseWatermark, lost.hi);
-    if (ids.length) await wake(tx, TASK.pump);
-    return ids;
-  });
-}
-
-/**
- * Rewrites every Redis flight key from Postgres: ACTIVE flights set, every other key (DELETED,
- * or a flight Postgres does not have) removed — forced, whatever version Redis holds (Redis is
- * ahead of a restored Postgres; the pump is held meanwhile). Returns how many keys were examined.
- */
-export async function resyncRedis(db: Db, redis: Redis, timeZone: string, timeoutMs: number): Promise<{ flights: number; removed: number }> {
-  const pgFlids = (await pgRows(db, Restore.allFlids)).map((r) => r.flid);
-  const known = new Set(pgFlids);
-  const extra: string[] = [];
-  for await (const page of redisFlights(redis, timeoutMs)) extra.push(...page.filter((f) => !known.has(f)));
-  for (let i = 0; i < pgFlids.length; i += SCAN_COUNT) {
-    const flids = pgFlids.slice(i, i + SCAN_COUNT);
-    const states = await readFlights(db, flids, timeZone);
-    await withTimeout(
-      timeoutMs * 4,
-      'redis re-sync',
-      writeMirror(
-        redis,
-        flids.map((flid) => ({ flid, state: states.get(flid) ?? null })),
-        { force: true },
-      ),
-    );
-  }
-  for (let i = 0; i < extra.length; i += SCAN_COUNT) {
-    const gone = extra.slice(i, i + SCAN_COUNT).map((flid) => ({ flid, state: null }));
-    await withTimeout(timeoutMs * 4, 'redis re-sync', writeMirror(redis, gone, { force: true }));
-  }
-  return { flights: pgFlids.length + extra.length, removed: extra.length };
 }
