@@ -160,8 +160,8 @@ order by f.flid`,
 // each starting only after the previous one completed (`guard`: a pseudo-constant
 // `(select count(*) from <previous>) >= 0` qual, i.e. a one-time filter evaluated before the
 // piece's first row) — so a collection's delete precedes its insert, and msg EVENT_IDs are taken
-// before schd EVENT_IDs, exactly as when the pieces run one after another. Foreign keys are checked
-// at the end of the statement. Every piece is always there; one with empty arrays writes nothing.
+// before schd EVENT_IDs, exactly as when the pieces run one after another. The detail rows' flights are checked
+// at the end of the statement (sql/migrations/0950_child_rows_per_statement.sql). Every piece is always there; one with empty arrays writes nothing.
 function writeStatement(spec: FlightColumns) {
   let next = FIXED_WRITE_PARAMS;
   const param = () => `$${++next}`;
@@ -342,7 +342,7 @@ export const owePurgeRedis = pgStatement<[flids: string[], now: Date]>(
    on conflict (flid) do update set purged_at = excluded.purged_at`,
 );
 
-/** Deletes the flights $1 still at the versions $2 (detail rows cascade). */
+/** Deletes the flights $1 still at the versions $2 (their detail rows go too: sql/migrations/0950_child_rows_per_statement.sql). */
 export const purgeDelete = pgStatement<[flids: string[], versions: number[]]>(
   'flight.purge_delete',
   `delete from flight_schd f using unnest($1::text[], $2::integer[]) as u(flid, v)

@@ -68,7 +68,9 @@ export async function openBench(overrides: Record<string, string> = {}): Promise
 }
 
 export async function emptyAll(b: Bench): Promise<void> {
-  await sql`truncate proc_state, proc_attempt, flight_schd, flight_change, schd_gen, schd_gen_flid, schd_snap_log, msg_event cascade`.execute(b.db);
+  await sql`truncate proc_state, proc_attempt, flight_schd, flight_gate, flight_checkin, flight_carousel, flight_chute, flight_planned_stand, flight_chock, flight_delay, flight_airbridge, flight_pushback, flight_tractor, flight_route_point, flight_raw_fragment, flight_snap_digest, flight_change, schd_gen, schd_gen_flid, schd_snap_log, msg_event cascade`.execute(
+    b.db,
+  );
   await sql`update intake_cursor set watermark = 0, full_scan_from = null, full_scan_at = null, gap_id = null, gap_seen_at = null, gaps = '[]', passed_gaps = '[]'`.execute(b.db);
   await sql`delete from graphile_worker._private_jobs`.execute(b.db);
   // what the runs churn, vacuumed: without autovacuum (some machines' Postgres runs without it) the
