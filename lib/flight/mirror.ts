@@ -105,6 +105,8 @@ export interface MirrorEntry {
 export async function writeMirror(redis: Redis, entries: readonly MirrorEntry[], o: { force?: boolean; between?: () => void } = {}): Promise<number> {
   const s = scripts(redis);
   let refused = 0;
+  // each batch's values are built while Redis runs the batch before (one connection: Redis runs them in order)
+  let running: Promise<unknown> | undefined;
   for (let i = 0; i < entries.length; i += BATCH) {
     const chunk = entries.slice(i, i + BATCH);
     const keys: string[] = [];
@@ -113,9 +115,13 @@ export async function writeMirror(redis: Redis, entries: readonly MirrorEntry[],
       keys.push(flightKey(flid), removedKey(flid));
       args.push(state?.STATE_VERSION ?? 0, state && state.STATE === 'ACTIVE' ? JSON.stringify(toJson(state)) : '');
     }
-    refused += Number(await s.msgxMirrorWrite(keys.length, ...keys, ...args));
-    if (i + BATCH < entries.length) o.between?.();
+    if (running) {
+      refused += Number(await running);
+      o.between?.();
+    }
+    running = s.msgxMirrorWrite(keys.length, ...keys, ...args);
   }
+  if (running) refused += Number(await running);
   return refused;
 }
 
