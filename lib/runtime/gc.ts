@@ -1,10 +1,11 @@
-// Memory given back after a message that is a batch of its own (a snapshot): one full garbage
-// collection that also returns the freed heap to the operating system (docs/decisions.md
+// Garbage collected after a message that is a batch of its own (a snapshot; docs/decisions.md
 // "Snapshots in bounded memory"). The live data of a 9,999-flight snapshot is ~45 MB at any step,
-// but V8 collects the old generation lazily and keeps what it freed: left to itself, the garbage
-// of decoding, planning, writing and mirroring one snapshot stays in the process's RSS, and the
-// next snapshot's work comes on top of it. The collection costs ~150 ms after a 9,999-flight
-// snapshot; an ordinary batch never calls it.
+// but V8 collects the old generation lazily: left to itself, the garbage of decoding, planning,
+// writing and mirroring one snapshot stays, and the next snapshot's work comes on top of it.
+// collectGarbage (one full collection, ~50 ms after a 9,999-flight snapshot on the slowest machine)
+// frees it for the next message at once; releaseMemory (V8's collection of all available garbage,
+// which also returns the freed heap to the operating system: ~150 ms) is left to the process's
+// next idle minute (releaseWhileIdle). An ordinary batch calls neither.
 //
 // V8 hands out its `gc` function only when the flag --expose-gc is set; it is set here once, on
 // first use, and the function taken from a new context (where the flag then installs it), so no
@@ -15,11 +16,10 @@ import { performance } from 'node:perf_hooks';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 
-type Gc = (options?: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
+type Gc = (options?: { type: 'major'; execution: 'sync'; flavor?: 'last-resort' }) => void;
 let gc: Gc | undefined;
 
-/** Collect all garbage of this thread's heap now, synchronously, and give the freed memory back. */
-export function releaseMemory(): void {
+function gcFunction(): Gc {
   if (!gc) {
     const own = (globalThis as { gc?: Gc }).gc;
     if (own) gc = own;
@@ -28,7 +28,17 @@ export function releaseMemory(): void {
       gc = vm.runInNewContext('gc') as Gc;
     }
   }
-  gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+  return gc;
+}
+
+/** Collect all garbage of this thread's heap now, synchronously, and give the freed memory back. */
+export function releaseMemory(): void {
+  gcFunction()({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+}
+
+/** One full collection of this thread's heap now, synchronously: the garbage is freed for reuse (not given back). */
+export function collectGarbage(): void {
+  gcFunction()({ type: 'major', execution: 'sync' });
 }
 
 /**

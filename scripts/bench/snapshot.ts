@@ -51,6 +51,7 @@ if (role === 'pump') {
   let t = performance.now();
   const r1 = await tick(deps);
   const first = performance.now() - t;
+  const rssAfterFirst = process.memoryUsage.rss(); // after the release that follows a large message
   const afterFirst = (await sql<{ n: number }>`select count(*)::int n from msg_event where target = 'msg'`.execute(b.db)).rows[0].n;
   const firstTimings = { ...timings };
   t = performance.now();
@@ -63,7 +64,16 @@ if (role === 'pump') {
   await b.close();
   const againTimings = Object.fromEntries(Object.entries(timings).map(([n, ms]) => [n, ms - (firstTimings[n] ?? 0)]));
   console.log(
-    JSON.stringify({ first, firstRelease: firstTimings.release ?? 0, again, secondEvents: ev.rows[0].n - afterFirst, peakRss: process.resourceUsage().maxRSS * 1024, timings, againTimings }),
+    JSON.stringify({
+      first,
+      firstRelease: firstTimings.release ?? 0,
+      rssAfterFirst,
+      again,
+      secondEvents: ev.rows[0].n - afterFirst,
+      peakRss: process.resourceUsage().maxRSS * 1024,
+      timings,
+      againTimings,
+    }),
   );
   process.exit(0);
 }
@@ -79,6 +89,7 @@ const release: number[] = [];
 const again: number[] = [];
 const parse: number[] = [];
 const peaks: number[] = [];
+const rssAfter: number[] = [];
 let secondEvents = -1;
 const timings: Record<string, number> = {};
 const againTimings: Record<string, number> = {};
@@ -91,6 +102,7 @@ for (let r = 0; r < runs; r++) {
   release.push(run.firstRelease);
   again.push(run.again);
   peaks.push(run.peakRss);
+  rssAfter.push(run.rssAfterFirst);
   secondEvents = run.secondEvents;
   for (const [n, ms] of Object.entries(run.timings as Record<string, number>)) timings[n] = (timings[n] ?? 0) + ms;
   for (const [n, ms] of Object.entries(run.againTimings as Record<string, number>)) againTimings[n] = (againTimings[n] ?? 0) + ms;
@@ -112,6 +124,8 @@ console.log(
       parseMsMedian: Math.round(median(parse)),
       parseShareOfSecond: +(median(parse) / median(again)).toFixed(2), // parse measured on the parent's thread in both modes
       peakRssMbMedian: Math.round(median(peaks) / 2 ** 20),
+      // the pump's RSS once the first apply and its release are done (what the next message starts from)
+      rssAfterFirstMbMedian: Math.round(median(rssAfter) / 2 ** 20),
       peakRssMbEachRun: peaks.map((p) => Math.round(p / 2 ** 20)),
       wallSecondsPerStepAllRuns: Object.fromEntries(Object.entries(timings).map(([n, ms]) => [n, +(ms / 1000).toFixed(2)])),
       sameContentAgainMsPerStepMean: Object.fromEntries(Object.entries(againTimings).map(([n, ms]) => [n, Math.round(ms / runs)])),

@@ -23,7 +23,7 @@ import v8 from 'node:v8';
 import { classify, describe, type Failure } from '../../core/errors.ts';
 import { withTimeout } from '../../core/timeout.ts';
 import type { Db } from '../../db/postgres.ts';
-import { releaseMemory } from '../../runtime/gc.ts';
+import { collectGarbage } from '../../runtime/gc.ts';
 import { countAfterCommit, metrics, reasonLabel } from '../../runtime/metrics.ts';
 import { decide, isExhausted, probeTarget } from '../failures.ts';
 import { pgRows } from '../../db/statement.ts';
@@ -35,7 +35,7 @@ import { type Business, business } from './business.ts';
 import { type BatchResult, type Done, done, type PumpDeps } from './deps.ts';
 import { MirrorBehind, type TailGate } from './tail.ts';
 
-/** A large message's batch that grew the heap by more than this is followed by a full collection (releaseMemory). */
+/** A large message's batch that grew the heap by more than this is followed by a full collection (collectGarbage). */
 const RELEASE_AFTER_GROWTH = 64 * 2 ** 20;
 const heapUsed = () => v8.getHeapStatistics().used_heap_size;
 
@@ -106,10 +106,10 @@ export async function applyBatch(deps: PumpDeps, limit: number, carry: Carry): P
     out.push(...(await terminal(deps, deps.session, applied, started)));
     lap('terminal');
     // a large message (a big snapshot) that was applied leaves garbage of several times its live
-    // data: collected and given back now; one that changed little (its records found unchanged) left
-    // little, and V8's own collections take it
+    // data: collected now (given back to the system at the next idle minute: lib/runtime/gc.ts); one
+    // that changed little (its records found unchanged) left little, and V8's own collections take it
     if (large && heapUsed() - heapAtStart > RELEASE_AFTER_GROWTH) {
-      releaseMemory();
+      collectGarbage();
       lap('release');
     }
   }

@@ -1,7 +1,7 @@
 // lib/runtime/gc.ts: releaseMemory collects this thread's garbage at once and gives the heap
 // back, in a process started without --expose-gc (as vitest starts this one).
 import { describe, expect, it } from 'vitest';
-import { releaseMemory, releaseWhileIdle } from '../../../lib/runtime/gc.ts';
+import { collectGarbage, releaseMemory, releaseWhileIdle } from '../../../lib/runtime/gc.ts';
 
 describe('releaseMemory', () => {
   it('collects garbage that V8 would have left in the heap, without --expose-gc on the command line', () => {
@@ -19,6 +19,20 @@ describe('releaseMemory', () => {
     expect(after.heapUsed - base).toBeLessThan(10 * 2 ** 20);
     expect(after.heapTotal).toBeLessThan(held.heapTotal - 40 * 2 ** 20); // the heap shrank, not only its use
     releaseMemory(); // again: the same function, no new flag
+  });
+});
+
+describe('collectGarbage', () => {
+  it('frees what a large message left (the heap in use falls back) in one collection; giving the heap back is left to releaseMemory', () => {
+    releaseMemory();
+    const base = process.memoryUsage().heapUsed;
+    let kept: { i: number; s: string }[] | null = Array.from({ length: 800_000 }, (_, i) => ({ i, s: `flight-${i}-${'x'.repeat(40)}` }));
+    expect(process.memoryUsage().heapUsed - base).toBeGreaterThan(50 * 2 ** 20);
+    expect(kept.length).toBe(800_000);
+    kept = null;
+    collectGarbage();
+    expect(process.memoryUsage().heapUsed - base).toBeLessThan(10 * 2 ** 20);
+    releaseMemory(); // what the idle minute does after it
   });
 });
 
