@@ -15,7 +15,8 @@
 // watermark past it. /healthz answers 503 with the reason (lib/runtime/conditions.ts),
 // msgx_postgres_behind{source} = 1, one ERROR line, then a reminder at most once a minute.
 // Nothing is replayed on its own: `npm run recover-restore` (scripts/recover-restore.ts,
-// lib/pipeline/restore-recover.ts) takes the lost range in again, re-syncs Redis from Postgres and moves the EVENT_ID sequence past the topic.
+// lib/pipeline/restore-recover.ts) takes the lost range in again, re-syncs Redis from Postgres
+// and moves the EVENT_ID sequence past the topic.
 import client from 'prom-client';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
@@ -198,12 +199,15 @@ export class RestoreWatch {
    * under way or failed (it is tried again now).
    */
   async heldOnceChecked(waitMs = this.d.timeoutMs * 4): Promise<boolean> {
-    if (!this.stopped && !this.firstChecked()) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([this.check(), new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)))]);
-      clearTimeout(timer);
-    }
+    if (!this.stopped && !this.firstChecked()) await this.checkWithin(waitMs);
     return this.held();
+  }
+
+  /** A check of every source, waited for at most ms (a frozen connection: it goes on, and its verdict comes when it comes). */
+  private async checkWithin(ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.check(), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+    clearTimeout(timer);
   }
 
   /** Held only because no check of the inbox and Redis has completed yet (nothing was found behind). */
@@ -227,9 +231,7 @@ export class RestoreWatch {
   async start(): Promise<void> {
     setCondition(UNCHECKED, 'the check whether Postgres is behind the inbox and Redis (restored from a backup) has not completed yet; new business is held');
     await this.glance();
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.check(), new Promise<void>((resolve) => (timer = setTimeout(resolve, this.d.timeoutMs * 4)))]);
-    clearTimeout(timer);
+    await this.checkWithin(this.d.timeoutMs * 4);
     this.schedule();
     this.glancer = setInterval(() => void this.glance(), GLANCE_EVERY_MS);
     this.glancer.unref();
