@@ -14,6 +14,7 @@ import { getRequest, markAttempted, nextSeqn } from '../../lib/requests/track.ts
 import { decodeEnvelope, payload } from '../../lib/sis/envelope.ts';
 import { child } from '../../lib/sis/xml.ts';
 import { TEST_PG_URL, testConfig } from '../support/env.ts';
+import { waitFor } from '../support/processes.ts';
 import { applyMessage, refXml, testDb, testOutbox } from '../support/refdata-ctx.ts';
 
 const db = testDb();
@@ -176,7 +177,17 @@ describe('one request job = one request', () => {
       },
     });
   };
-  const runWorkerOnce = (taskList: ReturnType<typeof requestTasks>) => runOnce({ connectionString: TEST_PG_URL, taskList, logger: silent, noHandleSignals: true, concurrency: 1 });
+  /** runOnce resolves before graphile-worker records the job's failure or completion (neither is
+   * awaited by its worker), so wait until no job is still locked before reading the queue. */
+  const runWorkerOnce = async (taskList: ReturnType<typeof requestTasks>) => {
+    await runOnce({ connectionString: TEST_PG_URL, taskList, logger: silent, noHandleSignals: true, concurrency: 1 });
+    await waitFor(
+      'the job run recorded',
+      async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE locked_by IS NOT NULL`.execute(db)).rows[0].n === 0,
+      10_000,
+      20,
+    );
+  };
 
   it("the crontab's RQFD: first insert committed but its answer lost; the job runs twice (the retry after midnight) → one request, one COUTMSGS row, the scheduled day", async () => {
     const taskList = requestTasks({ db, outbox: answerLostOnce(), ...requestSettings(config), clock });
