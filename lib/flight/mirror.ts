@@ -90,6 +90,21 @@ function scripts(redis: Redis): MirrorScripts {
   return r as Redis & MirrorScripts; // both commands defined above
 }
 
+/**
+ * Redis values of flight states serialized ahead of the mirror step (prepareMirrorValues: the
+ * business transaction does it while Postgres runs its write statements, lib/flight/session.ts).
+ * A value is a pure function of its state object, which is never changed once made (a change is a
+ * new state); the map is dropped after every writeMirror, so nothing is kept between batches.
+ */
+let prepared = new WeakMap<FlightState, string>();
+
+/** Serialize these states' Redis values now (ACTIVE ones: the others are removals, no value). */
+export function prepareMirrorValues(states: readonly FlightState[]): void {
+  for (const s of states) if (s.STATE === 'ACTIVE' && !prepared.has(s)) prepared.set(s, JSON.stringify(toJson(s)));
+}
+
+const mirrorValue = (s: FlightState): string => prepared.get(s) ?? JSON.stringify(toJson(s));
+
 /** One flight's write: its state (null: Postgres does not have it), and the version of its removal when null. */
 export interface MirrorEntry {
   flid: string;
@@ -113,7 +128,7 @@ export async function writeMirror(redis: Redis, entries: readonly MirrorEntry[],
     const args: (string | number)[] = [REMOVED_TTL_S, o.force ? 1 : 0];
     for (const { flid, state } of chunk) {
       keys.push(flightKey(flid), removedKey(flid));
-      args.push(state?.STATE_VERSION ?? 0, state && state.STATE === 'ACTIVE' ? JSON.stringify(toJson(state)) : '');
+      args.push(state?.STATE_VERSION ?? 0, state && state.STATE === 'ACTIVE' ? mirrorValue(state) : '');
     }
     if (running) {
       refused += Number(await running);
@@ -121,6 +136,7 @@ export async function writeMirror(redis: Redis, entries: readonly MirrorEntry[],
     }
     running = s.msgxMirrorWrite(keys.length, ...keys, ...args);
   }
+  prepared = new WeakMap(); // what was prepared is written now (or not needed): never kept beyond this batch
   if (running) refused += Number(await running);
   return refused;
 }

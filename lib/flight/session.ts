@@ -20,7 +20,7 @@ import { digestsToStore, unchangedRecords, type StoredDigest } from './digest.ts
 import { loadVersionFloors } from './floor.ts';
 import { loadDays, writeLedgers } from './ledger.ts';
 import { unknownTagCounts } from './metrics.ts';
-import { AtVersion } from './mirror.ts';
+import { AtVersion, prepareMirrorValues } from './mirror.ts';
 import { isEmpty, Loaded, need, type Need } from './overlay.ts';
 import { FlightPlan, type FlightCommand, type PlanMessage } from './plan.ts';
 import type { FlightState } from './state.ts';
@@ -244,7 +244,10 @@ export class FlightSession implements DomainBatch<FlightCommand> {
 
   async write(): Promise<{ wake: string[]; states: ReadonlyMap<string, unknown> }> {
     const r = this.plan.result();
-    await writePlan(this.tx, this.changeRecords ? r : { ...r, changes: [] }, this.now);
+    // the mirror step's Redis values of the flights written, serialized while Postgres runs the write
+    const next = r.flights.map((w) => w.next);
+    const meanwhile = (slice: number, of: number) => prepareMirrorValues(next.slice(Math.floor((slice * next.length) / of), Math.floor(((slice + 1) * next.length) / of)));
+    await writePlan(this.tx, this.changeRecords ? r : { ...r, changes: [] }, this.now, meanwhile);
     if (this.ledgers) await writeLedgers(this.tx, r.ledgers, r.snapLog);
     this.log.debug({ flights: r.flights.length, events: r.events.length }, 'flight batch written');
     this.final = this.plan.states();

@@ -249,10 +249,11 @@ function withStateRows(events: readonly PlannedEvent[], flights: readonly Flight
  * slice's while Postgres runs the one before (runSlices), instead of for the whole snapshot at once
  * (docs/decisions.md, "Snapshots in bounded memory"). Nothing to write: no statement.
  */
-export async function writePlan(tx: Executor, plan: WritePart, now: Date): Promise<void> {
+export async function writePlan(tx: Executor, plan: WritePart, now: Date, meanwhile?: Meanwhile): Promise<void> {
   const p: WriteRows = { ...plan, events: withStateRows(plan.events, plan.flights) };
   if (p.flights.length + p.events.length + p.schdRemovals.length + p.changes.length === 0) return;
-  if (p.flights.length <= WRITE_FLIGHTS_PER_STATEMENT && p.events.length <= WRITE_ROWS_PER_STATEMENT && p.changes.length <= WRITE_ROWS_PER_STATEMENT) return runSlices(tx, [() => writeParams(p, now)]);
+  if (p.flights.length <= WRITE_FLIGHTS_PER_STATEMENT && p.events.length <= WRITE_ROWS_PER_STATEMENT && p.changes.length <= WRITE_ROWS_PER_STATEMENT)
+    return runSlices(tx, [() => writeParams(p, now)], meanwhile);
   const none: WriteRows = { flights: [], events: [], schdRemovals: [], changes: [] };
   const slices: (() => Flight.FlightWriteParams)[] = [];
   for (let i = 0; i < p.flights.length; i += WRITE_FLIGHTS_PER_STATEMENT) slices.push(() => writeParams({ ...none, flights: p.flights.slice(i, i + WRITE_FLIGHTS_PER_STATEMENT) }, now));
@@ -261,8 +262,11 @@ export async function writePlan(tx: Executor, plan: WritePart, now: Date): Promi
     const part = { ...none, schdRemovals: i === 0 ? p.schdRemovals : [], changes: p.changes.slice(i, i + WRITE_ROWS_PER_STATEMENT) };
     if (part.schdRemovals.length + part.changes.length > 0) slices.push(() => writeParams(part, now));
   }
-  return runSlices(tx, slices);
+  return runSlices(tx, slices, meanwhile);
 }
+
+/** Work of the caller's done while Postgres runs the write: its share `slice` of `of`, one call per statement. */
+export type Meanwhile = (slice: number, of: number) => void;
 
 type WriteRows = Omit<WritePart, 'events'> & { events: OutboxRow[] };
 
@@ -272,17 +276,19 @@ const issued = () => new Promise<void>((resolve) => setImmediate(resolve));
 /**
  * flight.write_batch once per slice, one after another on the transaction's connection. Each
  * slice's parameters — array literals already (pgArray), so the driver copies them as they are —
- * are built while the statement before runs in Postgres: on two cores the pump's work and
- * Postgres's overlap instead of taking turns. At most two slices' parameters are alive at once.
+ * are built while the statement before runs in Postgres, and so is the caller's `meanwhile` share:
+ * on two cores the pump's work and Postgres's overlap instead of taking turns. At most two
+ * slices' parameters are alive at once.
  */
-async function runSlices(tx: Executor, slices: readonly (() => Flight.FlightWriteParams)[]): Promise<void> {
+async function runSlices(tx: Executor, slices: readonly (() => Flight.FlightWriteParams)[], meanwhile?: Meanwhile): Promise<void> {
   let running: Promise<number> | undefined;
-  for (const build of slices) {
+  for (const [i, build] of slices.entries()) {
     const params = build();
     if (running) await running;
     running = pgRun(tx, FLIGHT.writeBatch, ...params);
     running.catch(() => undefined); // awaited before the next statement or at the end: never left unhandled while the next slice is built
     await issued();
+    meanwhile?.(i, slices.length);
   }
   await running;
 }

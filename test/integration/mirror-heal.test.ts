@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createRedis, type Redis } from '../../lib/db/redis.ts';
-import { flightKey, mirrorVersions, removedKey, writeMirror } from '../../lib/flight/mirror.ts';
+import { flightKey, mirrorVersions, prepareMirrorValues, removedKey, writeMirror } from '../../lib/flight/mirror.ts';
 import { readFlights } from '../../lib/flight/read.ts';
 import { type FlightState, toJson } from '../../lib/flight/state.ts';
 import { GENERATION_KEY } from '../../lib/pipeline/mirror-heal.ts';
@@ -147,6 +147,25 @@ describe('Redis written by version (real Redis)', () => {
     expect(await writeMirror(r, [{ flid: 'V1', state: state('V1', 2) }], { force: true })).toBe(0);
     expect(versionIn(await r.get(flightKey('V1')))).toBe(2);
     expect(await mirrorVersions(r, ['V1', 'NOPE'])).toEqual([2, 0]);
+  });
+
+  it('values serialized ahead (prepareMirrorValues) are the values written, for that state object only, and are not kept after the write', async () => {
+    await r.flushdb();
+    const a = state('P1', 1);
+    const b = { ...state('P1', 2), data: { STND: 'B2' } };
+    prepareMirrorValues([a, b, state('P2', 1, 'DELETED')]);
+    await writeMirror(r, [{ flid: 'P1', state: a }]);
+    expect(await r.get(flightKey('P1'))).toBe(JSON.stringify(toJson(a)));
+    // another state of the same flight is written as itself, not as a value prepared for another object
+    const c = { ...state('P1', 3), data: { STND: 'C3' } };
+    await writeMirror(r, [{ flid: 'P1', state: c }]);
+    expect(JSON.parse((await r.get(flightKey('P1')))!)).toEqual(toJson(c));
+    // a prepared value is dropped after the write that follows: one made for b is not used for b later
+    (b.data as Record<string, unknown>).STND = 'changed after';
+    await writeMirror(r, [{ flid: 'P1', state: { ...b, STATE_VERSION: 4 } }]);
+    expect(JSON.parse((await r.get(flightKey('P1')))!).STND).toBe('changed after');
+    await writeMirror(r, [{ flid: 'P1', state: b }], { force: true });
+    expect(JSON.parse((await r.get(flightKey('P1')))!).STND).toBe('changed after');
   });
 
   it('many flights in one call: each one by its own version (2,500 flights, 3 calls)', async () => {
