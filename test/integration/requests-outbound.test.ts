@@ -183,7 +183,7 @@ describe('one request job = one request', () => {
     await runOnce({ connectionString: TEST_PG_URL, taskList, logger: silent, noHandleSignals: true, concurrency: 1 });
     await waitFor(
       'the job run recorded',
-      async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE locked_by IS NOT NULL`.execute(db)).rows[0].n === 0,
+      async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM graphile_worker.jobs WHERE locked_by IS NOT NULL`.execute(db)).rows[0].n === 0,
       10_000,
       20,
     );
