@@ -16,7 +16,7 @@
 // on the same day. Anything that changed the flight since (a FLOP, an ADFT, an operator action, a
 // snapshot deletion, a purge and a new flight, a restore to another state) changed its version or
 // removed its row, and the record takes the merge path as before.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Patch, SnapshotRecord } from './decode.ts';
 import type { FlightState } from './state.ts';
 
@@ -33,7 +33,8 @@ export const DIGEST_FORMAT = 2;
  * differently (spacing, order) only misses a skip, it never makes a wrong one.
  */
 export function recordDigest(raw: string, basis: string): string {
-  return createHash('sha1').update(`${DIGEST_FORMAT}\n${basis}\n`).update(raw).digest('base64');
+  // one-shot: a snapshot hashes ~10,000 records, and a Hash object per record cost twice as much (cold)
+  return hash('sha1', `${DIGEST_FORMAT}\n${basis}\n${raw}`, 'base64');
 }
 
 /** A flight's stored digest beside its current state (lib/sql/digest.ts loadDigests). */

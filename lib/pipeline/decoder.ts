@@ -90,6 +90,24 @@ export class Decoder {
     });
   }
 
+  /**
+   * A large body is coming (the pump has read it and now reads its hints): start its worker now,
+   * so that the worker's start (its modules, ~100 ms on a slow machine) overlaps the hints query
+   * instead of following it. Only while nothing is being decoded; the job that follows takes it
+   * (post), an ordinary job instead ends it and takes the parked worker back.
+   */
+  prepareLarge(): void {
+    if (this.closed || this.current || this.queue.length > 0 || (this.worker && this.large)) return;
+    if (this.worker && !this.parked) {
+      this.parked = this.worker;
+      this.parked.postMessage('release');
+      this.parked.unref();
+      this.worker = undefined;
+    } else this.drop();
+    this.worker = this.spawn(true);
+    this.worker.unref(); // no job yet: never keeps the process alive
+  }
+
   private start(): void {
     if (this.current || this.closed) return;
     const job = this.queue.shift();

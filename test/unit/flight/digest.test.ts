@@ -2,7 +2,8 @@
 // merge, which digests a batch stores, and the property both rely on — a flight a snapshot record
 // left behind is a fixed point of that record.
 import { describe, expect, it } from 'vitest';
-import { digestsToStore, recordDigest, unchangedRecords, type StoredDigest } from '../../../lib/flight/digest.ts';
+import { createHash } from 'node:crypto';
+import { DIGEST_FORMAT, digestsToStore, recordDigest, unchangedRecords, type StoredDigest } from '../../../lib/flight/digest.ts';
 import { applyMafl, applySnapshotRecord, deleteFlight, type MergeContext } from '../../../lib/flight/merge.ts';
 import type { Patch } from '../../../lib/flight/decode.ts';
 import type { FlightState } from '../../../lib/flight/state.ts';
@@ -25,6 +26,11 @@ describe('recordDigest: of the record as the message carries it, with what else 
     ['a rule override', SOURCE, 'Asia/Shanghai|00:00|ignore REMC in SCHD/*', false],
   ] as [string, string, string, boolean][])('%s: same digest %s', (_, text, basis, same) => {
     expect(recordDigest(text, basis) === recordDigest(SOURCE, BASIS)).toBe(same);
+  });
+  it('is the SHA-1 (base64) of the format, the basis and the text, each line-ended: the value digests stored by earlier versions have', () => {
+    const streamed = createHash('sha1').update(`${DIGEST_FORMAT}\n${BASIS}\n`).update(SOURCE).digest('base64');
+    expect(recordDigest(SOURCE, BASIS)).toBe(streamed);
+    expect(recordDigest('<FLTR><FLID>1</FLID></FLTR>', 'UTC|00:00|')).toBe('bIGmEB4amI34Ti0dgUYYI3nMV98=');
   });
 });
 
