@@ -98,12 +98,7 @@ export class Decoder {
    */
   prepareLarge(): void {
     if (this.closed || this.current || this.queue.length > 0 || (this.worker && this.large)) return;
-    if (this.worker && !this.parked) {
-      this.parked = this.worker;
-      this.parked.postMessage('release');
-      this.parked.unref();
-      this.worker = undefined;
-    } else this.drop();
+    this.switchTo(true);
     this.worker = this.spawn(true);
     this.worker.unref(); // no job yet: never keeps the process alive
   }
@@ -126,6 +121,21 @@ export class Decoder {
     // a job with a large body (a snapshot) gets a worker of its own, with a small young generation,
     // ended after the job; the ordinary worker waits meanwhile and is taken back warm
     const large = job.bodies.slice(job.next).some((b) => b.length > LARGE_BODY);
+    this.switchTo(large);
+    const w = (this.worker ??= this.spawn(large));
+    w.ref(); // a job in flight keeps the process alive until it is answered
+    const id = ++this.seq;
+    this.jobId = id;
+    if (this.ready.has(w)) this.arm();
+    w.postMessage({ job: id, from: job.next, bodies: job.bodies.slice(job.next), ...(job.hints ? { hints: job.hints } : {}) } satisfies DecodeRequest);
+  }
+
+  /**
+   * Leaves the current worker only if it is of the kind wanted (a large body's or an ordinary one):
+   * an ordinary worker is parked (it gives its garbage back) for a large body's, a large body's
+   * worker ended; the parked one is taken back for ordinary bodies. No worker after it: spawn one.
+   */
+  private switchTo(large: boolean): void {
     if (this.worker && this.large !== large) {
       if (large && !this.parked) {
         this.parked = this.worker;
@@ -139,12 +149,6 @@ export class Decoder {
       this.parked = undefined;
       this.large = false;
     }
-    const w = (this.worker ??= this.spawn(large));
-    w.ref(); // a job in flight keeps the process alive until it is answered
-    const id = ++this.seq;
-    this.jobId = id;
-    if (this.ready.has(w)) this.arm();
-    w.postMessage({ job: id, from: job.next, bodies: job.bodies.slice(job.next), ...(job.hints ? { hints: job.hints } : {}) } satisfies DecodeRequest);
   }
 
   /** The budget of the message the worker is on starts now. */
