@@ -5,6 +5,9 @@
 // clone of the decoded command count in the same RSS). Each run's pump is a process of its own
 // that holds what the pump process holds — the message is generated and put in the inbox by its
 // parent — and reports its peak RSS as the kernel's high-water mark (ru_maxrss), not a sample.
+// BENCH_SNAPSHOT_OLDER_DAYS=n: Postgres holds n older days of as many flights before each run, each
+// with its snapshot's digests and ledger row, as a week of retained flights does in production
+// (msgx.history.purge-after 7d); default 0.
 //   npm run bench:snapshot -- [flights=4000] [runs=3]
 import { scriptHelp } from '../args.ts';
 import { sql } from 'kysely';
@@ -93,8 +96,22 @@ const rssAfter: number[] = [];
 let secondEvents = -1;
 const timings: Record<string, number> = {};
 const againTimings: Record<string, number> = {};
+const olderDays = Number(process.env.BENCH_SNAPSHOT_OLDER_DAYS ?? 0);
+/** `olderDays` days before the snapshot's (2026-12-01) of `flights` flights each, their digests and ledger rows (older snapshots: lower message IDs). */
+async function seedOlderDays(): Promise<void> {
+  for (let d = 1; d <= olderDays; d++) {
+    const from = 10_000_000 + d * 100_000;
+    await sql`insert into flight_schd (flid, state, state_version, operation_day, created_at, updated_at)
+      select (${from}::int + g)::text, 'ACTIVE', 2, date '2026-12-01' - ${d}::int, now(), now() from generate_series(1, ${flights}::int) g`.execute(b.db);
+    await sql`insert into flight_snap_digest (flid, digest, state_version)
+      select (${from}::int + g)::text, encode(sha256((${from}::int + g)::text::bytea), 'base64'), 2 from generate_series(1, ${flights}::int) g`.execute(b.db);
+    await sql`insert into schd_gen (operation_day, version, last_message_id, updated_at) values (date '2026-12-01' - ${d}::int, 1, ${-d}, now())`.execute(b.db);
+  }
+  if (olderDays > 0) for (const t of ['flight_schd', 'flight_snap_digest', 'schd_gen']) await sql`analyze ${sql.table(t)}`.execute(b.db);
+}
 for (let r = 0; r < runs; r++) {
   await emptyAll(b);
+  await seedOlderDays();
   for (const seqn of [1, 2]) await insertInboxRow(b.inbox, { body: xml.replace(/<SEQN>\d+/, `<SEQN>${seqn}`), received: '2026-12-01 08:00:00' });
   await intakeRound({ db: b.db, inbox: b.inbox, clock: systemClock, intake: slices(b.config).intake, log });
   const run = JSON.parse(execFileSync(process.execPath, [...nodeFlags, import.meta.filename, String(flights), String(runs)], { env: pumpEnv, encoding: 'utf8', maxBuffer: 1 << 24 }));
@@ -115,6 +132,7 @@ console.log(
     {
       decode: mode,
       bytes: xml.length,
+      olderDays,
       runs,
       firstApplyMsMedian: Math.round(median(first)),
       // of which the full garbage collection after SUCCEEDED (lib/runtime/gc.ts): the message is applied before it

@@ -12,6 +12,7 @@ import { ManualClock } from '../../lib/core/clock.ts';
 import { slices } from '../../lib/core/config.ts';
 import type { DecodeHints } from '../../lib/domain/handlers.ts';
 import { decodeMessage, HINTED_BODY } from '../../lib/pipeline/decoding.ts';
+import { HINT_DAYS } from '../../lib/sql/digest.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
 import { pumpSettings, tick, type PumpDeps, withSqlPorts } from '../../lib/pipeline/pump/loop.ts';
 import { testConfig } from '../support/env.ts';
@@ -181,5 +182,25 @@ describe('snapshot digest: the same content again', () => {
       { written: 4, unchanged: 0 },
       { written: 0, unchanged: 4 },
     ]);
+  });
+
+  it(`the hints cover the ${HINT_DAYS} latest snapshot days only (in inbox order), not every day Postgres holds, and only digests still at their flight's version`, async () => {
+    await resetPipeline(s);
+    await resetDomain(s);
+    await pump(snapshot()); // 2026-12-01, the latest snapshot day
+    // older days, each as a snapshot left them (an earlier message each); one flight of the 29th moved on since
+    for (const [i, day] of ['2026-11-30', '2026-11-29', '2026-11-28'].entries()) {
+      await sql`insert into flight_schd (flid, state, state_version, operation_day, created_at, updated_at) values (${`9${i}1`}, 'ACTIVE', 2, ${day}::date, now(), now()), (${`9${i}2`}, 'ACTIVE', 3, ${day}::date, now(), now())`.execute(
+        s.db,
+      );
+      await sql`insert into flight_snap_digest (flid, digest, state_version) values (${`9${i}1`}, ${`d${i}1`}, 2), (${`9${i}2`}, ${`d${i}2`}, 2)`.execute(s.db);
+      await sql`insert into schd_gen (operation_day, version, last_message_id, updated_at) values (${day}::date, 1, ${-i}, now())`.execute(s.db);
+    }
+    const known = (await registry.decodeHints(s.db)).knownRecords;
+    expect([...(known ?? new Map()).entries()].filter(([d]) => d.startsWith('d')).sort()).toEqual([
+      ['d01', { flid: '901', day: '2026-11-30' }],
+      ['d11', { flid: '911', day: '2026-11-29' }],
+    ]);
+    expect(known?.size).toBe(FIRST.length + 2);
   });
 });
