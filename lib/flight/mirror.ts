@@ -141,15 +141,19 @@ export async function writeMirror(redis: Redis, entries: readonly MirrorEntry[],
   return refused;
 }
 
-/** The STATE_VERSION Redis holds for each flight (0: no key), in order. */
+/**
+ * The STATE_VERSION Redis holds for each flight (0: no key), in order. The BATCH-sized calls are
+ * sent at once, not each after the answer to the one before: Redis runs them in order on the one
+ * connection while the pump builds the next and reads the answers (a read: nothing to keep in order).
+ */
 export async function mirrorVersions(redis: Redis, flids: readonly string[]): Promise<number[]> {
   const s = scripts(redis);
-  const out: number[] = [];
+  const calls: Promise<number[]>[] = [];
   for (let i = 0; i < flids.length; i += BATCH) {
     const chunk = flids.slice(i, i + BATCH).map(flightKey);
-    out.push(...(await s.msgxMirrorVersions(chunk.length, ...chunk)).map(Number));
+    calls.push(s.msgxMirrorVersions(chunk.length, ...chunk));
   }
-  return out;
+  return (await Promise.all(calls)).flatMap((r) => r.map(Number));
 }
 
 /** A committed flight known by its version only (its state was not loaded: nothing changed it). */
