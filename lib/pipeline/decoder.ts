@@ -52,6 +52,9 @@ interface Job {
 /** The young generation (MB) of the worker of a large body (LARGE_BODY). */
 const LARGE_YOUNG_GENERATION_MB = 16;
 
+/** A body over LARGE_BODY among these: decoded by a worker of its own. */
+const hasLarge = (bodies: readonly string[]) => bodies.some((b) => b.length > LARGE_BODY);
+
 export const budgetFailure = (budgetMs: number): Failure => ({
   cls: 'MALFORMED',
   detail: `decoding took longer than the per-message budget of ${budgetMs} ms (msgx.pipeline.message-budget); the message was not applied`,
@@ -91,13 +94,14 @@ export class Decoder {
   }
 
   /**
-   * A large body is coming (the pump has read it and now reads its hints): start its worker now,
-   * so that the worker's start (its modules, ~100 ms on a slow machine) overlaps the hints query
-   * instead of following it. Only while nothing is being decoded; the job that follows takes it
-   * (post), an ordinary job instead ends it and takes the parked worker back.
+   * These bodies are about to be decoded (the pump has read them and now reads their hints): when
+   * one is large, start its worker now, so that the worker's start (its modules, ~100 ms on a slow
+   * machine) overlaps the hints query instead of following it. Only while nothing is being
+   * decoded; the job that follows takes it (post), an ordinary job instead ends it and takes the
+   * parked worker back.
    */
-  prepareLarge(): void {
-    if (this.closed || this.current || this.queue.length > 0 || (this.worker && this.large)) return;
+  prepare(bodies: readonly string[]): void {
+    if (!hasLarge(bodies) || this.closed || this.current || this.queue.length > 0 || (this.worker && this.large)) return;
     this.switchTo(true);
     this.worker = this.spawn(true);
     this.worker.unref(); // no job yet: never keeps the process alive
@@ -120,7 +124,7 @@ export class Decoder {
   private post(job: Job): void {
     // a job with a large body (a snapshot) gets a worker of its own, with a small young generation,
     // ended after the job; the ordinary worker waits meanwhile and is taken back warm
-    const large = job.bodies.slice(job.next).some((b) => b.length > LARGE_BODY);
+    const large = hasLarge(job.bodies.slice(job.next));
     this.switchTo(large);
     const w = (this.worker ??= this.spawn(large));
     w.ref(); // a job in flight keeps the process alive until it is answered

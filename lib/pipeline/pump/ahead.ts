@@ -62,7 +62,7 @@ async function decodeBodies(deps: PumpDeps, ids: number[], bodies: Map<number, s
     const body = bodies.get(id);
     return body === undefined ? [] : [body];
   });
-  if (present.some((b) => b.length > LARGE_BODY)) deps.decoder.prepareLarge?.(); // its worker starts while the hints are read
+  deps.decoder.prepare?.(present); // a large body's worker starts while the hints are read
   const hints = present.some((b) => b.length >= HINTED_BODY) ? await decodeHints(deps) : undefined;
   const results = await deps.decoder.decode(present, hints);
   let k = 0;

@@ -17,8 +17,8 @@ import type { WorkerResult } from '../decoder.ts';
 /** The decode step's engine: lib/pipeline/decoder.ts (a worker thread), or inlineDecoding (lib/pipeline/pump/ahead.ts). */
 export interface DecodePort {
   decode(bodies: string[], hints?: DecodeHints): Promise<WorkerResult[]>;
-  /** A large body is about to be decoded: start what decodes it now (lib/pipeline/decoder.ts). */
-  prepareLarge?(): void;
+  /** These bodies are about to be decoded: start now what a large one needs (lib/pipeline/decoder.ts). */
+  prepare?(bodies: readonly string[]): void;
 }
 
 /** What the pump asks of its connections besides its statements of PROC_STATE (lib/pipeline/pump/ports.ts builds them on SQL). */

@@ -49,18 +49,20 @@ describe('the decode worker after a large body', () => {
     expect(decoder.overBudget).toBe(0);
   });
 
-  it("prepareLarge starts the large body's worker before its job: the job takes that one; an ordinary job instead ends it and takes the ordinary one back", async () => {
+  it("prepare starts the large body's worker before its job: the job takes that one; an ordinary job instead ends it and takes the ordinary one back", async () => {
     const before = decoder.started;
     const snapshot = bigSnapshot(4_000, 1, { seqn: 11 });
-    decoder.prepareLarge();
-    decoder.prepareLarge(); // asked twice: still one worker
+    decoder.prepare([flop(9), flop(10)]); // no large body: nothing started
+    expect(decoder.started).toBe(before);
+    decoder.prepare([flop(10), snapshot]);
+    decoder.prepare([snapshot]); // asked twice: still one worker
     expect(decoder.started).toBe(before + 1);
     expect(await decoder.decode([snapshot])).toEqual([decodeMessage(registry, settings, snapshot)]);
     expect(decoder.started).toBe(before + 1); // the job took the worker started ahead
     expect(await decoder.decode([flop(12)])).toEqual([decodeMessage(registry, settings, flop(12))]);
     expect(decoder.started).toBe(before + 1); // the ordinary worker, taken back
 
-    decoder.prepareLarge(); // and then no large body after all
+    decoder.prepare([snapshot]); // and then no large body after all
     expect(await decoder.decode([flop(13)])).toEqual([decodeMessage(registry, settings, flop(13))]);
     expect(decoder.started).toBe(before + 2);
     expect(await decoder.decode([flop(14)])).toEqual([decodeMessage(registry, settings, flop(14))]);
