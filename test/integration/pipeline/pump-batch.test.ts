@@ -58,8 +58,11 @@ registry.registerDomain('BOOM', '*', boomDomain);
 /** Mirror calls (the FLIDs of each), what proc_state looked like when each was called; can be told to fail. */
 let mirrorCalls: { flids: string[]; openApplied: number; terminal: number }[] = [];
 let failMirror = false;
+/** How long each mirror step takes (a loaded Redis): the tail is still running when the next batch is chosen. */
+let mirrorDelayMs = 0;
 const mirror = (): Mirror => ({
   sync: async (ids) => {
+    if (mirrorDelayMs > 0) await new Promise((r) => setTimeout(r, mirrorDelayMs));
     const r = await sql<{ open_applied: number; terminal: number }>`
       select count(*) filter (where state in ('PENDING', 'FAILED') and applied_state is not null)::int as open_applied,
              count(*) filter (where state in ('SUCCEEDED', 'SKIPPED', 'DEAD'))::int as terminal from proc_state`.execute(s.db);
@@ -101,6 +104,7 @@ beforeEach(async () => {
   plan = new Map();
   mirrorCalls = [];
   failMirror = false;
+  mirrorDelayMs = 0;
   clock.set('2026-12-01T00:00:00Z');
 });
 
@@ -163,6 +167,19 @@ describe('pump: batches', () => {
     expect((await state(ids[5])).reason).toMatch(/division by zero/);
     for (const i of [6, 7]) expect(await state(ids[i])).toMatchObject({ state: 'PENDING', identity_key: null });
     expect(await effects()).toEqual(ids.slice(0, 5));
+  });
+
+  it('the same with a slow mirror step (the batch before still in its tail when the failed message is the head): the drain still returns its retry time', async () => {
+    // the FAILED head behind a tail not yet terminal was once cut away with that tail's messages:
+    // the drain said 'idle' and the retry waited for the keep-alive (a minute) instead of its backoff
+    mirrorDelayMs = 300;
+    const ids = await put(8, { type: 'BOOM', body: (i) => `<BOOM>${i === 5 ? 'BOOM' : 'ok'}</BOOM>` });
+    await enqueueAll();
+    const r = await drain(deps(), 10_000);
+    expect(r.next).toBeInstanceOf(Date);
+    expect((r.next as Date).getTime()).toBe(clock.now().getTime() + 1_000); // the first backoff step
+    for (const i of [0, 1, 2, 3, 4]) expect((await state(ids[i])).state).toBe('SUCCEEDED');
+    expect(await state(ids[5])).toMatchObject({ state: 'FAILED', error_class: 'INTERNAL' });
   });
 
   it('Redis fails after the business commit: every message of the batch keeps its committed outcome, the head is FAILED(INFRA); afterwards they are made terminal, in order', async () => {
