@@ -113,6 +113,8 @@ async function consoleRead(topic: string, brokers: string, idleMs: number, maxMe
   const cp = await classpath();
   const args = [
     '-Xmx256m',
+    '-XX:+UseSerialGC',
+    '-XX:TieredStopAtLevel=1',
     '-cp',
     cp,
     'org.apache.kafka.tools.consumer.ConsoleConsumer',

@@ -436,7 +436,7 @@ export async function startKafka(pki: Pki, password: string): Promise<SecureKafk
   const config = join(dir, 'server.properties');
   writeFileSync(config, props, { mode: 0o600 });
   const cp = readFileSync(KAFKA_CLASSPATH, 'utf8').trim();
-  const java = ['-Xmx384m', '-Xms128m', '-XX:+UseSerialGC', '-cp', cp];
+  const java = ['-Xmx384m', '-Xms128m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-cp', cp];
   execFileSync(
     'java',
     [
