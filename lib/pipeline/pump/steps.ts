@@ -143,7 +143,7 @@ type Chosen = { kind: 'batch'; heads: ProcState.HeadRow[]; following: ProcState.
 /** chooseBatch: the head and the open messages after it (reading ahead: also the next batch's candidates), or why there is no batch now. */
 async function chooseBatch(deps: PumpDeps, limit: number, ahead: Ahead | null, exclude: ReadonlySet<number>): Promise<Chosen> {
   // the tail's messages (applied, not yet terminal) are set aside before the cut: cut first, a
-  // FAILED message right behind them would cut every row away and the drain would end 'idle'
+  // FAILED message right behind them left no row, and the drain ended 'idle' instead of waiting for it
   const rows = openHeads((await pgRows(deps.session, ProcState.heads, (ahead ? limit * 2 : limit) + exclude.size)).filter((r) => !exclude.has(r.msg_id)));
   const heads = rows.slice(0, limit);
   const head = heads[0];
