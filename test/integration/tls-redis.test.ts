@@ -98,6 +98,8 @@ describe('Redis with TLS and an ACL user', () => {
         expect(h.body.dependencies.redis.reason).toMatch(reason);
         const before = errorLines(pump).length;
         await new Promise((r) => setTimeout(r, 8000));
+        // an exit here is a crash the assertion alone would not explain: its last lines go to the output
+        if (pump.child.exitCode !== null) console.error(`[tls-redis] the pump exited (${pump.child.exitCode}):\n${pump.logs.slice(-15).join('\n')}`);
         expect(pump.child.exitCode).toBeNull();
         expect(errorLines(pump).length - before).toBeLessThanOrEqual(2);
         const rows = await procRows(s.db);
