@@ -68,8 +68,8 @@ await runProcess({
     registerRequestsGauge(rt.db);
   },
   crontab: (config) => requestsCrontab(requestSettings(config)) || '# no daily schedule request (msgx.requests.daily-schedule-at is empty)',
-  tasks: async (rt) => {
-    const outbox = rt.edges.aodbPool();
+  tasks: async (rt, _leader, opened) => {
+    const outbox = opened.add(rt.edges.aodbPool(), (p) => p.end());
     const replay: Task = async (payload) => {
       const r = await replayReport(rt.db, rt.clock, payload as ReplayRequest, { inbox: outbox, timeoutMs: slices(rt.config).io.timeoutMs });
       rt.log.info({ msgIds: r.done }, 'replay task: messages back to PENDING');
@@ -87,7 +87,6 @@ await runProcess({
         ...dispatchOperatorTasks(rt.db, rt.log),
         ...requestTasks({ db: rt.db, outbox, ...requestSettings(rt.config), clock: rt.clock, log: rt.log }),
       },
-      close: () => outbox.end(),
     };
   },
 });

@@ -12,14 +12,13 @@ await runProcess({
   needs: ['mariadb'],
   kick: [TASK.backfill],
   keepAlive: [TASK.backfill],
-  tasks: async (rt) => {
-    const inbox = rt.edges.aodbPool();
+  tasks: async (rt, _leader, opened) => {
+    const inbox = opened.add(rt.edges.aodbPool(), (p) => p.end());
     const deps = { db: rt.db, inbox, clock: rt.clock, backfill: slices(rt.config).backfill, log: rt.log };
     return {
       tasks: {
         [TASK.backfill]: dutyTask({ task: TASK.backfill, stopping: () => rt.signal.aborted, clock: rt.clock, health: rt.health, run: async () => (await backfillDrain(deps, BUDGET_MS)) ?? 'idle' }),
       },
-      close: () => inbox.end(),
     };
   },
 });

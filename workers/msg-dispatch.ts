@@ -22,10 +22,10 @@ await runProcess({
   kick: [TASK],
   keepAlive: [TASK],
   crontab: () => RETENTION_CRONTAB,
-  tasks: async (rt) => {
+  tasks: async (rt, _leader, opened) => {
     const spec = { topic: slices(rt.config).kafka.msgTopic };
-    const kafka = await connectKafka(rt, spec, { refusalFatal: false });
-    const watch = new MsgTopicWatch({ kafka, db: rt.db, log: rt.log, clock: rt.clock, spec, timeoutMs: slices(rt.config).io.timeoutMs });
+    const kafka = opened.add(await connectKafka(rt, spec, { refusalFatal: false }), (k) => k.close());
+    const watch = opened.add(new MsgTopicWatch({ kafka, db: rt.db, log: rt.log, clock: rt.clock, spec, timeoutMs: slices(rt.config).io.timeoutMs }), (w) => w.stop());
     await watch.start();
     return {
       tasks: {
@@ -34,10 +34,6 @@ await runProcess({
           const n = await purgeSentEvents(rt.db, rt.clock, { retentionMs: slices(rt.config).kafka.eventRetentionMs });
           if (n) rt.log.info({ deleted: n }, 'outbox retention: SENT rows deleted');
         },
-      },
-      close: async () => {
-        watch.stop();
-        await kafka.close();
       },
     };
   },

@@ -32,15 +32,15 @@ await runProcess({
   needs: ['mariadb', 'redis'],
   kick: [TASK.pump],
   keepAlive: [TASK.pump],
-  tasks: async (rt, leader) => {
+  tasks: async (rt, leader, opened) => {
     // each edge destroys a connection whose call timed out (a frozen path) and says so to readiness
-    const inbox = rt.edges.aodbPool();
-    const redis = rt.edges.redis();
+    const inbox = opened.add(rt.edges.aodbPool(), (p) => p.end());
+    const redis = opened.add(rt.edges.redis(), (r) => r.disconnect());
     const session = createSessionDb(leader!.client);
     await pgRun(session, Locks.setSessionTimeouts, STATEMENT_TIMEOUT, LOCK_TIMEOUT);
     const crash = crashAt(rt.config['msgx.test.crash-at']);
     // XML parse + decode in a worker thread: off the event loop, overlapped with the business transaction, under the per-message budget
-    const decoder = buildDecoder(slices(rt.config).pump, slices(rt.config).airport);
+    const decoder = opened.add(buildDecoder(slices(rt.config).pump, slices(rt.config).airport), (d) => d.close());
     const deps = withSqlPorts({
       session,
       inbox,
@@ -57,23 +57,33 @@ await runProcess({
     const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
     // Postgres restored from a backup (lib/pipeline/restore.ts): checked before the first drain; no new business while held
     const kafkaCheck = createKafkaRestoreCheck(kafkaOptions(slices(rt.config).kafka, rt.log), slices(rt.config).kafka.msgTopic, rt.db);
-    const restore = new RestoreWatch({
-      db: rt.db,
-      inbox,
-      inboxReadOnly: slices(rt.config).inbox.readOnly,
-      redis,
-      kafka: () => kafkaCheck.check(),
-      clock: rt.clock,
-      timeoutMs: slices(rt.config).io.timeoutMs,
-      log: rt.log,
-    });
+    const restore = opened.add(
+      new RestoreWatch({
+        db: rt.db,
+        inbox,
+        inboxReadOnly: slices(rt.config).inbox.readOnly,
+        redis,
+        kafka: () => kafkaCheck.check(),
+        clock: rt.clock,
+        timeoutMs: slices(rt.config).io.timeoutMs,
+        log: rt.log,
+      }),
+      (w) => w.stop(),
+    );
     await restore.start();
     // Redis lost what it held (flushed, restarted, a failover): rebuilt from Postgres by version (lib/pipeline/mirror-heal.ts)
     const mirror = slices(rt.config).mirror;
-    const heal = new RedisHeal({ db: rt.db, redis, timeZone: mirror.timezone, clock: rt.clock, log: rt.log, timeoutMs: mirror.timeoutMs, everyMs: mirror.checkEveryMs, held: () => restore.held() });
+    const heal = opened.add(
+      new RedisHeal({ db: rt.db, redis, timeZone: mirror.timezone, clock: rt.clock, log: rt.log, timeoutMs: mirror.timeoutMs, everyMs: mirror.checkEveryMs, held: () => restore.held() }),
+      (h) => h.stop(),
+    );
     await heal.start();
-    const gauges = setInterval(() => void refreshHeadGauges(rt.db, rt.clock, deps.failures), GAUGES_EVERY_MS);
-    gauges.unref();
+    opened
+      .add(
+        setInterval(() => void refreshHeadGauges(rt.db, rt.clock, deps.failures), GAUGES_EVERY_MS),
+        clearInterval,
+      )
+      .unref();
     return {
       tasks: {
         [TASK.pump]: dutyTask({
@@ -83,14 +93,6 @@ await runProcess({
           health: rt.health,
           run: async () => (restore.held() ? new Date(Date.now() + HELD_RETRY_MS) : (await drain(deps, BUDGET_MS, () => stopping() || restore.held())).next),
         }),
-      },
-      close: async () => {
-        clearInterval(gauges);
-        heal.stop();
-        restore.stop();
-        await decoder.close();
-        await inbox.end();
-        redis.disconnect();
       },
     };
   },

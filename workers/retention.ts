@@ -25,9 +25,9 @@ await runProcess({
   needs: ['mariadb', 'redis'],
   kick: [RETENTION_TASK],
   crontab: (config) => retentionCrontab(config),
-  tasks: async (rt) => {
-    const inbox = rt.edges.aodbPool();
-    const redis = rt.edges.redis();
+  tasks: async (rt, _leader, opened) => {
+    const inbox = opened.add(rt.edges.aodbPool(), (p) => p.end());
+    const redis = opened.add(rt.edges.redis(), (r) => r.disconnect());
     const deps = { db: rt.db, inbox, redis, clock: rt.clock, ...retentionSettings(rt.config), log: rt.log };
     // The purge's session-level locks live on a connection of its own, opened per run.
     const openSession = async () => {
@@ -38,7 +38,10 @@ await runProcess({
     };
     // Postgres restored from a backup (lib/pipeline/restore.ts): the history purge would tombstone
     // flights at versions already on the msg topic with other content, so no run while held.
-    const restore = new RestoreWatch({ db: rt.db, inbox, inboxReadOnly: slices(rt.config).inbox.readOnly, redis, clock: rt.clock, timeoutMs: slices(rt.config).io.timeoutMs, log: rt.log });
+    const restore = opened.add(
+      new RestoreWatch({ db: rt.db, inbox, inboxReadOnly: slices(rt.config).inbox.readOnly, redis, clock: rt.clock, timeoutMs: slices(rt.config).io.timeoutMs, log: rt.log }),
+      (w) => w.stop(),
+    );
     await restore.start();
     const tasks = retentionTasks(deps, openSession, rt.signal) as Record<string, Task>;
     return {
@@ -55,11 +58,6 @@ await runProcess({
           }) as Task,
         ]),
       ),
-      close: async () => {
-        restore.stop();
-        await inbox.end();
-        redis.disconnect();
-      },
     };
   },
 });

@@ -13,10 +13,10 @@ await runProcess({
   needs: ['kafka'],
   kick: [TASK],
   keepAlive: [TASK],
-  tasks: async (rt) => {
+  tasks: async (rt, _leader, opened) => {
     // One partition: every schd record carries a batch of complete states under the fixed key
     // 'schd'; one partition keeps the whole topic in write order (docs/consumers.md).
-    const kafka = await connectKafka(rt, { topic: slices(rt.config).kafka.schdTopic, partitions: 1 });
-    return { tasks: { [TASK]: dispatcherTask(rt, 'schd', TASK, schdDrain, kafka) }, close: () => kafka.close() };
+    const kafka = opened.add(await connectKafka(rt, { topic: slices(rt.config).kafka.schdTopic, partitions: 1 }), (k) => k.close());
+    return { tasks: { [TASK]: dispatcherTask(rt, 'schd', TASK, schdDrain, kafka) } };
   },
 });

@@ -20,19 +20,18 @@ await runProcess({
   needs: ['kafka'],
   kick: [TASK],
   keepAlive: [TASK],
-  tasks: async (rt) => {
+  tasks: async (rt, _leader, opened) => {
     // Keyed by FLID like the msg topic (msgx.kafka.partitions), compacted: the last record per
     // FLID is its current state (docs/consumers.md "Topic settings").
     const spec = { topic: slices(rt.config).kafka.stateTopic, compacted: true };
-    const kafka = await connectKafka(rt, spec, { refusalFatal: false });
-    const watch = new StateTopicWatch({ kafka, db: rt.db, log: rt.log, clock: rt.clock, spec, timeoutMs: slices(rt.config).io.timeoutMs, reseedGapMs: slices(rt.config).dispatch.reseedGapMs });
+    const kafka = opened.add(await connectKafka(rt, spec, { refusalFatal: false }), (k) => k.close());
+    const watch = opened.add(
+      new StateTopicWatch({ kafka, db: rt.db, log: rt.log, clock: rt.clock, spec, timeoutMs: slices(rt.config).io.timeoutMs, reseedGapMs: slices(rt.config).dispatch.reseedGapMs }),
+      (w) => w.stop(),
+    );
     await watch.start();
     return {
       tasks: { [TASK]: dispatcherTask(rt, 'state', TASK, stateDrain, kafka, () => watch.checkSoon()) },
-      close: async () => {
-        watch.stop();
-        await kafka.close();
-      },
     };
   },
 });

@@ -1,11 +1,14 @@
-// The process's side of graphile-worker: its log lines in the process's JSON log, the duty jobs
-// kept alive, and the jobs of a dead single writer unlocked.
-import { Logger as GraphileLogger } from 'graphile-worker';
+// The process's side of graphile-worker: the runner of a duty's tasks (replaced when it ends on
+// its own), its log lines in the process's JSON log, the duty jobs kept alive, and the jobs of a
+// dead single writer unlocked.
+import { Logger as GraphileLogger, run, type Runner, type TaskList } from 'graphile-worker';
+import type pg from 'pg';
 import type { Db } from '../db/postgres.ts';
 import { pgRows, pgRun } from '../db/statement.ts';
 import * as Jobs from '../sql/jobs.ts';
 import type { Health } from './health.ts';
 import type { Logger } from './log.ts';
+import { withDeadline } from './leader.ts';
 
 type Runtime = { db: Db; log: Logger };
 
@@ -50,4 +53,51 @@ export function graphileLogger(log: Logger, health: Health) {
     const l = level === 'warning' ? 'warn' : 'debug';
     log[l]({ worker: meta ?? undefined }, `graphile-worker: ${message}`);
   });
+}
+
+/** Pause before a runner that ended on its own is replaced. */
+const RUNNER_RESTART_MS = 1000;
+
+/**
+ * graphile-worker's runner of a duty's tasks (one job at a time), its `kick` jobs added at start.
+ * graphile-worker shuts a runner down when its worker dies of a connection error (a connection
+ * closed under it, e.g. by the pool watch): it is replaced, never leaving the process without
+ * one, until `stop`. `stop` is bounded: a runner waiting on a frozen connection is abandoned.
+ */
+export function keptRunner(o: { pool: pg.Pool; tasks: TaskList; crontab: string; kick: readonly string[]; log: Logger; health: Health; ended: () => boolean }) {
+  let runner: Runner | undefined;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  const launch = async () => {
+    const r = await run({ pgPool: o.pool, taskList: o.tasks, crontab: o.crontab, concurrency: 1, noHandleSignals: true, pollInterval: 1000, logger: graphileLogger(o.log, o.health) });
+    runner = r;
+    r.promise.then(
+      () => relaunch(null),
+      (e) => relaunch(e),
+    );
+    for (const task of o.kick) await r.addJob(task, {}, { jobKey: task });
+  };
+  const relaunch = (err: unknown) => {
+    if (stopped || o.ended()) return;
+    o.health.quiet('runner-ended', err ?? new Error('ended'), 'graphile-worker runner ended; starting a new one', 'postgres');
+    timer = setTimeout(
+      () =>
+        void launch().catch((e) => {
+          o.health.quiet('runner-start', e, 'graphile-worker runner did not start; retrying', 'postgres');
+          relaunch(null);
+        }),
+      RUNNER_RESTART_MS,
+    );
+  };
+  return {
+    start: launch,
+    async stop(ms: number): Promise<void> {
+      stopped = true;
+      clearTimeout(timer);
+      if (runner)
+        await withDeadline(runner.stop(), ms, 'graphile-worker runner stop').catch((e) =>
+          o.log.warn({ err: (e as Error).message }, 'runner did not stop in time; abandoned, standing by on new connections'),
+        );
+    },
+  };
 }

@@ -1,7 +1,7 @@
 // Process bootstrap shared by every worker: config (parsed once), logs, /metrics + /healthz,
 // graphile-worker runner with only this process's tasks and crontab, clean shutdown.
 import type { FastifyInstance } from 'fastify';
-import { run, type Runner, type TaskList } from 'graphile-worker';
+import type { TaskList } from 'graphile-worker';
 import type pg from 'pg';
 import { ConfigError, loadConfig, redactUrl, slices, targets, type Config } from '../core/config.ts';
 import { scrub } from '../core/secrets.ts';
@@ -16,12 +16,13 @@ import { createStatusServer, type StatusRoute, type StatusServer } from './statu
 import { createLogger, type Logger } from './log.ts';
 import { exportProcessMetrics, metrics, registry } from './metrics.ts';
 import { runAsLeader, sleep, withDeadline, type LeaderHandle } from './leader.ts';
+import { Opened } from './opened.ts';
 import type { ProcessName } from '../core/tasks.ts';
 import { clearCondition, conditions, healthNotes, setCondition } from './conditions.ts';
 import { watchPool } from './pool-watch.ts';
 import { watches } from './watch.ts';
 import { releaseMemory, releaseWhileIdle } from './gc.ts';
-import { graphileLogger, KEEP_ALIVE_EVERY_MS, keepDutiesAlive, unlockStaleJobs } from './job-queue.ts';
+import { KEEP_ALIVE_EVERY_MS, keepDutiesAlive, keptRunner, unlockStaleJobs } from './job-queue.ts';
 import { checkAutovacuum } from './server-settings.ts';
 
 /** After SIGTERM/SIGINT a process exits by force if its clean shutdown takes longer (compose's stop grace must exceed it). */
@@ -33,8 +34,6 @@ export const FORCED_EXIT_MS = 15_000;
  * keep the process from leading again.
  */
 export const RUNNER_STOP_MS = 4000;
-/** Pause before a runner that ended on its own is replaced. */
-const RUNNER_RESTART_MS = 1000;
 
 /** The services a process may need beside Postgres (which every process needs). */
 export type Dependency = 'mariadb' | 'redis' | 'kafka';
@@ -72,8 +71,12 @@ export interface ProcessSpec {
   name: ProcessName;
   /** Single-writer duty: the runner only starts while this advisory lock is held. */
   leaderLock?: number;
-  /** Build the task list (with the leader's dedicated connection when leaderLock is set). */
-  tasks: (rt: Runtime, leader?: LeaderHandle) => Promise<{ tasks: TaskList; close?: () => Promise<void> }>;
+  /**
+   * Build the task list (with the leader's dedicated connection when leaderLock is set). What it
+   * opens goes into `opened` as it is opened: closed when the duty stops, or when this start fails
+   * at any point (lib/runtime/opened.ts).
+   */
+  tasks: (rt: Runtime, leader: LeaderHandle | undefined, opened: Opened) => Promise<{ tasks: TaskList }>;
   crontab?: (config: Config) => string;
   /** Jobs added when the runner starts (first wake-up). */
   kick?: string[];
@@ -225,72 +228,48 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
   await app.listen({ port, host: config['msgx.http.host'] });
   log.info({ port, host: config['msgx.http.host'] }, 'http listening (/metrics, /healthz)');
 
+  /**
+   * Start the duty: its tasks built, then graphile-worker's runner. Returns how to stop it. A
+   * start that fails at any point (a statement refused or cancelled, the runner not starting)
+   * first stops what it started and closes what the tasks opened, then throws: the caller's
+   * retry starts from nothing (docs/decisions.md "A failed start closes what it opened").
+   */
   const startRunner = async (leader?: LeaderHandle) => {
-    const built = await spec.tasks(rt, leader);
-    clearCondition(STARTING);
-    readServerSettings();
-    if (spec.leaderLock) await unlockStaleJobs(rt, Object.keys(built.tasks));
-    let stopped = false;
-    let runner: Runner;
-    let relaunchTimer: NodeJS.Timeout | undefined;
-    const launch = async () => {
-      const r: Runner = await run({
-        pgPool: pool,
-        taskList: built.tasks,
-        crontab: spec.crontab?.(config) ?? '# this process has no crontab lines',
-        concurrency: 1,
-        noHandleSignals: true,
-        pollInterval: 1000,
-        logger: graphileLogger(log, health),
-      });
-      runner = r;
-      // graphile-worker shuts its runner down when its worker dies of a connection error (a
-      // connection closed under it, e.g. by the pool watch): never leave the process without one.
-      r.promise.then(
-        () => relaunch(null),
-        (e) => relaunch(e),
-      );
-      for (const task of spec.kick ?? []) await r.addJob(task, {}, { jobKey: task });
+    const opened = new Opened();
+    let runner: ReturnType<typeof keptRunner> | undefined;
+    let keepAlive: NodeJS.Timeout | undefined;
+    let stopResting = () => {};
+    const stop = async () => {
+      clearTimeout(keepAlive);
+      stopResting();
+      await runner?.stop(RUNNER_STOP_MS);
+      await opened.close(RUNNER_STOP_MS, (e) => log.warn({ err: (e as Error).message }, 'duty connections did not close in time; abandoned'));
     };
-    const relaunch = (err: unknown) => {
-      if (stopped || (leader?.signal.aborted ?? rt.signal.aborted)) return;
-      health.quiet('runner-ended', err ?? new Error('ended'), 'graphile-worker runner ended; starting a new one', 'postgres');
-      relaunchTimer = setTimeout(
-        () =>
-          void launch().catch((e) => {
-            health.quiet('runner-start', e, 'graphile-worker runner did not start; retrying', 'postgres');
-            relaunch(null);
-          }),
-        RUNNER_RESTART_MS,
-      );
-    };
-    await launch();
+    try {
+      const built = await spec.tasks(rt, leader, opened);
+      clearCondition(STARTING);
+      readServerSettings();
+      if (spec.leaderLock) await unlockStaleJobs(rt, Object.keys(built.tasks));
+      const crontab = spec.crontab?.(config) ?? '# this process has no crontab lines';
+      runner = keptRunner({ pool, tasks: built.tasks, crontab, kick: spec.kick ?? [], log, health, ended: () => leader?.signal.aborted ?? rt.signal.aborted });
+      await runner.start();
+    } catch (e) {
+      await stop();
+      throw e;
+    }
     started = true;
     // start-up's garbage (module loading, the first checks) given back once (docs/decisions.md "Footprint")
     setTimeout(releaseMemory, SETTLED_MS).unref();
-    const stopResting = releaseWhileIdle(REST_RELEASE_MS);
+    stopResting = releaseWhileIdle(REST_RELEASE_MS);
     // Every minute, each process at a phase of its own: the processes of an installation start
     // together, and in step their checks (and the rounds they start) opened a connection each in
     // the same second, 29 at once where 19–23 are open at rest (docs/decisions.md "Footprint").
-    let keepAlive: NodeJS.Timeout | undefined;
     const keepAliveTick = () => {
       void keepDutiesAlive(rt, spec.keepAlive!);
       keepAlive = setTimeout(keepAliveTick, KEEP_ALIVE_EVERY_MS);
     };
     if (spec.keepAlive?.length) keepAlive = setTimeout(keepAliveTick, Math.round(Math.random() * KEEP_ALIVE_EVERY_MS));
-    return async () => {
-      stopped = true;
-      clearTimeout(relaunchTimer);
-      clearTimeout(keepAlive);
-      stopResting();
-      // Bounded: a runner waiting on a connection frozen on a dead path never stops on its own.
-      await withDeadline(runner.stop(), RUNNER_STOP_MS, 'graphile-worker runner stop').catch((e) =>
-        log.warn({ err: (e as Error).message }, 'runner did not stop in time; abandoned, standing by on new connections'),
-      );
-      await withDeadline(built.close?.() ?? Promise.resolve(), RUNNER_STOP_MS, "closing the duty's connections").catch((e) =>
-        log.warn({ err: (e as Error).message }, 'duty connections did not close in time; abandoned'),
-      );
-    };
+    return stop;
   };
 
   // Until the duty first started (or stands by), a refused or failed attempt is one line each

@@ -1,12 +1,17 @@
 // A Postgres that refuses at start (full: 53300; starting up: 57P03; not listening while it
 // restarts) is waited for: the worker processes (the api on the plain runner, intake on the
 // leader loop) log one line per attempt, answer /healthz 503 meanwhile, never exit, and become
-// ready once Postgres takes connections. Through the entry points (workers/*.ts).
+// ready once Postgres takes connections. A start that fails after the duty opened its
+// connections closes them before the next attempt. Through the entry points (workers/*.ts).
+import { execFileSync } from 'node:child_process';
 import net from 'node:net';
+import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
+import { LOCKS } from '../../lib/db/postgres.ts';
 import { FaultProxy } from '../support/fault-proxy.ts';
-import { TEST_PG_URL } from '../support/env.ts';
+import { TEST_PG_URL, TEST_REDIS_URL } from '../support/env.ts';
 import { hasLog, startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
+import { openServices, resetDomain, resetPipeline } from '../support/services.ts';
 
 /** A server that answers every connection's startup with a FATAL ErrorResponse (the wire format of a refusing Postgres). */
 function refusingPostgres(port: number, code: string, message: string): Promise<net.Server> {
@@ -95,4 +100,65 @@ describe('a transient refusal at start', () => {
       await proxy.close();
     }
   }, 240_000);
+});
+
+/** The established TCP connections of process `pid` to `port` (`ss`: the kernel's own list). */
+function connectionsTo(pid: number, port: number): number {
+  const out = execFileSync('ss', ['-Htnp', 'state', 'established', `( dport = :${port} )`], { encoding: 'utf8' });
+  return out.split('\n').filter((l) => l.includes(`pid=${pid},`)).length;
+}
+
+describe('a start that fails halfway', () => {
+  it('closes what the duty opened before it retries: after three failed starts the pump holds no more Redis connections than before', async () => {
+    const s = await openServices();
+    const redisPort = Number(new URL(TEST_REDIS_URL).port || 6379);
+    const pump = startWorker('pump');
+    procs.push(pump);
+    try {
+      await resetPipeline(s);
+      await resetDomain(s);
+      await waitFor('pump ready', async () => (await healthz(pump)).status === 200, 60_000, 250);
+      const pid = pump.child.pid!;
+      const before = connectionsTo(pid, redisPort);
+      expect(before).toBeGreaterThan(0);
+      // The job table locked: a new leader's start blocks at its first look at the job queue (after
+      // the duty opened its inbox pool, Redis client, decode worker and watches); each such
+      // statement is cancelled, so that start fails there and the leader loop tries again.
+      await s.sessionClient.query('begin');
+      await s.sessionClient.query('lock table graphile_worker._private_jobs in access exclusive mode');
+      // the leader session ended: the pump stops its duty and starts it again
+      await sql`select pg_terminate_backend(pid) from pg_locks where locktype = 'advisory' and objid = ${LOCKS.PUMP_LEADER} and granted and database = (select oid from pg_database where datname = current_database())`.execute(
+        s.db,
+      );
+      let after = new Date(0);
+      for (let i = 1; i <= 3; i++) {
+        const blocked = await waitFor(
+          `start ${i} blocked at the job queue`,
+          async () =>
+            (
+              await sql<{ pid: number; since: Date }>`select pid, query_start as since from pg_stat_activity
+                where datname = current_database() and wait_event_type = 'Lock' and query like '-- jobs.locking_workers%' and query_start > ${after}`.execute(s.db)
+            ).rows[0],
+          30_000,
+          100,
+        );
+        after = blocked.since;
+        await sql`select pg_cancel_backend(${blocked.pid}::int)`.execute(s.db);
+      }
+      // the first failure is logged (the next ones of the minute are counted, not repeated: lib/runtime/health.ts)
+      await waitFor('a failed start logged', () => pump.logs.some((l) => l.includes('leadership loop error') && l.includes('canceling statement')), 20_000);
+      await s.sessionClient.query('commit');
+      await waitFor('pump leads again', () => pump.logs.filter((l) => l.includes('leader lock taken')).length >= 2, 30_000);
+      await waitFor('pump ready again', async () => (await healthz(pump)).status === 200, 60_000, 250);
+      // each failed start closed what it opened: the connections come back to the count before
+      // (three starts that kept theirs would hold at least three more for good)
+      await waitFor(`the pump's Redis connections back to ${before}`, () => connectionsTo(pid, redisPort) <= before, 15_000, 250);
+      expect(pump.child.exitCode).toBeNull();
+      expect(hasLog(pump, '"level":60')).toBe(false);
+    } finally {
+      await s.sessionClient.query('rollback').catch(() => {});
+      await stopAll([pump]);
+      await s.close();
+    }
+  }, 180_000);
 });
