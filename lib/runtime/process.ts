@@ -243,7 +243,7 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
       clearTimeout(keepAlive);
       stopResting();
       await runner?.stop(RUNNER_STOP_MS);
-      await opened.close(RUNNER_STOP_MS, (e) => log.warn({ err: (e as Error).message }, 'duty connections did not close in time; abandoned'));
+      await opened.close(RUNNER_STOP_MS, (e) => log.warn({ err: (e as Error).message }, 'a connection or watch of the duty did not close (in time); abandoned'));
     };
     try {
       const built = await spec.tasks(rt, leader, opened);
