@@ -23,7 +23,7 @@ import type { Clock } from '../core/clock.ts';
 import { withTimeout } from '../core/timeout.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
-import { redisReady, type Redis } from '../db/redis.ts';
+import type { Redis } from '../db/redis.ts';
 import { myRows, pgOne, pgRows } from '../db/statement.ts';
 import { flightKey } from '../flight/mirror.ts';
 import { clearCondition, setCondition } from '../runtime/conditions.ts';
@@ -315,7 +315,8 @@ export class RestoreWatch {
           if (!(await inUse(this.d.db))) return null;
           // a client made at the process's start may still be connecting: its commands are refused until
           // 'ready' (enableOfflineQueue is off), which failed this first check and held the process
-          await redisReady(redis, t);
+          // the driver on first use (a process without Redis, intake, never loads it: docs/decisions.md "Footprint")
+          await (await import('../db/redis.ts')).redisReady(redis, t);
           const r = await redisAhead(this.d.db, redis, t);
           return r ? `Redis holds ${r.flights} flight(s) newer than Postgres (e.g. ${r.sample.join(', ')})` : null;
         }),

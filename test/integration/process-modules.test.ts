@@ -1,0 +1,36 @@
+// Each process loads the drivers of its own duty only (docs/decisions.md "Footprint"): a driver
+// loaded by a process that never uses it costs every start its CPU (ioredis ≈ 0.1 s) and the
+// process its memory at rest. Each worker is started through its entry point with a resolve hook
+// (test/support/module-report.mjs) and asked once it is ready which packages it loaded.
+import { pathToFileURL } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
+
+const HOOK = pathToFileURL(new URL('../support/module-report.mjs', import.meta.url).pathname).href;
+
+/** Per process, drivers it must never load (what its duty needs is loaded on first use). */
+const NEVER: Record<string, string[]> = {
+  intake: ['ioredis', 'kafkajs', 'fastify'],
+  backfill: ['ioredis', 'kafkajs', 'fastify'],
+  api: ['ioredis', 'kafkajs'],
+};
+
+const procs: Proc[] = [];
+afterAll(() => stopAll(procs));
+
+const packages = (p: Proc) => new Set(p.logs.flatMap((l) => (l.startsWith('module-report ') ? [/\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(l)?.[1] ?? ''] : [])));
+
+describe('the drivers each process loads', () => {
+  it.each(Object.entries(NEVER))(
+    '%s, ready, has loaded none of %j',
+    async (name, never) => {
+      const p = startWorker(name, { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${HOOK}`.trim() });
+      procs.push(p);
+      await waitFor(`${name} ready`, async () => (await fetch(`http://127.0.0.1:${p.port}/healthz`, { signal: AbortSignal.timeout(3000) })).status === 200, 60_000, 250);
+      const loaded = packages(p);
+      expect(loaded.has('pg')).toBe(true); // the hook saw the process's packages
+      expect(never.filter((d) => loaded.has(d))).toEqual([]);
+    },
+    90_000,
+  );
+});
