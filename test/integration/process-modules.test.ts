@@ -2,21 +2,42 @@
 // loaded by a process that never uses it costs every start its CPU (ioredis ≈ 0.1 s) and the
 // process its memory at rest. Each worker is started through its entry point with a resolve hook
 // (test/support/module-report.mjs) and asked once it is ready which packages it loaded.
+import { randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
+import { openEmptyServices, type TestServices } from '../support/services.ts';
+import { deleteTopics } from './dispatch-support.ts';
 
 const HOOK = pathToFileURL(new URL('../support/module-report.mjs', import.meta.url).pathname).href;
 
 /** Per process, drivers it must never load (what its duty needs is loaded on first use). */
 const NEVER: Record<string, string[]> = {
   intake: ['ioredis', 'kafkajs', 'fastify'],
+  pump: ['fastify'],
   backfill: ['ioredis', 'kafkajs', 'fastify'],
   api: ['ioredis', 'kafkajs'],
+  retention: ['kafkajs', 'fastify'],
+  'msg-dispatch': ['mysql2', 'ioredis', 'fastify'],
+  'schd-dispatch': ['mysql2', 'ioredis', 'fastify'],
+  'state-dispatch': ['mysql2', 'ioredis', 'fastify'],
 };
 
+/** Topics of this file's own (the dispatchers create them at start; deleted afterwards). */
+const run = randomUUID().slice(0, 8);
+const topics = { MSGX_KAFKA_MSG_TOPIC: `modules.${run}.msg`, MSGX_KAFKA_SCHD_TOPIC: `modules.${run}.schd`, MSGX_KAFKA_STATE_TOPIC: `modules.${run}.state` };
+
 const procs: Proc[] = [];
-afterAll(() => stopAll(procs));
+let s: TestServices;
+// empty stores: a process whose restore check finds Redis ahead of Postgres (another file's flights) is held, not ready
+beforeAll(async () => {
+  s = await openEmptyServices();
+});
+afterAll(async () => {
+  await stopAll(procs);
+  await deleteTopics(Object.values(topics));
+  await s?.close();
+});
 
 const packages = (p: Proc) => new Set(p.logs.flatMap((l) => (l.startsWith('module-report ') ? [/\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(l)?.[1] ?? ''] : [])));
 
@@ -26,7 +47,14 @@ describe('the drivers each process loads', () => {
     async (name, never) => {
       const p = startWorker(name, { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${HOOK}`.trim() });
       procs.push(p);
-      await waitFor(`${name} ready`, async () => (await fetch(`http://127.0.0.1:${p.port}/healthz`, { signal: AbortSignal.timeout(3000) })).status === 200, 60_000, 250);
+      await waitFor(`${name} ready`, async () => (await fetch(`http://127.0.0.1:${p.port}/healthz`, { signal: AbortSignal.timeout(3000) })).status === 200, 60_000, 250).catch((e: Error) => {
+        throw new Error(
+          `${e.message}\n${p.logs
+            .filter((l) => !l.startsWith('module-report '))
+            .slice(-10)
+            .join('\n')}`,
+        );
+      });
       const loaded = packages(p);
       expect(loaded.has('pg')).toBe(true); // the hook saw the process's packages
       expect(never.filter((d) => loaded.has(d))).toEqual([]);

@@ -51,6 +51,14 @@ export async function resetDomain(s: Pick<TestServices, 'db' | 'redis'>): Promis
   await s.redis.flushdb();
 }
 
+/** Services on empty stores (resetPipeline, then resetDomain): where a file that starts processes begins. */
+export async function openEmptyServices(): Promise<TestServices> {
+  const s = await openServices();
+  await resetPipeline(s);
+  await resetDomain(s);
+  return s;
+}
+
 /** Empty the pipeline tables, the inbox/outbox (IDs restart at 1) and graphile-worker's jobs. */
 export async function resetPipeline(s: Pick<TestServices, 'db' | 'inbox'>): Promise<void> {
   await sql`truncate proc_state`.execute(s.db);
