@@ -219,8 +219,8 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
       return ok ? { body } : { status: 503, body: { ...body, reason: [...h.reasons, ...held.map((c) => `${c.name}: ${c.reason}`)].join('; ') } };
     },
   };
-  // Not ready until the duty's start-up checks ran (spec.tasks resolved: e.g. the restore check),
-  // or this instance stands by behind another leader.
+  // Not ready until the duty started (its start-up checks, e.g. the restore check, then its runner),
+  // or this instance stands by behind another leader; again not ready after a start that failed.
   setCondition(STARTING, 'start-up checks have not run yet');
   // fastify only for a process with routes of its own (the api); the others answer on node:http
   const app = spec.http ? await routedServer(spec.http, rt, routes) : createStatusServer(slices(config).http, log, routes);
@@ -247,14 +247,16 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
     };
     try {
       const built = await spec.tasks(rt, leader, opened);
-      clearCondition(STARTING);
       readServerSettings();
       if (spec.leaderLock) await unlockStaleJobs(rt, Object.keys(built.tasks));
       const crontab = spec.crontab?.(config) ?? '# this process has no crontab lines';
       runner = keptRunner({ pool, tasks: built.tasks, crontab, kick: spec.kick ?? [], log, health, ended: () => leader?.signal.aborted ?? rt.signal.aborted });
       await runner.start();
+      clearCondition(STARTING);
     } catch (e) {
       await stop();
+      // not ready again until a later attempt starts (or stands by): nothing of this one runs
+      setCondition(STARTING, 'the last start of the duty failed; it is tried again');
       throw e;
     }
     started = true;

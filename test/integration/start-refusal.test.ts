@@ -146,6 +146,10 @@ describe('a start that fails halfway', () => {
       }
       // the first failure is logged (the next ones of the minute are counted, not repeated: lib/runtime/health.ts)
       await waitFor('a failed start logged', () => pump.logs.some((l) => l.includes('leadership loop error') && l.includes('canceling statement')), 20_000);
+      // and, its duty not running, the pump is not ready meanwhile
+      const held = await healthz(pump);
+      expect(held.status).toBe(503);
+      expect(held.body.reason).toContain('the last start of the duty failed');
       await s.sessionClient.query('commit');
       await waitFor('pump leads again', () => pump.logs.filter((l) => l.includes('leader lock taken')).length >= 2, 30_000);
       await waitFor('pump ready again', async () => (await healthz(pump)).status === 200, 60_000, 250);
