@@ -3,10 +3,12 @@
 // process its memory at rest. Each worker is started through its entry point with a resolve hook
 // (test/support/module-report.mjs) and asked once it is ready which packages it loaded.
 import { randomUUID } from 'node:crypto';
+import kafkajs from 'kafkajs';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 import { openEmptyServices, type TestServices } from '../support/services.ts';
+import { TEST_KAFKA } from '../support/env.ts';
 import { deleteTopics } from './dispatch-support.ts';
 
 const HOOK = pathToFileURL(new URL('../support/module-report.mjs', import.meta.url).pathname).href;
@@ -45,7 +47,7 @@ describe('the drivers each process loads', () => {
   it.each(Object.entries(NEVER))(
     '%s, ready, has loaded none of %j',
     async (name, never) => {
-      const p = startWorker(name, { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${HOOK}`.trim() });
+      const p = startWorker(name, { ...topics, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${HOOK}`.trim() });
       procs.push(p);
       await waitFor(`${name} ready`, async () => (await fetch(`http://127.0.0.1:${p.port}/healthz`, { signal: AbortSignal.timeout(3000) })).status === 200, 60_000, 250).catch((e: Error) => {
         throw new Error(
@@ -61,4 +63,16 @@ describe('the drivers each process loads', () => {
     },
     90_000,
   );
+
+  // the dispatchers create their topics at start: this file's own, never the installation's defaults on the machine's broker
+  it("the dispatchers ran on this file's own topics", async () => {
+    const admin = new kafkajs.Kafka({ clientId: 'process-modules-test', brokers: [TEST_KAFKA], logLevel: kafkajs.logLevel.NOTHING }).admin();
+    await admin.connect();
+    try {
+      const existing = new Set(await admin.listTopics());
+      expect(Object.values(topics).filter((t) => !existing.has(t))).toEqual([]);
+    } finally {
+      await admin.disconnect();
+    }
+  });
 });

@@ -19,8 +19,13 @@ let nextPort = process.env.TEST_PORT_BASE ? Number(process.env.TEST_PORT_BASE) +
 export function startWorker(name: string, env: Record<string, string> = {}): Proc {
   const port = nextPort++;
   const portKey = `MSGX_HTTP_PORT_${name.replace(/-/g, '_').toUpperCase()}`;
+  const full = { ...process.env, ...testEnv({ [portKey]: String(port), ...env }, 'info') };
+  // a dispatcher creates its topic at start and sends to it: a test's must be the test's own, never an
+  // installation's default topic on the machine's broker (another file, or `npm start`, reads that one)
+  const target = /^(msg|schd|state)-dispatch$/.exec(name)?.[1];
+  if (target && !full[`MSGX_KAFKA_${target.toUpperCase()}_TOPIC`]) throw new Error(`startWorker: ${name} needs a topic of the test's own (MSGX_KAFKA_${target.toUpperCase()}_TOPIC)`);
   const child = spawn(process.execPath, [`workers/${name}.ts`], {
-    env: { ...process.env, ...testEnv({ [portKey]: String(port), ...env }, 'info') },
+    env: full,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: string[] = [];
