@@ -1,7 +1,7 @@
 // The process's side of graphile-worker: the runner of a duty's tasks (replaced when it ends on
 // its own), its log lines in the process's JSON log, the duty jobs kept alive, and the jobs of a
 // dead single writer unlocked.
-import { Logger as GraphileLogger, run, type Runner, type TaskList } from 'graphile-worker';
+import { Logger as GraphileLogger, run, type Runner, type RunnerOptions, type TaskList } from 'graphile-worker';
 import type pg from 'pg';
 import type { Db } from '../db/postgres.ts';
 import { pgRows, pgRun } from '../db/statement.ts';
@@ -56,7 +56,7 @@ export function graphileLogger(log: Logger, health: Health) {
 }
 
 /** Pause before a runner that ended on its own is replaced. */
-const RUNNER_RESTART_MS = 1000;
+export const RUNNER_RESTART_MS = 1000;
 
 /**
  * graphile-worker's runner of a duty's tasks (one job at a time), its `kick` jobs added at start.
@@ -64,12 +64,29 @@ const RUNNER_RESTART_MS = 1000;
  * closed under it, e.g. by the pool watch): it is replaced, never leaving the process without
  * one, until `stop`. `stop` is bounded: a runner waiting on a frozen connection is abandoned.
  */
-export function keptRunner(o: { pool: pg.Pool; tasks: TaskList; crontab: string; kick: readonly string[]; log: Logger; health: Health; ended: () => boolean }) {
+export function keptRunner(o: {
+  pool: pg.Pool;
+  tasks: TaskList;
+  crontab: string;
+  kick: readonly string[];
+  log: Logger;
+  health: Health;
+  ended: () => boolean;
+  /** graphile-worker's `run` (a test passes its own). */
+  run?: (options: RunnerOptions) => Promise<Runner>;
+}) {
+  const start = o.run ?? run;
   let runner: Runner | undefined;
   let stopped = false;
+  let stopMs = 0;
   let timer: NodeJS.Timeout | undefined;
   const launch = async () => {
-    const r = await run({ pgPool: o.pool, taskList: o.tasks, crontab: o.crontab, concurrency: 1, noHandleSignals: true, pollInterval: 1000, logger: graphileLogger(o.log, o.health) });
+    const r = await start({ pgPool: o.pool, taskList: o.tasks, crontab: o.crontab, concurrency: 1, noHandleSignals: true, pollInterval: 1000, logger: graphileLogger(o.log, o.health) });
+    // a replacement that came up after `stop` (its launch began before) must not run the duty
+    if (stopped) {
+      await withDeadline(r.stop(), stopMs, 'graphile-worker runner stop').catch((e) => o.log.warn({ err: (e as Error).message }, 'a runner started after the stop did not stop in time; abandoned'));
+      return;
+    }
     runner = r;
     r.promise.then(
       () => relaunch(null),
@@ -78,6 +95,7 @@ export function keptRunner(o: { pool: pg.Pool; tasks: TaskList; crontab: string;
     for (const task of o.kick) await r.addJob(task, {}, { jobKey: task });
   };
   const relaunch = (err: unknown) => {
+    runner = undefined; // ended: nothing to stop until a replacement runs
     if (stopped || o.ended()) return;
     o.health.quiet('runner-ended', err ?? new Error('ended'), 'graphile-worker runner ended; starting a new one', 'postgres');
     timer = setTimeout(
@@ -93,6 +111,7 @@ export function keptRunner(o: { pool: pg.Pool; tasks: TaskList; crontab: string;
     start: launch,
     async stop(ms: number): Promise<void> {
       stopped = true;
+      stopMs = ms;
       clearTimeout(timer);
       if (runner)
         await withDeadline(runner.stop(), ms, 'graphile-worker runner stop').catch((e) =>
