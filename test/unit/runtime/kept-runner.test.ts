@@ -48,14 +48,20 @@ const until = async (cond: () => boolean) => {
   expect(cond()).toBe(true);
 };
 
+/** A kept runner whose first runner (`first`) is running. */
+async function running() {
+  const r = setup();
+  const first = fakeRunner();
+  const started = r.kept.start();
+  await until(() => r.starts.length === 1);
+  r.starts[0]!.resolve(first.runner);
+  await started;
+  return { ...r, first };
+}
+
 describe('keptRunner', () => {
   it('a replacement that comes up after the stop is stopped at once and given no job', async () => {
-    const { kept, starts, warnings } = setup();
-    const first = fakeRunner();
-    const started = kept.start();
-    await until(() => starts.length === 1);
-    starts[0]!.resolve(first.runner);
-    await started;
+    const { kept, starts, warnings, first } = await running();
     expect(first.jobs).toEqual(['duty']);
 
     first.end(); // ended on its own (a connection error): replaced after RUNNER_RESTART_MS
@@ -70,12 +76,7 @@ describe('keptRunner', () => {
   }, 10_000);
 
   it('stopped between an ended runner and its replacement: none is started', async () => {
-    const { kept, starts, warnings } = setup();
-    const first = fakeRunner();
-    const started = kept.start();
-    await until(() => starts.length === 1);
-    starts[0]!.resolve(first.runner);
-    await started;
+    const { kept, starts, warnings, first } = await running();
     first.end();
     await new Promise((r) => setTimeout(r, 50));
     await kept.stop(1000);
