@@ -1,6 +1,7 @@
 // Shared set-up of the benchmark scripts: their own databases (never the dev or test ones),
 // migrated and emptied, and the real pipeline pieces wired as the workers wire them.
 import { execSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import pg from 'pg';
 import { sql } from 'kysely';
@@ -84,6 +85,30 @@ export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor
 
 export function machine(): string {
   return `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}`;
+}
+
+/**
+ * CPU time (user + system, ms) used so far by every Postgres process this machine shows in /proc
+ * (backends, WAL writer, checkpointer): null when none is visible (a server elsewhere). A bench
+ * takes the difference around what it measures, with nothing else using the server.
+ */
+export function postgresCpuMs(): number | null {
+  const tick = 1000 / 100; // USER_HZ is 100 on Linux
+  let sum = 0;
+  let seen = false;
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue; // ended meanwhile
+    }
+    if (!stat.includes(' (postgres) ')) continue;
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from the 3rd on: utime and stime are the 14th and 15th
+    sum += (Number(f[11]) + Number(f[12])) * tick;
+    seen = true;
+  }
+  return seen ? sum : null;
 }
 
 /** PROC_STATE rows per state (the end state of a run). */

@@ -7,7 +7,9 @@
 // parent — and reports its peak RSS as the kernel's high-water mark (ru_maxrss), not a sample.
 // BENCH_SNAPSHOT_OLDER_DAYS=n: Postgres holds n older days of as many flights before each run, each
 // with its snapshot's digests and ledger row, as a week of retained flights does in production
-// (msgx.history.purge-after 7d); default 0.
+// (msgx.history.purge-after 7d); default 0. The first apply's CPU time is reported beside its
+// wall time: the pump process's (its threads included) and Postgres's (postgresCpuMs, null when the
+// server is not on this machine); on two cores their sum halved is a floor no overlap goes below.
 //   npm run bench:snapshot -- [flights=4000] [runs=3]
 import { scriptHelp } from '../args.ts';
 import { sql } from 'kysely';
@@ -19,7 +21,7 @@ import { createLogger } from '../../lib/runtime/log.ts';
 import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
 import { bigSnapshot } from '../../test/support/fixtures.ts';
 import { sisMessage } from '../../test/support/services.ts';
-import { emptyAll, machine, median, openBench, pumpDeps } from './setup.ts';
+import { emptyAll, machine, median, openBench, postgresCpuMs, pumpDeps } from './setup.ts';
 import { slices } from '../../lib/core/config.ts';
 import { execFileSync } from 'node:child_process';
 import { buildDecoder } from '../../lib/app/composition.ts';
@@ -51,9 +53,14 @@ if (role === 'pump') {
   // as in a running pump, the ordinary decode worker exists and has decoded FLOPs (it waits while a snapshot's own worker runs)
   if (decoder)
     await decoder.decode(Array.from({ length: 500 }, (_, i) => sisMessage({ type: 'FLOP', styp: 'STND', seqn: 100 + i, body: `<FLOP><FLID>${i}</FLID><FFID>X</FFID><STND>S${i}</STND></FLOP>` })));
+  const cpu = process.cpuUsage();
+  const pgCpu = postgresCpuMs();
   let t = performance.now();
   const r1 = await tick(deps);
   const first = performance.now() - t;
+  const pumpCpu = process.cpuUsage(cpu);
+  const pgCpuAfter = postgresCpuMs();
+  const firstCpu = { pump: (pumpCpu.user + pumpCpu.system) / 1000, postgres: pgCpu === null || pgCpuAfter === null ? null : pgCpuAfter - pgCpu };
   const rssAfterFirst = process.memoryUsage.rss(); // after the release that follows a large message
   const afterFirst = (await sql<{ n: number }>`select count(*)::int n from msg_event where target = 'msg'`.execute(b.db)).rows[0].n;
   const firstTimings = { ...timings };
@@ -69,6 +76,7 @@ if (role === 'pump') {
   console.log(
     JSON.stringify({
       first,
+      firstCpu,
       firstRelease: firstTimings.release ?? 0,
       rssAfterFirst,
       again,
@@ -88,6 +96,8 @@ const nodeFlags = procfileArgs('pump').filter((a) => a.startsWith('--'));
 fillCompileCache(startEnv);
 const xml = bigSnapshot(flights);
 const first: number[] = [];
+const pumpCpu: number[] = [];
+const pgCpu: (number | null)[] = [];
 const release: number[] = [];
 const again: number[] = [];
 const parse: number[] = [];
@@ -116,6 +126,8 @@ for (let r = 0; r < runs; r++) {
   await intakeRound({ db: b.db, inbox: b.inbox, clock: systemClock, intake: slices(b.config).intake, log });
   const run = JSON.parse(execFileSync(process.execPath, [...nodeFlags, import.meta.filename, String(flights), String(runs)], { env: pumpEnv, encoding: 'utf8', maxBuffer: 1 << 24 }));
   first.push(run.first);
+  pumpCpu.push(run.firstCpu.pump);
+  pgCpu.push(run.firstCpu.postgres);
   release.push(run.firstRelease);
   again.push(run.again);
   peaks.push(run.peakRss);
@@ -135,6 +147,9 @@ console.log(
       olderDays,
       runs,
       firstApplyMsMedian: Math.round(median(first)),
+      firstApplyMsEachRun: first.map(Math.round),
+      // CPU time of the first apply (ms): the pump process's, Postgres's (null: not on this machine)
+      firstApplyCpuMsMedian: { pump: Math.round(median(pumpCpu)), postgres: pgCpu.includes(null) ? null : Math.round(median(pgCpu as number[])) },
       // of which the full garbage collection after SUCCEEDED (lib/runtime/gc.ts): the message is applied before it
       firstReleaseGcMsMedian: Math.round(median(release)),
       sameContentAgainMsMedian: Math.round(median(again)),
