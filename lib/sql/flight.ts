@@ -219,7 +219,7 @@ function writeStatement(spec: FlightColumns) {
   // flight_change rows: one per message and flight it changed.
   pieces.push(
     (g) => `insert into flight_change (flid, state_version, msg_id, kind, op, cause, changes, created_at)
-      select * from unnest($7::text[], $8::integer[], $9::bigint[], $10::text[], $11::text[], $12::text[], $13::jsonb[], $14::timestamptz[]) ${whereGuard(g)}
+      select * from unnest($7::text[], $8::integer[], $9::bigint[], $10::text[], $11::text[], $12::text[], $13::json[], $14::timestamptz[]) ${whereGuard(g)}
       on conflict (flid, state_version) do nothing`,
   );
 

@@ -71,7 +71,7 @@ export const historyStarts = pgStatement<[], { flid: string; first_msg: number; 
 /** The change records of these flights up to message $2 (newest first per flight): which message set a field. */
 export const changesOf = pgStatement<[flids: string[], upTo: number], { flid: string; state_version: number; msg_id: number; kind: string; keys: string[] }>(
   'shadow.changes_of',
-  `select flid, state_version, msg_id::bigint as msg_id, kind, array(select jsonb_object_keys(changes)) as keys
+  `select flid, state_version, msg_id::bigint as msg_id, kind, array(select json_object_keys(changes)) as keys
      from flight_change where flid = any($1::text[]) and msg_id <= $2::bigint order by flid, state_version desc`,
 );
 

@@ -129,6 +129,13 @@ describe('snapshot (SCHD DNLD)', () => {
     expect(await count(s.db, 'flight_gate')).toBe(2500);
     const changes = async (msgId: number) => (await sql<{ n: number }>`select count(*)::int n from flight_change where msg_id = ${msgId} and flid = any(${mine}::text[])`.execute(s.db)).rows[0].n;
     expect(await changes(first.msgId)).toBe(2500);
+    // a change record is kept as the pump wrote it (json; docs/decisions.md "Change records as json")
+    const stored = (
+      await sql<{ type: string; text: string; changes: Record<string, unknown> }>`select pg_typeof(changes)::text as type, changes::text as text, changes
+        from flight_change where msg_id = ${first.msgId} and flid = ${mine[0]}`.execute(s.db)
+    ).rows[0];
+    expect(stored).toMatchObject({ type: 'json', text: JSON.stringify(stored.changes) });
+    expect(stored.changes.GTDT).toEqual([null, [expect.objectContaining({ GATE: 'G1' })]]);
     const ev1 = await events(s.db);
     expect(ev1.map((e) => `${e.target}:${e.flid}`)).toEqual([...range(1, 2500).flatMap((f) => [`msg:${f}`, `state:${f}`]), ...range(1, 2500).map((f) => `schd:${f}`)]);
     expect(ev1.filter((e) => e.target === 'msg').every((e) => e.payload.EVENT_ID === e.event_id)).toBe(true);

@@ -190,7 +190,7 @@ describe('a rule change tried on real traffic', () => {
   /** Flights whose live REMC was last changed by a FLOP/REMC (the ones the changed rule touches), from the live's change records. */
   async function touchedOnLive(afterMsg: number): Promise<Map<string, number>> {
     const r = await sql<{ flid: string; msg_id: string; kind: string }>`
-      select distinct on (flid) flid, msg_id, kind from flight_change where changes ? 'REMC' order by flid, state_version desc`.execute(live.db);
+      select distinct on (flid) flid, msg_id, kind from flight_change where changes::jsonb ? 'REMC' order by flid, state_version desc`.execute(live.db);
     const first = await sql<{ flid: string; m: string }>`select flid, min(msg_id) m from flight_change group by flid`.execute(live.db);
     const began = new Map(first.rows.map((x) => [x.flid, Number(x.m)]));
     return new Map(r.rows.filter((x) => x.kind === 'FLOP/REMC' && (began.get(x.flid) ?? 0) > afterMsg).map((x) => [x.flid, Number(x.msg_id)]));

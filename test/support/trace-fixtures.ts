@@ -49,7 +49,7 @@ async function proc(db: QueryDb, id: number, state: string, why: [reason: string
 
 async function change(db: QueryDb, flid: string, v: number, msgId: number, kind: string, op: string, cause: string, changes: Record<string, [unknown, unknown]>, min: number) {
   await sql`insert into flight_change (flid, state_version, msg_id, kind, op, cause, changes, created_at)
-            values (${flid}, ${v}, ${msgId}, ${kind}, ${op}, ${cause}, ${JSON.stringify(changes)}::jsonb, ${at(min)})`.execute(db);
+            values (${flid}, ${v}, ${msgId}, ${kind}, ${op}, ${cause}, ${JSON.stringify(changes)}::json, ${at(min)})`.execute(db);
 }
 
 async function event(db: QueryDb, target: 'msg' | 'schd', flid: string, v: number, payload: Record<string, unknown>, sent: { partition: number; offset: string } | null, min: number) {
