@@ -154,9 +154,22 @@ function decodeRow(spec: CollectionSpec, n: XmlNode, ctx: Ctx): Row {
   return row;
 }
 
-/** Apply one tag rule to the occurrences of its tag(s) in a body; writes into the patch. */
-function applyRule(rule: TagRule, body: XmlNode, patch: Patch, ctx: Ctx): void {
-  const nodes = childrenOf(body, rule.tag);
+/** A body's children by tag, tags in first-seen order, each tag's children in document order. */
+type ByTag = ReadonlyMap<string, XmlNode[]>;
+function byTagOf(body: XmlNode): ByTag {
+  const out = new Map<string, XmlNode[]>();
+  for (const c of body.children) {
+    const l = out.get(c.tag);
+    if (l) l.push(c);
+    else out.set(c.tag, [c]);
+  }
+  return out;
+}
+const NONE: XmlNode[] = [];
+
+/** Apply one tag rule to the occurrences of its tag(s) in a body (its children by tag); writes into the patch. */
+function applyRule(rule: TagRule, byTag: ByTag, patch: Patch, ctx: Ctx): void {
+  const nodes = byTag.get(rule.tag) ?? NONE;
   if (nodes.length === 0) return;
   const first = nodes[0];
   switch (rule.rule) {
@@ -176,9 +189,9 @@ function applyRule(rule: TagRule, body: XmlNode, patch: Patch, ctx: Ctx): void {
     }
     case 'linked': {
       // Decided once for the whole group (the first tag of the group present does it).
-      const present = rule.group.filter((t) => child(body, t) !== undefined);
+      const present = rule.group.filter((t) => byTag.has(t));
       if (present[0] !== rule.tag) return;
-      const vals = present.map((t) => [t, scalarValue(t, child(body, t)!, ctx)] as const);
+      const vals = present.map((t) => [t, scalarValue(t, byTag.get(t)![0], ctx)] as const);
       if (vals.some(([, v]) => v === null)) for (const t of rule.group) patch[t] = null;
       else for (const [t, v] of vals) patch[t] = v;
       return;
@@ -218,9 +231,6 @@ function flidOf(body: XmlNode, where: string, opts: DecodeOptions): string {
   return String(v);
 }
 
-/** Tags of a body in first-seen order. */
-const tagsOf = (body: XmlNode) => [...new Set(body.children.map((c) => c.tag))];
-
 // ---------------------------------------------------------------------------------------------
 // FLOP
 
@@ -237,16 +247,17 @@ export function decodeFlop(env: Envelope, opts: DecodeOptions): FlopMessage {
   const flid = flidOf(body, at, opts);
   const patch: Patch = {};
   const carried = new Set(spec.tags);
-  for (const tag of tagsOf(body)) {
+  const byTag = byTagOf(body);
+  for (const tag of byTag.keys()) {
     if (tag === 'FLID' || tag === 'FFID') continue;
     const rule = TAG_RULES.get(tag);
     if (!rule || !carried.has(tag)) {
       notes.unknownTags.push(tag);
       continue;
     }
-    if (spec.need !== 'delete') applyRule(rule, body, patch, ctx);
+    if (spec.need !== 'delete') applyRule(rule, byTag, patch, ctx);
   }
-  const present = spec.tags.filter((t) => child(body, t) !== undefined);
+  const present = spec.tags.filter((t) => byTag.has(t));
   switch (spec.need) {
     case 'all':
       for (const t of spec.tags) if (!present.includes(t)) throw protocol(`${at}: required <${t}> missing`);
@@ -272,10 +283,11 @@ export function decodeFltr(rec: XmlNode, index: number, opts: DecodeOptions, not
   const flid = flidOf(rec, at0, opts);
   const ctx: Ctx = { opts, notes, at: `${at0} FLID=${flid}` };
   const patch: Patch = {};
-  for (const tag of tagsOf(rec)) {
+  const byTag = byTagOf(rec);
+  for (const tag of byTag.keys()) {
     const rule = TAG_RULES.get(tag);
     if (!rule) notes.unknownTags.push(tag);
-    else applyRule(rule, rec, patch, ctx);
+    else applyRule(rule, byTag, patch, ctx);
   }
   return { flid, patch };
 }

@@ -59,31 +59,82 @@ const TAG_NAME = /^[^\s]+/;
 const NO_ATTRS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 const NO_CHILDREN: XmlNode[] = Object.freeze([]) as unknown as XmlNode[];
 
+/** What String.prototype.trim removes (WhiteSpace and LineTerminator), as UTF-16 code units. */
+const isTrimmed = (c: number) =>
+  c === 0x20 ||
+  c === 0x0a ||
+  c === 0x09 ||
+  c === 0x0d ||
+  (c > 0x7f && (c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff)) ||
+  c === 0x0b ||
+  c === 0x0c;
+
+/**
+ * Each element name once, across documents (a snapshot repeats a few dozen names 300,000 times,
+ * and its records are built one by one), found by a hash of its characters computed while the
+ * name is scanned: a name seen before is neither cut out of the text nor hashed as a string
+ * again. At most NAMES_MAX names, then started again. Only names shorter than SHORT_NAME: a
+ * longer piece of a string may be kept as a view of the whole text, which the table would then
+ * hold long after the document.
+ */
+const namesByHash = new Map<number, string>();
+const NAMES_MAX = 4096;
+const SHORT_NAME = 12;
+function nameAt(xml: string, from: number, to: number, hash: number): string {
+  const known = namesByHash.get(hash);
+  if (known !== undefined && known.length === to - from && xml.startsWith(known, from)) return known;
+  const name = xml.slice(from, to);
+  if (name.length > SHORT_NAME) return name;
+  if (namesByHash.size >= NAMES_MAX) namesByHash.clear();
+  namesByHash.set(hash, name); // a name of another hash that collides replaces it: found again next time
+  return name;
+}
+
 /** Top-level elements of the document (text outside them is not kept). `lazy`: those elements left unbuilt, with the spans checkXml found. */
 function buildTree(xml: string, lazy?: LazySpec & { spans: number[] }): XmlNode[] {
   let span = 0; // the next depth-3 span of lazy.spans that may start at the tag being read
   const top: XmlNode[] = [];
-  /** Each element name once (a snapshot repeats a few dozen names 300,000 times). */
-  const names = new Map<string, string>();
   const open: XmlNode[] = [];
   const n = xml.length;
+  // The current run of character data: the pieces before a comment that interrupted it (`run`),
+  // and the last piece as a range of the text [runFrom, runTo), cut out only when it holds more
+  // than blanks (most runs are the blanks between two tags, or an element's whole text).
   let run = '';
-  let pos = 0;
+  let runFrom = -1;
+  let runTo = -1;
   /** End the current run of character data: trimmed, decoded, added to the open element's text. */
   const endRun = () => {
-    if (run === '') return;
-    const t = run.trim();
-    run = '';
-    if (t !== '' && open.length > 0) open[open.length - 1].text += decodeRefs(lineEnds(t));
+    if (runFrom === -1 && run === '') return;
+    let t: string;
+    if (run === '') {
+      let a = runFrom;
+      let b = runTo;
+      while (a < b && isTrimmed(xml.charCodeAt(a))) a++;
+      while (b > a && isTrimmed(xml.charCodeAt(b - 1))) b--;
+      runFrom = -1;
+      if (a === b) return;
+      t = xml.slice(a, b);
+    } else {
+      t = (runFrom === -1 ? run : run + xml.slice(runFrom, runTo)).trim();
+      run = '';
+      runFrom = -1;
+      if (t === '') return;
+    }
+    if (open.length > 0) open[open.length - 1].text += decodeRefs(lineEnds(t));
   };
   /** Index just past `close`, searched from `from` (the end of the document when absent: cannot happen once validated). */
   const past = (close: string, from: number) => {
     const k = xml.indexOf(close, from);
     return k === -1 ? n : k + close.length;
   };
+  let pos = 0;
   while (pos < n) {
     const lt = xml.indexOf('<', pos);
-    if (lt !== pos) run += xml.slice(pos, lt === -1 ? n : lt);
+    if (lt !== pos) {
+      if (runFrom !== -1) run += xml.slice(runFrom, runTo); // a comment came between: keep what was before it
+      runFrom = pos;
+      runTo = lt === -1 ? n : lt;
+    }
     if (lt === -1) break;
     const c1 = xml.charCodeAt(lt + 1);
     if (c1 === 0x21 /* ! */) {
@@ -110,37 +161,52 @@ function buildTree(xml: string, lazy?: LazySpec & { spans: number[] }): XmlNode[
       pos = past('>', lt + 2);
       continue;
     }
-    // a start tag: its end is the first '>' outside a quoted attribute value
-    let j = xml.indexOf('>', lt + 1);
-    if (j === -1) j = n;
-    for (let k = lt + 1; k < j; k++) {
-      const c = xml.charCodeAt(k);
-      if (c !== 0x22 && c !== 0x27) continue;
-      // a quoted value: skip it; the tag ends at the first '>' after it (or after the next one)
-      const q = xml.indexOf(xml[k], k + 1);
-      k = q === -1 ? n : q;
-      if (k >= j) {
-        j = xml.indexOf('>', k + 1);
-        if (j === -1) j = n;
-      }
-    }
     if (open.length > 0) endRun();
-    else run = ''; // only blanks can stand outside the root element
-    let exp = xml.slice(lt + 1, j);
-    const empty = exp.endsWith('/');
-    if (empty) exp = exp.slice(0, -1);
-    const name = TAG_NAME.exec(exp)?.[0] ?? '';
-    let tag = names.get(name);
-    if (tag === undefined) names.set(name, (tag = name));
+    else {
+      run = ''; // only blanks can stand outside the root element
+      runFrom = -1;
+    }
+    // a start tag. The common case: its name, then '>' or '/>' (no attributes, nothing to slice but the name)
+    let e = lt + 1;
+    let hash = 0;
+    for (let c = xml.charCodeAt(e); e < n && c !== 0x3e && c !== 0x2f && !isTrimmed(c); c = xml.charCodeAt(++e)) hash = (Math.imul(hash, 31) + c) | 0;
+    let j: number;
+    let tag: string;
+    let empty: boolean;
     let attrs = NO_ATTRS;
-    if (exp.length > tag.length)
-      for (const m of exp.slice(tag.length).matchAll(ATTRIBUTE)) {
-        const value = m[3] ?? m[4];
-        if (value === undefined) continue;
-        if (m[1] in Object.prototype || m[1] === 'prototype') throw new XmlError(`name "${m[1]}" is not accepted (reserved JavaScript property name)`);
-        if (attrs === NO_ATTRS) attrs = {};
-        attrs[m[1]] = decodeRefs(lineEnds(value.trim())).trim();
+    const ce = xml.charCodeAt(e);
+    if (ce === 0x3e /* > */ || (ce === 0x2f && xml.charCodeAt(e + 1) === 0x3e)) {
+      tag = nameAt(xml, lt + 1, e, hash);
+      empty = ce === 0x2f;
+      j = empty ? e + 1 : e;
+    } else {
+      // attributes: the tag's end is the first '>' outside a quoted attribute value
+      j = xml.indexOf('>', lt + 1);
+      if (j === -1) j = n;
+      for (let k = lt + 1; k < j; k++) {
+        const c = xml.charCodeAt(k);
+        if (c !== 0x22 && c !== 0x27) continue;
+        // a quoted value: skip it; the tag ends at the first '>' after it (or after the next one)
+        const q = xml.indexOf(xml[k], k + 1);
+        k = q === -1 ? n : q;
+        if (k >= j) {
+          j = xml.indexOf('>', k + 1);
+          if (j === -1) j = n;
+        }
       }
+      let exp = xml.slice(lt + 1, j);
+      empty = exp.endsWith('/');
+      if (empty) exp = exp.slice(0, -1);
+      tag = isTrimmed(ce) ? nameAt(xml, lt + 1, e, hash) : (TAG_NAME.exec(exp)?.[0] ?? '');
+      if (exp.length > tag.length)
+        for (const m of exp.slice(tag.length).matchAll(ATTRIBUTE)) {
+          const value = m[3] ?? m[4];
+          if (value === undefined) continue;
+          if (m[1] in Object.prototype || m[1] === 'prototype') throw new XmlError(`name "${m[1]}" is not accepted (reserved JavaScript property name)`);
+          if (attrs === NO_ATTRS) attrs = {};
+          attrs[m[1]] = decodeRefs(lineEnds(value.trim())).trim();
+        }
+    }
     const node: XmlNode = { tag, attrs, text: '', children: NO_CHILDREN };
     const parent = open.length > 0 ? open[open.length - 1] : null;
     if (lazy && open.length === 2 && tag === lazy.child && parent!.tag === lazy.parent) {

@@ -152,3 +152,78 @@ describe('lazy elements: left unbuilt, then built from their source, they are wh
     expect(reason(() => parseXml(bad))).not.toBe('accepted');
   });
 });
+
+describe('the tree: text runs, blanks, names', () => {
+  /** An element as [tag, text, children], attributes left out (none in these documents but where named). */
+  type Shape = [string, string, Shape[]];
+  const shape = (n: XmlNode): Shape => [n.tag, n.text, n.children.map(shape)];
+  it.each([
+    [
+      'blanks between tags are no text',
+      '<a>\n  <b>x</b>\n  <c/>\n</a>',
+      [
+        'a',
+        '',
+        [
+          ['b', 'x', []],
+          ['c', '', []],
+        ],
+      ],
+    ],
+    [
+      'runs around child elements, each trimmed, joined',
+      '<a> p <b/> q <c>r</c> s </a>',
+      [
+        'a',
+        'pqs',
+        [
+          ['b', '', []],
+          ['c', 'r', []],
+        ],
+      ],
+    ],
+    ['a comment does not end a run: trimmed as one', '<a>  x  <!-- c -->  y  </a>', ['a', 'x    y', []]],
+    ['a comment after the text, blanks before the next', '<a>x<!--c-->  </a>', ['a', 'x', []]],
+    ['blanks, a comment, then text', '<a>  <!--c-->y</a>', ['a', 'y', []]],
+    ['CDATA kept as it is, the runs around it trimmed', '<a> <![CDATA[ raw ]]> t </a>', ['a', 'raw t', []]],
+    ['a processing instruction ends a run', '<a>1<?p?>2</a>', ['a', '12', []]],
+    [
+      'what trim() removes besides XML blanks (no-break, ideographic space, BOM)',
+      '<a>\u3000x\u3000<b>\u00a0 s \u00a0</b><c>\ufeffy</c></a>',
+      [
+        'a',
+        'x',
+        [
+          ['b', 's', []],
+          ['c', 'y', []],
+        ],
+      ],
+    ],
+    ['line ends and references in text', '<a>\r\n t &amp;#65; &#65;\r\n</a>', ['a', 't &#65; A', []]],
+    [
+      'names across documents: the same name, a longer one, one that shares its start',
+      '<FLID><FLIDX>1</FLIDX><FLI/><FLIGHT_NUMBER_LONG>2</FLIGHT_NUMBER_LONG></FLID>',
+      [
+        'FLID',
+        '',
+        [
+          ['FLIDX', '1', []],
+          ['FLI', '', []],
+          ['FLIGHT_NUMBER_LONG', '2', []],
+        ],
+      ],
+    ],
+  ] as [string, string, Shape][])('%s', (_, xml, expected) => {
+    expect(shape(parseXml(xml))).toEqual(expected);
+    expect(shape(parseXml(xml))).toEqual(expected); // again: the names seen in the first parse are reused
+  });
+
+  it('attributes: quoted values holding ">" or the other quote, a blank before "/>"', () => {
+    const root = parseXml(`<a b="1>2" c='x"y' d = " v "><e f="1" /><g/></a>`);
+    expect(root.attrs).toEqual({ b: '1>2', c: 'x"y', d: 'v' });
+    expect(root.children.map((c) => [c.tag, c.attrs, c.children.length])).toEqual([
+      ['e', { f: '1' }, 0],
+      ['g', {}, 0],
+    ]);
+  });
+});
