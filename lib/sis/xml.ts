@@ -90,6 +90,41 @@ function nameAt(xml: string, from: number, to: number, hash: number): string {
   return name;
 }
 
+/**
+ * A start tag with attributes (or blanks) after its name, from '<' at `lt`: its name (`name`, when
+ * the caller found it), attributes and end; its end is the first '>' outside a quoted value.
+ */
+function attributedTag(xml: string, lt: number, name: string | undefined): { tag: string; attrs: Record<string, string>; empty: boolean; j: number } {
+  const n = xml.length;
+  let j = xml.indexOf('>', lt + 1);
+  if (j === -1) j = n;
+  for (let k = lt + 1; k < j; k++) {
+    const c = xml.charCodeAt(k);
+    if (c !== 0x22 && c !== 0x27) continue;
+    // a quoted value: skip it; the tag ends at the first '>' after it (or after the next one)
+    const q = xml.indexOf(xml[k], k + 1);
+    k = q === -1 ? n : q;
+    if (k >= j) {
+      j = xml.indexOf('>', k + 1);
+      if (j === -1) j = n;
+    }
+  }
+  let exp = xml.slice(lt + 1, j);
+  const empty = exp.endsWith('/');
+  if (empty) exp = exp.slice(0, -1);
+  const tag = name ?? TAG_NAME.exec(exp)?.[0] ?? '';
+  let attrs = NO_ATTRS;
+  if (exp.length > tag.length)
+    for (const m of exp.slice(tag.length).matchAll(ATTRIBUTE)) {
+      const value = m[3] ?? m[4];
+      if (value === undefined) continue;
+      if (m[1] in Object.prototype || m[1] === 'prototype') throw new XmlError(`name "${m[1]}" is not accepted (reserved JavaScript property name)`);
+      if (attrs === NO_ATTRS) attrs = {};
+      attrs[m[1]] = decodeRefs(lineEnds(value.trim())).trim();
+    }
+  return { tag, attrs, empty, j };
+}
+
 /** Top-level elements of the document (text outside them is not kept). `lazy`: those elements left unbuilt, with the spans checkXml found. */
 function buildTree(xml: string, lazy?: LazySpec & { spans: number[] }): XmlNode[] {
   let span = 0; // the next depth-3 span of lazy.spans that may start at the tag being read
@@ -179,34 +214,7 @@ function buildTree(xml: string, lazy?: LazySpec & { spans: number[] }): XmlNode[
       tag = nameAt(xml, lt + 1, e, hash);
       empty = ce === 0x2f;
       j = empty ? e + 1 : e;
-    } else {
-      // attributes: the tag's end is the first '>' outside a quoted attribute value
-      j = xml.indexOf('>', lt + 1);
-      if (j === -1) j = n;
-      for (let k = lt + 1; k < j; k++) {
-        const c = xml.charCodeAt(k);
-        if (c !== 0x22 && c !== 0x27) continue;
-        // a quoted value: skip it; the tag ends at the first '>' after it (or after the next one)
-        const q = xml.indexOf(xml[k], k + 1);
-        k = q === -1 ? n : q;
-        if (k >= j) {
-          j = xml.indexOf('>', k + 1);
-          if (j === -1) j = n;
-        }
-      }
-      let exp = xml.slice(lt + 1, j);
-      empty = exp.endsWith('/');
-      if (empty) exp = exp.slice(0, -1);
-      tag = isTrimmed(ce) ? nameAt(xml, lt + 1, e, hash) : (TAG_NAME.exec(exp)?.[0] ?? '');
-      if (exp.length > tag.length)
-        for (const m of exp.slice(tag.length).matchAll(ATTRIBUTE)) {
-          const value = m[3] ?? m[4];
-          if (value === undefined) continue;
-          if (m[1] in Object.prototype || m[1] === 'prototype') throw new XmlError(`name "${m[1]}" is not accepted (reserved JavaScript property name)`);
-          if (attrs === NO_ATTRS) attrs = {};
-          attrs[m[1]] = decodeRefs(lineEnds(value.trim())).trim();
-        }
-    }
+    } else ({ tag, attrs, empty, j } = attributedTag(xml, lt, isTrimmed(ce) ? nameAt(xml, lt + 1, e, hash) : undefined));
     const node: XmlNode = { tag, attrs, text: '', children: NO_CHILDREN };
     const parent = open.length > 0 ? open[open.length - 1] : null;
     if (lazy && open.length === 2 && tag === lazy.child && parent!.tag === lazy.parent) {
