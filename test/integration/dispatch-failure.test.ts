@@ -17,7 +17,6 @@ import {
   deadAddress,
   deps,
   edge,
-  kafkaService,
   NOW,
   openDb,
   payloadOf,
@@ -28,6 +27,7 @@ import {
   stateCounts,
   uniqueTopic,
 } from './dispatch-support.ts';
+import { privateKafka } from '../support/private-kafka.ts';
 
 const PRIVATE_PORT = 19192;
 const PRIVATE = `127.0.0.1:${PRIVATE_PORT}`;
@@ -127,10 +127,10 @@ describe('a reachable broker that answers the send with an error', () => {
 });
 
 describe('broker stopped in the middle of a run', () => {
-  beforeAll(async () => kafkaService('kafka-start', PRIVATE_PORT), 180_000);
+  beforeAll(async () => privateKafka('kafka-start', PRIVATE_PORT), 180_000);
   afterAll(async () => {
     await deleteTopics(createdTopics(), PRIVATE).catch(() => {}); // its data directory outlives the run
-    await kafkaService('kafka-stop', PRIVATE_PORT);
+    await privateKafka('kafka-stop', PRIVATE_PORT);
   }, 120_000);
 
   it('rows stay PENDING while it is down; after restart everything arrives, duplicates only of unacknowledged sends', async () => {
@@ -166,7 +166,7 @@ describe('broker stopped in the middle of a run', () => {
     let stopped = false;
     try {
       await waitUntil('some sent', async () => ((await stateCounts(db)).SENT ?? 0) >= 300);
-      await kafkaService('kafka-stop', PRIVATE_PORT); // while the loop keeps sending
+      await privateKafka('kafka-stop', PRIVATE_PORT); // while the loop keeps sending
       stopped = true;
       await waitUntil('failed rounds', () => results.filter((r) => r.failed > 0).length >= 3);
       const during = await stateCounts(db);
@@ -180,13 +180,13 @@ describe('broker stopped in the middle of a run', () => {
       await new Promise((res) => setTimeout(res, 500));
       expect((await stateCounts(db)).SENT ?? 0).toBe(sentWhileDown); // nothing acknowledged while down
 
-      await kafkaService('kafka-start', PRIVATE_PORT);
+      await privateKafka('kafka-start', PRIVATE_PORT);
       stopped = false;
       await waitUntil('all sent', async () => ((await stateCounts(db)).SENT ?? 0) === 3000);
     } finally {
       stop = true;
       await loop;
-      if (stopped) await kafkaService('kafka-start', PRIVATE_PORT);
+      if (stopped) await privateKafka('kafka-start', PRIVATE_PORT);
     }
 
     const failedSends = results.reduce((n, r) => n + r.failed, 0);

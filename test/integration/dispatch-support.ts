@@ -4,8 +4,6 @@
 // produce on demand).
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import kafkajs from 'kafkajs';
 import { sql } from 'kysely';
 import { ManualClock, type Clock } from '../../lib/core/clock.ts';
@@ -155,15 +153,6 @@ export async function deadAddress(): Promise<string> {
   const { port } = server.address() as net.AddressInfo;
   await new Promise<void>((r) => server.close(() => r()));
   return `127.0.0.1:${port}`;
-}
-
-const run = promisify(execFile);
-/**
- * scripts/services kafka-stop / kafka-start. With a port other than 9092 this is a private
- * broker (own state in .local/kafka/port-<port>/), so an outage test never disturbs the shared one.
- */
-export async function kafkaService(cmd: 'kafka-stop' | 'kafka-start', port = 9092): Promise<void> {
-  await run('scripts/services', [cmd], { timeout: 120_000, env: { ...process.env, KAFKA_PORT: String(port) } });
 }
 
 /** Every record of a topic (up to the high watermarks read first), with a real consumer group. */

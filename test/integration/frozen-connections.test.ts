@@ -12,19 +12,17 @@
 //     process (a second pair at most: the dedicated check's new connection may answer before
 //     the work's last pooled call has timed out), no stack trace per failed round.
 // The machine's servers are never touched.
-import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { promisify } from 'node:util';
 import kafkajs from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FaultProxy } from '../support/fault-proxy.ts';
+import { privateKafka } from '../support/private-kafka.ts';
 import { TEST_INBOX_URL, TEST_PG_URL, TEST_REDIS_URL } from '../support/env.ts';
 import { openServices, putInbox, resetDomain, resetPipeline, sisMessage, type TestServices } from '../support/services.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 import { bigSnapshot } from '../support/fixtures.ts';
 
-const run = promisify(execFile);
 /** This file's own broker (state in .local/kafka/port-<port>/), advertised through the proxy; apart from other runs on the machine. */
 const KAFKA_PORT = process.env.TEST_PORT_BASE ? Number(process.env.TEST_PORT_BASE) + 95 : 19492;
 // longer than RESUME_LIMIT_MS: the work must resume while the old connections are still frozen
@@ -48,8 +46,7 @@ let kafkaStarted = false;
 const id = randomUUID().slice(0, 8);
 const measured: Record<string, number> = {};
 
-const kafkaService = (cmd: 'kafka-start' | 'kafka-stop') =>
-  run('scripts/services', [cmd], { timeout: 120_000, env: { ...process.env, KAFKA_PORT: String(KAFKA_PORT), KAFKA_ADVERTISED_PORT: String(px.kafka.port) } });
+const kafkaService = (cmd: 'kafka-start' | 'kafka-stop') => privateKafka(cmd, KAFKA_PORT, px.kafka.port);
 
 const q = async <T>(text: string, values: unknown[] = []) => (await s.pool.query(text, values)).rows as T[];
 const proc = (name: string) => procs.find((p) => p.name === name)!;

@@ -5,18 +5,17 @@
 // mariadb / redis-cli loop talks to the same servers directly and must never fail: `npm test`
 // never stops, restarts or reconfigures a service it did not start itself.
 // Every outage ends with everything applied exactly once, backfilled and on Kafka, nothing DEAD.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { promisify } from 'node:util';
 import kafkajs from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FaultProxy } from '../support/fault-proxy.ts';
+import { privateKafka } from '../support/private-kafka.ts';
 import { TEST_INBOX_URL, TEST_PG_URL, TEST_REDIS_URL } from '../support/env.ts';
 import { openServices, putInbox, resetDomain, resetPipeline, sisMessage, type TestServices } from '../support/services.ts';
 import { hasLog, metricValue, startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 import { bigSnapshot } from '../support/fixtures.ts';
 
-const run = promisify(execFile);
 /** This file's own broker (state in .local/kafka/port-19292/), advertised through the proxy. */
 const KAFKA_PORT = 19292;
 const OUTAGE_MS = 10_000;
@@ -29,8 +28,7 @@ let bystander: ChildProcess | undefined;
 const bystanderLog: string[] = [];
 const id = randomUUID().slice(0, 8);
 
-const kafkaService = (cmd: 'kafka-start' | 'kafka-stop') =>
-  run('scripts/services', [cmd], { timeout: 120_000, env: { ...process.env, KAFKA_PORT: String(KAFKA_PORT), KAFKA_ADVERTISED_PORT: String(px.kafka.port) } });
+const kafkaService = (cmd: 'kafka-start' | 'kafka-stop') => privateKafka(cmd, KAFKA_PORT, px.kafka.port);
 
 let seqn = 900_000;
 let stand = 0;
