@@ -297,22 +297,27 @@ describe("outages through a fault proxy (R2): the machine's services are never t
     expect(ms).toBeLessThanOrEqual(10_000);
     expect(leaders.every((p) => hasLog(p, 'stale; ending it and taking over'))).toBe(true);
     // since when each part held: a slow one names the duty that lagged (in whole-suite runs it
-    // took 42 s and 66 s instead of 6.5, never in a run of this file alone), with that run's
-    // warnings; and, once, what the duties' jobs looked like while the messages waited
+    // took 42 s, 60 s and 66 s instead of 6.5, never in a run of this file alone; once "sent",
+    // while applied held after 6.3 s), with that run's warnings; and, once, what the duties'
+    // jobs, the sessions and the lagging duties' lines looked like 15 s after the reset
+    const DUTIES: Record<string, string[]> = { intake: ['intake'], applied: ['pump'], backfilled: ['backfill'], sent: ['msg-dispatch', 'schd-dispatch'] };
     const lagReport = async () => {
-      if ((await settledParts(61)).applied) return;
+      const lagging = Object.entries(await settledParts(61)).flatMap(([part, ok]) => (ok ? [] : [part]));
+      if (lagging.length === 0) return;
       const jobs = await q(`select task_identifier task, key, run_at, locked_at, locked_by, attempts, max_attempts from graphile_worker.jobs order by id`);
       const sessions = await q(
         `select pid, application_name app, state, wait_event_type, wait_event, extract(epoch from now() - state_change)::int idle_s, left(query, 80) query
            from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() order by application_name`,
       );
-      console.log(`[outages] Postgres half-open: not applied after 15 s; jobs ${JSON.stringify(jobs)}; sessions ${JSON.stringify(sessions)}`);
-      console.log(
-        `[outages] pump since the half-open:\n${proc('pump')
-          .logs.filter((l) => Date.parse(/"time":"([^"]+)"/.exec(l)?.[1] ?? '') >= t0)
-          .map((l) => l.slice(0, 300))
-          .join('\n')}`,
-      );
+      const unsent = await q(`select target, state, count(*)::int n, min(next_attempt_at) next from msg_event where target in ('msg', 'schd') and state <> 'SENT' group by 1, 2`);
+      console.log(`[outages] Postgres half-open: ${lagging.join(', ')} not settled after 15 s; jobs ${JSON.stringify(jobs)}; sessions ${JSON.stringify(sessions)}; unsent ${JSON.stringify(unsent)}`);
+      for (const name of lagging.flatMap((part) => DUTIES[part]))
+        console.log(
+          `[outages] ${name} since the half-open:\n${proc(name)
+            .logs.filter((l) => Date.parse(/"time":"([^"]+)"/.exec(l)?.[1] ?? '') >= t0)
+            .map((l) => l.slice(0, 300))
+            .join('\n')}`,
+        );
     };
     const lagging = setTimeout(() => void lagReport().catch((e: Error) => console.log(`[outages] the lag report could not be read: ${e.message}`)), 15_000);
     const heldSince = await settle(61, 120_000, t0).finally(() => clearTimeout(lagging));
