@@ -50,7 +50,6 @@ const decodeRefs = (s: string) =>
     : s.replace(REFERENCE, (_m, name: string | undefined, hex: string | undefined, dec: string | undefined) => (name ? PREDEFINED[name] : String.fromCodePoint(parseInt(hex ?? dec!, hex ? 16 : 10))));
 const lineEnds = (s: string) => (s.indexOf('\r') === -1 ? s : s.replace(/\r\n?/g, '\n'));
 const ATTRIBUTE = /([^\s=]+)\s*(=\s*(?:"([^"]*)"|'([^']*)'))?/g;
-const TAG_NAME = /^[^\s]+/;
 
 /**
  * Shared by every element without attributes / without child elements (most of a snapshot's
@@ -91,10 +90,10 @@ function nameAt(xml: string, from: number, to: number, hash: number): string {
 }
 
 /**
- * A start tag with attributes (or blanks) after its name, from '<' at `lt`: its name (`name`, when
- * the caller found it), attributes and end; its end is the first '>' outside a quoted value.
+ * A start tag with attributes (or blanks) after its name `tag`, from '<' at `lt`: its attributes
+ * and end; its end is the first '>' outside a quoted value.
  */
-function attributedTag(xml: string, lt: number, name: string | undefined): { tag: string; attrs: Record<string, string>; empty: boolean; j: number } {
+function attributedTag(xml: string, lt: number, tag: string): { tag: string; attrs: Record<string, string>; empty: boolean; j: number } {
   const n = xml.length;
   let j = xml.indexOf('>', lt + 1);
   if (j === -1) j = n;
@@ -112,7 +111,6 @@ function attributedTag(xml: string, lt: number, name: string | undefined): { tag
   let exp = xml.slice(lt + 1, j);
   const empty = exp.endsWith('/');
   if (empty) exp = exp.slice(0, -1);
-  const tag = name ?? TAG_NAME.exec(exp)?.[0] ?? '';
   let attrs = NO_ATTRS;
   if (exp.length > tag.length)
     for (const m of exp.slice(tag.length).matchAll(ATTRIBUTE)) {
@@ -214,7 +212,7 @@ function buildTree(xml: string, lazy?: LazySpec & { spans: number[] }): XmlNode[
       tag = nameAt(xml, lt + 1, e, hash);
       empty = ce === 0x2f;
       j = empty ? e + 1 : e;
-    } else ({ tag, attrs, empty, j } = attributedTag(xml, lt, isTrimmed(ce) ? nameAt(xml, lt + 1, e, hash) : undefined));
+    } else ({ tag, attrs, empty, j } = attributedTag(xml, lt, nameAt(xml, lt + 1, e, hash))); // blanks after the name (checkXml allows nothing else)
     const node: XmlNode = { tag, attrs, text: '', children: NO_CHILDREN };
     const parent = open.length > 0 ? open[open.length - 1] : null;
     if (lazy && open.length === 2 && tag === lazy.child && parent!.tag === lazy.parent) {
