@@ -208,17 +208,22 @@ describe('npm start (scripts/start.ts on the Procfile)', () => {
     if (prometheusPresent()) {
       const prom = await startPrometheus(localConfig(s.ports));
       try {
+        // on a time-out: each target's last health, error and scrape duration as Prometheus saw them
+        let seen: string[] = [];
         const targets = await waitFor(
           'every target up',
           async () => {
-            const r = (await (await fetch(`${prom.url}/api/v1/targets`)).json()) as { data: { activeTargets: { labels: Record<string, string>; health: string; lastError: string }[] } };
+            const r = (await (await fetch(`${prom.url}/api/v1/targets`)).json()) as {
+              data: { activeTargets: { labels: Record<string, string>; health: string; lastError: string; lastScrapeDuration: number }[] };
+            };
             const t = r.data.activeTargets;
+            seen = t.map((x) => `${x.labels.process}: ${x.health} in ${Math.round(x.lastScrapeDuration * 1000)} ms${x.lastError ? ` (${x.lastError})` : ''}`);
             return t.length === PROCS.length && t.every((x) => x.health === 'up') && t;
           },
           30_000,
           500,
         ).catch((e) => {
-          throw new Error(`${(e as Error).message}\nprometheus: ${prom.logs.join('')}`);
+          throw new Error(`${(e as Error).message}\ntargets:\n${seen.join('\n')}\nprometheus: ${prom.logs.join('')}`);
         });
         expect(targets.map((t) => t.labels.process).sort()).toEqual([...PROCS].sort());
         expect(new Set(targets.map((t) => t.labels.job))).toEqual(new Set(['msgx']));
