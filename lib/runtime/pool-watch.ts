@@ -12,8 +12,13 @@
 // server cannot be reached on a fresh connection either, nothing is destroyed: that is an
 // outage, not a frozen path, and the calls fail on their own. The server keeps the session of a
 // frozen connection (its transaction, its locks) until its keepalives give up: the watchdog
-// ends the sessions it abandons (pg_terminate_backend) from its fresh connection. Dedicated
-// connections (a purge session holding locks) are watched the same way (`adopt`).
+// ends the sessions it abandons (pg_terminate_backend) from its fresh connection. A connection
+// that fails under the process (reset by the path while the server kept its end: a half-open
+// path, a client-side reset) leaves the same kind of session behind, in the middle of its
+// transaction with its row and advisory locks, which the process's next round then waits on or
+// skips until idle_in_transaction_session_timeout ends it (60 s): the watchdog ends those too,
+// from a fresh connection within a second or two (`endLost`). Dedicated connections (a purge
+// session holding locks) are watched the same way (`adopt`).
 import type pg from 'pg';
 import { connectClient, createSessionDb, destroySocket, type PgWhere } from '../db/postgres.ts';
 import { pgRows, pgRun } from '../db/statement.ts';
@@ -34,6 +39,17 @@ interface Inflight {
   since: number;
 }
 
+/** A connection that failed under the process: its backend, its application name, when it failed. */
+interface Lost {
+  pid: number;
+  app: string;
+  at: number;
+}
+/** A lost session not ended after this long is left to the server's own timeouts. */
+const LOST_GIVE_UP_MS = 5 * 60_000;
+/** While the server cannot be reached, the lost sessions are tried again this often. */
+const LOST_RETRY_MS = 5000;
+
 type Client = pg.PoolClient & { processID?: number | null };
 
 export interface PoolWatch {
@@ -47,24 +63,40 @@ export interface PoolWatch {
   adopt(c: pg.Client): void;
 }
 
-export function watchPool(pool: pg.Pool, o: { url: PgWhere; onStuck?: (err: Error) => void; timeoutMs?: number }): PoolWatch {
+export function watchPool(pool: pg.Pool, o: { url: PgWhere; onStuck?: (err: Error) => void; onLostEnded?: (pids: number[]) => void; timeoutMs?: number }): PoolWatch {
   const inflight = new Map<Client, Inflight>();
+  const lost = new Map<number, Lost>();
   const timeoutMs = o.timeoutMs ?? 2000;
-  pool.on('connect', (c: pg.PoolClient) => track(c as Client, inflight));
+  const watch = (c: Client) => {
+    track(c, inflight);
+    // the pg client emits 'error' once its connection fails under it (never on a graceful end)
+    c.on('error', () => {
+      const app = (c as unknown as { connectionParameters?: { application_name?: string } }).connectionParameters?.application_name;
+      if (c.processID && app) lost.set(c.processID, { pid: c.processID, app, at: Date.now() });
+    });
+  };
+  pool.on('connect', (c: pg.PoolClient) => watch(c as Client));
   pool.on('remove', (c: pg.PoolClient) => inflight.delete(c as Client));
   let running = false;
+  let lostRetryAt = 0;
   const timer = setInterval(() => {
     if (running) return;
     const now = Date.now();
-    if (![...inflight.values()].some((f) => f.n > 0 && now - f.since >= SUSPECT_MS)) return;
-    running = true;
-    void sweep(inflight, o.url, timeoutMs, o.onStuck, STUCK_MIN_MS).finally(() => (running = false));
+    if ([...inflight.values()].some((f) => f.n > 0 && now - f.since >= SUSPECT_MS)) {
+      running = true;
+      void sweep(inflight, o.url, timeoutMs, o.onStuck, STUCK_MIN_MS).finally(() => (running = false));
+    } else if (lost.size > 0 && now >= lostRetryAt) {
+      running = true;
+      void endLost(lost, o.url, timeoutMs, o.onLostEnded)
+        .then((reached) => (lostRetryAt = reached ? 0 : Date.now() + LOST_RETRY_MS))
+        .finally(() => (running = false));
+    }
   }, EVERY_MS);
   timer.unref();
   return {
     stop: () => clearInterval(timer),
     adopt: (c) => {
-      track(c as Client, inflight);
+      watch(c as Client);
       c.once('end', () => inflight.delete(c as Client));
     },
     reset: async () => {
@@ -145,4 +177,39 @@ async function sweep(inflight: Map<Client, Inflight>, url: PgWhere, timeoutMs: n
   if (stuck === 0) return;
   // Its siblings opened before the same fault are likely frozen too: start over on new connections.
   for (const [c, f] of inflight) if (f.n === 0) destroySocket(c);
+}
+
+/**
+ * Ends, from a fresh connection, the server sessions of connections that failed under the process
+ * (`lost`): only a backend of the same pid and application name that started before the failure
+ * (a pid the server gave to a newer session is left alone). False when the server could not be
+ * reached: the sessions are kept for a later try, up to LOST_GIVE_UP_MS after their failure.
+ */
+async function endLost(lost: Map<number, Lost>, url: PgWhere, timeoutMs: number, onEnded?: (pids: number[]) => void): Promise<boolean> {
+  const now = Date.now();
+  for (const [pid, l] of lost) if (now - l.at > LOST_GIVE_UP_MS) lost.delete(pid);
+  const batch = [...lost.values()];
+  if (batch.length === 0) return true;
+  let check: pg.Client | undefined;
+  try {
+    check = await withDeadline(connectClient(url, 'pool-watch'), timeoutMs, 'pool watch connect');
+    const ended = await withDeadline(
+      pgRows(
+        createSessionDb(check),
+        Locks.terminateLost,
+        batch.map((l) => l.pid),
+        batch.map((l) => l.app),
+        batch.map((l) => Date.now() - l.at),
+      ),
+      timeoutMs,
+      'pool watch',
+    );
+    for (const l of batch) lost.delete(l.pid);
+    if (ended.length) onEnded?.(ended.map((r) => r.pid));
+    return true;
+  } catch {
+    return false; // the server cannot be reached: an outage; try again later
+  } finally {
+    if (check) void withDeadline(check.end(), 500, 'end').catch(() => destroySocket(check!));
+  }
 }

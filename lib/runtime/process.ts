@@ -150,7 +150,11 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
   // Readiness per dependency, one line when one goes away / comes back (lib/runtime/health.ts).
   const health = new Health({ log });
   // A pooled connection frozen on a dead path is closed instead of hanging its caller (lib/runtime/pool-watch.ts).
-  const poolWatch = watchPool(pool, { url: t.postgres, onStuck: health.reporter('postgres') });
+  const poolWatch = watchPool(pool, {
+    url: t.postgres,
+    onStuck: health.reporter('postgres'),
+    onLostEnded: (backends) => log.warn({ backends }, 'postgres: ended the server sessions of connections this process lost (their transactions roll back, their locks go)'),
+  });
   health.onDown('postgres', () => void poolWatch.reset());
   const io = slices(config).io;
   // the MariaDB and Redis drivers are loaded only by a process that needs them (docs/decisions.md "Footprint")

@@ -56,6 +56,22 @@ export const staleHolders = pgStatement<[key: number, deadlineMs: number, statem
         or (a.state = 'active' and a.state_change < clock_timestamp() - make_interval(secs => ($2::float8 + $3::float8) / 1000)))`,
 );
 
+/**
+ * Ends the sessions of connections a process lost ($1 pids, $2 their application names, $3 ms
+ * since each failed): a backend of that pid and name that started before its failure (a pid
+ * the server gave to a newer session since is left alone). Returns the pids ended.
+ */
+export const terminateLost = pgStatement<[pids: number[], apps: string[], agesMs: number[]], { pid: number }>(
+  'locks.terminate_lost',
+  // materialized: the sessions are chosen first, so that the planner cannot apply
+  // pg_terminate_backend to a row of pg_stat_activity before the join has filtered it
+  `with lost as materialized (
+     select a.pid from pg_stat_activity a
+       join unnest($1::int[], $2::text[], $3::float8[]) as l(pid, app, age_ms) on a.pid = l.pid and a.application_name = l.app
+      where a.backend_start < now() - make_interval(secs => l.age_ms / 1000))
+   select pid from lost where pg_terminate_backend(pid)`,
+);
+
 /** Ends backend $1, waiting up to $2 ms for it to go. */
 export const terminateBackend = pgStatement<[pid: number, timeoutMs: number], { terminated: boolean }>('locks.terminate_backend', 'select pg_terminate_backend($1::int, $2::bigint) as terminated');
 

@@ -298,8 +298,11 @@ describe("outages through a fault proxy (R2): the machine's services are never t
     expect(leaders.every((p) => hasLog(p, 'stale; ending it and taking over'))).toBe(true);
     // since when each part held: a slow one names the duty that lagged (in whole-suite runs it
     // took 42 s, 60 s and 66 s instead of 6.5, never in a run of this file alone; once "sent",
-    // while applied held after 6.3 s), with that run's warnings; and, once, what the duties'
-    // jobs, the sessions and the lagging duties' lines looked like 15 s after the reset
+    // while applied held after 6.3 s: a pooled connection reset in the middle of a transaction
+    // left its session holding locks until idle_in_transaction_session_timeout, 60 s; the pool
+    // watch now ends such sessions within seconds, test/integration/pool-watch.test.ts), with
+    // that run's warnings; and, once, what the duties' jobs, the sessions and the lagging
+    // duties' lines looked like 15 s after the reset
     const DUTIES: Record<string, string[]> = { intake: ['intake'], applied: ['pump'], backfilled: ['backfill'], sent: ['msg-dispatch', 'schd-dispatch'] };
     const lagReport = async () => {
       const lagging = Object.entries(await settledParts(61)).flatMap(([part, ok]) => (ok ? [] : [part]));
