@@ -20,7 +20,7 @@
 // from a fresh connection within a second or two (`endLost`). Dedicated connections (a purge
 // session holding locks) are watched the same way (`adopt`).
 import type pg from 'pg';
-import { connectClient, createSessionDb, destroySocket, type PgWhere } from '../db/postgres.ts';
+import { connectClient, createSessionDb, destroySocket, type Db, type PgWhere } from '../db/postgres.ts';
 import { pgRows, pgRun } from '../db/statement.ts';
 import * as Locks from '../sql/locks.ts';
 import * as Probe from '../sql/probe.ts';
@@ -137,46 +137,50 @@ async function sweep(inflight: Map<Client, Inflight>, url: PgWhere, timeoutMs: n
   const now = Date.now();
   const busy = [...inflight.entries()].filter(([c, f]) => f.n > 0 && now - f.since >= minAgeMs && c.processID);
   if (busy.length === 0) return;
-  let check: pg.Client | undefined;
-  let states: Map<number, { state: string | null; wait_event: string | null }>;
-  try {
-    check = await withDeadline(connectClient(url, 'pool-watch'), timeoutMs, 'pool watch connect');
+  const stuck = await onFreshSession(url, timeoutMs, async (db) => {
     const rows = await withDeadline(
       pgRows(
-        createSessionDb(check),
+        db,
         Probe.backendStates,
         busy.map(([c]) => c.processID!),
       ),
       timeoutMs,
       'pool watch',
     );
-    states = new Map(rows.map((r) => [r.pid, r]));
-  } catch {
-    if (check) void withDeadline(check.end(), 500, 'end').catch(() => destroySocket(check!));
-    return; // the server cannot be reached at all: an outage, the calls fail on their own
-  }
-  let stuck = 0;
-  const orphans: number[] = [];
-  for (const [c, f] of busy) {
-    const s = states.get(c.processID!);
-    const dead = !s || (s.state !== 'active' && s.state !== 'fastpath function call') || s.wait_event === 'ClientWrite';
-    if (!dead) continue;
-    stuck++;
-    onStuck?.(
-      new Error(
-        `a Postgres connection (backend ${c.processID}) waited ${Math.round((Date.now() - f.since) / 100) / 10} s while the server says ${s ? `${s.state}${s.wait_event ? `/${s.wait_event}` : ''}` : 'the backend is gone'}: its path is frozen; connection closed`,
-      ),
-    );
-    if (s) orphans.push(c.processID!);
-    destroySocket(c);
-  }
-  // The server keeps a frozen connection's session (its transaction, its locks) until its own
-  // keepalives give up: end the sessions we just abandoned, from the fresh connection.
-  for (const pid of orphans) await withDeadline(pgRun(createSessionDb(check), Locks.terminateBackend, pid, 0), timeoutMs, 'terminate').catch(() => {});
-  void withDeadline(check.end(), 500, 'end').catch(() => destroySocket(check!));
+    const states = new Map(rows.map((r) => [r.pid, r]));
+    let n = 0;
+    const orphans: number[] = [];
+    for (const [c, f] of busy) {
+      const s = states.get(c.processID!);
+      const dead = !s || (s.state !== 'active' && s.state !== 'fastpath function call') || s.wait_event === 'ClientWrite';
+      if (!dead) continue;
+      n++;
+      onStuck?.(
+        new Error(
+          `a Postgres connection (backend ${c.processID}) waited ${Math.round((Date.now() - f.since) / 100) / 10} s while the server says ${s ? `${s.state}${s.wait_event ? `/${s.wait_event}` : ''}` : 'the backend is gone'}: its path is frozen; connection closed`,
+        ),
+      );
+      if (s) orphans.push(c.processID!);
+      destroySocket(c);
+    }
+    // The server keeps a frozen connection's session (its transaction, its locks) until its own
+    // keepalives give up: end the sessions we just abandoned, from the fresh connection.
+    for (const pid of orphans) await withDeadline(pgRun(db, Locks.terminateBackend, pid, 0), timeoutMs, 'terminate').catch(() => {});
+    return n;
+  }).catch(() => 0); // the server cannot be reached at all: an outage, the calls fail on their own
   if (stuck === 0) return;
   // Its siblings opened before the same fault are likely frozen too: start over on new connections.
   for (const [c, f] of inflight) if (f.n === 0) destroySocket(c);
+}
+
+/** fn on a fresh connection of its own (connected within timeoutMs), ended afterwards without waiting. */
+async function onFreshSession<T>(url: PgWhere, timeoutMs: number, fn: (db: Db) => Promise<T>): Promise<T> {
+  const check = await withDeadline(connectClient(url, 'pool-watch'), timeoutMs, 'pool watch connect');
+  try {
+    return await fn(createSessionDb(check));
+  } finally {
+    void withDeadline(check.end(), 500, 'end').catch(() => destroySocket(check));
+  }
 }
 
 /**
@@ -190,26 +194,24 @@ async function endLost(lost: Map<number, Lost>, url: PgWhere, timeoutMs: number,
   for (const [pid, l] of lost) if (now - l.at > LOST_GIVE_UP_MS) lost.delete(pid);
   const batch = [...lost.values()];
   if (batch.length === 0) return true;
-  let check: pg.Client | undefined;
   try {
-    check = await withDeadline(connectClient(url, 'pool-watch'), timeoutMs, 'pool watch connect');
-    const ended = await withDeadline(
-      pgRows(
-        createSessionDb(check),
-        Locks.terminateLost,
-        batch.map((l) => l.pid),
-        batch.map((l) => l.app),
-        batch.map((l) => Date.now() - l.at),
+    const ended = await onFreshSession(url, timeoutMs, (db) =>
+      withDeadline(
+        pgRows(
+          db,
+          Locks.terminateLost,
+          batch.map((l) => l.pid),
+          batch.map((l) => l.app),
+          batch.map((l) => Date.now() - l.at),
+        ),
+        timeoutMs,
+        'pool watch',
       ),
-      timeoutMs,
-      'pool watch',
     );
     for (const l of batch) lost.delete(l.pid);
     if (ended.length) onEnded?.(ended.map((r) => r.pid));
     return true;
   } catch {
     return false; // the server cannot be reached: an outage; try again later
-  } finally {
-    if (check) void withDeadline(check.end(), 500, 'end').catch(() => destroySocket(check!));
   }
 }
