@@ -1,8 +1,11 @@
 // A real Prometheus (Debian's package) scraping processes on this machine with the shipped
 // ops/prometheus-local.yml (what a person running `npm start` uses, 127.0.0.1 at the default
 // ports). A test runs the processes on ports of its own, so each target's port becomes that
-// process's port (found by its `process` label), the rule file an absolute path and the
-// intervals 1 s. Nothing else changes: same jobs, labels and alert rules.
+// process's port (found by its `process` label), the rule file an absolute path, rules evaluated
+// every second and targets scraped every 3 s with a 3 s timeout: the bound the processes set
+// themselves on collecting their metrics (SCRAPE_MS, lib/runtime/process.ts), where a 1 s timeout
+// would measure the machine's load rather than the configuration. Nothing else changes: same
+// jobs, labels and alert rules.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -48,7 +51,7 @@ export function shippedTargets(): string[] {
 /** ops/prometheus-local.yml with each process's target on the port the test gave it. */
 export function localConfig(ports: Record<string, number>): PromConfig {
   const c = shippedConfig('prometheus-local.yml');
-  c.global = { ...c.global, scrape_interval: '1s', evaluation_interval: '1s' };
+  c.global = { ...c.global, scrape_interval: '3s', scrape_timeout: '3s', evaluation_interval: '1s' };
   c.rule_files = (c.rule_files ?? []).map((f) => path.resolve(OPS, f));
   for (const job of c.scrape_configs)
     for (const s of job.static_configs) {
