@@ -11,7 +11,7 @@
 import { resolve } from 'node:path';
 import kafkajs from 'kafkajs';
 import { sql } from 'kysely';
-import { freePort } from '../../test/support/tls.ts';
+import { freePort } from '../../test/support/ports.ts';
 import { scriptHelp } from '../args.ts';
 import { allInSync, leaderCounts, nodesAnswering, startKafkaCluster } from '../topology/kafka.ts';
 import { DRILL_WORKERS, drained, feedSnapshot, finalState, logTails, log, longestSendPause, machine, openRig, resumedAfter, sleep, stateTopicDifferences, waitFor, type Rig } from './harness.ts';

@@ -14,7 +14,7 @@ import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { createPool } from '../../lib/db/postgres.ts';
 import { createQueryDb } from '../../lib/db/kysely.ts';
-import { freePort } from '../../test/support/tls.ts';
+import { freePort } from '../../test/support/ports.ts';
 import { scriptHelp } from '../args.ts';
 import { startPgPair } from '../topology/postgres.ts';
 

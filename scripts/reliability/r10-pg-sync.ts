@@ -14,7 +14,7 @@
 import { resolve } from 'node:path';
 import { createPool } from '../../lib/db/postgres.ts';
 import { createQueryDb } from '../../lib/db/kysely.ts';
-import { freePort } from '../../test/support/tls.ts';
+import { freePort } from '../../test/support/ports.ts';
 import { scriptHelp } from '../args.ts';
 import { startPgPair } from '../topology/postgres.ts';
 import { DRILL_WORKERS, drained, feedSnapshot, finalState, logTails, log, machine, openRig, resumedAfter, sleep, waitFor, type Stage } from './harness.ts';

@@ -13,7 +13,7 @@ import { resolve } from 'node:path';
 import { resolveRedis, targetOf } from '../../lib/core/connections.ts';
 import { mirrorVersions } from '../../lib/flight/mirror.ts';
 import { createRedis } from '../../lib/db/redis.ts';
-import { freePort } from '../../test/support/tls.ts';
+import { freePort } from '../../test/support/ports.ts';
 import { SENTINEL_MASTER, startRedisSentinels } from '../topology/redis.ts';
 import { scriptHelp } from '../args.ts';
 import { DRILL_WORKERS, drained, feedSnapshot, finalState, logTails, log, machine, mirrorDifferences, openRig, sleep, waitFor } from './harness.ts';

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKafkaEdge, type KafkaEdge } from '../../lib/dispatch/kafka.ts';
 import { startKafkaCluster, type KafkaCluster } from '../../scripts/topology/kafka.ts';
 import { silentLog } from '../support/services.ts';
-import { freePort, kafkaAvailable, until } from '../support/tls.ts';
+import { freePort } from '../support/ports.ts';
+import { kafkaAvailable, until } from '../support/tls.ts';
 
 let cluster: KafkaCluster;
 let kafka: KafkaEdge;

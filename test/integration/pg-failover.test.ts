@@ -10,7 +10,8 @@ import { connectClient, createPool } from '../../lib/db/postgres.ts';
 import { startPgPair, type PgPair } from '../../scripts/topology/postgres.ts';
 import { FaultProxy } from '../support/fault-proxy.ts';
 import { hasLog, metricValue, startWorker, stopAll, waitFor } from '../support/processes.ts';
-import { freePort, until } from '../support/tls.ts';
+import { freePort } from '../support/ports.ts';
+import { until } from '../support/tls.ts';
 
 const ROOT = resolve('.local/topology-test/pg');
 let pair: PgPair;

@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveRedis, targetOf } from '../../lib/core/connections.ts';
 import { createRedis, type Redis } from '../../lib/db/redis.ts';
 import { SENTINEL_MASTER, startRedisSentinels, type RedisSentinelSet } from '../../scripts/topology/redis.ts';
-import { freePort, until } from '../support/tls.ts';
+import { freePort } from '../support/ports.ts';
+import { until } from '../support/tls.ts';
 
 let set: RedisSentinelSet;
 let redis: Redis;

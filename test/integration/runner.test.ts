@@ -14,7 +14,8 @@ import { parseProcfile } from '../../scripts/start.ts';
 import { TEST_KAFKA, testEnv } from '../support/env.ts';
 import { waitFor } from '../support/processes.ts';
 import { openServices, resetDomain } from '../support/services.ts';
-import { freePort, localConfig, prometheusPresent, PROMETHEUS, startPrometheus } from '../support/prometheus.ts';
+import { freePort } from '../support/ports.ts';
+import { localConfig, prometheusPresent, PROMETHEUS, startPrometheus } from '../support/prometheus.ts';
 
 const PROCS = parseProcfile(readFileSync('Procfile', 'utf8')).map((e) => e.name);
 const runId = `${process.pid}-${Date.now()}`;

@@ -8,25 +8,14 @@
 // jobs, labels and alert rules.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
+import { freePort } from './ports.ts';
 
 export const PROMETHEUS = process.env.PROMETHEUS_PATH ?? '/usr/bin/prometheus';
 export const PROMTOOL = process.env.PROMTOOL_PATH ?? '/usr/bin/promtool';
 export const OPS = path.resolve(import.meta.dirname, '../../ops');
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 interface StaticConfig {
   targets: string[];

@@ -4,8 +4,8 @@
 // (git-ignored). Each start returns a stop(); a test stops what it started.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
+import { freePort } from './ports.ts';
 
 export const TLS_ROOT = resolve('.local/tls');
 
@@ -15,18 +15,6 @@ export function freshDir(name: string): string {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true, mode: 0o755 });
   return dir;
-}
-
-/** A TCP port nobody listens on now. */
-export async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => res(port));
-    });
-  });
 }
 
 const openssl = (dir: string, args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
