@@ -4,12 +4,13 @@ import { slotCount } from './test/support/slots.ts';
 
 // Test files run side by side, one per worker, each worker with a Postgres database, MariaDB
 // schema and Redis db of its own (test/support/slots.ts; created by global-setup.ts); each file
-// resets what it uses. The files of ALONE run afterwards, one at a time (ALONE_WORKERS): each
-// measures a timing of seconds (an outage, a take-over, a failover, a stop) that the side-by-side
-// phase's load, which keeps both cores busy, would blur, or starts every process of an
-// installation at once (Postgres connections). Two at a time saved about 110 s on the EPYC
-// (R6's resume 5.7 s of its 10 s bound, 4.6–5.4 s alone) but failed 9 tests in 4 files in a CI
-// run on a machine about 30 % slower (docs/history/benchmarks.md), so it is one.
+// resets what it uses. The files of ALONE run one at a time (ALONE_WORKERS): each measures a timing
+// of seconds (an outage, a take-over, a failover, a stop) that other ALONE files' load blurs, or
+// starts every process of an installation at once (Postgres connections). `npm test`
+// (scripts/test.ts) runs them in a vitest of their own on the last slot, beside the side-by-side
+// files, whose processes it makes nice so that ALONE's get the CPU first; a plain `vitest run`
+// runs them after the side-by-side files. Two ALONE files at a time failed 9 tests in 4 files in
+// a CI run on a machine about 30 % slower (docs/history/benchmarks.md), so it is one.
 export const ALONE = [
   'test/integration/dispatch-failure.test.ts',
   'test/integration/frozen-connections.test.ts',
@@ -20,6 +21,14 @@ export const ALONE = [
   'test/integration/redis-failover.test.ts',
   'test/integration/runner.test.ts',
 ];
+
+/**
+ * Files with no bound of seconds that `npm test` runs in ALONE's lane, one at a time like them: the
+ * lane waits more than it computes, so these balance the two vitest runs (the side-by-side files
+ * ended 70 s after the lane with the shadow test alone in it, AMD EPYC Zen 3); the shadow test's two
+ * installations (its connections) then never meet an ALONE installation.
+ */
+export const LANE = ['test/integration/restore.test.ts', 'test/integration/shadow.test.ts'];
 
 /**
  * Run last, one at a time, with the machine to themselves: their bounds are fractions of a second
@@ -51,8 +60,10 @@ export default defineConfig({
     globalSetup: ['test/support/global-setup.ts'],
     reporters: ['default', './test/support/summary-reporter.ts'],
     projects: [
-      { test: { ...common, name: 'side-by-side', include: drills ? [] : ['test/**/*.test.ts'], exclude: [...ALONE, ...SOLO, ...DRILLS], maxWorkers: slotCount(), sequence: { groupOrder: 0 } } },
-      { test: { ...common, name: 'alone', include: drills ? DRILLS : ALONE, maxWorkers: Math.min(ALONE_WORKERS, slotCount()), sequence: { groupOrder: 1 } } },
+      {
+        test: { ...common, name: 'side-by-side', include: drills ? [] : ['test/**/*.test.ts'], exclude: [...ALONE, ...LANE, ...SOLO, ...DRILLS], maxWorkers: slotCount(), sequence: { groupOrder: 0 } },
+      },
+      { test: { ...common, name: 'alone', include: drills ? DRILLS : [...ALONE, ...LANE], maxWorkers: Math.min(ALONE_WORKERS, slotCount()), sequence: { groupOrder: 1 } } },
       { test: { ...common, name: 'solo', include: drills ? [] : SOLO, maxWorkers: 1, sequence: { groupOrder: 2 } } },
     ],
   },

@@ -1,4 +1,4 @@
-// Once per test run, for every worker slot (test/support/slots.ts): a fresh Postgres database
+// Once per test run, for every worker slot of the run (test/support/slots.ts): a fresh Postgres database
 // (all migrations, graphile-worker's included; slot 1 migrated, the others copied from it) and
 // the MariaDB schema of sql/mysql/aodbinterface.sql. MariaDB tables and the slot's Redis db are
 // reset by the files that use them.
@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { migrate } from '../../lib/db/migrate.ts';
-import { slotCount, slotUrls } from './slots.ts';
+import { slotCount, slotOffset, slotUrls } from './slots.ts';
 
 const MY_SCHEMA = new URL('../../sql/mysql/aodbinterface.sql', import.meta.url);
 const dbName = (url: string) => decodeURIComponent(new URL(url).pathname.slice(1));
@@ -58,7 +58,7 @@ async function mariadbSchema(url: string): Promise<void> {
 }
 
 export default async function setup() {
-  const slots = Array.from({ length: slotCount() }, (_, i) => slotUrls(i + 1));
+  const slots = Array.from({ length: slotCount() }, (_, i) => slotUrls(slotOffset() + i + 1));
   await freshPostgres(
     slots[0].pg,
     slots.slice(1).map((s) => s.pg),

@@ -21,15 +21,27 @@ export function redisDbs(): number[] {
   return [15, 14, 13];
 }
 
-/** Workers (slots) of a run: TEST_WORKERS (default 3), never more than there are Redis dbs. */
+/**
+ * Slots before this run's own: TEST_SLOT_OFFSET (default 0). scripts/test.ts runs a second
+ * vitest beside the first on the slots after the first one's.
+ */
+export function slotOffset(): number {
+  const n = Number(process.env.TEST_SLOT_OFFSET ?? 0);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`TEST_SLOT_OFFSET must be a whole number ≥ 0, not "${process.env.TEST_SLOT_OFFSET}"`);
+  return n;
+}
+
+/** Workers (slots) of a run: TEST_WORKERS (default 3), never more than the Redis dbs after the offset. */
 export function slotCount(): number {
   const wanted = Number(process.env.TEST_WORKERS ?? 3);
   if (!Number.isInteger(wanted) || wanted < 1) throw new Error(`TEST_WORKERS must be a whole number ≥ 1, not "${process.env.TEST_WORKERS}"`);
-  return Math.min(wanted, redisDbs().length);
+  const left = redisDbs().length - slotOffset();
+  if (left < 1) throw new Error(`TEST_SLOT_OFFSET=${slotOffset()} leaves no Redis db of the ${redisDbs().length} listed`);
+  return Math.min(wanted, left);
 }
 
-/** The slot of this process: its vitest worker's, 1 outside a worker (global setup, scripts). */
-export const currentSlot = (): number => Number(process.env.VITEST_POOL_ID ?? 1);
+/** The slot of this process: the offset plus its vitest worker's (1 outside a worker: global setup, scripts). */
+export const currentSlot = (): number => slotOffset() + Number(process.env.VITEST_POOL_ID ?? 1);
 
 const renameDb = (url: string, suffix: string) => url.replace(/\/([^/?]+)(\?|$)/, (_, db, tail) => `/${db}${suffix}${tail}`);
 
