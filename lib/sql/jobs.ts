@@ -6,19 +6,16 @@ import { type Executor, pgRun, pgStatement } from '../db/statement.ts';
 // ---- wake-ups
 
 /**
- * Wakes the tasks of $1 with one statement: graphile-worker's public `add_jobs`, one job per
- * task with job_key = task name. A job of that key that is waiting is replaced (run now); one
- * that is running keeps running and a new one is queued behind it (graphile-worker clears the
- * running job's key) — a wake-up is never lost.
+ * Wakes the tasks of $1 with one statement: `msgx_wake` (sql/migrations/0980_wake.sql), one
+ * graphile-worker job per task with job_key = task name. A job of that key that is waiting is
+ * replaced (run now); one that is running keeps running and a new one is queued behind it
+ * (graphile-worker clears the running job's key); one locked while the wake-up runs is seen on a
+ * second call — a wake-up is never lost (docs/decisions.md "Duties").
  */
-const wakeAllStatement = pgStatement<[tasks: string[]], { woken: number }>(
-  'jobs.wake_all',
-  `select (select count(*) from graphile_worker.add_jobs(
-            array(select (t, '{}'::json, null, null, null, t, null, null)::graphile_worker.job_spec from unnest($1::text[]) as t))) as woken`,
-);
+const wakeAllStatement = pgStatement<[tasks: string[]], { woken: number }>('jobs.wake_all', 'select msgx_wake($1::text[]) as woken');
 
 /** Wakes task $1 (coalesced by job_key = task name), at $2 (null: now). */
-const wakeStatement = pgStatement<[task: string, runAt: Date | null]>('jobs.wake', `select graphile_worker.add_job($1::text, '{}'::json, job_key := $1::text, run_at := $2::timestamptz)`);
+const wakeStatement = pgStatement<[task: string, runAt: Date | null]>('jobs.wake', 'select msgx_wake(array[$1::text], $2::timestamptz) as woken');
 
 /** Wakes several graphile-worker tasks with one statement (nothing when the list is empty). */
 export async function wakeAll(db: Executor, tasks: Iterable<string>): Promise<void> {

@@ -21,14 +21,10 @@ const BACKFILL_WAKE = [TASK.backfill];
 
 /**
  * A scalar expression that wakes the graphile-worker tasks of the text[] parameter `param` inside
- * the statement it is part of (nothing when the list is empty): graphile-worker's public
- * `add_jobs`, one job per task with job_key = task name. A job of that key that is waiting is
- * replaced (run now); one that is running keeps running and a new one is queued behind it
- * (graphile-worker clears the running job's key) — a wake-up is never lost. Built at module load.
+ * the statement it is part of (nothing when the list is empty): `msgx_wake`, as lib/sql/jobs.ts
+ * wakes — a wake-up is never lost (docs/decisions.md "Duties").
  */
-const WAKE = (param: string) =>
-  `case when cardinality(${param}::text[]) > 0 then (select count(*) from graphile_worker.add_jobs(
-     array(select (t, '{}'::json, null, null, null, t, null, null)::graphile_worker.job_spec from unnest(${param}::text[]) as t))) end`;
+const WAKE = (param: string) => `case when cardinality(${param}::text[]) > 0 then msgx_wake(${param}::text[]) end`;
 
 // ---- intake
 

@@ -302,7 +302,10 @@ describe("outages through a fault proxy (R2): the machine's services are never t
     // took 42 s, 60 s and 66 s instead of 6.5, never in a run of this file alone; once "sent",
     // while applied held after 6.3 s: a pooled connection reset in the middle of a transaction
     // left its session holding locks until idle_in_transaction_session_timeout, 60 s; the pool
-    // watch now ends such sessions within seconds, test/integration/pool-watch.test.ts), with
+    // watch now ends such sessions within seconds, test/integration/pool-watch.test.ts; once
+    // "applied" after 52 s, no pump job queued: most likely the intake's wake-up dropped by
+    // graphile-worker's add_jobs as the pump's worker locked its kick job in between, which msgx_wake
+    // now calls again, test/integration/pipeline/wake.test.ts), with
     // that run's warnings; and, once, what the duties' jobs, the sessions and the lagging
     // duties' lines looked like 15 s after the reset
     const DUTIES: Record<string, string[]> = { intake: ['intake'], applied: ['pump'], backfilled: ['backfill'], sent: ['msg-dispatch', 'schd-dispatch'] };

@@ -1,12 +1,15 @@
 // wakeAll (lib/sql/jobs.ts): one statement for several graphile-worker wake-ups,
-// through graphile-worker's public add_jobs only (job_key = task name). A pending job of that key
+// through msgx_wake, which calls graphile-worker's public add_jobs (job_key = task name). A pending job of that key
 // is replaced — its row is locked until the waking transaction commits, so no worker can start it
 // before the writes it must see. A wake-up is never lost: a running job, a job scheduled later or
 // no job at all → a job that has not started before the commit.
 import { sql } from 'kysely';
+import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { wakeAll } from '../../../lib/sql/jobs.ts';
 import { openServices, type TestServices } from '../../support/services.ts';
+import { TEST_PG_URL } from '../../support/env.ts';
+import { waitFor } from '../../support/processes.ts';
 
 const A = 'msgx-test-wake-a';
 const B = 'msgx-test-wake-b';
@@ -76,5 +79,44 @@ describe('wakeAll', () => {
     await sql`update graphile_worker._private_jobs set attempts = max_attempts where key = ${A}`.execute(s.db);
     await wakeAll(s.db, [A]);
     expect(await jobs(A)).toMatchObject([{ key: null }, { key: A, attempts: 0, locked_at: null }]);
+  });
+
+  it('a waiting job that a worker locks while the wake-up runs: graphile-worker alone drops the wake-up; msgx_wake calls again', async () => {
+    const waker = new pg.Client({ connectionString: TEST_PG_URL });
+    const worker = new pg.Client({ connectionString: TEST_PG_URL });
+    await Promise.all([waker.connect(), worker.connect()]);
+    const wakerPid = (await waker.query<{ pid: number }>('select pg_backend_pid() pid')).rows[0].pid;
+    const race = async (wakeSql: string) => {
+      await sql`delete from graphile_worker._private_jobs where task_id in (select id from graphile_worker._private_tasks where identifier = ${A})`.execute(s.db);
+      await wakeAll(s.db, [A]); // waiting
+      // a worker takes the job (its get_job) after add_jobs cleared no key, before its insert
+      await worker.query('begin');
+      await worker.query(`update graphile_worker._private_jobs set locked_at = now(), locked_by = 'w1' where key = $1`, [A]);
+      const woken = waker.query<{ id: string | null }>(wakeSql, [A]);
+      await waitFor(
+        'the wake-up waits for the worker',
+        async () => (await s.pool.query(`select 1 from pg_stat_activity where pid = $1 and wait_event_type = 'Lock'`, [wakerPid])).rowCount === 1,
+        5000,
+        20,
+      );
+      await worker.query('commit');
+      const { id } = (await woken).rows[0];
+      return { id, jobs: (await jobs(A)).map((j) => ({ key: j.key, locked: j.locked_at !== null })) };
+    };
+    try {
+      // add_job: no row; only the running job, about to end, holds the key
+      expect(await race(`select (graphile_worker.add_job($1::text, '{}'::json, job_key := $1::text)).id::text as id`)).toEqual({ id: null, jobs: [{ key: A, locked: true }] });
+      // msgx_wake: the running job lets go of the key, a new job waits behind it
+      expect(await race('select msgx_wake(array[$1::text])::text as id')).toEqual({
+        id: '1',
+        jobs: [
+          { key: null, locked: true },
+          { key: A, locked: false },
+        ],
+      });
+    } finally {
+      await worker.query('rollback').catch(() => {});
+      await Promise.all([waker.end(), worker.end()]);
+    }
   });
 });
