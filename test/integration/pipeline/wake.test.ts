@@ -7,6 +7,8 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { wakeAll } from '../../../lib/sql/jobs.ts';
+import { markAppliedTerminal } from '../../../lib/sql/transitions.ts';
+import { TASK } from '../../../lib/core/tasks.ts';
 import { openServices, type TestServices } from '../../support/services.ts';
 import { TEST_PG_URL } from '../../support/env.ts';
 import { waitFor } from '../../support/processes.ts';
@@ -117,6 +119,25 @@ describe('wakeAll', () => {
     } finally {
       await worker.query('rollback').catch(() => {});
       await Promise.all([waker.end(), worker.end()]);
+    }
+  });
+
+  it('a terminal statement over many messages wakes backfill once (its wake-up is an init plan, not a call per row)', async () => {
+    const ids = [990_001, 990_002, 990_003];
+    const clear = async () => {
+      await sql`delete from proc_state where msg_id = any(${ids}::bigint[])`.execute(s.db);
+      await sql`delete from graphile_worker._private_jobs where task_id in (select id from graphile_worker._private_tasks where identifier = ${TASK.backfill})`.execute(s.db);
+    };
+    await clear();
+    try {
+      await wakeAll(s.db, [TASK.backfill]);
+      const [before] = await jobs(TASK.backfill);
+      await sql`insert into proc_state (msg_id, enqueued_at, updated_at, applied_state) select unnest(${ids}::bigint[]), now(), now(), 'SUCCEEDED'`.execute(s.db);
+      expect((await markAppliedTerminal(s.db, ids, new Date())).map((r) => r.state)).toEqual(['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED']);
+      // one add_jobs on the waiting job: its revision goes up by one, not by the number of rows
+      expect((await jobs(TASK.backfill)).map((j) => ({ id: j.id, revision: j.revision }))).toEqual([{ id: before.id, revision: before.revision + 1 }]);
+    } finally {
+      await clear();
     }
   });
 });
