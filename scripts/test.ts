@@ -48,6 +48,7 @@ function vitest(name: string, args: string[], env: Record<string, string>, opts:
   process.on('SIGINT', stop).on('SIGTERM', stop);
   return new Promise((done) =>
     child.on('exit', (code, signal) => {
+      process.off('SIGINT', stop).off('SIGTERM', stop);
       let counts: Counts | undefined;
       try {
         counts = JSON.parse(readFileSync(summary, 'utf8'));
@@ -91,6 +92,10 @@ async function quiet(): Promise<string> {
   }
 }
 
+/** Set by Ctrl-C or a SIGTERM: the runs under way are stopped, and no later run starts. */
+let interrupted: NodeJS.Signals | undefined;
+process.once('SIGINT', () => (interrupted = 'SIGINT')).once('SIGTERM', () => (interrupted = 'SIGTERM'));
+
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
   const slots = slotCount();
@@ -103,6 +108,10 @@ async function main(): Promise<number> {
   const second = await alone;
   process.stdout.write(`\n--- the ALONE and LANE files, run beside the side-by-side ones on slot ${slots} (${aloneLog}) ---\n`);
   process.stdout.write(readFileSync(aloneLog, 'utf8'));
+  if (interrupted) {
+    process.stdout.write(`\n${interrupted}: SOLO's files not started\n`);
+    return 130;
+  }
   process.stdout.write(`\n--- SOLO: ${await quiet()} ---\n`);
   const third = await vitest('solo', ['--project', 'solo'], { TEST_WORKERS: '1' });
 
