@@ -114,7 +114,6 @@ function startBystander(): ChildProcess {
   const script = `
     while :; do
       if out=$(psql -X -q -A -t -h ${pg.hostname} -p ${pg.port || 5432} -U ${pg.username || 'postgres'} -d ${pg.pathname.slice(1)} -c 'select 1' 2>&1 >/dev/null); then echo "ok pg"
-      elif echo "$out" | grep -q 'too many clients already'; then echo "busy pg"
       else echo "FAIL pg $(date +%T.%N) $(echo $out | head -c 200)"; fi
       mariadb --connect-timeout=2 -h ${my.hostname} -P ${my.port || 3306} -u ${my.username || 'root'} -e 'SELECT 1' >/dev/null 2>&1 && echo "ok my" || echo "FAIL my $(date +%T.%N)"
       [ "$(redis-cli -h ${rd.hostname} -p ${rd.port || 6379} -n ${rd.pathname.slice(1) || 0} ping 2>/dev/null)" = PONG ] && echo "ok redis" || echo "FAIL redis $(date +%T.%N)"
@@ -356,14 +355,10 @@ describe("outages through a fault proxy (R2): the machine's services are never t
     expect([Number(inbox[0].n), Number(inbox[0].open)]).toEqual([81, 0]);
   }, 200_000);
 
-  // "sorry, too many clients already" is the server answering: it runs and was not touched, its
-  // connection slots were full (this file's half-open case keeps ~20 sessions on the server, and
-  // `npm test` runs other files beside it against the same server). Counted, not a failure.
   it('a psql / mariadb / redis-cli loop beside all of it never failed', () => {
     const fails = bystanderLog.filter((l) => l.startsWith('FAIL'));
     const oks = (what: string) => bystanderLog.filter((l) => l === `ok ${what}`).length;
-    const busy = bystanderLog.filter((l) => l === 'busy pg').length;
-    console.log(`[outages] bystander: ${oks('pg')} psql, ${oks('my')} mariadb, ${oks('redis')} redis-cli round trips, ${busy} psql answered "too many clients", ${fails.length} failures`);
+    console.log(`[outages] bystander: ${oks('pg')} psql, ${oks('my')} mariadb, ${oks('redis')} redis-cli round trips, ${fails.length} failures`);
     expect(fails).toEqual([]);
     for (const what of ['pg', 'my', 'redis']) expect(oks(what)).toBeGreaterThan(50);
   });
