@@ -33,9 +33,13 @@ function vitest(name: string, args: string[], env: Record<string, string>, opts:
   mkdirSync(LOGS, { recursive: true });
   const summary = `${LOGS}/${name}.summary.json`;
   rmSync(summary, { force: true });
+  // a process group of its own: an interrupted run ends the whole group (the vitest workers and
+  // every server, broker and CLI its tests started), not only vitest, whose killed workers would
+  // leave their children running
   const child = spawn(process.execPath, [VITEST, 'run', ...args], {
     env: { ...process.env, ...env, TEST_SUMMARY_FILE: summary },
     stdio: ['ignore', opts.logFile ? 'pipe' : 'inherit', opts.logFile ? 'pipe' : 'inherit'],
+    detached: true,
   });
   // before vitest forks its workers (it takes far longer than this to load): they inherit it
   if (opts.nice && child.pid) setPriority(child.pid, opts.nice);
@@ -44,11 +48,17 @@ function vitest(name: string, args: string[], env: Record<string, string>, opts:
     child.stdout!.pipe(out);
     child.stderr!.pipe(out);
   }
-  const stop = (signal: NodeJS.Signals) => child.kill(signal);
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    stopping = true;
+    signalGroup(child.pid, signal);
+  };
   process.on('SIGINT', stop).on('SIGTERM', stop);
   return new Promise((done) =>
     child.on('exit', (code, signal) => {
       process.off('SIGINT', stop).off('SIGTERM', stop);
+      // what is left of an interrupted run's group (a broker still shutting down) goes at once
+      if (stopping) signalGroup(child.pid, 'SIGKILL');
       let counts: Counts | undefined;
       try {
         counts = JSON.parse(readFileSync(summary, 'utf8'));
@@ -58,6 +68,15 @@ function vitest(name: string, args: string[], env: Record<string, string>, opts:
       done({ code: code ?? (signal ? 1 : 0), counts });
     }),
   );
+}
+
+/** A signal to a vitest run's process group (nothing when it has ended). */
+function signalGroup(pid: number | undefined, signal: NodeJS.Signals): void {
+  try {
+    if (pid) process.kill(-pid, signal);
+  } catch {
+    // the group has ended
+  }
 }
 
 /** The machine's share of idle CPU time over one second (/proc/stat; undefined where there is none). */

@@ -13,7 +13,7 @@ import { FaultProxy } from '../support/fault-proxy.ts';
 import { privateKafka } from '../support/private-kafka.ts';
 import { TEST_INBOX_URL, TEST_PG_URL, TEST_REDIS_URL } from '../support/env.ts';
 import { openServices, putInbox, resetDomain, resetPipeline, sisMessage, type TestServices } from '../support/services.ts';
-import { hasLog, metricValue, startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
+import { endWithThisProcess, hasLog, metricValue, startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 import { bigSnapshot } from '../support/fixtures.ts';
 
 /** This file's own broker (state in .local/kafka/port-19292/), advertised through the proxy. */
@@ -120,6 +120,7 @@ function startBystander(): ChildProcess {
       sleep 0.2
     done`;
   const child = spawn('bash', ['-c', script], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  endWithThisProcess(child.pid);
   child.stdout!.on('data', (b: Buffer) => bystanderLog.push(...b.toString().split('\n').filter(Boolean)));
   return child;
 }

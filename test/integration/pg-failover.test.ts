@@ -9,7 +9,7 @@ import { migrate } from '../../lib/db/migrate.ts';
 import { connectClient, createPool } from '../../lib/db/postgres.ts';
 import { startPgPair, type PgPair } from '../../scripts/topology/postgres.ts';
 import { FaultProxy } from '../support/fault-proxy.ts';
-import { hasLog, metricValue, startWorker, stopAll, waitFor } from '../support/processes.ts';
+import { endWithThisProcess, hasLog, metricValue, startWorker, stopAll, waitFor } from '../support/processes.ts';
 import { freePort } from '../support/ports.ts';
 import { until } from '../support/tls.ts';
 
@@ -24,9 +24,15 @@ async function writesAgain(pool: ReturnType<typeof createPool>, since: number, v
   return (Date.now() - since) / 1000;
 }
 
+/** Each postmaster of the pair (pg_ctl gives it a session of its own) ends with this test process. */
+const endWithTest = (p: PgPair) => {
+  for (const n of [p.primary, p.standby]) endWithThisProcess(join(n.data, 'postmaster.pid'));
+};
+
 describe('Postgres failover', () => {
   beforeAll(async () => {
     pair = startPgPair(join(ROOT, 'sync'), { primary: await freePort(), standby: await freePort() }, true);
+    endWithTest(pair);
     pair.primary.psql('create database msgx_topo');
     pair.primary.psql('create table t (x int)', 'msgx_topo');
   }, 120_000);
@@ -98,6 +104,7 @@ describe('Postgres failover', () => {
 
   it('through a virtual IP (the fault proxy, moved to the promoted standby): the same URL, writes resume', async () => {
     const p = startPgPair(join(ROOT, 'vip'), { primary: await freePort(), standby: await freePort() }, true);
+    endWithTest(p);
     const vip = await FaultProxy.start({ port: p.primary.port });
     try {
       p.primary.psql('create database msgx_topo');

@@ -3,23 +3,28 @@
 // under .local/). The gateway's client (lib/db/redis.ts, REDIS_SENTINELS + master name through
 // ioredis's Sentinel mode) follows the promoted replica after the primary is SIGKILLed, with
 // the writes the replica had.
-import { resolve } from 'node:path';
+import { readdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveRedis, targetOf } from '../../lib/core/connections.ts';
 import { createRedis, type Redis } from '../../lib/db/redis.ts';
 import { SENTINEL_MASTER, startRedisSentinels, type RedisSentinelSet } from '../../scripts/topology/redis.ts';
 import { freePort } from '../support/ports.ts';
+import { endWithThisProcess } from '../support/processes.ts';
 import { until } from '../support/tls.ts';
 
+const ROOT = resolve('.local/topology-test/redis');
 let set: RedisSentinelSet;
 let redis: Redis;
 
 beforeAll(async () => {
-  set = startRedisSentinels(resolve('.local/topology-test/redis'), {
+  set = startRedisSentinels(ROOT, {
     primary: await freePort(),
     replica: await freePort(),
     sentinels: [await freePort(), await freePort(), await freePort()],
   });
+  // each redis-server daemonized (a session of its own): ended with this test process
+  for (const f of readdirSync(ROOT).filter((n) => n.endsWith('.pid'))) endWithThisProcess(join(ROOT, f));
   // the URL's host is not used in Sentinel mode: the Sentinels name the master
   const target = targetOf(resolveRedis('redis://127.0.0.1:1/2', { sentinels: set.sentinelList, master: SENTINEL_MASTER }));
   redis = createRedis(target, 1000);

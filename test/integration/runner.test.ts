@@ -12,7 +12,7 @@ import kafkajs from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseProcfile } from '../../scripts/start.ts';
 import { TEST_KAFKA, testEnv } from '../support/env.ts';
-import { waitFor } from '../support/processes.ts';
+import { endWithThisProcess, waitFor } from '../support/processes.ts';
 import { openServices, resetDomain, resetPipeline } from '../support/services.ts';
 import { freePort } from '../support/ports.ts';
 import { localConfig, prometheusPresent, PROMETHEUS, startPrometheus } from '../support/prometheus.ts';
@@ -61,6 +61,7 @@ async function npmStart(): Promise<Started> {
   );
   // detached: its own process group, so SIGINT to -pid is what Ctrl-C in a terminal sends.
   const child = spawn('npm', ['start'], { env: { ...process.env, ...env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  endWithThisProcess(child.pid);
   const out = collectLines(child);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((r) => child.once('exit', (code, signal) => r({ code, signal, at: Date.now() })));
   const s: Started = { child, out, ports, pids: {}, exited };
@@ -167,6 +168,7 @@ describe('npm start (scripts/start.ts on the Procfile)', () => {
         const procfile = path.join(dir, `Procfile.${how}`);
         writeFileSync(procfile, `# test\nstubborn: ${stubborn}\n${how === 'death' ? 'short: node -e "setTimeout(()=>process.exit(3),1500)"' : 'idle: node -e "setInterval(()=>{},1000)"'}\n`);
         const child = spawn(process.execPath, ['scripts/start.ts', '--procfile', procfile], { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FORCE_COLOR: '0' } });
+        endWithThisProcess(child.pid);
         const out = collectLines(child);
         const exited = new Promise<{ code: number | null; at: number }>((r) => child.once('exit', (code) => r({ code, at: Date.now() })));
         const pidLine = await waitFor('the stubborn process started', () => out.find((l) => /^\[stubborn\] pid \d+$/.test(l)), 20_000, 50).catch((e: Error) => {

@@ -5,6 +5,7 @@
 // carries a test's few hundred records.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { endWithThisProcess } from './processes.ts';
 
 const run = promisify(execFile);
 
@@ -16,4 +17,5 @@ export async function privateKafka(cmd: 'kafka-start' | 'kafka-stop', port: numb
   if (port === SHARED_PORT) throw new Error(`privateKafka: port ${SHARED_PORT} is the shared broker's; a test starts its own`);
   const env = { ...process.env, KAFKA_PORT: String(port), KAFKA_JVM_OPTS: '-XX:TieredStopAtLevel=1', ...(advertisedPort ? { KAFKA_ADVERTISED_PORT: String(advertisedPort) } : {}) };
   await run('scripts/services', [cmd], { timeout: 120_000, env });
+  if (cmd === 'kafka-start') endWithThisProcess(`.local/kafka/port-${port}/kafka.pid`); // the broker's own session (setsid)
 }

@@ -1,5 +1,6 @@
 // Real worker processes for end-to-end tests (the same entry files as the Procfile).
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { testEnv } from './env.ts';
 import { currentSlot } from './slots.ts';
 
@@ -61,6 +62,23 @@ export async function waitForLog(p: Proc, text: string, what = `"${text}" from $
     const tail = p.logs.slice(-40).join('\n');
     throw new Error(`${(e as Error).message}\n${p.name} exit code ${p.child.exitCode ?? 'none (running)'}; its last ${Math.min(40, p.logs.length)} of ${p.logs.length} line(s):\n${tail}`);
   }
+}
+
+/**
+ * A process group a test started outside its own — detached (its own group, so that a signal to
+ * -pid is Ctrl-C in a terminal) or daemonized by the server itself (pg_ctl, Redis, scripts/services'
+ * Kafka: a session of their own) — is out of reach of the signal that ends an interrupted run
+ * (`npm test` ends the process group of each vitest run: scripts/test.ts) and of the test's
+ * afterAll, which never runs when its worker is killed. A watcher ends the group once this test
+ * process is gone; it leaves as soon as the group has ended by itself. `leader`: the group
+ * leader's pid, or its pid file (first line).
+ */
+export function endWithThisProcess(leader: number | string | undefined): void {
+  let group = typeof leader === 'string' ? Number(readFileSync(leader, 'utf8').split('\n')[0]) : leader;
+  if (!group || !Number.isInteger(group) || group <= 1) return;
+  group = Math.trunc(group);
+  const watch = `while kill -0 ${process.pid} 2>/dev/null && kill -0 -${group} 2>/dev/null; do sleep 1; done; kill -0 ${process.pid} 2>/dev/null || kill -KILL -${group} 2>/dev/null; exit 0`;
+  spawn('sh', ['-c', watch], { detached: true, stdio: 'ignore' }).unref();
 }
 
 export async function stopAll(procs: Proc[]): Promise<void> {

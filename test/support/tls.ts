@@ -6,6 +6,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { freePort } from './ports.ts';
+import { endWithThisProcess } from './processes.ts';
 
 export const TLS_ROOT = resolve('.local/tls');
 
@@ -205,6 +206,7 @@ export async function startPostgres(pki: Pki, password: string): Promise<SecureP
   );
   execFileSync('chown', ['postgres:postgres', join(data, 'postgresql.auto.conf'), join(data, 'pg_hba.conf')]);
   asPg(join(PG_BIN, 'pg_ctl'), ['-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '60', 'start']);
+  endWithThisProcess(join(data, 'postmaster.pid')); // pg_ctl gives the postmaster a session of its own
   const psql = (sql: string, db = 'postgres') => execFileSync('psql', ['-h', dir, '-p', String(port), '-U', 'postgres', '-d', db, '-XAtqc', sql], { encoding: 'utf8' });
   psql(`create role msgx login password '${password.replace(/'/g, "''")}' createdb`);
   psql('create role certuser login');
