@@ -5,7 +5,7 @@
 //   dispatch-skip    DEAD → SKIPPED (kept, visible): releases the FLID's held events.
 // The dispatcher is woken in the same transaction.
 import type { Task } from 'graphile-worker';
-import { wake } from '../sql/jobs.ts';
+import { wakeAll } from '../sql/jobs.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Logger } from '../runtime/log.ts';
 import type { Target } from './plan.ts';
@@ -51,7 +51,10 @@ async function act(db: Db, s: DeadSelector, op: typeof replayDead, verb: string)
   return db.transaction().execute(async (tx) => {
     const named = s.eventIds?.length ? await pgRows(tx, Outbox.eventSelection, s.eventIds) : [];
     const rows = await op(tx, s);
-    for (const t of new Set(rows.map((r) => r.target))) await wake(tx, DISPATCH_TASK[t]);
+    await wakeAll(
+      tx,
+      rows.map((r) => DISPATCH_TASK[r.target]),
+    );
     const done = rows.map((r) => r.eventId);
     const doneSet = new Set(done);
     if (s.eventIds?.length) {
