@@ -228,10 +228,32 @@ export function createSessionDb(client: pg.Client): Db {
   return new PgDb(async () => ({ client, release: () => {} }));
 }
 
-export async function connectClient(url: PgWhere, name: string): Promise<pg.Client> {
+export async function connectClient(url: PgWhere, name: string, deadline?: { ms: number; what: string }): Promise<pg.Client> {
   const client = newClient(pgTarget(url), connectionSettings(url, name));
   client.on('error', () => {});
-  await client.connect();
+  const connected = client.connect();
+  if (!deadline) {
+    await connected;
+    return client;
+  }
+  // past the deadline the attempt is ended (its socket destroyed), never left to connect later
+  // unused: a path that held it (a black hole) would deliver it to the server as an idle session
+  connected.catch(() => {});
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      connected,
+      new Promise<never>(
+        (_, reject) =>
+          (timer = setTimeout(() => {
+            destroySocket(client);
+            reject(new Error(`${deadline.what} did not answer within ${deadline.ms} ms`));
+          }, deadline.ms)),
+      ),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
   return client;
 }
 

@@ -68,7 +68,7 @@ export async function runAsLeader(opts: {
   while (!opts.signal.aborted) {
     let client: pg.Client | undefined;
     try {
-      client = await withDeadline(connectClient(opts.url, opts.name), deadline * 2, 'connect').catch((e) => {
+      client = await connectClient(opts.url, opts.name, { ms: deadline * 2, what: 'connect' }).catch((e) => {
         throw explained('postgres', e);
       });
       failures = 0;
@@ -193,7 +193,7 @@ async function heartbeatLoop(o: { session: Db; url: PgWhere; name: string; lockK
 
 /** Whether our backend still holds the lock and runs a statement not yet far past statement_timeout. */
 async function stillBusy(o: { url: PgWhere; name: string; lockKey: number; pid: number; deadline: number }): Promise<true | string> {
-  const c = await withDeadline(connectClient(o.url, `${o.name}-check`), o.deadline, 'check connect');
+  const c = await connectClient(o.url, `${o.name}-check`, { ms: o.deadline, what: 'check connect' });
   try {
     const row = await withDeadline(pgOne(createSessionDb(c), Locks.holderState, o.pid, o.lockKey), o.deadline, 'check');
     if (!row) return 'the session is gone';
@@ -208,7 +208,7 @@ async function stillBusy(o: { url: PgWhere; name: string; lockKey: number; pid: 
 async function endOldSession(url: PgWhere, name: string, pid: number, deadline: number, log: Logger): Promise<void> {
   let c: pg.Client | undefined;
   try {
-    c = await withDeadline(connectClient(url, `${name}-end-old`), deadline, 'connect');
+    c = await connectClient(url, `${name}-end-old`, { ms: deadline, what: 'connect' });
     const r = await withDeadline(pgOne(createSessionDb(c), Locks.terminateBackend, pid, deadline), deadline, 'terminate');
     if (r?.terminated) log.warn({ backend: pid }, `${name}: ended the former leader session on the server`);
   } catch {

@@ -47,7 +47,7 @@ interface Lost {
 }
 /** A lost session not ended after this long is left to the server's own timeouts. */
 const LOST_GIVE_UP_MS = 5 * 60_000;
-/** While the server cannot be reached, the lost sessions are tried again this often. */
+/** While the server cannot be reached, the lost sessions and the sweep are tried again this often. */
 const LOST_RETRY_MS = 5000;
 
 type Client = pg.PoolClient & { processID?: number | null };
@@ -79,12 +79,15 @@ export function watchPool(pool: pg.Pool, o: { url: PgWhere; onStuck?: (err: Erro
   pool.on('remove', (c: pg.PoolClient) => inflight.delete(c as Client));
   let running = false;
   let lostRetryAt = 0;
+  let sweepRetryAt = 0;
   const timer = setInterval(() => {
     if (running) return;
     const now = Date.now();
-    if ([...inflight.values()].some((f) => f.n > 0 && now - f.since >= SUSPECT_MS)) {
+    if (now >= sweepRetryAt && [...inflight.values()].some((f) => f.n > 0 && now - f.since >= SUSPECT_MS)) {
       running = true;
-      void sweep(inflight, o.url, timeoutMs, o.onStuck, STUCK_MIN_MS).finally(() => (running = false));
+      void sweep(inflight, o.url, timeoutMs, o.onStuck, STUCK_MIN_MS)
+        .then((reached) => (sweepRetryAt = reached ? 0 : Date.now() + LOST_RETRY_MS))
+        .finally(() => (running = false));
     } else if (lost.size > 0 && now >= lostRetryAt) {
       running = true;
       void endLost(lost, o.url, timeoutMs, o.onLostEnded)
@@ -133,10 +136,16 @@ function track(c: Client, inflight: Map<Client, Inflight>): void {
   };
 }
 
-async function sweep(inflight: Map<Client, Inflight>, url: PgWhere, timeoutMs: number, onStuck: ((err: Error) => void) | undefined, minAgeMs: number): Promise<void> {
+/**
+ * Looks up the busy connections' backends on a fresh connection and closes the stuck ones. False
+ * when the server could not be reached: the caller tries again after LOST_RETRY_MS, not every
+ * second — each attempt that a black-holed path holds reaches the server when the path comes
+ * back, as a session of its own (8 processes × one a second filled max_connections in a test).
+ */
+async function sweep(inflight: Map<Client, Inflight>, url: PgWhere, timeoutMs: number, onStuck: ((err: Error) => void) | undefined, minAgeMs: number): Promise<boolean> {
   const now = Date.now();
   const busy = [...inflight.entries()].filter(([c, f]) => f.n > 0 && now - f.since >= minAgeMs && c.processID);
-  if (busy.length === 0) return;
+  if (busy.length === 0) return true;
   const stuck = await onFreshSession(url, timeoutMs, async (db) => {
     const rows = await withDeadline(
       pgRows(
@@ -167,15 +176,16 @@ async function sweep(inflight: Map<Client, Inflight>, url: PgWhere, timeoutMs: n
     // keepalives give up: end the sessions we just abandoned, from the fresh connection.
     for (const pid of orphans) await withDeadline(pgRun(db, Locks.terminateBackend, pid, 0), timeoutMs, 'terminate').catch(() => {});
     return n;
-  }).catch(() => 0); // the server cannot be reached at all: an outage, the calls fail on their own
-  if (stuck === 0) return;
+  }).catch(() => -1); // the server cannot be reached at all: an outage, the calls fail on their own
+  if (stuck <= 0) return stuck === 0;
   // Its siblings opened before the same fault are likely frozen too: start over on new connections.
   for (const [c, f] of inflight) if (f.n === 0) destroySocket(c);
+  return true;
 }
 
 /** fn on a fresh connection of its own (connected within timeoutMs), ended afterwards without waiting. */
 async function onFreshSession<T>(url: PgWhere, timeoutMs: number, fn: (db: Db) => Promise<T>): Promise<T> {
-  const check = await withDeadline(connectClient(url, 'pool-watch'), timeoutMs, 'pool watch connect');
+  const check = await connectClient(url, 'pool-watch', { ms: timeoutMs, what: 'pool watch connect' });
   try {
     return await fn(createSessionDb(check));
   } finally {

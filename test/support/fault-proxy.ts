@@ -7,7 +7,9 @@
 //              every open connection is reset on both sides (the server ends those sessions);
 //   blackhole  bytes stop moving: nothing is read on either side, new connections are accepted
 //              and left waiting; when the mode goes back to pass, what was held flows again
-//              (like a network path that comes back: TCP retransmits, nothing is lost);
+//              (like a network path that comes back: TCP retransmits, nothing is lost). A new
+//              connection whose client gave up before then never reaches the server (a real
+//              path would not have completed its handshake);
 //   halfopen   the client side of every open connection is reset while the server keeps its
 //              session (its socket stays open, what it sends is read and dropped): the state a
 //              dead client host or a NAT timeout leaves behind. New connections pass.
@@ -30,6 +32,8 @@ interface Pair {
   upstream: net.Socket | null;
   /** halfopen: the client is gone, the server side is kept. */
   zombie: boolean;
+  /** Accepted during a black hole: what the client sent meanwhile, and the listener that keeps it. */
+  early?: { chunks: Buffer[]; keep: (b: Buffer) => void };
 }
 
 export class FaultProxy {
@@ -168,7 +172,12 @@ export class FaultProxy {
       this.kill(p);
     });
     if (this.mode === 'blackhole') {
-      client.pause();
+      // read and kept, so that a client that closes is seen (its 'close' ends the pair): only the
+      // ones still open when the path comes back reach the server
+      const chunks: Buffer[] = [];
+      const keep = (b: Buffer) => void chunks.push(b);
+      client.on('data', keep);
+      p.early = { chunks, keep };
       this.held.add(p);
       return;
     }
@@ -178,6 +187,11 @@ export class FaultProxy {
   private forward(p: Pair): void {
     const up = net.connect(this.target.port, this.target.host);
     p.upstream = up;
+    if (p.early) {
+      p.client.off('data', p.early.keep);
+      for (const c of p.early.chunks) up.write(c);
+      p.early = undefined;
+    }
     up.setNoDelay(true);
     p.client.setNoDelay(true);
     up.on('error', () => {});
