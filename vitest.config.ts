@@ -23,15 +23,13 @@ export const ALONE = [
 ];
 
 /**
- * Files with no tight bound of seconds that `npm test` runs in ALONE's lane, one at a time like
- * them: the lane waits more than it computes, so they balance the two vitest runs; the shadow
- * test's two installations (its connections) then never meet an ALONE installation. job-queue
- * mostly sleeps (to a minute boundary) and mirror-heal waits on its processes: among the
- * side-by-side files each held one of two slots idle. Not restore.test.ts: the inbox it leaves
- * marked processed held the runner test's installation after it on the lane's slot as "Postgres
- * is behind" (docs/history/benchmarks.md).
+ * Files with no bound of seconds that `npm test` runs in ALONE's lane, one at a time like them: the
+ * lane waits more than it computes, so they balance the two vitest runs; the shadow test's two
+ * installations (its connections) then never meet an ALONE installation. Not restore.test.ts: the
+ * inbox it leaves marked processed held the runner test's installation after it on the lane's slot
+ * as "Postgres is behind" (docs/history/benchmarks.md).
  */
-export const LANE = ['test/integration/shadow.test.ts', 'test/integration/job-queue.test.ts', 'test/integration/mirror-heal.test.ts'];
+export const LANE = ['test/integration/shadow.test.ts'];
 
 /**
  * Run last, one at a time, with the machine to themselves: their bounds are fractions of a second
