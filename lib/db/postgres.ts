@@ -3,6 +3,7 @@ import pg from 'pg';
 import type { CompiledQuery, QueryResult } from 'kysely';
 import { parse as parseConnectionString } from 'pg-connection-string';
 import { resolvePostgres, targetOf, type PgTarget } from '../core/connections.ts';
+import { withTimeout } from '../core/timeout.ts';
 import { clientClassOf, newClient } from './pg-hosts.ts';
 import { tlsOptions } from './tls.ts';
 
@@ -236,23 +237,13 @@ export async function connectClient(url: PgWhere, name: string, deadline?: { ms:
     await connected;
     return client;
   }
-  // past the deadline the attempt is ended (its socket destroyed), never left to connect later
-  // unused: a path that held it (a black hole) would deliver it to the server as an idle session
-  connected.catch(() => {});
-  let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([
-      connected,
-      new Promise<never>(
-        (_, reject) =>
-          (timer = setTimeout(() => {
-            destroySocket(client);
-            reject(new Error(`${deadline.what} did not answer within ${deadline.ms} ms`));
-          }, deadline.ms)),
-      ),
-    ]);
-  } finally {
-    clearTimeout(timer);
+    await withTimeout(deadline.ms, (ms) => new Error(`${deadline.what} did not answer within ${ms} ms`), connected);
+  } catch (e) {
+    // the attempt is ended (its socket destroyed), never left to connect later unused: a path
+    // that held it (a black hole) would deliver it to the server as an idle session
+    destroySocket(client);
+    throw e;
   }
   return client;
 }
