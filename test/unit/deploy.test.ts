@@ -69,7 +69,7 @@ describe('docker-compose.yml', () => {
   });
 
   it("benches start a process with its Procfile line's node flags and entry file (procfileArgs)", () => {
-    expect(procfileArgs('pump')).toEqual(['--max-semi-space-size=8', 'workers/pump.ts']);
+    expect(procfileArgs('pump')).toEqual(['--max-semi-space-size=8', '--max-old-space-size=1536', 'workers/pump.ts']);
     expect(procfileArgs('intake')).toEqual(['workers/intake.ts']);
     expect(() => procfileArgs('nope')).toThrow('Procfile has no line "nope: node …"');
   });
