@@ -2,6 +2,12 @@
 // One helper for every outside call (inbox, Kafka): `what` names the call in the default error
 // (code ETIMEDOUT), or builds the caller's own error from the limit.
 
+/** The error of a call that `what` names and that did not settle within the limit: "<what> did not answer within <ms> ms". */
+export const noAnswer =
+  (what: string) =>
+  (ms: number): Error =>
+    new Error(`${what} did not answer within ${ms} ms`);
+
 export async function withTimeout<T>(ms: number, what: string | ((ms: number) => Error), p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const t = new Promise<never>((_, reject) => {

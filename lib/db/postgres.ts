@@ -3,7 +3,7 @@ import pg from 'pg';
 import type { CompiledQuery, QueryResult } from 'kysely';
 import { parse as parseConnectionString } from 'pg-connection-string';
 import { resolvePostgres, targetOf, type PgTarget } from '../core/connections.ts';
-import { withTimeout } from '../core/timeout.ts';
+import { noAnswer, withTimeout } from '../core/timeout.ts';
 import { clientClassOf, newClient } from './pg-hosts.ts';
 import { tlsOptions } from './tls.ts';
 
@@ -238,7 +238,7 @@ export async function connectClient(url: PgWhere, name: string, deadline?: { ms:
     return client;
   }
   try {
-    await withTimeout(deadline.ms, (ms) => new Error(`${deadline.what} did not answer within ${ms} ms`), connected);
+    await withTimeout(deadline.ms, noAnswer(deadline.what), connected);
   } catch (e) {
     // the attempt is ended (its socket destroyed), never left to connect later unused: a path
     // that held it (a black hole) would deliver it to the server as an idle session

@@ -27,6 +27,7 @@ import { explained } from '../db/tls.ts';
 import { pgOne, pgRows, pgRun } from '../db/statement.ts';
 import * as Locks from '../sql/locks.ts';
 import * as Probe from '../sql/probe.ts';
+import { noAnswer, withTimeout } from '../core/timeout.ts';
 
 export interface LeaderHandle {
   client: pg.Client;
@@ -223,15 +224,8 @@ async function endClient(c: pg.Client): Promise<void> {
   await withDeadline(c.end(), 2000, 'end').catch(() => destroySocket(c));
 }
 
-export async function withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms)))]);
-  } finally {
-    clearTimeout(timer);
-    p.catch(() => {});
-  }
-}
+/** `p` within `ms`, else "<what> did not answer within <ms> ms" (lib/core/timeout.ts withTimeout). */
+export const withDeadline = <T>(p: Promise<T>, ms: number, what: string): Promise<T> => withTimeout(ms, noAnswer(what), p);
 
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
