@@ -281,6 +281,9 @@ describe('the pump process heals Redis (messages flowing)', () => {
     const c = createRedis(r2.url, 2000);
     try {
       await waitFor('Redis = Postgres at first', async () => (await differences(c)).length === 0, 30_000, 200);
+      // the start's re-sync done first (its marker written), so that the restart below meets a
+      // finished first rebuild: killed during it, that one fails and only one rebuild is logged
+      await waitFor('the first re-sync wrote the marker', async () => (await c.get(GENERATION_KEY)) !== null, 20_000);
       const flowing = feed(400, 600, 40, 100);
       await sleep(500);
       await r2.kill();
