@@ -184,28 +184,56 @@ function columnArrays(width: number, rows: readonly (string | number | boolean |
   return Array.from({ length: width }, (_, i) => rows.map((r) => (r[i] === null || r[i] === undefined ? null : String(r[i]))));
 }
 
+/** A table's rows of a write, column by column (values as text, null stays null). */
+export interface TableRows {
+  table: string;
+  columns: readonly Flight.WriteColumn[];
+  values: (string | null)[][];
+  /** A collection: the FLIDs whose rows it replaces (deleted first), and its discriminator. */
+  replaced?: string[];
+  discriminator?: { column: string; value: string };
+}
+
+/**
+ * The flight rows of a batch write per table: flight_schd's (upserted), then every collection's
+ * (its rows of the flights it changed deleted, the new ones inserted). The batch write sends
+ * them as one statement's parameters; the benches' batched write limit writes the same rows
+ * table by table (scripts/bench/write-limit.ts).
+ */
+export function flightTableRows(writes: readonly FlightWrite[]): TableRows[] {
+  const main: TableRows = {
+    table: 'flight_schd',
+    columns: MAIN_WRITE,
+    values: columnArrays(
+      MAIN_WRITE.length,
+      writes.map((w) => MAIN_WRITE.map((c) => c.get(w.next))),
+    ),
+  };
+  return [
+    main,
+    ...COLLECTIONS.map((spec): TableRows => {
+      const changed = writes.filter((w) => !sameValue(w.prev?.data[spec.tag], w.next.data[spec.tag]));
+      const disc = spec.discriminator;
+      const rows: (string | number | null)[][] = [];
+      for (const w of changed) {
+        const list = (w.next.data[spec.tag] ?? []) as (Row | string)[];
+        list.forEach((el, i) => {
+          const head: (string | number | null)[] = [w.next.FLID, ...(disc ? [disc.value] : []), i + 1];
+          if (typeof el === 'string') rows.push([...head, null, el]);
+          else rows.push([...head, spec.keyAttr ? (el[spec.keyAttr] ?? null) : null, ...spec.fields.map((f) => el[f.name] ?? null)]);
+        });
+      }
+      const columns = collectionColumns(spec);
+      const replaced = changed.filter((w) => w.prev !== undefined).map((w) => w.next.FLID);
+      return { table: spec.table, columns, values: columnArrays(columns.length, rows), replaced, ...(disc ? { discriminator: disc } : {}) };
+    }),
+  ];
+}
+
 /** The flight columns of the batch write: main rows upserted, changed collections deleted-then-inserted. */
 function flightParams(writes: readonly FlightWrite[]): (string | null)[][] {
-  const out = columnArrays(
-    MAIN_WRITE.length,
-    writes.map((w) => MAIN_WRITE.map((c) => c.get(w.next))),
-  );
-  for (const spec of COLLECTIONS) {
-    const changed = writes.filter((w) => !sameValue(w.prev?.data[spec.tag], w.next.data[spec.tag]));
-    const existed = changed.filter((w) => w.prev !== undefined).map((w) => w.next.FLID);
-    const disc = spec.discriminator;
-    const rows: (string | number | null)[][] = [];
-    for (const w of changed) {
-      const list = (w.next.data[spec.tag] ?? []) as (Row | string)[];
-      list.forEach((el, i) => {
-        const head: (string | number | null)[] = [w.next.FLID, ...(disc ? [disc.value] : []), i + 1];
-        if (typeof el === 'string') rows.push([...head, null, el]);
-        else rows.push([...head, spec.keyAttr ? (el[spec.keyAttr] ?? null) : null, ...spec.fields.map((f) => el[f.name] ?? null)]);
-      });
-    }
-    out.push(existed, ...columnArrays(collectionColumns(spec).length, rows));
-  }
-  return out;
+  const [main, ...collections] = flightTableRows(writes);
+  return [...main.values, ...collections.flatMap((c) => [c.replaced ?? [], ...c.values])];
 }
 
 /** Flights per write statement: a snapshot's 9,999 flights go in slices (ordinary batches fit in one). */
@@ -216,7 +244,7 @@ export const WRITE_ROWS_PER_STATEMENT = 2_000;
 type WritePart = Pick<PlanResult, 'flights' | 'events' | 'schdRemovals' | 'changes'>;
 
 /** An outbox row of the batch write: the planner's events, plus the state rows derived from them. */
-type OutboxRow = PlannedEvent | { target: 'state'; flid: string; stateVersion: number };
+export type OutboxRow = PlannedEvent | { target: 'state'; flid: string; stateVersion: number };
 
 /**
  * The planner's events with one state-topic row (lib/dispatch/state.ts) per flight the batch
@@ -224,7 +252,7 @@ type OutboxRow = PlannedEvent | { target: 'state'; flid: string; stateVersion: n
  * the messages one at a time would have taken its last state row's EVENT_ID (every change of a
  * flight has a msg event, deletions included), so K = 1 and K = 500 take the same EVENT_IDs.
  */
-function withStateRows(events: readonly PlannedEvent[], flights: readonly FlightWrite[]): OutboxRow[] {
+export function withStateRows(events: readonly PlannedEvent[], flights: readonly FlightWrite[]): OutboxRow[] {
   const version = new Map(flights.map((w) => [w.next.FLID, w.next.STATE_VERSION]));
   const last = new Map<string, number>();
   events.forEach((e, i) => e.target === 'msg' && last.set(e.flid, i));

@@ -1,0 +1,273 @@
+// The batched write limit (B1, B2, the smoke): what this Postgres does with the rows the pump
+// writes, written the fastest plain way, measured in the same run as the pump. Each batch is ONE
+// transaction of one multi-row statement per table — `unnest` of array parameters built before
+// the clock starts, named (prepared) statements — on one connection:
+//   B1 (batchesOfFlops): per batch of K FLOPs, the rows the flight planner (lib/flight/plan.ts,
+//      pure) says the batch writes — flight_schd rows, the changed collections (deleted, then
+//      inserted), msg events and state rows (one msg_event insert), change records — and every
+//      message's terminal proc_state mark, written ONCE (the pump writes it twice: its outcome in
+//      the business transaction, its terminal state after the mirror step, INV-10), with the
+//      dispatchers' and backfill's wake-up.
+//   B2 (snapshotRows): the rows a first apply left on empty stores (every table it writes, read
+//      back as array literals), truncated, then written again in one transaction.
+// The figure is wall time, with the CPU time of the connection's Postgres backend beside it
+// (/proc of pg_backend_pid(): null when the server is not on this machine).
+import pg from 'pg';
+import { connectionSettings } from '../../lib/db/postgres.ts';
+import { DISPATCH_TASK, TASK } from '../../lib/core/tasks.ts';
+import type { AirportConfig } from '../../lib/core/config.ts';
+import type { FlightCommand } from '../../lib/flight/plan.ts';
+import { FlightPlan, Loaded } from '../../lib/flight/plan.ts';
+import { isEmpty } from '../../lib/flight/overlay.ts';
+import { flightTableRows, loadStates, withStateRows, type TableRows } from '../../lib/flight/store.ts';
+import { type Bench, processCpuSeconds } from './setup.ts';
+
+/** One statement of a limit transaction: its text (named by `name`) and its parameters. */
+export interface Write {
+  name: string;
+  text: string;
+  values: unknown[];
+  rows: number;
+}
+
+/** The limit's figures: seconds for the whole workload (wall), the backend's CPU seconds, rows per table. */
+export interface Limit {
+  messages: number;
+  seconds: number;
+  backendCpuSeconds: number | null;
+  perSecond: number;
+  rows: Record<string, number>;
+  /** Wall seconds per table (and commit), client-observed. */
+  secondsPerTable: Record<string, number>;
+  transactions: number;
+}
+
+const lit = (xs: readonly unknown[]) => `{${xs.map((x) => (x === null || x === undefined ? 'NULL' : `"${String(x).replace(/[\\"]/g, '\\$&')}"`)).join(',')}}`;
+
+/** `insert into t (cols) select * from unnest($1::type[], …)` of one table's column arrays. */
+function insertRows(t: TableRows, suffix = ''): Write {
+  const cols = t.columns.map((c) => c.name).join(', ');
+  const args = t.columns.map((c, i) => `$${i + 1}::${c.type}[]`).join(', ');
+  return {
+    name: `limit_${t.table}_${t.discriminator?.value ?? ''}_insert`.toLowerCase(),
+    text: `insert into ${t.table} (${cols}) select * from unnest(${args}) ${suffix}`,
+    values: t.values.map(lit),
+    rows: t.values[0]?.length ?? 0,
+  };
+}
+
+/** The writes of one batch of FLOPs: flight rows, collections, outbox, change records, proc_state. */
+function flopWrites(batch: FlopBatch, now: Date): Write[] {
+  const { plan } = batch;
+  const [main, ...collections] = flightTableRows(plan.flights);
+  const update = main.columns
+    .filter((c) => c.name !== 'flid' && c.name !== 'created_at')
+    .map((c) => `${c.name} = excluded.${c.name}`)
+    .join(', ');
+  const out: Write[] = [insertRows(main, `on conflict (flid) do update set ${update}`)];
+  for (const c of collections) {
+    if (c.values[0]?.length === 0 && c.replaced?.length === 0) continue;
+    const disc = c.discriminator ? ` and ${c.discriminator.column} = '${c.discriminator.value}'` : '';
+    if (c.replaced?.length)
+      out.push({
+        name: `limit_${c.table}_${c.discriminator?.value ?? ''}_delete`.toLowerCase(),
+        text: `delete from ${c.table} where flid = any($1::text[])${disc}`,
+        values: [lit(c.replaced)],
+        rows: c.replaced.length,
+      });
+    if (c.values[0]?.length) out.push(insertRows(c));
+  }
+  const outbox = withStateRows(plan.events, plan.flights);
+  out.push({
+    name: 'limit_msg_event',
+    text: `insert into msg_event (event_id, target, flid, state_version, payload, created_at)
+      select x.id, x.target, x.flid, x.ver,
+             case when x.target = 'msg' then x.p || jsonb_build_object('EVENT_ID', x.id) else jsonb_build_object('FLID', x.flid, 'STATE_VERSION', x.ver) end, $1::timestamptz
+      from (select nextval('msg_event_id_seq') as id, u.* from unnest($2::text[], $3::text[], $4::integer[], $5::jsonb[]) with ordinality as u(target, flid, ver, p, ord) order by ord) x
+      on conflict (target, flid) where target in ('schd', 'state') do update set event_id = excluded.event_id, state_version = excluded.state_version, payload = excluded.payload, state = 'PENDING', created_at = excluded.created_at`,
+    values: [
+      now,
+      lit(outbox.map((e) => e.target)),
+      lit(outbox.map((e) => e.flid)),
+      lit(outbox.map((e) => e.stateVersion)),
+      lit(outbox.map((e) => ('payload' in e ? JSON.stringify(e.payload) : null))),
+    ],
+    rows: outbox.length,
+  });
+  const ch = plan.changes;
+  out.push({
+    name: 'limit_flight_change',
+    text: 'insert into flight_change (flid, state_version, msg_id, kind, op, cause, changes, created_at) select * from unnest($1::text[], $2::integer[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::json[], $8::timestamptz[])',
+    values: [
+      lit(ch.map((c) => c.flid)),
+      lit(ch.map((c) => c.stateVersion)),
+      lit(ch.map((c) => c.msgId)),
+      lit(ch.map((c) => c.kind)),
+      lit(ch.map((c) => c.op)),
+      lit(ch.map((c) => c.cause)),
+      lit(ch.map((c) => JSON.stringify(c.changes))),
+      lit(ch.map((c) => c.at.toISOString())),
+    ],
+    rows: ch.length,
+  });
+  out.push(procStateMarks(batch.msgIds, batch.kinds, now));
+  return out;
+}
+
+/** Every message's terminal mark (SUCCEEDED, its kind, the backfill intent) and the wake-ups, one statement. */
+function procStateMarks(msgIds: readonly number[], kinds: readonly string[], now: Date): Write {
+  return {
+    name: 'limit_proc_state',
+    text: `with t as (update proc_state p set state = 'SUCCEEDED', applied_state = 'SUCCEEDED', kind = u.kind, terminal_at = $3::timestamptz, backfill_next_at = $3::timestamptz, updated_at = $3::timestamptz
+                      from unnest($1::bigint[], $2::text[]) as u(msg_id, kind) where p.msg_id = u.msg_id returning 1)
+           select (select count(*) from t) as n, msgx_wake($4::text[]) as woken`,
+    values: [lit(msgIds), lit(kinds), now, lit([DISPATCH_TASK.msg, DISPATCH_TASK.schd, DISPATCH_TASK.state, TASK.backfill])],
+    rows: msgIds.length,
+  };
+}
+
+/** Runs each batch's writes as one transaction, one after another; wall and backend CPU over all of them. */
+export async function runLimit(url: string, batches: readonly Write[][], messages: number): Promise<Limit> {
+  const c = new pg.Client(connectionSettings(url, 'bench-write-limit'));
+  await c.connect();
+  try {
+    const pid = Number((await c.query('select pg_backend_pid() as p')).rows[0].p);
+    const rows: Record<string, number> = {};
+    const tableOf = (w: Write) => w.name.replace(/^limit_(snapshot_)?/, '').replace(/_+(insert|delete)$/, '');
+    for (const w of batches.flat()) rows[tableOf(w)] = (rows[tableOf(w)] ?? 0) + w.rows;
+    const per: Record<string, number> = {};
+    const timed = async (name: string, q: () => Promise<unknown>) => {
+      const t0 = performance.now();
+      await q();
+      per[name] = (per[name] ?? 0) + (performance.now() - t0) / 1000;
+    };
+    const cpu0 = processCpuSeconds(pid);
+    const t = performance.now();
+    for (const writes of batches) {
+      await c.query('begin');
+      for (const w of writes) await timed(tableOf(w), () => c.query({ name: w.name, text: w.text, values: w.values }));
+      await timed('commit', () => c.query('commit'));
+    }
+    const seconds = (performance.now() - t) / 1000;
+    const cpu1 = processCpuSeconds(pid);
+    return {
+      messages,
+      seconds,
+      backendCpuSeconds: cpu0 === null || cpu1 === null ? null : cpu1 - cpu0,
+      perSecond: messages / seconds,
+      rows,
+      secondsPerTable: Object.fromEntries(Object.entries(per).map(([k, v]) => [k, +v.toFixed(3)])),
+      transactions: batches.length,
+    };
+  } finally {
+    await c.end();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// B1: batches of FLOPs
+
+/** One batch of FLOPs: its messages (in order) and what the planner says it writes. */
+export interface FlopBatch {
+  msgIds: number[];
+  kinds: string[];
+  plan: ReturnType<FlightPlan['result']>;
+}
+
+/**
+ * The planner's writes for `cmds` in batches of `k`, from the stored states of `flids` (the
+ * stores as the pump finds them), each batch planned on the states the one before left.
+ */
+export async function planFlopBatches(
+  b: Bench,
+  airport: Pick<AirportConfig, 'timezone' | 'dayCutover'>,
+  flids: readonly string[],
+  cmds: readonly { msgId: number; styp: string; cmd: FlightCommand; now: Date }[],
+  k: number,
+): Promise<FlopBatch[]> {
+  const loaded = new Loaded();
+  for (const [f, s] of await loadStates(b.db, flids, airport.timezone)) loaded.states.set(f, s);
+  for (const f of flids) loaded.sharedByMaster.set(f, []);
+  const out: FlopBatch[] = [];
+  for (let i = 0; i < cmds.length; i += k) {
+    const plan = new FlightPlan(loaded, { timeZone: airport.timezone, cutover: airport.dayCutover });
+    const part = cmds.slice(i, i + k);
+    for (const c of part) {
+      const m = { msgId: c.msgId, kind: `FLOP/${c.styp}`, type: 'FLOP', styp: c.styp, now: c.now, cmd: c.cmd };
+      if (!isEmpty(plan.needs(m))) throw new Error(`write limit: message ${c.msgId} addresses a flight not loaded`);
+      plan.apply(m);
+    }
+    out.push({ msgIds: part.map((c) => c.msgId), kinds: part.map((c) => `FLOP/${c.styp}`), plan: plan.result() });
+    for (const [f, s] of plan.states()) if (s) loaded.states.set(f, s);
+  }
+  return out;
+}
+
+/** The batched write limit of these FLOP batches (msg/s), on the bench's database as it is now. */
+export async function flopWriteLimit(url: string, batches: readonly FlopBatch[], now: Date): Promise<Limit> {
+  return runLimit(
+    url,
+    batches.map((x) => flopWrites(x, now)),
+    batches.reduce((n, x) => n + x.msgIds.length, 0),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// B2: the rows a snapshot's first apply wrote
+
+/** The tables a snapshot's first apply writes besides proc_state (its one row is marked, as the pump does). */
+export const SNAPSHOT_TABLES = [
+  'flight_schd',
+  'flight_gate',
+  'flight_checkin',
+  'flight_carousel',
+  'flight_chute',
+  'flight_planned_stand',
+  'flight_chock',
+  'flight_delay',
+  'flight_airbridge',
+  'flight_pushback',
+  'flight_tractor',
+  'flight_route_point',
+  'flight_raw_fragment',
+  'flight_snap_digest',
+  'flight_change',
+  'msg_event',
+  'schd_gen',
+  'schd_gen_flid',
+  'schd_snap_log',
+] as const;
+
+/**
+ * The rows of SNAPSHOT_TABLES as one insert each (array literals read back from Postgres, so
+ * every value is what was stored), for the message `msgId` that wrote them.
+ */
+export async function snapshotWrites(b: Bench, msgId: number, now: Date): Promise<Write[]> {
+  const out: Write[] = [];
+  for (const table of SNAPSHOT_TABLES) {
+    const cols = (
+      await b.pool.query<{ name: string; type: string }>(
+        `select attname as name, format_type(atttypid, atttypmod) as type from pg_attribute
+          where attrelid = $1::regclass and attnum > 0 and not attisdropped and attgenerated = '' order by attnum`,
+        [table],
+      )
+    ).rows;
+    const arrays = (await b.pool.query(`select ${cols.map((c) => `array_agg(${c.name})::text as ${c.name}`).join(', ')}, count(*)::int as n from ${table}`)).rows[0];
+    if (arrays.n === 0) continue;
+    out.push({
+      name: `limit_snapshot_${table}`,
+      text: `insert into ${table} (${cols.map((c) => c.name).join(', ')}) select * from unnest(${cols.map((c, i) => `$${i + 1}::${c.type}[]`).join(', ')})`,
+      values: cols.map((c) => arrays[c.name]),
+      rows: arrays.n,
+    });
+  }
+  out.push(procStateMarks([msgId], ['SCHD/DNLD'], now));
+  return out;
+}
+
+/** Empties SNAPSHOT_TABLES and opens the message again (the limit then writes what the apply wrote). */
+export async function emptySnapshotTables(b: Bench, msgId: number): Promise<void> {
+  await b.pool.query(`truncate ${SNAPSHOT_TABLES.join(', ')}`);
+  await b.pool.query(`update proc_state set state = 'PENDING', applied_state = null, terminal_at = null, backfill_next_at = null where msg_id = $1`, [msgId]);
+  await b.pool.query(`vacuum analyze ${SNAPSHOT_TABLES.join(', ')}, proc_state`);
+}
