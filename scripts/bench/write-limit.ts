@@ -51,8 +51,8 @@ function insertRows(t: TableRows, suffix = ''): Write {
   return {
     name: `limit_${t.table}_${t.discriminator?.value ?? ''}_insert`.toLowerCase(),
     text: `insert into ${t.table} (${cols}) select * from unnest(${args}) ${suffix}`,
-    values: t.values.map(lit),
-    rows: t.values[0]?.length ?? 0,
+    values: t.arrays,
+    rows: t.rows,
   };
 }
 
@@ -66,16 +66,16 @@ function flopWrites(batch: FlopBatch, now: Date): Write[] {
     .join(', ');
   const out: Write[] = [insertRows(main, `on conflict (flid) do update set ${update}`)];
   for (const c of collections) {
-    if (c.values[0]?.length === 0 && c.replaced?.length === 0) continue;
+    const replaced = c.replaced === undefined || c.replaced === '{}' ? 0 : c.replaced.split(',').length;
     const disc = c.discriminator ? ` and ${c.discriminator.column} = '${c.discriminator.value}'` : '';
-    if (c.replaced?.length)
+    if (replaced > 0)
       out.push({
         name: `limit_${c.table}_${c.discriminator?.value ?? ''}_delete`.toLowerCase(),
         text: `delete from ${c.table} where flid = any($1::text[])${disc}`,
-        values: [lit(c.replaced)],
-        rows: c.replaced.length,
+        values: [c.replaced],
+        rows: replaced,
       });
-    if (c.values[0]?.length) out.push(insertRows(c));
+    if (c.rows > 0) out.push(insertRows(c));
   }
   const outbox = withStateRows(plan.events, plan.flights);
   out.push({
