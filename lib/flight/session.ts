@@ -22,7 +22,7 @@ import { loadDays, writeLedgers } from './ledger.ts';
 import { unknownTagCounts } from './metrics.ts';
 import { AtVersion, prepareMirrorValues } from './mirror.ts';
 import { isEmpty, Loaded, need, type Need } from './overlay.ts';
-import { FlightPlan, type FlightCommand, type PlanMessage } from './plan.ts';
+import { FlightPlan, type FlightCommand, type FlightWrite, type PlanMessage, type SharedRow } from './plan.ts';
 import type { FlightState } from './state.ts';
 import type { Patch } from './decode.ts';
 import { changedBy, loadSharedOf, loadStates, writePlan, type Executor } from './store.ts';
@@ -44,24 +44,34 @@ const LOAD_PER_STATEMENT = 2_000;
 const CACHE_MAX = 100_000;
 
 /**
- * Committed flight states kept between batches of one pump while it holds PIPELINE_LOCK without
- * a break (the domain's reset clears it whenever the lock is taken again, and after a failed
- * business transaction). Only states this process committed or read under the lock go in.
+ * Committed flight states, and the shared-flight lists of masters, kept between batches of one
+ * pump while it holds PIPELINE_LOCK without a break (the domain's reset clears it whenever the
+ * lock is taken again, and after a failed business transaction). Only what this process
+ * committed or read under the lock goes in; a master's list is dropped when a batch writes a
+ * flight that was or becomes one of its shared flights (its MAID before or after).
  */
 export class FlightStateCache {
   private readonly states = new Map<string, FlightState>();
+  private readonly shared = new Map<string, SharedRow[]>();
   get(flid: string): FlightState | undefined {
     return this.states.get(flid);
   }
-  /** After a commit: the batch's states (null = no such flight: not kept, it is looked up again). */
-  put(states: ReadonlyMap<string, FlightState | null>): void {
+  sharedOf(master: string): SharedRow[] | undefined {
+    return this.shared.get(master);
+  }
+  /** After a commit: the batch's states (null = no such flight: not kept, it is looked up again), the lists it read, the flights it wrote. */
+  put(states: ReadonlyMap<string, FlightState | null>, shared: ReadonlyMap<string, SharedRow[]> = new Map(), written: readonly FlightWrite[] = []): void {
     if (this.states.size + states.size > CACHE_MAX) this.states.clear();
+    if (this.shared.size + shared.size > CACHE_MAX) this.shared.clear();
     for (const [f, s] of states)
       if (s) this.states.set(f, s);
       else this.states.delete(f);
+    for (const [m, rows] of shared) this.shared.set(m, rows);
+    for (const w of written) for (const maid of [w.prev?.data.MAID, w.next.data.MAID]) if (maid !== undefined && maid !== null) this.shared.delete(String(maid));
   }
   clear(): void {
     this.states.clear();
+    this.shared.clear();
   }
 }
 
@@ -83,6 +93,7 @@ export class FlightSession implements DomainBatch<FlightCommand> {
   private events = 0;
   private ledgers = false;
   private final: Map<string, FlightState | null> | null = null;
+  private written: readonly FlightWrite[] = [];
   /** Snapshots applied by the batch (not replays): their digests are stored at write. */
   private readonly snapshots: Extract<FlightCommand, { kind: 'snapshot' }>[] = [];
   /** Flights changed by the batch's messages committed earlier (preload's `recovered`). */
@@ -183,7 +194,13 @@ export class FlightSession implements DomainBatch<FlightCommand> {
       const maid = L.states.get(f)?.data.MAID;
       if (maid !== undefined) masters.add(String(maid));
     }
-    const wanted = [...masters].filter((m) => !L.sharedByMaster.has(m));
+    const wanted: string[] = [];
+    for (const m of masters) {
+      if (L.sharedByMaster.has(m)) continue;
+      const c = this.cache.sharedOf(m);
+      if (c) L.sharedByMaster.set(m, c);
+      else wanted.push(m);
+    }
     if (wanted.length) {
       for (const m of wanted) L.sharedByMaster.set(m, []);
       for (const r of await loadSharedOf(this.tx, wanted)) L.sharedByMaster.get(r.maid)!.push(r.flno ? { flid: r.flid, flno: r.flno, maid: r.maid } : { flid: r.flid, maid: r.maid });
@@ -244,6 +261,7 @@ export class FlightSession implements DomainBatch<FlightCommand> {
 
   async write(): Promise<{ wake: string[]; states: ReadonlyMap<string, unknown> }> {
     const r = this.plan.result();
+    this.written = r.flights;
     // the mirror step's Redis values of the flights written, serialized while Postgres runs the write
     const next = r.flights.map((w) => w.next);
     const meanwhile = (slice: number, of: number) => prepareMirrorValues(next.slice(Math.floor((slice * next.length) / of), Math.floor(((slice + 1) * next.length) / of)));
@@ -268,6 +286,6 @@ export class FlightSession implements DomainBatch<FlightCommand> {
   }
 
   committed(): void {
-    if (this.final) this.cache.put(this.final);
+    if (this.final) this.cache.put(this.final, this.loaded.sharedByMaster, this.written);
   }
 }

@@ -3,7 +3,7 @@
 // arrays; only the collections that changed are deleted-then-inserted), outbox rows. Only loads
 // and stores. The SQL is in lib/sql/flight.ts; its loader/writer text is built once, at module
 // load, from the column spec below (derived from rules.ts).
-import { pgArray, pgRows, pgRun, type Executor } from '../db/statement.ts';
+import { type PgArray, pgArray, pgRows, pgRun, type Executor } from '../db/statement.ts';
 import * as Flight from '../sql/flight.ts';
 import * as Outbox from '../sql/outbox.ts';
 import { COLLECTIONS, columnOf, DETAIL_TABLES, SCALAR_KEYS, STATUS_KEYS, type CollectionSpec, type ValueKind } from './rules.ts';
@@ -179,18 +179,16 @@ const FLIGHT = Flight.flightStatements({
   collections: COLLECTIONS.map((spec) => ({ table: spec.table, ...(spec.discriminator ? { discriminator: spec.discriminator } : {}), columns: collectionColumns(spec) })),
 });
 
-/** One text[] per column of `rows` (values as text, null stays null): the unnest parameters. */
-function columnArrays(width: number, rows: readonly (string | number | boolean | null)[][]): (string | null)[][] {
-  return Array.from({ length: width }, (_, i) => rows.map((r) => (r[i] === null || r[i] === undefined ? null : String(r[i]))));
-}
+type Cell = string | number | boolean | null;
 
-/** A table's rows of a write, column by column (values as text, null stays null). */
+/** A table's rows of a write: one array literal per column (pgArray; values as text, cast in SQL). */
 export interface TableRows {
   table: string;
   columns: readonly Flight.WriteColumn[];
-  values: (string | null)[][];
+  arrays: PgArray<Cell>[];
+  rows: number;
   /** A collection: the FLIDs whose rows it replaces (deleted first), and its discriminator. */
-  replaced?: string[];
+  replaced?: PgArray<string>;
   discriminator?: { column: string; value: string };
 }
 
@@ -198,42 +196,42 @@ export interface TableRows {
  * The flight rows of a batch write per table: flight_schd's (upserted), then every collection's
  * (its rows of the flights it changed deleted, the new ones inserted). The batch write sends
  * them as one statement's parameters; the benches' batched write limit writes the same rows
- * table by table (scripts/bench/write-limit.ts).
+ * table by table (scripts/bench/write-limit.ts). Each column's literal is built straight from
+ * the states, without a row-major copy.
  */
 export function flightTableRows(writes: readonly FlightWrite[]): TableRows[] {
-  const main: TableRows = {
-    table: 'flight_schd',
-    columns: MAIN_WRITE,
-    values: columnArrays(
-      MAIN_WRITE.length,
-      writes.map((w) => MAIN_WRITE.map((c) => c.get(w.next))),
-    ),
-  };
+  const main: TableRows = { table: 'flight_schd', columns: MAIN_WRITE, arrays: MAIN_WRITE.map((c) => pgArray(writes.map((w) => c.get(w.next)))), rows: writes.length };
   return [
     main,
     ...COLLECTIONS.map((spec): TableRows => {
       const changed = writes.filter((w) => !sameValue(w.prev?.data[spec.tag], w.next.data[spec.tag]));
       const disc = spec.discriminator;
-      const rows: (string | number | null)[][] = [];
+      const rows: Cell[][] = [];
       for (const w of changed) {
         const list = (w.next.data[spec.tag] ?? []) as (Row | string)[];
         list.forEach((el, i) => {
-          const head: (string | number | null)[] = [w.next.FLID, ...(disc ? [disc.value] : []), i + 1];
+          const head: Cell[] = [w.next.FLID, ...(disc ? [disc.value] : []), i + 1];
           if (typeof el === 'string') rows.push([...head, null, el]);
           else rows.push([...head, spec.keyAttr ? (el[spec.keyAttr] ?? null) : null, ...spec.fields.map((f) => el[f.name] ?? null)]);
         });
       }
       const columns = collectionColumns(spec);
-      const replaced = changed.filter((w) => w.prev !== undefined).map((w) => w.next.FLID);
-      return { table: spec.table, columns, values: columnArrays(columns.length, rows), replaced, ...(disc ? { discriminator: disc } : {}) };
+      return {
+        table: spec.table,
+        columns,
+        arrays: columns.map((_, i) => pgArray(rows.map((r) => r[i]))),
+        rows: rows.length,
+        replaced: pgArray(changed.filter((w) => w.prev !== undefined).map((w) => w.next.FLID)),
+        ...(disc ? { discriminator: disc } : {}),
+      };
     }),
   ];
 }
 
 /** The flight columns of the batch write: main rows upserted, changed collections deleted-then-inserted. */
-function flightParams(writes: readonly FlightWrite[]): (string | null)[][] {
+function flightParams(writes: readonly FlightWrite[]): PgArray<Cell>[] {
   const [main, ...collections] = flightTableRows(writes);
-  return [...main.values, ...collections.flatMap((c) => [c.replaced ?? [], ...c.values])];
+  return [...main.arrays, ...collections.flatMap((c) => [c.replaced ?? pgArray([]), ...c.arrays])];
 }
 
 /** Flights per write statement: a snapshot's 9,999 flights go in slices (ordinary batches fit in one). */
@@ -340,7 +338,7 @@ function writeParams(p: WriteRows, now: Date): Flight.FlightWriteParams {
     pgArray(ch.map((c) => c.cause)),
     pgArray(ch.map((c) => JSON.stringify(c.changes))),
     pgArray(ch.map((c) => c.at.toISOString())),
-    ...flightParams(p.flights).map(pgArray),
+    ...flightParams(p.flights),
   ];
 }
 
