@@ -34,6 +34,9 @@ const noDecoder: RecordDecoder = () => {
   throw new Error('a snapshot record was left undecoded but the session has no record decoder');
 };
 
+/** What a batch that wrote outbox rows wakes. */
+const DISPATCHERS = [DISPATCH_TASK.msg, DISPATCH_TASK.schd, DISPATCH_TASK.state];
+
 /** Rounds of "load what the planner needs" per message before giving up (a bug, not data). */
 const MAX_LOAD_ROUNDS = 20;
 
@@ -249,7 +252,8 @@ export class FlightSession implements DomainBatch<FlightCommand> {
     const unknownTags = c.notes ? unknownTagCounts(m.env.type, m.env.styp, c.notes) : [];
     if (unknownTags.length) counts.unknownTags = unknownTags;
     if (c.notes?.droppedRoutePoints) counts.routePointsDropped = c.notes.droppedRoutePoints;
-    return { outcome: 'applied', mirror: p.mirror, ...(counts.unknownTags || counts.routePointsDropped ? { counts } : {}) };
+    // the dispatchers are woken with the outcomes (the pump records them before the write)
+    return { outcome: 'applied', mirror: p.mirror, ...(p.events > 0 ? { wake: DISPATCHERS } : {}), ...(counts.unknownTags || counts.routePointsDropped ? { counts } : {}) };
   }
 
   async addressed(m: { msgId: number; cmd: FlightCommand }): Promise<string[]> {
@@ -282,7 +286,7 @@ export class FlightSession implements DomainBatch<FlightCommand> {
     // the unchanged flights, by version (the mirror asks Redis before it reads or writes them)
     const states = new Map<string, FlightState | AtVersion | null>(final);
     for (const [f, u] of this.loaded.unchanged) if (!states.has(f)) states.set(f, new AtVersion(u.version));
-    return { wake: this.events > 0 ? [DISPATCH_TASK.msg, DISPATCH_TASK.schd, DISPATCH_TASK.state] : [], states };
+    return { wake: this.events > 0 ? DISPATCHERS : [], states };
   }
 
   committed(): void {

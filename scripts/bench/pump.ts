@@ -1,6 +1,6 @@
 // B1: N FLOP messages (default 20,000) over F flights (default 2,000) waiting in the inbox →
 // pump throughput for each batch size K (msgx.pipeline.apply-batch), against the single-client
-// Postgres commit rate (pgbench, one connection, one-row insert per transaction) measured in the
+// Postgres commit rate (`pgbench -N -c1`, setup.ts commitRate) measured in the
 // same run. The pump runs as in production: XML parse + decode in its decode worker thread, the
 // next batch decoded while this one's business transaction runs. Also: where the pump's time goes
 // (CPU of the whole process = both threads, per wall second = cores in use; the main thread's;
@@ -31,7 +31,7 @@ import { decodeEnvelope } from '../../lib/sis/envelope.ts';
 import { bigSnapshot } from '../../test/support/fixtures.ts';
 import { sisMessage } from '../../test/support/services.ts';
 import { BENCH_PG, BENCH_INBOX, BENCH_REDIS, backendCpu, backendCpuSince, commitRate, cpuName, emptyAll, machine, median, openBench, pumpDeps, stateCounts, summary } from './setup.ts';
-import { flopWriteLimit, planFlopBatches } from './write-limit.ts';
+import { flopWorkloadLimit } from './write-limit.ts';
 
 scriptHelp(import.meta.url);
 const N = Number(process.argv[2] ?? 20_000);
@@ -124,23 +124,7 @@ async function runPump(k: number, changeRecords = true) {
 }
 
 /** The batched write limit of the same workload at K (write-limit.ts), on stores prepared as the pump's run finds them. */
-async function runLimit(k: number) {
-  const { config, decoder } = await prepare(k);
-  await decoder.close();
-  const ids = (await sql<{ msg_id: number }>`select msg_id from proc_state where state = 'PENDING' order by msg_id`.execute(b.db)).rows.map((r) => Number(r.msg_id));
-  if (ids.length !== N) throw new Error(`write limit: ${ids.length} of ${N} messages open`);
-  const now = systemClock.now();
-  const msgs = decoded.map((c, i) => ({ msgId: ids[i], styp: c.env.styp, cmd: c.cmd, now }));
-  const batches = await planFlopBatches(b, slices(config).airport, flids, msgs, k);
-  return flopWriteLimit(BENCH_PG, batches, now);
-}
-
-const airport = slices(loadConfig({ DATABASE_URL: BENCH_PG, INBOX_URL: BENCH_INBOX, REDIS_URL: BENCH_REDIS })).airport;
-const decoded = flops.map((x) => {
-  const env = decodeEnvelope(x);
-  return { env, cmd: decodeFlightCommand(env, airport) };
-});
-const flids = Array.from({ length: F }, (_, i) => String(i + 1));
+const runLimit = (k: number) => flopWorkloadLimit(b, { snapshots, flops, flights: F, k }, log);
 
 // One untimed run first: the JIT and the server's caches warm up, so the first K of the list is
 // not measured cold (it came out ~10 % below the same K measured later in the same run).

@@ -1,9 +1,8 @@
 // Shared set-up of the benchmark scripts: their own databases (never the dev or test ones),
 // migrated and emptied, and the real pipeline pieces wired as the workers wire them.
 import { execFileSync, execSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import os, { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
 import pg from 'pg';
 import { sql } from 'kysely';
 import { loadConfig, type Config } from '../../lib/core/config.ts';
@@ -147,9 +146,12 @@ export function processCpuSeconds(pid: number): number | null {
   }
 }
 
-/** One client's commit rate (`pgbench -N`-like: one-row insert per transaction, one connection, `seconds` long): pgbench when installed, else the same transactions from one node-postgres connection. */
+/**
+ * One client's commit rate, the machine's reference of BENCHMARKS.md: `pgbench -N -c1` (the
+ * built-in simple-update transaction, one connection, `seconds` long; its tables made once in the
+ * bench's database); without pgbench, one-row inserts from one node-postgres connection.
+ */
 export async function commitRate(seconds = 10): Promise<{ rate: number; how: string }> {
-  const setup = 'set client_min_messages = warning; create table if not exists bench_commit (id bigserial primary key, v int); truncate bench_commit;';
   let pgbench = true;
   try {
     execFileSync('pgbench', ['--version'], { stdio: 'ignore' });
@@ -157,15 +159,14 @@ export async function commitRate(seconds = 10): Promise<{ rate: number; how: str
     pgbench = false;
   }
   if (pgbench) {
-    execFileSync('psql', [BENCH_PG, '-qc', setup]);
-    const script = join(tmpdir(), `msgx-bench-commit-${process.pid}.sql`);
-    writeFileSync(script, 'insert into bench_commit (v) values (1);\n');
-    const out = execFileSync('pgbench', ['-n', '-c', '1', '-T', String(seconds), '-f', script, BENCH_PG], { encoding: 'utf8' });
-    return { rate: Number(/tps = ([\d.]+)/.exec(out)?.[1]), how: 'pgbench' };
+    const made = execFileSync('psql', [BENCH_PG, '-Atc', "select to_regclass('pgbench_accounts') is not null"], { encoding: 'utf8' }).trim() === 't';
+    if (!made) execFileSync('pgbench', ['-i', '-q', '-s', '1', BENCH_PG], { stdio: 'ignore' });
+    const out = execFileSync('pgbench', ['-n', '-N', '-c', '1', '-T', String(seconds), BENCH_PG], { encoding: 'utf8' });
+    return { rate: Number(/tps = ([\d.]+)/.exec(out)?.[1]), how: 'pgbench -N -c1' };
   }
   const c = new pg.Client(connectionSettings(BENCH_PG, 'bench-commit'));
   await c.connect();
-  await c.query(setup);
+  await c.query('set client_min_messages = warning; create table if not exists bench_commit (id bigserial primary key, v int); truncate bench_commit;');
   let n = 0;
   const end = performance.now() + seconds * 1000;
   const t = performance.now();
@@ -175,7 +176,7 @@ export async function commitRate(seconds = 10): Promise<{ rate: number; how: str
   }
   const rate = n / ((performance.now() - t) / 1000);
   await c.end();
-  return { rate, how: 'one pg connection' };
+  return { rate, how: 'one-row inserts, one pg connection' };
 }
 
 /** The machine as the BENCHMARKS table names it: CPU model and cores. */

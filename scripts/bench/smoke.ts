@@ -14,7 +14,7 @@
 // and, as before:
 //   dispatch  msg dispatch at batch 2,000 ≥ 0.8 × batch 500 (best of two drains each, sizes
 //             alternated): a statement whose cost grows with the square of the batch breaks it.
-//   pump      pump at K = 200 ≥ 0.15 × the single-client commit rate of this Postgres (pgbench).
+//   pump      pump at K = 200 ≥ 0.15 × the single-client commit rate of this Postgres (`pgbench -N -c1`).
 //   snapshot  the snapshot's RSS growth (peak sampled every 10 ms, minus the RSS before) ≤ 100 ×
 //             the message size + 64 MB: holding a few more representations of every flight breaks it.
 //   no-op     the same snapshot again, as a new message (0 events): its business and mirror steps
@@ -34,8 +34,6 @@ import { benchKafka } from './workers.ts';
 import type pg from 'pg';
 import { connectClient } from '../../lib/db/postgres.ts';
 import { createQuerySessionDb } from '../../lib/db/kysely.ts';
-import { decodeFlightCommand } from '../../lib/flight/handlers.ts';
-import { decodeEnvelope } from '../../lib/sis/envelope.ts';
 import { sql } from 'kysely';
 import { systemClock } from '../../lib/core/clock.ts';
 import { type Config, loadConfig, slices } from '../../lib/core/config.ts';
@@ -49,7 +47,7 @@ import { bigSnapshot } from '../../test/support/fixtures.ts';
 import { sisMessage } from '../../test/support/services.ts';
 import { drainMsg, fillMsgOutbox, msgEvents, rawSendRate } from './msg-outbox.ts';
 import { BENCH_INBOX, BENCH_PG, BENCH_REDIS, type Bench, commitRate, emptyAll, openBench, pumpDeps } from './setup.ts';
-import { emptySnapshotTables, flopWriteLimit, planFlopBatches, runLimit, snapshotWrites } from './write-limit.ts';
+import { emptySnapshotTables, flopWorkloadLimit, runLimit, snapshotWrites } from './write-limit.ts';
 
 const DISPATCH_MIN_RATIO = 0.8;
 const PUMP_MIN_RATIO = 0.15;
@@ -209,15 +207,7 @@ function report(check: string, figures: string, ratio: number, bound: string, ok
     return deps;
   };
   // the batched write limit of the same batches first (on stores as the pump finds them)
-  await prepare();
-  const ids = (await sql<{ msg_id: number }>`select msg_id from proc_state where state = 'PENDING' order by msg_id`.execute(b.db)).rows.map((x) => Number(x.msg_id));
-  const now = systemClock.now();
-  const cmds = flops.map((x, i) => {
-    const env = decodeEnvelope(x);
-    return { msgId: ids[i], styp: env.styp, cmd: decodeFlightCommand(env, slices(config).airport), now };
-  });
-  const flids = Array.from({ length: PUMP_FLIGHTS }, (_, i) => String(i + 1));
-  const limit = await flopWriteLimit(BENCH_PG, await planFlopBatches(b, slices(config).airport, flids, cmds, 200), now);
+  const limit = await flopWorkloadLimit(b, { snapshots: [bigSnapshot(PUMP_FLIGHTS, 1, { seqn: 1 })], flops, flights: PUMP_FLIGHTS, k: 200 }, log);
   const deps = await prepare();
   const t = performance.now();
   await drain(deps, 120_000);

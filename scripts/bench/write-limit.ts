@@ -20,7 +20,15 @@ import type { FlightCommand } from '../../lib/flight/plan.ts';
 import { FlightPlan, Loaded } from '../../lib/flight/plan.ts';
 import { isEmpty } from '../../lib/flight/overlay.ts';
 import { flightTableRows, loadStates, withStateRows, type TableRows } from '../../lib/flight/store.ts';
-import { type Bench, processCpuSeconds } from './setup.ts';
+import type { Logger } from 'pino';
+import { sql } from 'kysely';
+import { systemClock } from '../../lib/core/clock.ts';
+import { loadConfig, slices } from '../../lib/core/config.ts';
+import { decodeFlightCommand } from '../../lib/flight/handlers.ts';
+import { intakeRound } from '../../lib/pipeline/intake.ts';
+import { tick } from '../../lib/pipeline/pump/loop.ts';
+import { decodeEnvelope } from '../../lib/sis/envelope.ts';
+import { BENCH_INBOX, BENCH_PG, BENCH_REDIS, type Bench, emptyAll, processCpuSeconds, pumpDeps } from './setup.ts';
 
 /** One statement of a limit transaction: its text (named by `name`) and its parameters. */
 export interface Write {
@@ -201,6 +209,35 @@ export async function planFlopBatches(
     for (const [f, s] of plan.states()) if (s) loaded.states.set(f, s);
   }
   return out;
+}
+
+/**
+ * The batched write limit of a FLOP workload in batches of `k`, on fresh stores: the inbox holds
+ * `snapshots` (their flights 1..`flights`, applied by the pump here, untimed) and then `flops`,
+ * all enqueued; the FLOPs' batches are planned and written.
+ */
+export async function flopWorkloadLimit(b: Bench, w: { snapshots: readonly string[]; flops: readonly string[]; flights: number; k: number }, log: Logger): Promise<Limit> {
+  await emptyAll(b);
+  const rows = [...w.snapshots, ...w.flops];
+  for (let i = 0; i < rows.length; i += 500) {
+    const chunk = rows.slice(i, i + 500);
+    await b.inbox.query(`INSERT INTO cminmsgs (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS) VALUES ${chunk.map(() => "(?, '2026-12-01 08:00:00', 'VALID')").join(',')}`, chunk);
+  }
+  const intake = slices(loadConfig({ DATABASE_URL: BENCH_PG, INBOX_URL: BENCH_INBOX, REDIS_URL: BENCH_REDIS, MSGX_PIPELINE_CLAIM_BATCH: '5000' })).intake;
+  while ((await intakeRound({ db: b.db, inbox: b.inbox, clock: systemClock, intake, log })).enqueued.length > 0);
+  const deps = pumpDeps(b, { log });
+  for (const _ of w.snapshots) await tick(deps);
+  await sql`vacuum analyze proc_state`.execute(b.db);
+  const ids = (await sql<{ msg_id: number }>`select msg_id from proc_state where state = 'PENDING' order by msg_id`.execute(b.db)).rows.map((r) => Number(r.msg_id));
+  if (ids.length !== w.flops.length) throw new Error(`write limit: ${ids.length} of ${w.flops.length} messages open`);
+  const airport = slices(b.config).airport;
+  const now = systemClock.now();
+  const cmds = w.flops.map((x, i) => {
+    const env = decodeEnvelope(x);
+    return { msgId: ids[i], styp: env.styp, cmd: decodeFlightCommand(env, airport), now };
+  });
+  const flids = Array.from({ length: w.flights }, (_, i) => String(i + 1));
+  return flopWriteLimit(BENCH_PG, await planFlopBatches(b, airport, flids, cmds, w.k), now);
 }
 
 /** The batched write limit of these FLOP batches (msg/s), on the bench's database as it is now. */
