@@ -6,14 +6,13 @@
 // snapshot. A snapshot record that says again what the flight's stored digest
 // says (digest.ts) is neither loaded nor merged nor written; the digests of the records applied are
 // stored with the versions they leave. A snapshot is first put to the requests domain's response guard
-// (G-RESP-GUARD, lib/requests/schedule-guard.ts), which decides whether it applies and to
+// (G-RESP-GUARD, through the ResponseGuard port), which decides whether it applies and to
 // which operation day.
 import type { Logger } from 'pino';
 import type { AirportConfig } from '../core/config.ts';
 import { DISPATCH_TASK } from '../core/tasks.ts';
 import type { DomainBatch, DomainMessage, HandlerOutcome } from '../domain/handlers.ts';
 import type { AfterCommitCounts } from '../runtime/labels.ts';
-import { scheduleResponseGuard } from '../requests/schedule-guard.ts';
 import { pgRows, pgRun } from '../db/statement.ts';
 import * as Digest from '../sql/digest.ts';
 import { digestsToStore, unchangedRecords, type StoredDigest } from './digest.ts';
@@ -78,7 +77,23 @@ export class FlightStateCache {
   }
 }
 
+/**
+ * The requests domain's decision on a snapshot (G-RESP-GUARD): apply it, to this operation day,
+ * or skip it. The flight domain reaches request tracking only through this port
+ * (lib/app/composition.ts wires lib/requests/schedule-guard.ts).
+ */
+export type ResponseGuard = (
+  tx: Executor,
+  a: { styp: 'DNLD' | 'RESP'; operationDay: string | null; msgId: number; now: Date },
+) => Promise<{ apply: true; operationDay: string } | { apply: false; reason: string }>;
+
+const noGuard: ResponseGuard = () => {
+  throw new Error('a snapshot met the response guard but the flight domain was given none');
+};
+
 export interface FlightDomainOptions {
+  /** G-RESP-GUARD (the requests domain's; without it a snapshot that needs it throws). */
+  responseGuard?: ResponseGuard;
   /** Write the per-message change records (flight_change; default true). False only to measure their cost (bench:pump). */
   changeRecords?: boolean;
   /** Test only: flight rules changed at start (lib/flight/override.ts, msgx.test.rule-override). */
@@ -105,10 +120,12 @@ export class FlightSession implements DomainBatch<FlightCommand> {
   private readonly changeRecords: boolean;
   /** A snapshot record's patch from its source (handlers.ts: as the domain's decode makes it). */
   private readonly decodeRecord: RecordDecoder;
+  private readonly responseGuard: ResponseGuard;
 
   constructor(ctx: { tx: Executor; now: Date; airport: AirportConfig; log: Logger }, cache = new FlightStateCache(), opts: FlightDomainOptions = {}, decodeRecord: RecordDecoder = noDecoder) {
     this.cache = cache;
     this.decodeRecord = decodeRecord;
+    this.responseGuard = opts.responseGuard ?? noGuard;
     this.changeRecords = opts.changeRecords ?? true;
     this.tx = ctx.tx;
     this.now = ctx.now;
@@ -229,7 +246,7 @@ export class FlightSession implements DomainBatch<FlightCommand> {
       if (day !== null && !this.loaded.days.has(day)) await this.load(need({ days: [day] }));
       const latest = day !== null && this.loaded.days.get(day)!.ledger?.lastMessageId === m.msgId;
       if (!latest) {
-        const guard = await scheduleResponseGuard(this.tx, { styp: cmd.styp, operationDay: day, msgId: m.msgId, now: this.now });
+        const guard = await this.responseGuard(this.tx, { styp: cmd.styp, operationDay: day, msgId: m.msgId, now: this.now });
         if (!guard.apply) return { outcome: 'skipped', reason: guard.reason };
         cmd = { ...cmd, day: guard.operationDay };
         if (!this.loaded.days.has(guard.operationDay)) await this.preload([cmd]);

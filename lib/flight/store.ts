@@ -319,17 +319,13 @@ async function runSlices(tx: Executor, slices: readonly (() => Flight.FlightWrit
   await running;
 }
 
-/** The parameters of one flight.write_batch statement, every array as its literal. */
-function writeParams(p: WriteRows, now: Date): Flight.FlightWriteParams {
-  const ev: readonly OutboxRow[] = p.events;
-  const ch: readonly FlightChange[] = p.changes;
-  return [
-    now,
-    pgArray(ev.map((e) => e.target)),
-    pgArray(ev.map((e) => e.flid)),
-    pgArray(ev.map((e) => e.stateVersion)),
-    pgArray(ev.map((e) => (e.target === 'msg' ? JSON.stringify(e.payload) : null))),
-    pgArray(p.schdRemovals),
+/** The outbox rows' columns as array literals (target, flid, state_version, payload): the batch write's, and the benches' write limit's. */
+export const outboxArrays = (ev: readonly OutboxRow[]) =>
+  [pgArray(ev.map((e) => e.target)), pgArray(ev.map((e) => e.flid)), pgArray(ev.map((e) => e.stateVersion)), pgArray(ev.map((e) => (e.target === 'msg' ? JSON.stringify(e.payload) : null)))] as const;
+
+/** The change records' columns as array literals (flid, state_version, msg_id, kind, op, cause, changes, created_at): the batch write's, and the write limit's. */
+export const changeArrays = (ch: readonly FlightChange[]) =>
+  [
     pgArray(ch.map((c) => c.flid)),
     pgArray(ch.map((c) => c.stateVersion)),
     pgArray(ch.map((c) => c.msgId)),
@@ -338,8 +334,11 @@ function writeParams(p: WriteRows, now: Date): Flight.FlightWriteParams {
     pgArray(ch.map((c) => c.cause)),
     pgArray(ch.map((c) => JSON.stringify(c.changes))),
     pgArray(ch.map((c) => c.at.toISOString())),
-    ...flightParams(p.flights),
-  ];
+  ] as const;
+
+/** The parameters of one flight.write_batch statement, every array as its literal. */
+function writeParams(p: WriteRows, now: Date): Flight.FlightWriteParams {
+  return [now, ...outboxArrays(p.events), pgArray(p.schdRemovals), ...changeArrays(p.changes), ...flightParams(p.flights)];
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -86,7 +86,7 @@ const CASES: [name: string, params: unknown[] | ((text: string) => unknown[])][]
   ['proc_state.heads', [200]],
   ['proc_state.heads', [2000]],
   ['proc_state.identity_owners', [ids(200).map((i) => `k${i}`)]],
-  ['transitions.bind_identities', [ids(200, 998001), ids(200, 998001).map((i) => `n${i}`), now]],
+  ['transitions.bind_identity', [998001, 'n998001', now]],
   [
     'transitions.record_applied',
     [ids(200, 998001), ids(200).map(() => 'SUCCEEDED'), ids(200).map(() => null), ids(200).map(() => 'FLOP'), ids(200).map(() => null), now, [], ids(200).map(() => null)],

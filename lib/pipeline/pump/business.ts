@@ -49,11 +49,7 @@ export async function business(deps: PumpDeps, members: Member[], beforeCommit?:
       // identity (INV-6): who owns the batch's keys already; within the batch, the first message of a key
       const keys = [...new Set(members.flatMap((member) => (member.identityToBind ? [member.identityToBind] : [])))];
       const owners = new Map(keys.length === 0 ? [] : (await pgRows(tx, ProcState.identityOwners, keys)).map((x) => [x.identity_key, x.msg_id]));
-      const ownerOf = (member: Member): number | undefined => {
-        if (!member.identityToBind) return undefined;
-        if (!owners.has(member.identityToBind)) owners.set(member.identityToBind, member.h.msg_id);
-        return owners.get(member.identityToBind);
-      };
+      const ownerOf = (member: Member): number | undefined => (member.identityToBind ? Transitions.claimIdentity(owners, member.identityToBind, member.h.msg_id) : undefined);
       const batches = await openDomains(deps, tx, members, now);
       const outcomes: Transitions.AppliedOutcome[] = [];
       const mirror = new Set<string>();
