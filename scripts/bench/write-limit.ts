@@ -19,7 +19,8 @@ import type { AirportConfig } from '../../lib/core/config.ts';
 import type { FlightCommand } from '../../lib/flight/plan.ts';
 import { FlightPlan, Loaded } from '../../lib/flight/plan.ts';
 import { isEmpty } from '../../lib/flight/overlay.ts';
-import { flightTableRows, loadStates, withStateRows, type TableRows } from '../../lib/flight/store.ts';
+import { changeArrays, flightTableRows, loadStates, outboxArrays, withStateRows, type TableRows } from '../../lib/flight/store.ts';
+import { pgArray } from '../../lib/db/statement.ts';
 import type { Logger } from 'pino';
 import { sql } from 'kysely';
 import { systemClock } from '../../lib/core/clock.ts';
@@ -49,8 +50,6 @@ export interface Limit {
   secondsPerTable: Record<string, number>;
   transactions: number;
 }
-
-const lit = (xs: readonly unknown[]) => `{${xs.map((x) => (x === null || x === undefined ? 'NULL' : `"${String(x).replace(/[\\"]/g, '\\$&')}"`)).join(',')}}`;
 
 /** `insert into t (cols) select * from unnest($1::type[], …)` of one table's column arrays. */
 function insertRows(t: TableRows, suffix = ''): Write {
@@ -93,29 +92,14 @@ function flopWrites(batch: FlopBatch, now: Date): Write[] {
              case when x.target = 'msg' then x.p || jsonb_build_object('EVENT_ID', x.id) else jsonb_build_object('FLID', x.flid, 'STATE_VERSION', x.ver) end, $1::timestamptz
       from (select nextval('msg_event_id_seq') as id, u.* from unnest($2::text[], $3::text[], $4::integer[], $5::jsonb[]) with ordinality as u(target, flid, ver, p, ord) order by ord) x
       on conflict (target, flid) where target in ('schd', 'state') do update set event_id = excluded.event_id, state_version = excluded.state_version, payload = excluded.payload, state = 'PENDING', created_at = excluded.created_at`,
-    values: [
-      now,
-      lit(outbox.map((e) => e.target)),
-      lit(outbox.map((e) => e.flid)),
-      lit(outbox.map((e) => e.stateVersion)),
-      lit(outbox.map((e) => ('payload' in e ? JSON.stringify(e.payload) : null))),
-    ],
+    values: [now, ...outboxArrays(outbox)],
     rows: outbox.length,
   });
   const ch = plan.changes;
   out.push({
     name: 'limit_flight_change',
     text: 'insert into flight_change (flid, state_version, msg_id, kind, op, cause, changes, created_at) select * from unnest($1::text[], $2::integer[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::json[], $8::timestamptz[])',
-    values: [
-      lit(ch.map((c) => c.flid)),
-      lit(ch.map((c) => c.stateVersion)),
-      lit(ch.map((c) => c.msgId)),
-      lit(ch.map((c) => c.kind)),
-      lit(ch.map((c) => c.op)),
-      lit(ch.map((c) => c.cause)),
-      lit(ch.map((c) => JSON.stringify(c.changes))),
-      lit(ch.map((c) => c.at.toISOString())),
-    ],
+    values: [...changeArrays(ch)],
     rows: ch.length,
   });
   out.push(procStateMarks(batch.msgIds, batch.kinds, now));
@@ -129,7 +113,7 @@ function procStateMarks(msgIds: readonly number[], kinds: readonly string[], now
     text: `with t as (update proc_state p set state = 'SUCCEEDED', applied_state = 'SUCCEEDED', kind = u.kind, terminal_at = $3::timestamptz, backfill_next_at = $3::timestamptz, updated_at = $3::timestamptz
                       from unnest($1::bigint[], $2::text[]) as u(msg_id, kind) where p.msg_id = u.msg_id returning 1)
            select (select count(*) from t) as n, msgx_wake($4::text[]) as woken`,
-    values: [lit(msgIds), lit(kinds), now, lit([DISPATCH_TASK.msg, DISPATCH_TASK.schd, DISPATCH_TASK.state, TASK.backfill])],
+    values: [pgArray(msgIds), pgArray(kinds), now, pgArray([DISPATCH_TASK.msg, DISPATCH_TASK.schd, DISPATCH_TASK.state, TASK.backfill])],
     rows: msgIds.length,
   };
 }
