@@ -5,9 +5,9 @@
 //   B1 (batchesOfFlops): per batch of K FLOPs, the rows the flight planner (lib/flight/plan.ts,
 //      pure) says the batch writes — flight_schd rows, the changed collections (deleted, then
 //      inserted), msg events and state rows (one msg_event insert), change records — and every
-//      message's terminal proc_state mark, written ONCE (the pump writes it twice: its outcome in
-//      the business transaction, its terminal state after the mirror step, INV-10), with the
-//      dispatchers' and backfill's wake-up.
+//      message's terminal proc_state mark with its identity key, written ONCE (the pump writes it
+//      twice: its outcome and identity in the business transaction, its terminal state after the
+//      mirror step, INV-10), with the dispatchers' and backfill's wake-up.
 //   B2 (snapshotRows): the rows a first apply left on empty stores (every table it writes, read
 //      back as array literals), truncated, then written again in one transaction.
 // The figure is wall time, with the CPU time of the connection's Postgres backend beside it
@@ -28,7 +28,7 @@ import { loadConfig, slices } from '../../lib/core/config.ts';
 import { decodeFlightCommand } from '../../lib/flight/handlers.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
 import { tick } from '../../lib/pipeline/pump/loop.ts';
-import { decodeEnvelope } from '../../lib/sis/envelope.ts';
+import { decodeEnvelope, identityKey } from '../../lib/sis/envelope.ts';
 import { BENCH_INBOX, BENCH_PG, BENCH_REDIS, type Bench, emptyAll, processCpuSeconds, pumpDeps } from './setup.ts';
 
 /** One statement of a limit transaction: its text (named by `name`) and its parameters. */
@@ -102,18 +102,19 @@ function flopWrites(batch: FlopBatch, now: Date): Write[] {
     values: [...changeArrays(ch)],
     rows: ch.length,
   });
-  out.push(procStateMarks(batch.msgIds, batch.kinds, now));
+  out.push(procStateMarks(batch.msgIds, batch.kinds, batch.identities, now));
   return out;
 }
 
-/** Every message's terminal mark (SUCCEEDED, its kind, the backfill intent) and the wake-ups, one statement. */
-function procStateMarks(msgIds: readonly number[], kinds: readonly string[], now: Date): Write {
+/** Every message's terminal mark (SUCCEEDED, its kind, its identity key (INV-6), the backfill intent) and the wake-ups, one statement. */
+function procStateMarks(msgIds: readonly number[], kinds: readonly string[], identities: readonly string[], now: Date): Write {
   return {
     name: 'limit_proc_state',
-    text: `with t as (update proc_state p set state = 'SUCCEEDED', applied_state = 'SUCCEEDED', kind = u.kind, terminal_at = $3::timestamptz, backfill_next_at = $3::timestamptz, updated_at = $3::timestamptz
-                      from unnest($1::bigint[], $2::text[]) as u(msg_id, kind) where p.msg_id = u.msg_id returning 1)
+    text: `with t as (update proc_state p set state = 'SUCCEEDED', applied_state = 'SUCCEEDED', kind = u.kind, identity_key = u.identity_key, terminal_at = $3::timestamptz,
+                                          backfill_next_at = $3::timestamptz, updated_at = $3::timestamptz
+                      from unnest($1::bigint[], $2::text[], $5::text[]) as u(msg_id, kind, identity_key) where p.msg_id = u.msg_id returning 1)
            select (select count(*) from t) as n, msgx_wake($4::text[]) as woken`,
-    values: [pgArray(msgIds), pgArray(kinds), now, pgArray([DISPATCH_TASK.msg, DISPATCH_TASK.schd, DISPATCH_TASK.state, TASK.backfill])],
+    values: [pgArray(msgIds), pgArray(kinds), now, pgArray([DISPATCH_TASK.msg, DISPATCH_TASK.schd, DISPATCH_TASK.state, TASK.backfill]), pgArray(identities)],
     rows: msgIds.length,
   };
 }
@@ -163,6 +164,7 @@ export async function runLimit(url: string, batches: readonly Write[][], message
 export interface FlopBatch {
   msgIds: number[];
   kinds: string[];
+  identities: string[];
   plan: ReturnType<FlightPlan['result']>;
 }
 
@@ -174,7 +176,7 @@ export async function planFlopBatches(
   b: Bench,
   airport: Pick<AirportConfig, 'timezone' | 'dayCutover'>,
   flids: readonly string[],
-  cmds: readonly { msgId: number; styp: string; cmd: FlightCommand; now: Date }[],
+  cmds: readonly { msgId: number; styp: string; identity: string; cmd: FlightCommand; now: Date }[],
   k: number,
 ): Promise<FlopBatch[]> {
   const loaded = new Loaded();
@@ -189,7 +191,7 @@ export async function planFlopBatches(
       if (!isEmpty(plan.needs(m))) throw new Error(`write limit: message ${c.msgId} addresses a flight not loaded`);
       plan.apply(m);
     }
-    out.push({ msgIds: part.map((c) => c.msgId), kinds: part.map((c) => `FLOP/${c.styp}`), plan: plan.result() });
+    out.push({ msgIds: part.map((c) => c.msgId), kinds: part.map((c) => `FLOP/${c.styp}`), identities: part.map((c) => c.identity), plan: plan.result() });
     for (const [f, s] of plan.states()) if (s) loaded.states.set(f, s);
   }
   return out;
@@ -218,7 +220,7 @@ export async function flopWorkloadLimit(b: Bench, w: { snapshots: readonly strin
   const now = systemClock.now();
   const cmds = w.flops.map((x, i) => {
     const env = decodeEnvelope(x);
-    return { msgId: ids[i], styp: env.styp, cmd: decodeFlightCommand(env, airport), now };
+    return { msgId: ids[i], styp: env.styp, identity: identityKey(env, b.config['msgx.identity.include-day-boundary']), cmd: decodeFlightCommand(env, airport), now };
   });
   const flids = Array.from({ length: w.flights }, (_, i) => String(i + 1));
   return flopWriteLimit(BENCH_PG, await planFlopBatches(b, airport, flids, cmds, w.k), now);
@@ -282,13 +284,13 @@ export async function snapshotWrites(b: Bench, msgId: number, now: Date): Promis
       rows: arrays.n,
     });
   }
-  out.push(procStateMarks([msgId], ['SCHD/DNLD'], now));
+  out.push(procStateMarks([msgId], ['SCHD/DNLD'], [`snapshot-${msgId}`], now));
   return out;
 }
 
 /** Empties SNAPSHOT_TABLES and opens the message again (the limit then writes what the apply wrote). */
 export async function emptySnapshotTables(b: Bench, msgId: number): Promise<void> {
   await b.pool.query(`truncate ${SNAPSHOT_TABLES.join(', ')}`);
-  await b.pool.query(`update proc_state set state = 'PENDING', applied_state = null, terminal_at = null, backfill_next_at = null where msg_id = $1`, [msgId]);
+  await b.pool.query(`update proc_state set state = 'PENDING', applied_state = null, identity_key = null, terminal_at = null, backfill_next_at = null where msg_id = $1`, [msgId]);
   await b.pool.query(`vacuum analyze ${SNAPSHOT_TABLES.join(', ')}, proc_state`);
 }
