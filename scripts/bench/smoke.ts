@@ -6,11 +6,12 @@
 // msg-outbox.ts) are bounded so that a tenfold regression from their usual value breaches and
 // a threefold swing of a busy machine does not:
 //   pump-limit  the pump at K = 200 (6,000 FLOPs over 500 flights) ÷ the batched write limit of
-//               the same batches: ≥ 0.15 (0.38 on a machine at load 25; B1's target 0.5).
+//               the same batches: ≥ 0.15 (0.38–0.62 in runs at load 5–25; B1's target 0.5).
 //   snapshot-limit  a 2,000-flight SCHD DNLD's first apply (the process's first) ÷ its write
-//               limit (the same rows, one statement per table): ≤ 8 (3.5 at load 25; B2's target 3).
+//               limit (the same rows, one statement per table): ≤ 8 (2.9–3.9 in runs at load 5–25,
+//               18–28 with the plant below; B2's target 3).
 //   dispatch-limit  msg dispatch at batch 500 ÷ the raw send rate of the same events in sends of
-//               500 (no Postgres): ≥ 0.06 (0.16–0.2 at load 25, 0.3–0.6 on a quiet machine).
+//               500 (no Postgres): ≥ 0.06 (0.16–0.25 in runs at load 5–25).
 // and, as before:
 //   dispatch  msg dispatch at batch 2,000 ≥ 0.8 × batch 500 (best of two drains each, sizes
 //             alternated): a statement whose cost grows with the square of the batch breaks it.
