@@ -1,7 +1,8 @@
 // What the api adds to the process's HTTP server (lib/runtime/http.ts):
 //   - security headers on every answer (@fastify/helmet): a Content-Security-Policy without
 //     inline script or style (an inline script of the console page would be allowed by its hash;
-//     today it has none: /ops/console.js and /ops/console.css), frame-ancestors 'none',
+//     today it has none: /ops/js/*.js and /ops/console.css), connections to the api itself and the
+//     identity provider only, frame-ancestors 'none',
 //     X-Content-Type-Options: nosniff, no referrer; Cache-Control: no-store (operational data);
 //   - the parameter rules of every route (schema.ts strictParameters, applied as each route is
 //     declared): a query schema that refuses unknown keys, integer parameters in decimal digits;
@@ -16,7 +17,7 @@ import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { Logger } from '../runtime/log.ts';
 import { anyObject, errors, strictParameters } from './schema.ts';
 
-export async function hardenApi(app: FastifyInstance, o: { scriptSources: string[]; log: Logger }): Promise<void> {
+export async function hardenApi(app: FastifyInstance, o: { scriptSources: string[]; connectSources: string[]; log: Logger }): Promise<void> {
   await app.register(helmet, {
     contentSecurityPolicy: {
       useDefaults: false,
@@ -25,7 +26,7 @@ export async function hardenApi(app: FastifyInstance, o: { scriptSources: string
         scriptSrc: o.scriptSources,
         styleSrc: ["'self'"], // the console's style sheet is served (/ops/console.css); no inline style
         imgSrc: ["'self'", 'data:'],
-        connectSrc: ["'self'"],
+        connectSrc: ["'self'", ...o.connectSources], // the identity provider's token endpoint (the console's sign-in)
         baseUri: ["'none'"],
         formAction: ["'self'"],
         frameAncestors: ["'none'"],
@@ -76,7 +77,8 @@ async function openApiOf(routes: RouteOptions[]): Promise<OpenApi> {
       info: {
         title: 'msgexchange api',
         version: process.env.npm_package_version ?? '0.1.0',
-        description: 'The api process of msgexchange. Errors are {error, reason}; token routes need `Authorization: Bearer <MSGX_API_TOKEN>`.',
+        description:
+          'The api process of msgexchange. Errors are {error, reason}. Routes need `Authorization: Bearer <JWT of the identity provider, or API key>` with the role lib/access/routes.ts names (401 without, 403 with too low a role).',
       },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
     },
