@@ -23,12 +23,13 @@ export function highest(roles: Iterable<Role>): Role | null {
 }
 
 /**
- * msgx.oidc.role-map: `<IdP value>=<role>`, comma separated (e.g. `gw-viewers=viewer,gw-ops=operator`).
+ * msgx.oidc.role-map: `<IdP value>=<role>`, comma separated (e.g. `gw-viewers=viewer,gw-ops=operator`),
+ * or semicolon separated when a value has commas (an AD group's DN: `CN=GW Ops,OU=Groups=operator;…`).
  * Empty: the claim's values are the role names themselves. Problems name the entry.
  */
 export function parseRoleMap(text: string): { map: Map<string, Role> | null; problems: string[] } {
   const entries = text
-    .split(',')
+    .split(text.includes(';') ? ';' : ',')
     .map((e) => e.trim())
     .filter(Boolean);
   if (entries.length === 0) return { map: null, problems: [] };

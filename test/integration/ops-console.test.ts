@@ -125,7 +125,8 @@ describe.runIf(present)('ops console v2 (headless Chromium)', () => {
     await page.waitForFunction(() => document.querySelector('#status')?.textContent?.startsWith('loaded'));
     expect(await page.textContent('#status')).toMatch(/loaded \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \+08:00 \(airport time, Asia\/Shanghai\)/);
     expect(page.url()).not.toContain('token');
-    expect(await page.evaluate(() => sessionStorage.getItem('msgx-token'))).toBe('test-token');
+    // the token is in the page's memory only: no storage, no cookie
+    expect(await page.evaluate(() => [sessionStorage.length, localStorage.length, document.cookie])).toEqual([0, 0, '']);
 
     // counts per state and reason: DEAD first, its reasons each a link
     const counts = await page.textContent('#counts');
