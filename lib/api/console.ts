@@ -70,7 +70,10 @@ export async function opsSummary(db: Db, clock: Clock) {
 export async function consoleRoutes(app: FastifyInstance, o: { db: Db; clock: Clock; access: Access; timeoutMs: number }) {
   clientErrors(app);
   const file = (type: string, description: string) => ({ 200: { description, content: { [type]: { schema: { type: 'string' } } } } });
-  app.get('/ops', { schema: { summary: 'The ops console (HTML page; it signs in)', response: file('text/html', 'the page') } }, async (_req, reply) =>
+  // the identity provider sends the person back here with the answer to the sign-in (read by the page, never by the server)
+  const back = str({ maxLength: 4096 });
+  const signInAnswer = { type: 'object', additionalProperties: false, properties: { code: back, state: back, iss: back, session_state: back, error: back, error_description: back } };
+  app.get('/ops', { schema: { summary: 'The ops console (HTML page; it signs in)', querystring: signInAnswer, response: file('text/html', 'the page') } }, async (_req, reply) =>
     reply.type('text/html; charset=utf-8').send(PAGE),
   );
   // the page's modules and style: public (like the page itself), no data

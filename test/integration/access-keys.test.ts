@@ -80,9 +80,17 @@ describe('API keys', () => {
       expect(Object.keys((await (await get(p, '/healthz', viewer.key)).json()) as object)).toContain('dependencies');
     }
     expect((await get(api, '/all/flights', viewer.key)).status).toBe(200);
-    const skip = await fetch(`http://127.0.0.1:${api.port}/ops/dispatch-skip`, { method: 'POST', headers: { authorization: `Bearer ${viewer.key}`, 'content-type': 'application/json' }, body: '{"eventIds":[1]}' });
+    const skip = await fetch(`http://127.0.0.1:${api.port}/ops/dispatch-skip`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${viewer.key}`, 'content-type': 'application/json' },
+      body: '{"eventIds":[1]}',
+    });
     expect(skip.status).toBe(403);
-    const ok = await fetch(`http://127.0.0.1:${api.port}/ops/dispatch-skip`, { method: 'POST', headers: { authorization: `Bearer ${operator.key}`, 'content-type': 'application/json' }, body: '{"eventIds":[1]}' });
+    const ok = await fetch(`http://127.0.0.1:${api.port}/ops/dispatch-skip`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${operator.key}`, 'content-type': 'application/json' },
+      body: '{"eventIds":[1]}',
+    });
     expect(ok.status).toBe(200);
   });
 

@@ -57,7 +57,9 @@ const forged = (token: string, header: object, sign: (input: string) => string) 
   return `${input}.${sign(input)}`;
 };
 const auditRows = async (where: (r: Record<string, unknown>) => boolean) =>
-  (await sql<Record<string, unknown>>`select subject, subject_name, role, via, method, route, action, status, outcome, touched, process from access_audit order by id`.execute(s.db)).rows.filter(where);
+  (await sql<Record<string, unknown>>`select subject, subject_name, role, via, method, route, action, status, outcome, touched, process from access_audit order by id`.execute(s.db)).rows.filter(
+    where,
+  );
 
 beforeAll(async () => {
   s = await openServices();
@@ -98,7 +100,10 @@ describe('who may do what, with tokens of the identity provider', () => {
     expect((await call('/metrics', viewer)).text).toContain('msgx_http_refusals_total');
     expect((await call('/ops/me', viewer)).json).toMatchObject({ via: 'oidc', subject: 'svc-viewer', name: 'Svc viewer', role: 'viewer' });
     expect((await call('/all/flights', null)).status).toBe(401);
-    expect((await call('/all/flights', await idp.serviceToken('svc-nobody'))).json).toMatchObject({ error: 'forbidden', reason: 'GET /all/flights needs the viewer role; Svc nobody has no role this gateway knows' });
+    expect((await call('/all/flights', await idp.serviceToken('svc-nobody'))).json).toMatchObject({
+      error: 'forbidden',
+      reason: 'GET /all/flights needs the viewer role; Svc nobody has no role this gateway knows',
+    });
     const operator = await idp.serviceToken('svc-operator');
     expect((await call('/ops/replay', operator, { ids: [424242] })).status).toBe(200);
     expect((await call('/cminmsgs/send', operator, {})).status).toBe(403); // injection is an admin's

@@ -70,7 +70,14 @@ export async function startIdp(o: { keys: JWK[]; port?: number; consoleOrigins?:
         redirect_uris: redirects.length ? redirects : ['http://127.0.0.1/ops'],
         post_logout_redirect_uris: redirects.length ? redirects : ['http://127.0.0.1/ops'],
       },
-      ...SERVICES.map((client_id) => ({ client_id, client_secret: SECRET, grant_types: ['client_credentials'], response_types: [], redirect_uris: [], token_endpoint_auth_method: 'client_secret_post' })),
+      ...SERVICES.map((client_id) => ({
+        client_id,
+        client_secret: SECRET,
+        grant_types: ['client_credentials'],
+        response_types: [],
+        redirect_uris: [],
+        token_endpoint_auth_method: 'client_secret_post',
+      })),
     ],
     jwks: { keys: o.keys },
     findAccount: async (_ctx: unknown, id: string) => ({ accountId: id, claims: async () => ({ sub: id, name: display(id), email: `${id}@airport.example` }) }),
@@ -145,14 +152,24 @@ export async function startIdp(o: { keys: JWK[]; port?: number; consoleOrigins?:
       const go = async (url: string) => keep(await fetch(new URL(url, issuer), { headers: { cookie: cookies() }, redirect: 'manual', signal: AbortSignal.timeout(10_000) }));
       const verifier = randomBytes(32).toString('base64url');
       const challenge = createHash('sha256').update(verifier).digest('base64url');
-      const q = new URLSearchParams({ response_type: 'code', client_id: CONSOLE_CLIENT, redirect_uri: redirectUri, scope: 'openid profile email', state: 's', code_challenge: challenge, code_challenge_method: 'S256' });
+      const q = new URLSearchParams({
+        response_type: 'code',
+        client_id: CONSOLE_CLIENT,
+        redirect_uri: redirectUri,
+        scope: 'openid profile email',
+        state: 's',
+        code_challenge: challenge,
+        code_challenge_method: 'S256',
+      });
       let r = await go(`/auth?${q}`);
       const interaction = r.headers.get('location')!;
       r = keep(await form(new URL(interaction, issuer).pathname, { prompt: 'login', login, password: 'any' }, cookies()));
       for (let i = 0; i < 5 && r.status >= 300 && r.status < 400 && !r.headers.get('location')!.startsWith(redirectUri); i++) r = await go(r.headers.get('location')!);
       const code = new URL(r.headers.get('location') ?? '', issuer).searchParams.get('code');
       if (!code) throw new Error(`no code for ${login}: ${r.status} ${await r.text()}`);
-      const t = (await (await form('/token', { grant_type: 'authorization_code', client_id: CONSOLE_CLIENT, code, redirect_uri: redirectUri, code_verifier: verifier, resource: AUDIENCE })).json()) as {
+      const t = (await (
+        await form('/token', { grant_type: 'authorization_code', client_id: CONSOLE_CLIENT, code, redirect_uri: redirectUri, code_verifier: verifier, resource: AUDIENCE })
+      ).json()) as {
         access_token?: string;
         error_description?: string;
       };
