@@ -356,7 +356,9 @@ function registerSecrets(c: Config): void {
   for (const name of ['MSGX_API_TOKEN', 'DATABASE_PASSWORD', 'INBOX_PASSWORD', 'REDIS_PASSWORD', 'REDIS_SENTINEL_PASSWORD', 'KAFKA_SASL_PASSWORD'] as const) registerSecret(c[name]);
   for (const name of ['DATABASE_URL', 'INBOX_URL', 'REDIS_URL'] as const) {
     try {
-      registerSecret(decodeURIComponent(new URL(name === 'DATABASE_URL' ? splitPgHosts(c[name]).url : c[name]).password));
+      const u = new URL(name === 'DATABASE_URL' ? splitPgHosts(c[name]).url : c[name]);
+      registerSecret(decodeURIComponent(u.password));
+      for (const [k, v] of u.searchParams) if (/^(ssl)?(password|passwd|pass|pwd)$/i.test(k)) registerSecret(v);
     } catch {
       // validated as a URL already
     }
