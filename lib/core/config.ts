@@ -404,6 +404,35 @@ export function kafkaSecuritySettings(k: Slices['kafka']) {
   };
 }
 
+/**
+ * Another database reached with this configuration's Postgres settings (npm run compare's --other,
+ * npm run dry-run's --database): the DATABASE_TLS_* settings (unless the URL says its own
+ * sslmode), and DATABASE_PASSWORD / _FILE unless the URL carries a password. Throws ConfigError
+ * naming `name` on a contradiction, and on plain text off loopback as the configuration would.
+ */
+export function peerDatabase(c: Config, url: string, name: string): PgTarget {
+  const tls = { mode: c.DATABASE_TLS_MODE, ca: c.DATABASE_TLS_CA, cert: c.DATABASE_TLS_CERT, key: c.DATABASE_TLS_KEY };
+  let ownPassword = false;
+  let ownMode = false;
+  try {
+    const u = new URL(splitPgHosts(url, name).url);
+    ownPassword = u.password !== '';
+    ownMode = u.searchParams.has('sslmode');
+  } catch {
+    // resolvePostgres names the problem
+  }
+  const r = resolvePostgres(url, { password: ownPassword ? undefined : c.DATABASE_PASSWORD || undefined, tls: ownMode ? {} : tls }, name);
+  const problems = [...r.problems];
+  if (!c['msgx.dev-mode'] && problems.length === 0)
+    problems.push(
+      ...plaintextProblems({ ...targets(c), postgres: r.target }, new Set(c['msgx.allow-plaintext']))
+        .filter((p) => p.startsWith('postgres:'))
+        .map((p) => p.replace('DATABASE_URL', name)),
+    );
+  if (problems.length) throw new ConfigError(`invalid ${name}:\n  - ${problems.join('\n  - ')}`);
+  return r.target;
+}
+
 /** The connection targets of a loaded configuration (checked at load: never a problem here). */
 export function targets(config: Config): Targets {
   let t = resolvedTargets.get(config);

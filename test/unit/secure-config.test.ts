@@ -274,7 +274,15 @@ describe('Redis Sentinel: the same TLS as the master, a login of its own', () =>
       MSGX_DEV_MODE: 'true',
     });
     const t = targets(c).redis;
-    expect(t.sentinel).toEqual({ sentinels: [{ host: 's1', port: 26379 }, { host: 's2', port: 26379 }], master: 'mymaster', username: 'sentinel-user', password: 'sentinel-pw-1' });
+    expect(t.sentinel).toEqual({
+      sentinels: [
+        { host: 's1', port: 26379 },
+        { host: 's2', port: 26379 },
+      ],
+      master: 'mymaster',
+      username: 'sentinel-user',
+      password: 'sentinel-pw-1',
+    });
     const o = redisEndpoint(t).options;
     expect(o).toMatchObject({ sentinelUsername: 'sentinel-user', sentinelPassword: 'sentinel-pw-1', enableTLSForSentinelMode: true });
     expect(o.sentinelTLS).toBe(o.tls); // one set of TLS options: the master's CA verifies the Sentinels
@@ -291,7 +299,12 @@ describe('Redis Sentinel: the same TLS as the master, a login of its own', () =>
 describe('plain text is a decision outside development mode', () => {
   const prod = { MSGX_DEV_MODE: 'false' };
   it('off loopback, a plain-text service is refused naming MSGX_ALLOW_PLAINTEXT; loopback and development mode pass', () => {
-    const remote = { DATABASE_URL: 'postgres://u@db.airport.example/msgx', INBOX_URL: 'mysql://u@aodb.airport.example/x', REDIS_URL: 'redis://cache.airport.example/0', KAFKA_BROKERS: 'k1.airport.example:9092' };
+    const remote = {
+      DATABASE_URL: 'postgres://u@db.airport.example/msgx',
+      INBOX_URL: 'mysql://u@aodb.airport.example/x',
+      REDIS_URL: 'redis://cache.airport.example/0',
+      KAFKA_BROKERS: 'k1.airport.example:9092',
+    };
     let message = '';
     try {
       loadConfig({ ...prod, ...remote });

@@ -50,7 +50,13 @@ describe('a DATABASE_URL naming several hosts', () => {
 
 describe('Redis behind Sentinel', () => {
   it('REDIS_SENTINELS + REDIS_SENTINEL_MASTER become ioredis Sentinel options; the URL keeps the database and credentials', () => {
-    const c = loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379/3', REDIS_SENTINELS: 's1:26379, s2:26380', REDIS_SENTINEL_MASTER: 'msgx-redis', REDIS_PASSWORD: 'pw-sent-1', MSGX_ALLOW_PLAINTEXT: 'redis' });
+    const c = loadConfig({
+      REDIS_URL: 'redis://127.0.0.1:6379/3',
+      REDIS_SENTINELS: 's1:26379, s2:26380',
+      REDIS_SENTINEL_MASTER: 'msgx-redis',
+      REDIS_PASSWORD: 'pw-sent-1',
+      MSGX_ALLOW_PLAINTEXT: 'redis',
+    });
     expect(redisEndpoint(targets(c).redis)).toEqual({
       url: 'redis://127.0.0.1:6379/3',
       options: {
