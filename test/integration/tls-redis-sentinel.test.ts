@@ -67,15 +67,19 @@ beforeAll(async () => {
   };
   // the Sentinel knows the master once it answers over TLS
   const probe = newRedis(targets(loadConfig({ ...env, MSGX_DEV_MODE: 'true' })).redis, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  await until('the master through the Sentinel', async () => {
-    try {
-      await probe.connect();
-      return (await probe.ping()) === 'PONG';
-    } catch {
-      probe.disconnect();
-      return false;
-    }
-  }, 30_000);
+  await until(
+    'the master through the Sentinel',
+    async () => {
+      try {
+        await probe.connect();
+        return (await probe.ping()) === 'PONG';
+      } catch {
+        probe.disconnect();
+        return false;
+      }
+    },
+    30_000,
+  );
   probe.disconnect();
 }, 90_000);
 
