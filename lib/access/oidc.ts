@@ -11,6 +11,8 @@ import type { Clock } from '../core/clock.ts';
 import { roleOf, type Role } from './roles.ts';
 
 export const JWKS_COOLDOWN_MS = 10_000;
+/** The signature algorithms accepted: asymmetric only (what Keycloak, Entra ID and ADFS sign with); never `none` or an HMAC. */
+export const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
 export const JWKS_MAX_AGE_MS = 10 * 60_000;
 /** After a failed discovery, the next try waits at least this long. */
 const DISCOVERY_RETRY_MS = 5000;
@@ -21,7 +23,6 @@ export interface OidcSettings {
   /** The claim holding the roles (`roles`, `groups`, `realm_access.roles`, a URI). */
   roleClaim: string;
   roleMap: Map<string, Role> | null;
-  algorithms: string[];
   clockSkewMs: number;
   timeoutMs: number;
 }
@@ -124,7 +125,7 @@ export class OidcVerifier {
       const { payload } = await jwtVerify(token, this.jwks, {
         issuer: this.s.issuer,
         audience: this.s.audience,
-        algorithms: this.s.algorithms,
+        algorithms: ALGORITHMS,
         clockTolerance: Math.round(this.s.clockSkewMs / 1000),
         currentDate: this.clock.now(),
         requiredClaims: ['sub', 'exp'],

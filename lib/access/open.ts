@@ -55,7 +55,7 @@ export function openAccess(d: AccessDeps): Access {
   if (problems.length) throw bad(problems);
   const o = d.oidc;
   const oidc: OidcSettings | undefined = o.issuer
-    ? { issuer: o.issuer, audience: o.audience, roleClaim: o.roleClaim, roleMap: roles.map, algorithms: [...o.algorithms], clockSkewMs: o.clockSkewMs, timeoutMs: o.timeoutMs }
+    ? { issuer: o.issuer, audience: o.audience, roleClaim: o.roleClaim, roleMap: roles.map, clockSkewMs: o.clockSkewMs, timeoutMs: o.timeoutMs }
     : undefined;
   const devToken = d.http.devMode ? d.http.apiToken || 'dev' : undefined;
   const identity = new Identity({ keys, oidc, devToken, clock: d.clock });

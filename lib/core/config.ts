@@ -219,7 +219,6 @@ const PARAMS = {
   'msgx.oidc.resource': [v.string(), ''],
   'msgx.oidc.role-claim': [nonEmpty(200), 'roles'],
   'msgx.oidc.role-map': [v.string(), ''],
-  'msgx.oidc.algorithms': [listOf(/^(RS|PS|ES)(256|384|512)$|^EdDSA$|^Ed25519$/, 'asymmetric JWS algorithms (RS256, PS256, ES256, EdDSA, …; never none or HS*)'), 'RS256,PS256,ES256'],
   'msgx.oidc.clock-skew': [durationIn(0, 300_000, '0s to 5m'), '30s'],
   'msgx.audit.retention': [duration, '365d'],
   // Services reached in plain text on purpose (outside development mode, off loopback): postgres, mariadb, redis, kafka.
@@ -521,7 +520,6 @@ const SLICES = {
     resource: 'msgx.oidc.resource',
     roleClaim: 'msgx.oidc.role-claim',
     roleMap: 'msgx.oidc.role-map',
-    algorithms: 'msgx.oidc.algorithms',
     clockSkewMs: 'msgx.oidc.clock-skew',
     timeoutMs: 'msgx.io.timeout',
   },
