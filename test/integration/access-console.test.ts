@@ -4,21 +4,20 @@
 // the page's memory only, who is signed in and the role shown, only that role's actions offered
 // (a viewer: none), sign-out at the provider, and an operator's replay from the page recorded in
 // the audit trail with the person's name. Screenshots: test-output/access-console/ (gitignored).
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { chromiumPresent, launchChromium } from '../support/chromium.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AUDIENCE, CONSOLE_CLIENT, ROLE_MAP, signingKey, startIdp, type TestIdp } from '../support/oidc.ts';
+import { AUDIENCE, CONSOLE_CLIENT, productionApiEnv, signingKey, startIdp, type TestIdp } from '../support/oidc.ts';
 import { freePort } from '../support/ports.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 import { openServices, resetDomain, resetPipeline, type TestServices } from '../support/services.ts';
 import { writeTraceFixture, type TraceFixture } from '../support/trace-fixtures.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const present = existsSync(CHROMIUM);
-if (!present) console.warn(`SKIPPED(no-chromium): ${CHROMIUM} is absent; .ci/run installs Debian's chromium for this test`);
+const present = chromiumPresent('access-console.test.ts');
 const OUT = join(import.meta.dirname, '../../test-output/access-console');
 
 let s: TestServices;
@@ -68,24 +67,9 @@ describe.runIf(present)('console sign-in with the identity provider (headless Ch
     idp = await startIdp({ keys: [await signingKey('k1')], consoleOrigins: [`http://127.0.0.1:${port}`] });
     const keys = join(mkdtempSync(join(tmpdir(), 'msgx-console-')), 'api-keys');
     writeFileSync(keys, '');
-    api = startWorker('api', {
-      MSGX_HTTP_PORT_API: String(port),
-      MSGX_DEV_MODE: 'false',
-      MSGX_API_TOKEN: '',
-      MSGX_HTTP_ANONYMOUS_READS: '',
-      MSGX_API_KEYS_FILE: keys,
-      MSGX_OIDC_ISSUER: idp.issuer,
-      MSGX_OIDC_AUDIENCE: AUDIENCE,
-      MSGX_OIDC_CLIENT_ID: CONSOLE_CLIENT,
-      MSGX_OIDC_RESOURCE: AUDIENCE,
-      MSGX_OIDC_ROLE_CLAIM: 'groups',
-      MSGX_OIDC_ROLE_MAP: ROLE_MAP,
-    });
+    api = startWorker('api', productionApiEnv(idp, keys, { MSGX_HTTP_PORT_API: String(port), MSGX_OIDC_CLIENT_ID: CONSOLE_CLIENT, MSGX_OIDC_RESOURCE: AUDIENCE }));
     await waitFor('api up', async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

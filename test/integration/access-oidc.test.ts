@@ -12,7 +12,7 @@ import { SignJWT, importJWK, type JWK } from 'jose';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JWKS_COOLDOWN_MS } from '../../lib/access/oidc.ts';
-import { AUDIENCE, OTHER_AUDIENCE, ROLE_MAP, signingKey, startIdp, type TestIdp } from '../support/oidc.ts';
+import { AUDIENCE, OTHER_AUDIENCE, productionApiEnv, signingKey, startIdp, type TestIdp } from '../support/oidc.ts';
 import { freePort } from '../support/ports.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 import { openServices, resetPipeline, type TestServices } from '../support/services.ts';
@@ -72,18 +72,7 @@ beforeAll(async () => {
   idp = await startIdp({ keys: [k1], consoleOrigins: [`http://127.0.0.1:${apiPort}`] });
   const keys = join(mkdtempSync(join(tmpdir(), 'msgx-oidc-')), 'api-keys');
   writeFileSync(keys, '# no keys: people sign in\n');
-  api = startWorker('api', {
-    MSGX_DEV_MODE: 'false',
-    MSGX_API_TOKEN: '',
-    MSGX_HTTP_ANONYMOUS_READS: '',
-    MSGX_API_KEYS_FILE: keys,
-    MSGX_OIDC_ISSUER: idp.issuer,
-    MSGX_OIDC_AUDIENCE: AUDIENCE,
-    MSGX_OIDC_ROLE_CLAIM: 'groups',
-    MSGX_OIDC_ROLE_MAP: ROLE_MAP,
-    MSGX_OIDC_CLOCK_SKEW: '1s',
-    MSGX_HTTP_PORT_API: String(apiPort),
-  });
+  api = startWorker('api', productionApiEnv(idp, keys, { MSGX_OIDC_CLOCK_SKEW: '1s', MSGX_HTTP_PORT_API: String(apiPort) }));
   procs.push(api);
   await waitFor('api up', async () => (await fetch(`http://127.0.0.1:${apiPort}/healthz`)).ok);
 });

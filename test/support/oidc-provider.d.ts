@@ -1,7 +1,7 @@
 // The little of oidc-provider's API the test provider uses (the package ships no types).
 declare module 'oidc-provider' {
   import type { Server } from 'node:http';
-  // biome-ignore lint/suspicious/noExplicitAny: the provider's configuration and context are untyped JavaScript
+  // the provider's configuration and context are untyped JavaScript
   type Loose = any;
   export default class Provider {
     constructor(issuer: string, configuration: Loose);

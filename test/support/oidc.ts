@@ -32,6 +32,24 @@ interface GrantContext {
   };
 }
 
+/**
+ * The api's environment as in production, signing in with this provider: development mode off,
+ * no shared token, reads closed, an empty keys file (`keysFile`), the provider's groups mapped to roles.
+ */
+export function productionApiEnv(idp: TestIdp, keysFile: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    MSGX_DEV_MODE: 'false',
+    MSGX_API_TOKEN: '',
+    MSGX_HTTP_ANONYMOUS_READS: '',
+    MSGX_API_KEYS_FILE: keysFile,
+    MSGX_OIDC_ISSUER: idp.issuer,
+    MSGX_OIDC_AUDIENCE: AUDIENCE,
+    MSGX_OIDC_ROLE_CLAIM: 'groups',
+    MSGX_OIDC_ROLE_MAP: ROLE_MAP,
+    ...extra,
+  };
+}
+
 /** A signing key pair: the private JWK the provider signs with (its public half is what the JWKS serves). */
 export async function signingKey(kid: string): Promise<JWK> {
   const { privateKey } = await generateKeyPair('RS256', { extractable: true });
