@@ -38,6 +38,8 @@ import { metrics, noteInboxRead } from '../runtime/metrics.ts';
 import { wake } from '../sql/jobs.ts';
 import { enqueue } from '../sql/transitions.ts';
 import { TimeBudget } from '../core/budget.ts';
+import type { Tracing } from '../runtime/tracing.ts';
+import { takeSpans } from './trace.ts';
 
 export interface IntakeDeps {
   db: Db;
@@ -48,6 +50,8 @@ export interface IntakeDeps {
   log: Logger;
   /** How a failed round is logged (the process's quiet outage log, lib/runtime/health.ts); default: one error line each. */
   roundFailed?: (err: unknown) => void;
+  /** Each message taken starts its trace (lib/pipeline/trace.ts); undefined: tracing off. */
+  tracing?: Tracing;
 }
 
 export interface RoundResult {
@@ -133,8 +137,10 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
   const newWatermark = take.length ? Math.max(cur.watermark, take[take.length - 1].id) : cur.watermark;
   const lowestGap = settled.open[0] ?? null;
   const belowAll = [...new Map([...below, ...lateInGaps].map((r) => [r.id, r])).values()].sort((a, b) => a.id - b.id);
+  const taken = [...belowAll, ...take];
+  const taking = takeSpans(d.tracing, taken);
   const { inserted, late } = await d.db.transaction().execute(async (tx) => {
-    const ins = await enqueue(tx, [...belowAll, ...take], now);
+    const ins = await enqueue(tx, taken, now, taking?.contexts);
     const saved = await pgRun(
       tx,
       IntakeCursor.saveIntakeCursor,
@@ -155,6 +161,7 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
     const belowIds = new Set(belowAll.map((r) => r.id));
     return { inserted: ins, late: ins.filter((id) => belowIds.has(id)) };
   });
+  taking?.end(inserted);
   if (settled.passed.length) {
     metrics.intakeGapsPassed.inc(settled.passed.length);
     d.log.warn({ gaps: settled.passed.map((g) => (g.lo === g.hi ? g.lo : `${g.lo}-${g.hi}`)) }, 'inbox ID gap not filled within gap-settle; moving past it');

@@ -24,6 +24,7 @@ import { watches } from './watch.ts';
 import { releaseMemory, releaseWhileIdle } from './gc.ts';
 import { KEEP_ALIVE_EVERY_MS, keepDutiesAlive, keptRunner, unlockStaleJobs } from './job-queue.ts';
 import { checkAutovacuum } from './server-settings.ts';
+import { startTracing, type Tracing } from './tracing.ts';
 
 /** After SIGTERM/SIGINT a process exits by force if its clean shutdown takes longer (compose's stop grace must exceed it). */
 export const FORCED_EXIT_MS = 15_000;
@@ -46,6 +47,8 @@ export interface Runtime {
   pool: pg.Pool;
   db: Db;
   signal: AbortSignal;
+  /** One trace per message (lib/runtime/tracing.ts); undefined while msgx.tracing is off. */
+  tracing?: Tracing;
   /** Readiness per dependency and the outage log lines (lib/runtime/health.ts). */
   health: Health;
   /**
@@ -181,7 +184,9 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
       return c;
     },
   };
-  const rt: Runtime = { name: spec.name, config, log, clock: systemClock, pool, db: createDb(pool), signal: abort.signal, health, edges };
+  // off: nothing of OpenTelemetry is loaded (lib/runtime/tracing.ts)
+  const tracing = await startTracing(slices(config).tracing, spec.name, log);
+  const rt: Runtime = { name: spec.name, config, log, clock: systemClock, pool, db: createDb(pool), signal: abort.signal, tracing, health, edges };
   // graphile-worker prints a stack with console.trace when its worker dies of a connection error
   // (the runner is replaced, see startRunner): one quiet line instead.
   console.trace = (...args: unknown[]) => void rt.health.quiet('console-trace', args[0], 'graphile-worker: a worker ended with an error', 'postgres');
@@ -334,6 +339,7 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
     poolWatch.stop();
     await health.close();
     await withDeadline(pool.end(), 2000, 'pool end').catch(() => {});
+    await tracing?.shutdown(2000); // the spans not yet exported
     clearTimeout(force);
     process.exit(0);
   };
