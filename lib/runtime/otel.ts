@@ -4,7 +4,7 @@
 // zipkin: OTEL_EXPORTER_ZIPKIN_ENDPOINT; console; none), OTEL_TRACES_SAMPLER and its _ARG,
 // OTEL_SERVICE_NAME (default msgx-<process>) and OTEL_RESOURCE_ATTRIBUTES. No context manager:
 // every span names its parent, read from the stored context of the row it works on.
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Link, type Span, type SpanContext, type TimeInput } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type HrTime, type Link, type Span, type SpanContext, type TimeInput } from '@opentelemetry/api';
 import { hrTime, parseTraceParent, setGlobalErrorHandler, TraceState } from '@opentelemetry/core';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import {
@@ -106,6 +106,15 @@ class OtelSpan implements TraceSpan {
   }
 }
 
+/**
+ * Now as OpenTelemetry measures it, to the microsecond: the Zipkin exporter writes a given start
+ * time's microseconds unrounded, and Zipkin refuses a fraction (400, the whole export lost).
+ */
+function now(): HrTime {
+  const [s, n] = hrTime();
+  return [s, n - (n % 1000)];
+}
+
 /** OpenTelemetry's tracer for the process `service`, exporting as the OTEL_* variables say. */
 export async function openTelemetry(s: Settings, service: string, log: Logger): Promise<Tracing> {
   const out = await exporter(s.exporter);
@@ -142,7 +151,7 @@ export async function openTelemetry(s: Settings, service: string, log: Logger): 
       );
       return new OtelSpan(span);
     },
-    now: () => hrTime(),
+    now,
     shutdown: async (ms) => {
       await Promise.race([provider.shutdown(), new Promise((r) => setTimeout(r, ms).unref())]);
     },
