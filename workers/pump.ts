@@ -40,7 +40,7 @@ await runProcess({
     const session = createSessionDb(leader!.client);
     await pgRun(session, Locks.setSessionTimeouts, STATEMENT_TIMEOUT, LOCK_TIMEOUT);
     // tracing: the outbox rows this session writes take their message's trace context (lib/sql/flight.ts)
-    if (rt.tracing) await pgRun(session, Locks.traceOutbox);
+    if (rt.tracing) await pgRun(session, Locks.traceOutbox, 'on');
     const crash = crashAt(rt.config['msgx.test.crash-at']);
     // XML parse + decode in a worker thread: off the event loop, overlapped with the business transaction, under the per-message budget
     const decoder = opened.add(buildDecoder(slices(rt.config).pump, slices(rt.config).airport), (d) => d.close());

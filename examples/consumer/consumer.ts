@@ -123,7 +123,7 @@ async function tracing(): Promise<{ process: (headers: Headers, attributes: Reco
   const { W3CTraceContextPropagator } = await import('@opentelemetry/core');
   const { BatchSpanProcessor, TracerProvider } = await import('@opentelemetry/sdk-trace');
   const { detectResources, envDetector, resourceFromAttributes } = await import('@opentelemetry/resources');
-  const exporter = kind === 'zipkin' ? new (await import('@opentelemetry/exporter-zipkin')).ZipkinExporter() : new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter();
+  const exporter = kind === 'zipkin' ? new (await import('@opentelemetry/exporter-zipkin')).ZipkinExporter() : new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter();
   const resource = resourceFromAttributes({ 'service.name': GROUP }).merge(detectResources({ detectors: [envDetector] }));
   const provider = new TracerProvider({ resource, spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: 1000 })] });
   const tracer = provider.getTracer('msgx-state-example');

@@ -1,6 +1,6 @@
 // The Tracing port (lib/runtime/tracing.ts) on OpenTelemetry's SDK: imported only when
 // msgx.tracing is on. Configured as OpenTelemetry's own SDKs are, by the standard variables:
-// OTEL_TRACES_EXPORTER (otlp, the default: OTLP/HTTP, OTEL_EXPORTER_OTLP_ENDPOINT, _HEADERS, …;
+// OTEL_TRACES_EXPORTER (otlp, the default: OTLP over HTTP, protobuf, OTEL_EXPORTER_OTLP_ENDPOINT, _HEADERS, …;
 // zipkin: OTEL_EXPORTER_ZIPKIN_ENDPOINT; console; none), OTEL_TRACES_SAMPLER and its _ARG,
 // OTEL_SERVICE_NAME (default msgx-<process>) and OTEL_RESOURCE_ATTRIBUTES. No context manager:
 // every span names its parent, read from the stored context of the row it works on.
@@ -54,7 +54,7 @@ async function exporter(kind: Settings['exporter']): Promise<SpanExporter | null
   if (kind === 'none') return null;
   if (kind === 'console') return new ConsoleSpanExporter();
   if (kind === 'zipkin') return new (await import('@opentelemetry/exporter-zipkin')).ZipkinExporter();
-  return new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter();
+  return new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter();
 }
 
 /** A stored context (`traceparent[ tracestate]`) as a remote span context; null when absent or not valid. */

@@ -34,10 +34,10 @@ export const setSessionTimeouts = pgStatement<[statementTimeout: string, lockTim
 );
 
 /**
- * This session copies the trace context of a message into the outbox rows it writes
- * (flight.write_batch, lib/sql/flight.ts): set on the pump's session while tracing is on.
+ * Does this session copy the trace context of a message into the outbox rows it writes
+ * (flight.write_batch, lib/sql/flight.ts)? $1 'on' on the pump's session while tracing is on.
  */
-export const traceOutbox = pgStatement('locks.trace_outbox', `select set_config('msgx.trace_outbox', 'on', false)`);
+export const traceOutbox = pgStatement<[on: 'on' | 'off']>('locks.trace_outbox', `select set_config('msgx.trace_outbox', $1::text, false)`);
 
 // ---- lib/runtime/leader.ts, lib/lifecycle/flights.ts (the history purge leader)
 

@@ -77,7 +77,11 @@ function startConsumer(): { logs: string[]; stop: () => Promise<void> } {
   child.stdout!.on('data', (b: Buffer) => logs.push(...b.toString().split('\n').filter(Boolean)));
   child.stderr!.on('data', (b: Buffer) => logs.push(...b.toString().split('\n').filter(Boolean)));
   const exited = new Promise((r) => child.on('exit', r));
-  return { logs, stop: async () => (child.kill('SIGTERM'), await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))])) };
+  const stop = async () => {
+    child.kill('SIGTERM');
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))]);
+  };
+  return { logs, stop };
 }
 
 describe.skipIf(missing)('one trace per message, from the inbox to the consumer (Zipkin)', () => {
