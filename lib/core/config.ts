@@ -189,7 +189,13 @@ const PARAMS = {
   'msgx.http.keep-alive-timeout': [duration, '5s'],
   // Tracing (docs/operations.md "Tracing"): off, nothing of OpenTelemetry is loaded; the SDK reads
   // its other OTEL_* variables (endpoint, headers, service name, resource) itself.
-  'msgx.tracing': [v.pipe(oneOf(['on', 'off']), v.transform((s) => s === 'on')), 'off'],
+  'msgx.tracing': [
+    v.pipe(
+      oneOf(['on', 'off']),
+      v.transform((s) => s === 'on'),
+    ),
+    'off',
+  ],
   // The console's link to a trace: {traceId} replaced (e.g. http://zipkin:9411/zipkin/traces/{traceId}); '' = no link.
   'msgx.tracing.link': [matching(/^$|\{traceId\}/, 'expected a URL template holding {traceId}'), ''],
   'msgx.log.level': [oneOf(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']), 'info'],
@@ -242,7 +248,14 @@ const CONNECTIONS = {
   // OpenTelemetry's standard variables that the gateway reads itself (the SDK of this version leaves them to its caller)
   OTEL_TRACES_EXPORTER: [oneOf(['otlp', 'zipkin', 'console', 'none']), 'otlp'],
   OTEL_TRACES_SAMPLER: [oneOf(['parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio', 'always_on', 'always_off', 'traceidratio']), 'parentbased_always_on'],
-  OTEL_TRACES_SAMPLER_ARG: [v.pipe(v.string(), v.transform(Number), v.check((n) => n >= 0 && n <= 1, 'expected a ratio from 0 to 1')), '1'],
+  OTEL_TRACES_SAMPLER_ARG: [
+    v.pipe(
+      v.string(),
+      v.transform(Number),
+      v.check((n) => n >= 0 && n <= 1, 'expected a ratio from 0 to 1'),
+    ),
+    '1',
+  ],
 } as const satisfies Record<string, readonly [v.GenericSchema<string, unknown>, string]>;
 
 type ParamKey = keyof typeof PARAMS;

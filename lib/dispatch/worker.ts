@@ -68,7 +68,17 @@ export function dispatcherTask(
   registerDispatchGauges(rt.db, [target]);
   const outage = new KafkaOutage(rt.log, target);
   const probe = probes.kafka(targets(rt.config).kafka, Math.min(1000, slices(rt.config).io.timeoutMs));
-  const deps: DispatchDeps = { db: rt.db, kafka, dispatch: slices(rt.config).dispatch, clock: rt.clock, log: rt.log, outage, topicMissing, tracing: rt.tracing, crash: crashAt(rt.config['msgx.test.crash-at']) };
+  const deps: DispatchDeps = {
+    db: rt.db,
+    kafka,
+    dispatch: slices(rt.config).dispatch,
+    clock: rt.clock,
+    log: rt.log,
+    outage,
+    topicMissing,
+    tracing: rt.tracing,
+    crash: crashAt(rt.config['msgx.test.crash-at']),
+  };
   return dutyTask({
     task,
     stopping: () => rt.signal.aborted,

@@ -116,8 +116,8 @@ function now(): HrTime {
 }
 
 /** OpenTelemetry's tracer for the process `service`, exporting as the OTEL_* variables say. */
-export async function openTelemetry(s: Settings, service: string, log: Logger): Promise<Tracing> {
-  const out = await exporter(s.exporter);
+export async function openTelemetry(s: Settings, service: string, log: Logger, o: { exporter?: SpanExporter } = {}): Promise<Tracing> {
+  const out = o.exporter ?? (await exporter(s.exporter));
   // the defaults, then what OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES say
   const resource = resourceFromAttributes({ 'service.name': `msgx-${service}`, 'service.namespace': 'msgexchange', 'msgx.process': service }).merge(detectResources({ detectors: [envDetector] }));
   const provider = new TracerProvider({

@@ -24,7 +24,8 @@ import { watches } from './watch.ts';
 import { releaseMemory, releaseWhileIdle } from './gc.ts';
 import { KEEP_ALIVE_EVERY_MS, keepDutiesAlive, keptRunner, unlockStaleJobs } from './job-queue.ts';
 import { checkAutovacuum } from './server-settings.ts';
-import { startTracing, type Tracing } from './tracing.ts';
+import { startTracing } from './start-tracing.ts';
+import type { Tracing } from './tracing.ts';
 
 /** After SIGTERM/SIGINT a process exits by force if its clean shutdown takes longer (compose's stop grace must exceed it). */
 export const FORCED_EXIT_MS = 15_000;

@@ -3,9 +3,8 @@
 // there is one) so that every process, after any restart, continues it. This module is the port
 // the pipeline and the dispatchers call; it imports nothing of OpenTelemetry. Off (msgx.tracing,
 // the default): startTracing returns undefined and no module of OpenTelemetry is ever loaded (the
-// callers' `deps.tracing?.…` hooks do nothing); on: lib/runtime/otel.ts, imported then.
-import type { Slices } from '../core/config.ts';
-import type { Logger } from './log.ts';
+// callers' `deps.tracing?.…` hooks do nothing); on: lib/runtime/otel.ts, imported then
+// (lib/runtime/start-tracing.ts).
 
 /** A stored trace context: `traceparent[ tracestate]` (W3C Trace Context), or null. */
 export type StoredContext = string | null;
@@ -58,14 +57,4 @@ export function traceField(ctx: StoredContext | undefined): { traceId?: string }
 /** The console's link to a trace: the template (msgx.tracing.link) with {traceId} replaced; null without either. */
 export function traceLink(template: string, traceId: string | null): string | null {
   return template && traceId ? template.replaceAll('{traceId}', traceId) : null;
-}
-
-/**
- * The process's tracing, or undefined when msgx.tracing is off (then nothing of OpenTelemetry is
- * imported). `service` names the process (service.name `msgx-<process>` unless OTEL_SERVICE_NAME).
- */
-export async function startTracing(settings: Slices['tracing'], service: string, log: Logger): Promise<Tracing | undefined> {
-  if (!settings.on) return undefined;
-  const { openTelemetry } = await import('./otel.ts');
-  return openTelemetry(settings, service, log);
 }

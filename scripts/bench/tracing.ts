@@ -36,7 +36,10 @@ const settings = { ...slices(config).tracing, on: true, exporter: 'otlp' as cons
 // the collector's stand-in: answers every OTLP export 200, in a process of its own
 const sink = spawn(
   process.execPath,
-  ['-e', "require('http').createServer((q,r)=>{q.resume();q.on('end',()=>{r.writeHead(200,{'content-type':'application/json'});r.end('{}')})}).listen(0,'127.0.0.1',function(){console.log(this.address().port)})"],
+  [
+    '-e',
+    "require('http').createServer((q,r)=>{q.resume();q.on('end',()=>{r.writeHead(200,{'content-type':'application/json'});r.end('{}')})}).listen(0,'127.0.0.1',function(){console.log(this.address().port)})",
+  ],
   { stdio: ['ignore', 'pipe', 'inherit'] },
 );
 const sinkPort = await new Promise<string>((ok) => sink.stdout!.once('data', (d: Buffer) => ok(d.toString().trim())));
@@ -108,7 +111,9 @@ for (let i = 0; i < PAIRS; i++) {
   cpu.off.push(pair.false.cpuMs);
   cpu.on.push(pair.true.cpuMs);
   cpuRatios.push(pair.true.cpuMs / pair.false.cpuMs);
-  console.error(`pair ${i + 1}: off ${Math.round(pair.false.rate)} msg/s, on ${Math.round(pair.true.rate)} msg/s (${(pair.true.rate / pair.false.rate).toFixed(3)} ×); CPU ${pair.false.cpuMs.toFixed(3)} / ${pair.true.cpuMs.toFixed(3)} ms per message`);
+  console.error(
+    `pair ${i + 1}: off ${Math.round(pair.false.rate)} msg/s, on ${Math.round(pair.true.rate)} msg/s (${(pair.true.rate / pair.false.rate).toFixed(3)} ×); CPU ${pair.false.cpuMs.toFixed(3)} / ${pair.true.cpuMs.toFixed(3)} ms per message`,
+  );
 }
 console.log(
   JSON.stringify(

@@ -64,7 +64,9 @@ async function traceWith(traceId: string, want: (spans: ZipkinSpan[]) => boolean
     return await waitFor('the trace complete in Zipkin', async () => ((last = await zipkin.trace(traceId)), want(last) ? last : false), 60_000, 500);
   } catch (e) {
     const warned = procs.flatMap((p) => p.logs.filter((l) => /"level":(40|50|60)/.test(l)).map((l) => `${p.name}: ${l.slice(0, 400)}`));
-    throw new Error(`${(e as Error).message}; Zipkin holds ${last.length} span(s): ${last.map((x) => `${x.localEndpoint?.serviceName}:${x.name}`).join(', ')}; warnings: ${warned.slice(-10).join('\n')}`);
+    throw new Error(
+      `${(e as Error).message}; Zipkin holds ${last.length} span(s): ${last.map((x) => `${x.localEndpoint?.serviceName}:${x.name}`).join(', ')}; warnings: ${warned.slice(-10).join('\n')}`,
+    );
   }
 }
 
@@ -114,7 +116,16 @@ describe.skipIf(missing)('one trace per message, from the inbox to the consumer 
     // each record's traceparent names the trace, as Kafka's own console consumer prints it
     for (const topic of Object.values(topics)) {
       const records = await consoleConsume(topic, TEST_KAFKA);
-      console.log(`kafka-console-consumer --property print.headers=true --topic ${topic}:\n${records.map((r) => `  ${Object.entries(r.headers).map(([k, v]) => `${k}:${v}`).join(',')}\t${r.key}`).join('\n')}`);
+      console.log(
+        `kafka-console-consumer --property print.headers=true --topic ${topic}:\n${records
+          .map(
+            (r) =>
+              `  ${Object.entries(r.headers)
+                .map(([k, v]) => `${k}:${v}`)
+                .join(',')}\t${r.key}`,
+          )
+          .join('\n')}`,
+      );
       expect(records.length).toBeGreaterThan(0);
       for (const r of records) expect(TRACE_ID.exec(r.headers.traceparent ?? '')?.[1], `${topic} ${r.key}`).toBe(traceId);
     }
