@@ -167,6 +167,7 @@
       <p id="trace-summary">${esc(summary)}</p>
       <h3>Inbox row</h3>${inboxHtml}
       <h3>Identity</h3><p class="mono">${esc(t.identity || '(not bound)')}</p>
+      <h3>Trace</h3><p class="mono" id="trace-id">${t.traceUrl ? `<a href="${esc(t.traceUrl)}" target="_blank" rel="noopener">${esc(t.traceId)}</a>` : esc(t.traceId || '(not traced)')}</p>
       <h3>State</h3>${s ? `<table><tr class="st-${esc(s.state)}"><td class="state">${esc(s.state)}</td><td class="reason">${esc(s.reason || '')}</td><td>enqueued ${esc(fmt(s.enqueuedAt))}</td><td>${s.terminalAt ? 'terminal ' + esc(fmt(s.terminalAt)) : s.nextAttemptAt ? 'next attempt ' + esc(fmt(s.nextAttemptAt)) : ''}</td></tr></table>` : '<p class="muted">no PROC_STATE row</p>'}
       <h3>Failed attempts</h3><table id="trace-attempts"></table>
       <h3>Flights changed</h3><div id="trace-flights">${flights || '<p class="muted">This message changed no flight.</p>'}${t.flights.length > SHOWN ? `<p class="muted">… and ${t.flights.length - SHOWN} more flight versions (all of them: GET /ops/messages/${esc(t.msgId)}).</p>` : ''}</div>

@@ -197,7 +197,7 @@ const PARAMS = {
     'off',
   ],
   // The console's link to a trace: {traceId} replaced (e.g. http://zipkin:9411/zipkin/traces/{traceId}); '' = no link.
-  'msgx.tracing.link': [matching(/^$|\{traceId\}/, 'expected a URL template holding {traceId}'), ''],
+  'msgx.tracing.link': [matching(/^$|^https?:\/\/\S*\{traceId\}/, 'expected an http(s) URL template holding {traceId}'), ''],
   'msgx.log.level': [oneOf(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']), 'info'],
   'msgx.dev-mode': [bool, 'false'],
   // Test only: one flight rule changed at start (lib/flight/override.ts), e.g. 'ignore REMC in FLOP/REMC'.

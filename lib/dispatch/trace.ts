@@ -1,10 +1,11 @@
 // The dispatchers' spans (docs/operations.md "Tracing"): one PRODUCER span per Kafka record,
 // `send <topic>`, continuing the trace stored with its outbox row, and the record's W3C headers
-// (traceparent, tracestate: lib/contract/kafka.ts TRACE_HEADERS) naming that span, so that a
+// (traceparent, tracestate: lib/contract/kafka.ts traceHeaders) naming that span, so that a
 // consumer continues the same trace. A dispatcher restarted mid-send reads the same stored context
 // and continues the same trace. A schd record carries many flights: its span continues the trace
 // of its latest row (highest EVENT_ID: the newest message) and links the others'.
 // Without tracing (deps.tracing undefined) every function here does nothing.
+import { traceHeaders } from '../contract/kafka.ts';
 import type { StoredContext, TraceSpan, Tracing } from '../runtime/tracing.ts';
 import type { KafkaRecord, Placement } from './kafka.ts';
 import type { Target } from './plan.ts';
@@ -47,7 +48,7 @@ export function recordSpans(tracing: Tracing | undefined, target: Target, topic:
     });
   });
   return {
-    headers: (i) => spans[i].headers(),
+    headers: (i) => traceHeaders(spans[i].stored()),
     sent: (placed) =>
       spans.forEach((s, i) => s.end({ 'msgx.outcome': 'SENT', 'messaging.destination.partition.id': String(placed[i]?.partition ?? ''), 'messaging.kafka.offset': placed[i]?.offset ?? undefined })),
     failed: (error) => {

@@ -98,12 +98,6 @@ class OtelSpan implements TraceSpan {
     const state = sc.traceState?.serialize();
     return state ? `${traceparent(sc)} ${state}` : traceparent(sc);
   }
-  headers(): Record<string, string> {
-    const sc = this.span.spanContext();
-    if (!trace.isSpanContextValid(sc)) return {};
-    const state = sc.traceState?.serialize();
-    return state ? { traceparent: traceparent(sc), tracestate: state } : { traceparent: traceparent(sc) };
-  }
 }
 
 /**

@@ -28,10 +28,8 @@ export interface TraceSpan {
   event(name: string, time?: TraceTime): void;
   /** Ends the span with its outcome's attributes; `error`: the status is ERROR with this text. */
   end(attributes?: SpanAttributes, error?: string, endTime?: TraceTime): void;
-  /** This span's context as stored with a row (null when it is not sampled and carries nothing). */
+  /** This span's context as stored with a row or sent in a record's headers (null: none, an invalid context). */
   stored(): StoredContext;
-  /** The W3C headers of this span (`traceparent`, `tracestate`) for a Kafka record. */
-  headers(): Record<string, string>;
 }
 
 export interface Tracing {

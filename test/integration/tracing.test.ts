@@ -4,13 +4,15 @@
 // msg, schd and state records) → one trace holding spans of intake, pump, backfill and the three
 // dispatchers; every Kafka record's traceparent names that trace (read with Kafka's console
 // consumer); the reference consumer's span joins it; msg-dispatch killed between a send and its
-// SENT mark and started again sends the record again in the same trace. Without Java: SKIPPED.
+// SENT mark and started again sends the record again in the same trace; the api's message trace
+// names the trace and links to its page at the backend (msgx.tracing.link). Without Java: SKIPPED.
 import { randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { contract } from '../support/contract.ts';
 import { TEST_KAFKA } from '../support/env.ts';
 import { bigSnapshot } from '../support/fixtures.ts';
 import { consoleConsume } from '../support/kafka-tools.ts';
@@ -30,6 +32,7 @@ const CONSUMER = `trace-example-${run}`;
 
 let s: TestServices;
 let zipkin: Zipkin;
+let api: Proc;
 const procs: Proc[] = [];
 const dir = mkdtempSync(join(tmpdir(), 'msgx-tracing-'));
 let env: Record<string, string>;
@@ -37,6 +40,12 @@ let seqn = 710_000;
 
 const q = async <T>(text: string, params: unknown[] = []) => (await s.pool.query(text, params)).rows as T[];
 const traceOf = (ctx: string | null) => (ctx ? TRACE_ID.exec(ctx.split(' ')[0])?.[1] : undefined);
+const asyncapi = contract();
+const channel = (topic: string) =>
+  Object.entries(topics)
+    .find(([, t]) => t === topic)![0]
+    .split('_')[2]
+    .toLowerCase() as 'msg' | 'schd' | 'state';
 const services = (spans: ZipkinSpan[]) => [...new Set(spans.map((x) => x.localEndpoint?.serviceName ?? '?'))].sort();
 
 /** Waits until the message is terminal, backfilled and every outbox row of it SENT; returns its trace ID. */
@@ -92,9 +101,18 @@ describe.skipIf(missing)('one trace per message, from the inbox to the consumer 
     await resetPipeline(s);
     await resetDomain(s);
     zipkin = await startZipkin();
-    env = { ...topics, MSGX_TRACING: 'on', OTEL_TRACES_EXPORTER: 'zipkin', OTEL_EXPORTER_ZIPKIN_ENDPOINT: zipkin.spansEndpoint, OTEL_TRACES_SAMPLER: 'always_on' };
+    env = {
+      ...topics,
+      MSGX_TRACING: 'on',
+      MSGX_TRACING_LINK: `${zipkin.url}/zipkin/traces/{traceId}`,
+      OTEL_TRACES_EXPORTER: 'zipkin',
+      OTEL_EXPORTER_ZIPKIN_ENDPOINT: zipkin.spansEndpoint,
+      OTEL_TRACES_SAMPLER: 'always_on',
+    };
     for (const name of PROCESSES) procs.push(startWorker(name, env));
-    for (const p of procs) await waitForLog(p, 'tracing on (OpenTelemetry)', `${p.name} tracing`, 60_000);
+    api = startWorker('api', env);
+    procs.push(api);
+    for (const p of procs.filter((x) => x !== api)) await waitForLog(p, 'tracing on (OpenTelemetry)', `${p.name} tracing`, 60_000);
   });
   afterAll(async () => {
     await stopAll(procs);
@@ -128,6 +146,8 @@ describe.skipIf(missing)('one trace per message, from the inbox to the consumer 
       );
       expect(records.length).toBeGreaterThan(0);
       for (const r of records) expect(TRACE_ID.exec(r.headers.traceparent ?? '')?.[1], `${topic} ${r.key}`).toBe(traceId);
+      // and the records, headers included, are what docs/asyncapi.yaml says
+      for (const r of records) expect(asyncapi.check(channel(topic), r.key, r.value, r.headers)).toEqual([]);
     }
 
     // the reference consumer continues the trace from the state records' headers
@@ -159,6 +179,10 @@ describe.skipIf(missing)('one trace per message, from the inbox to the consumer 
     expect(processed.length).toBe(2);
     const stateSends = new Set(spans.filter((x) => x.localEndpoint?.serviceName === 'msgx-state-dispatch').map((x) => x.id));
     for (const x of processed) expect(stateSends.has(x.parentId!)).toBe(true);
+    // the console's message trace names the trace and links to its page at the backend
+    const view = (await (await fetch(`http://127.0.0.1:${api.port}/ops/messages/${msgId}`, { headers: { authorization: 'Bearer test-token' } })).json()) as { traceId: string; traceUrl: string };
+    expect(view).toMatchObject({ traceId, traceUrl: `${zipkin.url}/zipkin/traces/${traceId}` });
+    expect((await fetch(view.traceUrl)).status).toBe(200);
     // no message content on a span: only IDs, kinds, outcomes
     expect(JSON.stringify(spans)).not.toContain('<FLTR>');
     console.log(
