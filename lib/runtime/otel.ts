@@ -67,6 +67,13 @@ export function spanContextOf(stored: StoredContext | undefined): SpanContext | 
   return sc;
 }
 
+/** A link's context: read once for the run of spans that link the same (a batch's, by each of its messages). */
+let lastLink: { stored: StoredContext; sc: SpanContext | null } = { stored: null, sc: null };
+function linkOf(stored: StoredContext): SpanContext | null {
+  if (stored !== lastLink.stored) lastLink = { stored, sc: spanContextOf(stored) };
+  return lastLink.sc;
+}
+
 const traceparent = (sc: SpanContext) => `00-${sc.traceId}-${sc.spanId}-0${(sc.traceFlags & 0xff).toString(16)}`;
 
 /** Attributes without the unset ones (the SDK warns about each). */
@@ -135,7 +142,7 @@ export async function openTelemetry(s: Settings, service: string, log: Logger, o
       const sc = spanContextOf(parent);
       const links: Link[] = [];
       for (const l of o.links ?? []) {
-        const c = spanContextOf(l);
+        const c = linkOf(l);
         if (c) links.push({ context: c });
       }
       const span = tracer.startSpan(

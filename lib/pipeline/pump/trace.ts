@@ -57,12 +57,20 @@ export class PumpTrace {
     this.batches.get(head)?.steps.push([step, this.tracing.now()]);
   }
 
-  /** The terminal step ended: the batch's spans and each message's, with the outcomes that became terminal. */
+  /**
+   * The terminal step ended: the batch's spans and each message's, with the outcomes that became
+   * terminal. Written on the next turn of the event loop: the pump's next statements go out first,
+   * and the spans are made while Postgres runs them.
+   */
   applied(members: readonly MessageRef[], became: readonly { msg_id: number; state: string; reason_class: string | null }[]): void {
     const marks = members[0] && this.batches.get(members[0].h);
     if (!marks) return;
-    const end = this.tracing.now();
-    marks.steps.push(['terminal', end]);
+    marks.steps.push(['terminal', this.tracing.now()]);
+    setImmediate(() => this.write(marks, members, became));
+  }
+
+  private write(marks: BatchMarks, members: readonly MessageRef[], became: readonly { msg_id: number; state: string; reason_class: string | null }[]): void {
+    const end = marks.steps[marks.steps.length - 1][1];
     const batch = this.tracing.start('pump batch', null, {
       startTime: marks.start,
       links: members.map((m) => m.h.trace_context),

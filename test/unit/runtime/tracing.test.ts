@@ -24,6 +24,7 @@ async function traced(env: Record<string, string> = {}): Promise<{ tracing: Trac
   return {
     tracing,
     spans: async () => {
+      await new Promise((r) => setImmediate(r)); // the pump writes a batch's spans on the next turn
       await tracing.shutdown(5000);
       return got;
     },
