@@ -83,11 +83,8 @@ async function pumpRun(on: boolean): Promise<{ rate: number; cpuMs: number }> {
   const t = performance.now();
   const cpu0 = process.cpuUsage();
   let processed = 0;
-  for (;;) {
-    const r = await drain(deps, 600_000);
-    processed += r.processed;
-    if (r.next !== 'now') break;
-  }
+  let next: Awaited<ReturnType<typeof drain>>['next'] = 'now';
+  while (next === 'now') ({ processed, next } = await drain(deps, 600_000).then((r) => ({ processed: processed + r.processed, next: r.next })));
   await tracing?.shutdown(60_000); // every span exported
   const wall = (performance.now() - t) / 1000;
   const cpu = process.cpuUsage(cpu0);
