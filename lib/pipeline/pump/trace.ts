@@ -4,12 +4,12 @@
 //                  child span per step (decode, business, mirror, terminal) and a link to every
 //                  message it applied;
 //   `pump apply`   one per message, in the message's trace (its parent: the context stored with
-//                  PROC_STATE), over the same time, the steps as its events, a link to the batch;
+//                  PROC_STATE), over the same time, the steps as its events, the batch's trace ID;
 //                  attributes: message ID, TYPE/STYP, FLID, outcome and reason class.
 // A message that failed (FAILED, DEAD) gets its `pump apply` span with the error's class. A batch
 // rolled back and tried again smaller leaves no span: its messages' next batch writes theirs.
 // steps.ts calls `deps.tracer?.…`: without tracing nothing here runs.
-import type { SpanAttributes, TraceTime, Tracing } from '../../runtime/tracing.ts';
+import { type SpanAttributes, type TraceTime, type Tracing, traceIdOf } from '../../runtime/tracing.ts';
 import type { HeadRow } from '../../sql/proc-state.ts';
 
 export type PumpStep = 'decode' | 'business' | 'mirror' | 'terminal';
@@ -77,6 +77,7 @@ export class PumpTrace {
       attributes: { 'msgx.batch.size': members.length, 'msgx.batch.first': members[0].h.msg_id, 'msgx.batch.last': members[members.length - 1].h.msg_id },
     });
     const ctx = batch.stored();
+    const batchTrace = traceIdOf(ctx) ?? undefined;
     let from = marks.start;
     for (const [name, at] of marks.steps) {
       this.tracing.start(name, ctx, { startTime: from }).end(undefined, undefined, at);
@@ -85,7 +86,7 @@ export class PumpTrace {
     const outcome = new Map(became.map((b) => [b.msg_id, b]));
     for (const m of members) {
       const o = outcome.get(m.h.msg_id);
-      const span = this.tracing.start('pump apply', m.h.trace_context, { startTime: marks.start, links: [ctx], attributes: messageAttributes(m) });
+      const span = this.tracing.start('pump apply', m.h.trace_context, { startTime: marks.start, attributes: { ...messageAttributes(m), 'msgx.batch.trace_id': batchTrace } });
       for (const [name, at] of marks.steps) span.event(name, at);
       span.end({ 'msgx.outcome': o?.state ?? 'not-open', 'msgx.reason_class': o?.reason_class ?? undefined }, o?.state === 'DEAD' ? (o.reason_class ?? 'DEAD') : undefined, end);
     }

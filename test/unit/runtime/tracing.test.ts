@@ -106,7 +106,7 @@ describe('spans on OpenTelemetry', () => {
     ]);
     expect(applies[0].attributes).toMatchObject({ 'msgx.msg_id': 1, 'msgx.type': 'FLOP', 'msgx.styp': 'STND', 'msgx.flid': '15' });
     expect(applies[0].events.map((e) => e.name)).toEqual(['decode', 'business', 'mirror', 'terminal']);
-    expect(applies[0].links[0].context.spanId).toBe(batch.spanContext().spanId);
+    expect(applies[0].attributes['msgx.batch.trace_id']).toBe(batch.spanContext().traceId);
   });
 
   it("a schd record continues its latest row's trace and links the others; headers name its span", async () => {
