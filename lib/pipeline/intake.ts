@@ -28,7 +28,7 @@ import type { Slices } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
 import { existingRows, inboxBounds, nthIdAfter, oldestProcessedId, readAllAfter, readAllIn, readUnprocessedAfter, readUnprocessedIn, type InboxRowRef } from './inbox.ts';
-import { pgOne, pgRun } from '../db/statement.ts';
+import { pgOne, pgRows, pgRun } from '../db/statement.ts';
 import * as IntakeCursor from '../sql/intake-cursor.ts';
 import * as ProcState from '../sql/proc-state.ts';
 import * as Shadow from '../sql/shadow.ts';
@@ -138,7 +138,20 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
   const lowestGap = settled.open[0] ?? null;
   const belowAll = [...new Map([...below, ...lateInGaps].map((r) => [r.id, r])).values()].sort((a, b) => a.id - b.id);
   const taken = [...belowAll, ...take];
-  const taking = takeSpans(d.tracing, taken);
+  // rows below the watermark may be known already (a full scan reads unfinished ones again): no new trace for them
+  const known =
+    d.tracing && belowAll.length
+      ? new Set(
+          (
+            await pgRows(
+              d.db,
+              ProcState.known,
+              belowAll.map((r) => r.id),
+            )
+          ).map((r) => Number(r.msg_id)),
+        )
+      : undefined;
+  const taking = takeSpans(d.tracing, taken, known);
   const { inserted, late } = await d.db.transaction().execute(async (tx) => {
     const ins = await enqueue(tx, taken, now, taking?.contexts);
     const saved = await pgRun(

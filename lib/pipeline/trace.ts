@@ -11,15 +11,18 @@ export interface Taking {
   end(inserted: readonly number[]): void;
 }
 
-/** One root span per inbox row intake takes in this round. */
-export function takeSpans(tracing: Tracing | undefined, rows: readonly { id: number }[]): Taking | null {
+/**
+ * One root span per inbox row intake takes in this round, but none for the rows it knows already
+ * (`known`: a full scan reads unfinished rows below the watermark again; their insert does nothing).
+ */
+export function takeSpans(tracing: Tracing | undefined, rows: readonly { id: number }[], known: ReadonlySet<number> = new Set()): Taking | null {
   if (!tracing || rows.length === 0) return null;
-  const spans = rows.map((r) => tracing.start('intake take', null, { attributes: { 'msgx.msg_id': r.id } }));
+  const spans = rows.map((r) => (known.has(r.id) ? null : tracing.start('intake take', null, { attributes: { 'msgx.msg_id': r.id } })));
   return {
-    contexts: spans.map((s) => s.stored()),
+    contexts: spans.map((s) => s?.stored() ?? null),
     end: (inserted) => {
       const fresh = new Set(inserted);
-      spans.forEach((s, i) => s.end({ 'msgx.outcome': fresh.has(rows[i].id) ? 'PENDING' : 'known' }));
+      spans.forEach((s, i) => s?.end({ 'msgx.outcome': fresh.has(rows[i].id) ? 'PENDING' : 'known' }));
     },
   };
 }

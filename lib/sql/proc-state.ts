@@ -49,6 +49,9 @@ export interface ProcStateRow {
 
 // ---- the open messages (PENDING/FAILED)
 
+/** Which of the messages $1 are known already (intake's rows below the watermark: no trace is started for them). */
+export const known = pgStatement<[msgIds: number[]], { msg_id: number }>('proc_state.known', 'select msg_id from proc_state where msg_id = any($1::bigint[])');
+
 /** The lowest unterminated (PENDING/FAILED) message (null: none): where intake's full scan starts. */
 export const lowestOpen = pgStatement<[], { lo: number | null }>('proc_state.lowest_open', `select min(msg_id)::bigint as lo from proc_state where state in ('PENDING', 'FAILED')`);
 

@@ -128,6 +128,15 @@ describe('spans on OpenTelemetry', () => {
     expect(send.attributes).toMatchObject({ 'messaging.destination.name': 'schd-topic', 'msgx.outcome': 'SENT', 'messaging.kafka.offset': '41', 'msgx.records': 2 });
   });
 
+  it('intake starts no trace for a row it knows already (read again below the watermark)', async () => {
+    const { tracing, spans } = await traced();
+    const take = takeSpans(tracing, [{ id: 1 }, { id: 2 }], new Set([1]))!;
+    expect(take.contexts[0]).toBeNull();
+    expect(take.contexts[1]).toMatch(/^00-/);
+    take.end([2]);
+    expect((await spans()).map((s) => s.attributes['msgx.msg_id'])).toEqual([2]);
+  });
+
   it('without tracing the hooks do nothing and add no header', () => {
     const rec = recordSpans(undefined, 'msg', 't', [[{ eventId: 1, flid: '1', trace: null }]]);
     expect(withTrace({ key: '1', value: 'v' }, rec, 0)).toEqual({ key: '1', value: 'v' });
