@@ -50,6 +50,7 @@ export async function traceRoutes(app: FastifyInstance, o: TraceRoutesOptions): 
     timeZone: tz,
     topics: { msg: o.settings.msgTopic, schd: o.settings.schdTopic },
     ioTimeoutMs: o.settings.timeoutMs,
+    traceLink: o.settings.traceLink,
   };
 
   app.get<{ Params: { id: number } }>(

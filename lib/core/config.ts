@@ -227,6 +227,17 @@ const PARAMS = {
   'msgx.http.request-timeout': [duration, '30s'],
   'msgx.http.headers-timeout': [duration, '10s'],
   'msgx.http.keep-alive-timeout': [duration, '5s'],
+  // Tracing (docs/operations.md "Tracing"): off, nothing of OpenTelemetry is loaded; the SDK reads
+  // its other OTEL_* variables (endpoint, headers, service name, resource) itself.
+  'msgx.tracing': [
+    v.pipe(
+      oneOf(['on', 'off']),
+      v.transform((s) => s === 'on'),
+    ),
+    'off',
+  ],
+  // The console's link to a trace: {traceId} replaced (e.g. http://zipkin:9411/zipkin/traces/{traceId}); '' = no link.
+  'msgx.tracing.link': [matching(/^$|^https?:\/\/\S*\{traceId\}/, 'expected an http(s) URL template holding {traceId}'), ''],
   'msgx.log.level': [oneOf(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']), 'info'],
   'msgx.dev-mode': [bool, 'false'],
   // Test only: one flight rule changed at start (lib/flight/override.ts), e.g. 'ignore REMC in FLOP/REMC'.
@@ -277,6 +288,17 @@ const CONNECTIONS = {
   KAFKA_TLS_CA: [v.string(), ''],
   KAFKA_TLS_CERT: [v.string(), ''],
   KAFKA_TLS_KEY: [v.string(), ''],
+  // OpenTelemetry's standard variables that the gateway reads itself (the SDK of this version leaves them to its caller)
+  OTEL_TRACES_EXPORTER: [oneOf(['otlp', 'zipkin', 'console', 'none']), 'otlp'],
+  OTEL_TRACES_SAMPLER: [oneOf(['parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio', 'always_on', 'always_off', 'traceidratio']), 'parentbased_always_on'],
+  OTEL_TRACES_SAMPLER_ARG: [
+    v.pipe(
+      v.string(),
+      v.transform(Number),
+      v.check((n) => n >= 0 && n <= 1, 'expected a ratio from 0 to 1'),
+    ),
+    '1',
+  ],
 } as const satisfies Record<string, readonly [v.GenericSchema<string, unknown>, string]>;
 
 type ParamKey = keyof typeof PARAMS;
@@ -480,7 +502,8 @@ const SLICES = {
     timeoutMs: 'msgx.io.timeout',
   },
   inbox: { readOnly: 'msgx.inbox.read-only', maxMessageBytes: 'msgx.inbox.max-message-bytes', timezone: 'msgx.airport.timezone', timeoutMs: 'msgx.io.timeout' },
-  trace: { timezone: 'msgx.airport.timezone', msgTopic: 'msgx.kafka.msg-topic', schdTopic: 'msgx.kafka.schd-topic', timeoutMs: 'msgx.io.timeout' },
+  trace: { timezone: 'msgx.airport.timezone', msgTopic: 'msgx.kafka.msg-topic', schdTopic: 'msgx.kafka.schd-topic', timeoutMs: 'msgx.io.timeout', traceLink: 'msgx.tracing.link' },
+  tracing: { on: 'msgx.tracing', exporter: 'OTEL_TRACES_EXPORTER', sampler: 'OTEL_TRACES_SAMPLER', samplerArg: 'OTEL_TRACES_SAMPLER_ARG', applyBatch: 'msgx.pipeline.apply-batch' },
   kafka: {
     brokers: 'KAFKA_BROKERS',
     clientId: 'msgx.kafka.client-id',

@@ -27,6 +27,8 @@ import { KEEP_ALIVE_EVERY_MS, keepDutiesAlive, keptRunner, unlockStaleJobs } fro
 import { checkAutovacuum } from './server-settings.ts';
 import { openAccess, type Access } from '../access/open.ts';
 import { callerOf } from '../access/identity.ts';
+import { startTracing } from './start-tracing.ts';
+import type { Tracing } from './tracing.ts';
 
 /** After SIGTERM/SIGINT a process exits by force if its clean shutdown takes longer (compose's stop grace must exceed it). */
 export const FORCED_EXIT_MS = 15_000;
@@ -49,6 +51,8 @@ export interface Runtime {
   pool: pg.Pool;
   db: Db;
   signal: AbortSignal;
+  /** One trace per message (lib/runtime/tracing.ts); undefined while msgx.tracing is off. */
+  tracing?: Tracing;
   /** Readiness per dependency and the outage log lines (lib/runtime/health.ts). */
   health: Health;
   /** Who may call the process's HTTP routes, and the audit trail (lib/access/). */
@@ -195,7 +199,9 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
     process.stderr.write(`${spec.name}: ${scrub(e.message)}\n`);
     process.exit(2);
   }
-  const rt: Runtime = { name: spec.name, config, log, clock: systemClock, pool, db, signal: abort.signal, health, edges, access };
+  // off: nothing of OpenTelemetry is loaded (lib/runtime/tracing.ts)
+  const tracing = await startTracing(slices(config).tracing, spec.name, log);
+  const rt: Runtime = { name: spec.name, config, log, clock: systemClock, pool, db, signal: abort.signal, tracing, health, edges, access };
   // graphile-worker prints a stack with console.trace when its worker dies of a connection error
   // (the runner is replaced, see startRunner): one quiet line instead.
   console.trace = (...args: unknown[]) => void rt.health.quiet('console-trace', args[0], 'graphile-worker: a worker ended with an error', 'postgres');
@@ -329,6 +335,7 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
     poolWatch.stop();
     await health.close();
     await withDeadline(pool.end(), 2000, 'pool end').catch(() => {});
+    await tracing?.shutdown(2000); // the spans not yet exported
     clearTimeout(force);
     process.exit(0);
   };

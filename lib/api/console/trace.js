@@ -70,6 +70,7 @@ function renderTrace(t) {
     <p id="trace-summary">${esc(summaryOf(t))}</p>
     <h3>Inbox row</h3>${inboxHtml(t.inbox)}
     <h3>Identity</h3><p class="mono">${esc(t.identity || '(not bound)')}</p>
+    <h3>Trace</h3><p class="mono" id="trace-id">${t.traceUrl ? `<a href="${esc(t.traceUrl)}" target="_blank" rel="noopener">${esc(t.traceId)}</a>` : esc(t.traceId || '(not traced)')}</p>
     <h3>State</h3>${stateHtml(t.state)}
     <h3>Failed attempts</h3><table id="trace-attempts"></table>
     <h3>Flights changed</h3><div id="trace-flights">${flightsHtml(t)}</div>

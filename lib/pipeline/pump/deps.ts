@@ -13,6 +13,7 @@ import type { Executor } from '../../db/statement.ts';
 import type { DecodeHints, HandlerRegistry, Mirror } from '../../domain/handlers.ts';
 import type { Crash } from '../../runtime/crash.ts';
 import type { WorkerResult } from '../decoder.ts';
+import type { PumpTrace } from './trace.ts';
 
 /** The decode step's engine: lib/pipeline/decoder.ts (a worker thread), or inlineDecoding (lib/pipeline/pump/ahead.ts). */
 export interface DecodePort {
@@ -59,6 +60,8 @@ export interface PumpDeps {
   crash?: Crash;
   /** Benchmarks: wall milliseconds per step of applyBatch, added up. */
   timings?: Record<string, number>;
+  /** The pump's spans (lib/pipeline/pump/trace.ts); undefined: tracing off. */
+  tracer?: PumpTrace;
 }
 
 /** The config slices a pump reads (workers/pump.ts, tests and benchmarks build PumpDeps with this). */

@@ -57,12 +57,14 @@ export async function applyBatch(deps: PumpDeps, limit: number, carry: Carry): P
   if (chosen.kind !== 'batch') return chosen;
   const { heads, following } = chosen;
   const head = heads[0];
+  deps.tracer?.begin(heads);
   const started = performance.now();
   const heapAtStart = heapUsed();
   let bodies: Map<number, Body>;
   try {
     bodies = await readAndDecode(deps, heads, carry.ahead);
     lap('bodies+decode');
+    deps.tracer?.step(head, 'decode');
   } catch (err) {
     return done([await fail(deps, refOf(head), { cls: 'INFRA', service: 'mariadb', detail: `inbox read failed: ${describe(err)}` })]);
   }
@@ -75,6 +77,7 @@ export async function applyBatch(deps: PumpDeps, limit: number, carry: Carry): P
   try {
     biz = await business(deps, members, carry.tail.commitGate());
     lap('business');
+    deps.tracer?.step(head, 'business');
   } catch (err) {
     if (err instanceof MirrorBehind) return done(await settleTail(deps, carry.tail)); // rolled back: the batch before failed its mirror step
     if (members.length > 1) {
@@ -99,6 +102,7 @@ export async function applyBatch(deps: PumpDeps, limit: number, carry: Carry): P
     try {
       await deps.mirror.sync(biz.mirror, biz.known);
       lap('mirror');
+      deps.tracer?.step(head, 'mirror');
     } catch (err) {
       return done([...out, await fail(deps, applied[0], mirrorFailure(err))]);
     }
@@ -129,6 +133,7 @@ function startTail(deps: PumpDeps, tail: TailGate<Member>, applied: Member[], bi
   const mirror = deps.mirror.sync(biz.mirror, biz.known).then(() => {
     t1 = performance.now();
     if (deps.timings) deps.timings.mirror = (deps.timings.mirror ?? 0) + (t1 - t0);
+    deps.tracer?.step(applied[0].h, 'mirror');
   });
   tail.start(applied, mirror, async () => {
     deps.crash?.('pump.before-terminal');
@@ -153,6 +158,7 @@ async function chooseBatch(deps: PumpDeps, limit: number, ahead: Ahead | null, e
       const reason = `EXHAUSTED(${head.error_class}): attempts used up`;
       await Transitions.markTerminal(deps.session, head.msg_id, 'DEAD', { reason, reasonClass: 'EXHAUSTED' }, deps.clock.now(), head.kind);
       countTerminal('DEAD', reason, deps.registry.metricKindOf(head.kind));
+      deps.tracer?.failed(refOf(head), 'DEAD', 'EXHAUSTED');
       return done([{ msgId: head.msg_id, state: 'DEAD' }]);
     }
     const now = deps.clock.now();
@@ -188,6 +194,7 @@ async function terminal(deps: PumpDeps, db: Db, applied: Member[], started: numb
     applied.map((member) => member.h.msg_id),
     deps.clock.now(),
   );
+  deps.tracer?.applied(applied, became);
   const byId = new Map(applied.map((member) => [member.h.msg_id, member]));
   const perMessage = (performance.now() - started) / 1000 / applied.length;
   const out: Done[] = [];
@@ -210,6 +217,7 @@ async function terminal(deps: PumpDeps, db: Db, applied: Member[], started: numb
 async function fail(deps: PumpDeps, m: MessageRef, f: Failure): Promise<Done> {
   const decision = await Transitions.recordFailure(deps.session, m.h.msg_id, f, (h) => decide(f, h, deps.failures), deps.clock.now(), m.kind, m.identityToBind);
   metrics.failures.inc({ class: f.cls }); // committed: a final (DEAD) attempt is counted as a FAILED one is
+  deps.tracer?.failed(m, decision.next, decision.reasonClass);
   if (decision.next === 'DEAD') {
     countTerminal('DEAD', decision.reason, deps.registry.metricKindOf(m.kind));
     logOf(deps, m).warn({ state: 'DEAD', reason: decision.reason }, 'message dead');
