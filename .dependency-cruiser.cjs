@@ -8,6 +8,7 @@ const LAYERS = [
   ['sis'], // the SIS format: envelope, XML safety, value formats, the reference-data key table
   ['db'], // connections (Postgres, MariaDB, Redis) and the statement runner (lib/db/statement.ts)
   ['sql'], // every SQL statement, one file per table group: static text, stable name, typed row
+  ['access'], // who may call what over HTTP: roles, the route table, keys, the identity provider, the audit trail
   ['runtime'], // logger, metrics, crash handling, process runner, leader lock, HTTP server
   ['contract', 'domain', 'flight', 'refdata', 'requests'], // the Kafka contract, the pump↔domain contract and the domains
   ['pipeline', 'dispatch', 'lifecycle', 'shadow'], // the pump, intake, backfill; the dispatchers; retention and purge; the state diff of two installations

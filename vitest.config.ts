@@ -29,7 +29,7 @@ export const ALONE = [
  * inbox it leaves marked processed held the runner test's installation after it on the lane's slot
  * as "Postgres is behind" (docs/history/benchmarks.md).
  */
-export const LANE = ['test/integration/shadow.test.ts'];
+export const LANE = ['test/integration/shadow.test.ts', 'test/integration/tracing.test.ts'];
 
 /**
  * Run last, one at a time, with the machine to themselves: their bounds are fractions of a second

@@ -10,6 +10,8 @@ const SPEC = {
   flags: ['--json'],
   positional: 'none' as const,
   usage: `usage: npm run compare -- --other <DATABASE_URL> [--json] [--wait 30s]
+  Both databases are reached with this installation's settings (DATABASE_TLS_*; for a URL
+  without a password, DATABASE_PASSWORD / _FILE).
   Compares this installation (DATABASE_URL) with another one (typically: a shadow beside the
   live one) at the same inbox position: the highest message both have made terminal. It waits
   up to --wait (default 30s) for both to get there; if they do not, it compares at the lower one
@@ -24,7 +26,8 @@ const SPEC = {
 const args = cliArgs(SPEC);
 const otherUrl = args.options['--other'];
 if (!otherUrl) usageExit(SPEC, '--other <DATABASE_URL> is required');
-const { loadConfig, parseDuration, redactUrl, slices } = await import('../lib/core/config.ts');
+const { loadConfig, parseDuration, peerDatabase, redactUrl, slices, targets } = await import('../lib/core/config.ts');
+const { scrub } = await import('../lib/core/secrets.ts');
 let waitMs = 30_000;
 try {
   if (args.options['--wait'] !== undefined) waitMs = parseDuration(args.options['--wait']);
@@ -36,22 +39,25 @@ const { compareInstallations, CannotCompare } = await import('../lib/shadow/coll
 const { formatReport } = await import('../lib/shadow/diff.ts');
 
 let config: import('../lib/core/config.ts').Config;
+let other: import('../lib/core/connections.ts').PgTarget;
 try {
   config = loadConfig();
+  // the other installation's database with this one's connection settings (TLS, the password file)
+  other = peerDatabase(config, otherUrl, '--other');
 } catch (e) {
   console.error(`compare: ${(e as Error).message}`);
   process.exit(2);
 }
 const timeoutMs = Math.max(slices(config).io.timeoutMs, 30_000);
-const herePool = createPool(config.DATABASE_URL, { max: 3, name: 'compare', statementTimeoutMs: timeoutMs });
-const otherPool = createPool(otherUrl, { max: 3, name: 'compare', statementTimeoutMs: timeoutMs });
+const herePool = createPool(targets(config).postgres, { max: 3, name: 'compare', statementTimeoutMs: timeoutMs });
+const otherPool = createPool(other, { max: 3, name: 'compare', statementTimeoutMs: timeoutMs });
 try {
   const report = await compareInstallations({ name: 'here', db: createDb(herePool) }, { name: 'other', db: createDb(otherPool) }, { timeZone: slices(config).airport.timezone, timeoutMs, waitMs });
   console.log(args.flags.has('--json') ? JSON.stringify(report, null, 2) : formatReport(report));
   process.exitCode = report.equal ? 0 : 1;
 } catch (e) {
   const why = e instanceof CannotCompare ? e.message : `could not compare: ${(e as Error).message}`;
-  console.error(`compare: ${redact(why)} (here ${redactUrl(config.DATABASE_URL)}, other ${redactUrl(otherUrl)})`);
+  console.error(`compare: ${scrub(redact(why))} (here ${redactUrl(config.DATABASE_URL)}, other ${redactUrl(otherUrl)})`);
   process.exitCode = 2;
 } finally {
   await herePool.end().catch(() => {});

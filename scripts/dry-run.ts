@@ -13,6 +13,8 @@ const SPEC = {
   flags: ['--json'],
   positional: 'none' as const,
   usage: `usage: npm run dry-run -- --from <MSG_ID> [--to <MSG_ID>] --database <scratch DATABASE_URL> [--json]
+  Every database and the inbox are reached with this installation's settings (DATABASE_TLS_*,
+  INBOX_TLS_*, the *_PASSWORD_FILE; the scratch URL without a password gets DATABASE_PASSWORD).
   Applies the inbox rows from..to (default to: the live installation's position) with this
   checkout's code into the scratch database (a new, empty database: migrated by the command;
   refused if it is the live one or holds anything), then compares it with the live installation
@@ -36,7 +38,8 @@ if (from === undefined || from < 1) usageExit(SPEC, '--from <MSG_ID> (≥ 1) is 
 if (!scratchUrl) usageExit(SPEC, '--database <scratch DATABASE_URL> is required');
 if (toArg !== undefined && toArg < from) usageExit(SPEC, `--to ${toArg} is below --from ${from}`);
 
-const { loadConfig, redactUrl, slices } = await import('../lib/core/config.ts');
+const { loadConfig, peerDatabase, redactUrl, slices, targets } = await import('../lib/core/config.ts');
+const { scrub } = await import('../lib/core/secrets.ts');
 const { systemClock } = await import('../lib/core/clock.ts');
 const { createDb, createPool, createSessionDb, connectClient } = await import('../lib/db/postgres.ts');
 const { createAodbPool } = await import('../lib/db/mysql.ts');
@@ -52,8 +55,11 @@ const { formatReport } = await import('../lib/shadow/diff.ts');
 const { createLogger } = await import('../lib/runtime/log.ts');
 
 let config: import('../lib/core/config.ts').Config;
+let scratchTarget: import('../lib/core/connections.ts').PgTarget;
 try {
   config = loadConfig();
+  // the scratch database with the live one's connection settings (TLS, the password file)
+  scratchTarget = peerDatabase(config, scratchUrl, '--database');
 } catch (e) {
   console.error(`dry-run: ${(e as Error).message}`);
   process.exit(2);
@@ -61,9 +67,9 @@ try {
 const s = slices(config);
 const timeoutMs = Math.max(s.io.timeoutMs, 30_000);
 const log = createLogger('dry-run', config['msgx.log.level'] === 'info' ? 'warn' : config['msgx.log.level']);
-const livePool = createPool(config.DATABASE_URL, { max: 3, name: 'dry-run', statementTimeoutMs: timeoutMs });
-const scratchPool = createPool(scratchUrl, { max: 4, name: 'dry-run', statementTimeoutMs: timeoutMs });
-const inbox = createAodbPool(config.INBOX_URL, { timeoutMs: s.io.timeoutMs });
+const livePool = createPool(targets(config).postgres, { max: 3, name: 'dry-run', statementTimeoutMs: timeoutMs });
+const scratchPool = createPool(scratchTarget, { max: 4, name: 'dry-run', statementTimeoutMs: timeoutMs });
+const inbox = createAodbPool(targets(config).mariadb, { timeoutMs: s.io.timeoutMs });
 const live = createDb(livePool);
 const scratch = createDb(scratchPool);
 let session: import('pg').Client | undefined;
@@ -79,7 +85,7 @@ try {
   if (to < from) throw new CannotCompare(`the live installation is at ${livePos}, below --from ${from}`);
   if (to > bounds.max) throw new CannotCompare(`--to ${to} is beyond the inbox's newest row ${bounds.max}`);
 
-  await withTimeout(10 * timeoutMs, 'scratch: migrate', migrate(scratchUrl));
+  await withTimeout(10 * timeoutMs, 'scratch: migrate', migrate(scratchTarget));
   await startScratch(scratch, from - 1, timeoutMs);
   await checkComparable({ name: 'dry-run', db: scratch }, { name: 'live', db: live }, timeoutMs);
 
@@ -95,7 +101,7 @@ try {
   say(`applying ${taken} message(s) ${from}..${to} into ${redactUrl(scratchUrl)}`);
 
   // the pump of this checkout, without Redis (a mirror that writes nothing) and without backfill
-  session = await connectClient(scratchUrl, 'dry-run-pump');
+  session = await connectClient(scratchTarget, 'dry-run-pump');
   const decoder = buildDecoder(s.pump, s.airport);
   try {
     const deps = withSqlPorts({
@@ -123,7 +129,7 @@ try {
   process.exitCode = report.equal ? 0 : 1;
 } catch (e) {
   const why = e instanceof CannotCompare ? e.message : `could not compare: ${(e as Error).message}`;
-  console.error(`dry-run: ${redact(why)}`);
+  console.error(`dry-run: ${scrub(redact(why))}`);
   process.exitCode = 2;
 } finally {
   await session?.end().catch(() => {});

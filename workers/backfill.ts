@@ -14,7 +14,7 @@ await runProcess({
   keepAlive: [TASK.backfill],
   tasks: async (rt, _leader, opened) => {
     const inbox = opened.add(rt.edges.aodbPool(), (p) => p.end());
-    const deps = { db: rt.db, inbox, clock: rt.clock, backfill: slices(rt.config).backfill, log: rt.log };
+    const deps = { db: rt.db, inbox, clock: rt.clock, backfill: slices(rt.config).backfill, log: rt.log, tracing: rt.tracing };
     return {
       tasks: {
         [TASK.backfill]: dutyTask({ task: TASK.backfill, stopping: () => rt.signal.aborted, clock: rt.clock, health: rt.health, run: async () => (await backfillDrain(deps, BUDGET_MS)) ?? 'idle' }),

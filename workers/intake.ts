@@ -22,7 +22,7 @@ await runProcess({
     const inbox = opened.add(rt.edges.aodbPool(), (p) => p.end());
     // a failed round: one line, then at most one a minute; none while MariaDB or Postgres is known away
     const roundFailed = (e: unknown) => void rt.health.quiet('intake-round', e, 'intake round failed; retrying next round', ['mariadb', 'postgres']);
-    const deps = { db: rt.db, inbox, clock: rt.clock, intake: slices(rt.config).intake, log: rt.log, roundFailed };
+    const deps = { db: rt.db, inbox, clock: rt.clock, intake: slices(rt.config).intake, log: rt.log, roundFailed, tracing: rt.tracing };
     const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
     // Postgres restored from a backup (lib/pipeline/restore.ts): nothing is taken in while held (the watermark stays below the lost range)
     const restore = opened.add(new RestoreWatch({ db: rt.db, inbox, inboxReadOnly: slices(rt.config).inbox.readOnly, clock: rt.clock, timeoutMs: slices(rt.config).io.timeoutMs, log: rt.log }), (w) =>

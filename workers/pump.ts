@@ -16,6 +16,7 @@ import { kafkaOptions } from '../lib/dispatch/kafka.ts';
 import { createKafkaRestoreCheck } from '../lib/dispatch/restore.ts';
 import { RestoreWatch } from '../lib/pipeline/restore.ts';
 import { RedisHeal } from '../lib/pipeline/mirror-heal.ts';
+import { PumpTrace } from '../lib/pipeline/pump/trace.ts';
 
 const BUDGET_MS = 30_000;
 const GAUGES_EVERY_MS = 1_000;
@@ -38,6 +39,8 @@ await runProcess({
     const redis = opened.add(rt.edges.redis(), (r) => r.disconnect());
     const session = createSessionDb(leader!.client);
     await pgRun(session, Locks.setSessionTimeouts, STATEMENT_TIMEOUT, LOCK_TIMEOUT);
+    // tracing: the outbox rows this session writes take their message's trace context (lib/sql/flight.ts)
+    if (rt.tracing) await pgRun(session, Locks.traceOutbox, 'on');
     const crash = crashAt(rt.config['msgx.test.crash-at']);
     // XML parse + decode in a worker thread: off the event loop, overlapped with the business transaction, under the per-message budget
     const decoder = opened.add(buildDecoder(slices(rt.config).pump, slices(rt.config).airport), (d) => d.close());
@@ -53,6 +56,7 @@ await runProcess({
       decoder,
       // the terminal statement on the pool: a batch's mirror and terminal steps overlap the next batch's business step
       terminalDb: rt.db,
+      tracer: rt.tracing && new PumpTrace(rt.tracing),
     });
     const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
     // Postgres restored from a backup (lib/pipeline/restore.ts): checked before the first drain; no new business while held

@@ -1,6 +1,6 @@
 // A reference consumer of the state topic (docs/consumers.md "state topic", "Starting from
 // nothing" way (a)): it keeps a local table of every live flight's complete state, in a JSON file,
-// from Kafka alone. Standalone on purpose: kafkajs and Node only, nothing of the gateway's code.
+// from Kafka alone. Standalone on purpose: kafkajs and Node only (OpenTelemetry when tracing), nothing of the gateway's code.
 //
 //   node examples/consumer/consumer.ts            (the project's node: node_modules/.bin/node)
 //   environment: KAFKA_BROKERS (127.0.0.1:9092), STATE_TOPIC (msgx.flight.state),
@@ -9,7 +9,10 @@
 //                KAFKA_SECURITY_PROTOCOL (PLAINTEXT | SSL | SASL_SSL), KAFKA_TLS_CA (PEM file),
 //                KAFKA_TLS_CERT + KAFKA_TLS_KEY (mutual TLS), KAFKA_SASL_MECHANISM
 //                (scram-sha-512 | scram-sha-256 | plain), KAFKA_SASL_USERNAME,
-//                KAFKA_SASL_PASSWORD_FILE (or KAFKA_SASL_PASSWORD)
+//                KAFKA_SASL_PASSWORD_FILE (or KAFKA_SASL_PASSWORD);
+//   tracing (docs/consumers.md "Tracing"): OTEL_TRACES_EXPORTER (otlp | zipkin; unset: none, and
+//                nothing of OpenTelemetry is loaded) with OpenTelemetry's standard variables
+//                (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_ZIPKIN_ENDPOINT, OTEL_SERVICE_NAME)
 //
 // What it does:
 //   - bootstrap: the first start reads the topic from the beginning; it notes the end offsets
@@ -20,6 +23,8 @@
 //       * drop a record whose STATE_VERSION header is not higher than the one held for its FLID,
 //       * a null value (tombstone) removes the flight but keeps its version, so an older state
 //         can never bring it back;
+//   - tracing: each record is applied in a CONSUMER span `process <topic>` that continues the
+//     message's trace from the record's W3C headers (traceparent, tracestate);
 //   - the table and the next offset of every partition are written together to TABLE_FILE
 //     (write to a temporary file, then rename: atomic) after each batch; a restart resumes from
 //     those offsets, so nothing is lost and nothing is applied twice in a way that matters. Kafka's
@@ -105,8 +110,42 @@ const header = (h: Record<string, unknown> | undefined, name: string): number =>
   return n;
 };
 
+type Headers = Record<string, Buffer | string | (Buffer | string)[] | undefined> | undefined;
+
+/**
+ * The record's span: OpenTelemetry's SDK and W3C propagator, loaded only when OTEL_TRACES_EXPORTER
+ * names an exporter. `process(headers, attrs)` returns the end of the span.
+ */
+async function tracing(): Promise<{ process: (headers: Headers, attributes: Record<string, string | number>) => (outcome: string) => void; stop: () => Promise<void> } | null> {
+  const kind = process.env.OTEL_TRACES_EXPORTER;
+  if (!kind || kind === 'none') return null;
+  const api = await import('@opentelemetry/api');
+  const { W3CTraceContextPropagator } = await import('@opentelemetry/core');
+  const { BatchSpanProcessor, TracerProvider } = await import('@opentelemetry/sdk-trace');
+  const { detectResources, envDetector, resourceFromAttributes } = await import('@opentelemetry/resources');
+  const exporter = kind === 'zipkin' ? new (await import('@opentelemetry/exporter-zipkin')).ZipkinExporter() : new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter();
+  const resource = resourceFromAttributes({ 'service.name': GROUP }).merge(detectResources({ detectors: [envDetector] }));
+  const provider = new TracerProvider({ resource, spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: 1000 })] });
+  const tracer = provider.getTracer('msgx-state-example');
+  const propagator = new W3CTraceContextPropagator();
+  const getter = { keys: (h: NonNullable<Headers>) => Object.keys(h), get: (h: NonNullable<Headers>, k: string) => [h[k]].flat().map((v) => v?.toString())[0] };
+  return {
+    process: (headers, attributes) => {
+      // the parent: the gateway's send span named by the record's traceparent (none: a new trace)
+      const parent = propagator.extract(api.ROOT_CONTEXT, headers ?? {}, getter);
+      const span = tracer.startSpan(`process ${TOPIC}`, { kind: api.SpanKind.CONSUMER, attributes: { 'messaging.system': 'kafka', 'messaging.operation.type': 'process', 'messaging.destination.name': TOPIC, ...attributes } }, parent);
+      return (outcome) => {
+        span.setAttribute('example.outcome', outcome);
+        span.end();
+      };
+    },
+    stop: () => provider.shutdown(),
+  };
+}
+
 async function main(): Promise<void> {
   const table = load();
+  const traces = await tracing();
   const kafka = new Kafka({ clientId: GROUP, brokers: BROKERS, ...security(), logLevel: logLevel.WARN, connectionTimeout: 3000, requestTimeout: TIMEOUT_MS });
   const admin = kafka.admin();
   await withTimeout('admin connect', admin.connect());
@@ -136,7 +175,9 @@ async function main(): Promise<void> {
       for (const m of batch.messages) {
         const offset = BigInt(m.offset);
         if (offset < (next.get(batch.partition) ?? 0n)) continue; // before the file's position (a seek not yet effective)
+        const done = traces?.process(m.headers, { 'messaging.kafka.message.key': m.key!.toString(), 'messaging.kafka.offset': m.offset, 'messaging.destination.partition.id': String(batch.partition) });
         const result = apply(table, m.key!.toString(), header(m.headers, 'EVENT_ID'), header(m.headers, 'STATE_VERSION'), m.value === null ? null : m.value.toString());
+        done?.(result);
         counts[result]++;
         next.set(batch.partition, offset + 1n);
       }
@@ -153,6 +194,7 @@ async function main(): Promise<void> {
 
   const stop = async () => {
     await withTimeout('consumer disconnect', consumer.disconnect()).catch(() => {});
+    await withTimeout('trace export', traces?.stop() ?? Promise.resolve()).catch(() => {});
     process.exit(0);
   };
   process.once('SIGTERM', stop);

@@ -1,10 +1,10 @@
-// Dead-letter actions over HTTP (fastify plugin; the api registers it behind the bearer guard):
+// Dead-letter actions over HTTP (fastify plugin; operator actions, lib/access/routes.ts):
 //   POST /ops/dispatch-replay  {eventIds: [...]} | {flid} | {all: true, target?}  → {replayed: [eventId…], untouched: [why…]}
 //   POST /ops/dispatch-skip    same body                                          → {skipped: [eventId…], untouched: [why…]}
 //   GET  /ops/dispatch/dead?target=msg|schd&limit=100                               → {dead: [...]}
 import type { FastifyInstance } from 'fastify';
 import type { Db } from '../db/postgres.ts';
-import { auditResult } from './audit.ts';
+import { auditResult, auditTouched } from './audit.ts';
 import { anyObject, bearer, clientErrors, dbIds, errors, flid, JSON_BODY_LIMIT, responses } from './schema.ts';
 import { dispatchReplayReport, dispatchSkipReport, type ReplaySelector } from '../dispatch/actions.ts';
 import { listDead } from '../dispatch/outbox.ts';
@@ -47,6 +47,7 @@ export async function dispatchRoutes(app: FastifyInstance, o: { db: Db }): Promi
       if (!oneOf(b)) return reply.code(400).send({ error: 'bad-request', reason: 'give exactly one of eventIds, flid, all' });
       const r = await dispatchReplayReport(o.db, b);
       auditResult(req, { replayed: r.done.length, untouched: r.untouched.length });
+      auditTouched(req, { eventIds: r.done });
       return { replayed: r.done, untouched: r.untouched };
     },
   );
@@ -62,6 +63,7 @@ export async function dispatchRoutes(app: FastifyInstance, o: { db: Db }): Promi
       if (!oneOf(b)) return reply.code(400).send({ error: 'bad-request', reason: 'give exactly one of eventIds, flid, all' });
       const r = await dispatchSkipReport(o.db, b);
       auditResult(req, { skipped: r.done.length, untouched: r.untouched.length });
+      auditTouched(req, { eventIds: r.done });
       return { skipped: r.done, untouched: r.untouched };
     },
   );

@@ -1,7 +1,8 @@
 // What the api adds to the process's HTTP server (lib/runtime/http.ts):
 //   - security headers on every answer (@fastify/helmet): a Content-Security-Policy without
 //     inline script or style (an inline script of the console page would be allowed by its hash;
-//     today it has none: /ops/console.js and /ops/console.css), frame-ancestors 'none',
+//     today it has none: /ops/js/*.js and /ops/console.css), connections to the api itself and the
+//     identity provider only, frame-ancestors 'none',
 //     X-Content-Type-Options: nosniff, no referrer; Cache-Control: no-store (operational data);
 //   - the parameter rules of every route (schema.ts strictParameters, applied as each route is
 //     declared): a query schema that refuses unknown keys, integer parameters in decimal digits;
@@ -14,9 +15,10 @@
 import helmet from '@fastify/helmet';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import type { Logger } from '../runtime/log.ts';
-import { anyObject, errors, strictParameters } from './schema.ts';
+import { needOf } from '../access/routes.ts';
+import { anyObject, bearer, errors, strictParameters } from './schema.ts';
 
-export async function hardenApi(app: FastifyInstance, o: { scriptSources: string[]; log: Logger }): Promise<void> {
+export async function hardenApi(app: FastifyInstance, o: { scriptSources: string[]; connectSources: string[]; log: Logger }): Promise<void> {
   await app.register(helmet, {
     contentSecurityPolicy: {
       useDefaults: false,
@@ -25,7 +27,7 @@ export async function hardenApi(app: FastifyInstance, o: { scriptSources: string
         scriptSrc: o.scriptSources,
         styleSrc: ["'self'"], // the console's style sheet is served (/ops/console.css); no inline style
         imgSrc: ["'self'", 'data:'],
-        connectSrc: ["'self'"],
+        connectSrc: ["'self'", ...o.connectSources], // the identity provider's token endpoint (the console's sign-in)
         baseUri: ["'none'"],
         formAction: ["'self'"],
         frameAncestors: ["'none'"],
@@ -76,12 +78,13 @@ async function openApiOf(routes: RouteOptions[]): Promise<OpenApi> {
       info: {
         title: 'msgexchange api',
         version: process.env.npm_package_version ?? '0.1.0',
-        description: 'The api process of msgexchange. Errors are {error, reason}; token routes need `Authorization: Bearer <MSGX_API_TOKEN>`.',
+        description:
+          'The api process of msgexchange. Errors are {error, reason}. Routes need `Authorization: Bearer <JWT of the identity provider, or API key>` with the role lib/access/routes.ts names (401 without, 403 with too low a role).',
       },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
     },
   });
-  for (const r of routes) scratch.route({ method: r.method, url: r.url, schema: r.schema, exposeHeadRoute: false, handler: async () => null });
+  for (const r of routes) scratch.route({ method: r.method, url: r.url, schema: withAccess(r), exposeHeadRoute: false, handler: async () => null });
   try {
     await scratch.ready();
     return withProcessRoutes(scratch.swagger() as OpenApi);
@@ -92,6 +95,14 @@ async function openApiOf(routes: RouteOptions[]): Promise<OpenApi> {
 
 type OpenApi = { paths?: Record<string, unknown> } & Record<string, unknown>;
 
+/** A route that needs a role (lib/access/routes.ts): `security: bearer` and the gate's answers (401, 403, 429, 503) in its document. */
+function withAccess(r: RouteOptions): RouteOptions['schema'] {
+  const need = [r.method].flat().map((m) => needOf(m, r.url))[0];
+  if (need === undefined || need === 'public') return r.schema;
+  const response = (r.schema?.response ?? {}) as Record<string, unknown>;
+  return { ...r.schema, security: bearer, response: { ...errors(401, 403, 429, 503), ...response } };
+}
+
 /** /healthz and /metrics are registered by every process before the api's plugins: add them by hand. */
 function withProcessRoutes(doc: OpenApi): OpenApi {
   const json = (schema: unknown) => ({ content: { 'application/json': { schema } } });
@@ -101,7 +112,7 @@ function withProcessRoutes(doc: OpenApi): OpenApi {
       ...doc.paths,
       '/healthz': {
         get: {
-          summary: 'Health: Postgres answers',
+          summary: 'Readiness: ok and the names of the conditions; their reasons for a viewer',
           responses: {
             200: { description: 'healthy', ...json({ ...anyObject, required: ['ok', 'process'], properties: { ok: { type: 'boolean' }, process: { type: 'string' } } }) },
             503: { description: 'unhealthy', ...json(anyObject) },
@@ -111,8 +122,13 @@ function withProcessRoutes(doc: OpenApi): OpenApi {
       },
       '/metrics': {
         get: {
-          summary: 'Prometheus metrics (text exposition format)',
-          responses: { 200: { description: 'metrics', content: { 'text/plain': { schema: { type: 'string' } } } }, 400: { description: 'unexpected Host header', ...json(errors(400)[400]) } },
+          summary: 'Prometheus metrics (text exposition format), for a viewer',
+          security: bearer,
+          responses: {
+            200: { description: 'metrics', content: { 'text/plain': { schema: { type: 'string' } } } },
+            400: { description: 'unexpected Host header', ...json(errors(400)[400]) },
+            ...Object.fromEntries(Object.entries(errors(401, 403, 429)).map(([k, v]) => [k, { description: 'refused', ...json(v) }])),
+          },
         },
       },
     },

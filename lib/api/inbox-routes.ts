@@ -10,12 +10,11 @@ import type { Inbox } from '../db/mysql.ts';
 import { insertInboxRow } from '../pipeline/inbox.ts';
 import { withTimeout } from '../core/timeout.ts';
 import { formatLocalDatetime } from '../sis/values.ts';
-import { auditResult } from './audit.ts';
-import type { Guard } from './auth.ts';
+import { auditResult, auditTouched } from './audit.ts';
 import { EnvelopeChecker } from './envelope-check.ts';
 import { bearer, clientErrors, dbId, errors, responses } from './schema.ts';
 
-export async function inboxRoutes(app: FastifyInstance, o: { inbox: Inbox; settings: Slices['inbox']; clock: Clock; guard: Guard }) {
+export async function inboxRoutes(app: FastifyInstance, o: { inbox: Inbox; settings: Slices['inbox']; clock: Clock }) {
   const max = o.settings.maxMessageBytes;
   const checker = new EnvelopeChecker();
   app.addHook('onClose', () => checker.close());
@@ -37,7 +36,7 @@ export async function inboxRoutes(app: FastifyInstance, o: { inbox: Inbox; setti
   app.post(
     '/cminmsgs/send',
     {
-      onRequest: [o.guard, xmlOnly],
+      onRequest: xmlOnly,
       bodyLimit: max,
       config: { audit: 'send' },
       schema: {
@@ -75,6 +74,7 @@ export async function inboxRoutes(app: FastifyInstance, o: { inbox: Inbox; setti
         }),
       );
       auditResult(req, { id, type: meta.type, styp: meta.styp, sndr: meta.sndr, seqn: meta.seqn });
+      auditTouched(req, { msgIds: [id] });
       return reply.code(201).send({ id });
     },
   );

@@ -11,6 +11,7 @@ import * as TraceSql from '../sql/trace.ts';
 import { withTimeout } from '../core/timeout.ts';
 import { changeView, iso, localWall } from '../flight/timeline.ts';
 import { formatLocalDatetime } from '../sis/values.ts';
+import { traceIdOf, traceLink } from '../runtime/tracing.ts';
 
 export interface TraceDeps {
   db: Db;
@@ -18,6 +19,8 @@ export interface TraceDeps {
   timeZone: string;
   topics: { msg: string; schd: string };
   ioTimeoutMs: number;
+  /** msgx.tracing.link: the trace backend's page of a trace, {traceId} replaced ('' or absent: no link). */
+  traceLink?: string;
 }
 
 async function inboxRow(d: TraceDeps, id: number) {
@@ -81,6 +84,9 @@ export async function messageTrace(d: TraceDeps, id: number) {
     timeZone: tz,
     inbox,
     identity: p?.identity_key ?? null,
+    // the message's trace (docs/operations.md "Tracing") and its page at the trace backend
+    traceId: traceIdOf(p?.trace_context),
+    traceUrl: traceLink(d.traceLink ?? '', traceIdOf(p?.trace_context)),
     state: p
       ? {
           state: p.state as string,

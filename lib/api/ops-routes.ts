@@ -1,4 +1,4 @@
-// Operator actions over HTTP (bearer token): replay, backfill-resume. The same functions back
+// Operator actions over HTTP (the operator role, lib/access/routes.ts): replay, backfill-resume. The same functions back
 // the CLI scripts and the graphile-worker tasks (lib/pipeline/operator.ts).
 import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../core/clock.ts';
@@ -7,19 +7,17 @@ import { pgRows } from '../db/statement.ts';
 import * as ConsoleSql from '../sql/console.ts';
 import { InboxUnavailable, replayReport, resumeReport } from '../pipeline/operator.ts';
 import type { Inbox } from '../db/mysql.ts';
-import { auditResult } from './audit.ts';
-import type { Guard } from './auth.ts';
+import { auditResult, auditTouched } from './audit.ts';
 import { anyObject, bearer, clientErrors, dbIds, errors, JSON_BODY_LIMIT, str, responses } from './schema.ts';
 
 const STATES = ['PENDING', 'FAILED', 'SUCCEEDED', 'SKIPPED', 'DEAD'] as const;
 const idList = { type: 'array', items: { type: 'integer' } } as const;
 
-export async function opsRoutes(app: FastifyInstance, o: { db: Db; clock: Clock; guard: Guard; inbox: Inbox; timeoutMs: number; timeZone: string }) {
+export async function opsRoutes(app: FastifyInstance, o: { db: Db; clock: Clock; inbox: Inbox; timeoutMs: number; timeZone: string }) {
   clientErrors(app);
   app.post(
     '/ops/replay',
     {
-      onRequest: o.guard,
       bodyLimit: JSON_BODY_LIMIT,
       config: { audit: 'replay' },
       schema: {
@@ -53,13 +51,13 @@ export async function opsRoutes(app: FastifyInstance, o: { db: Db; clock: Clock;
         return reply.code(503).send({ error: 'unavailable', reason: e.message });
       }
       auditResult(req, { replayed: r.done.length, untouched: r.untouched.length });
+      auditTouched(req, { msgIds: r.done });
       return { replayed: r.done, untouched: r.untouched };
     },
   );
   app.post(
     '/ops/backfill-resume',
     {
-      onRequest: o.guard,
       bodyLimit: JSON_BODY_LIMIT,
       config: { audit: 'backfill-resume' },
       schema: {
@@ -84,13 +82,13 @@ export async function opsRoutes(app: FastifyInstance, o: { db: Db; clock: Clock;
         return reply.code(503).send({ error: 'unavailable', reason: e.message });
       }
       auditResult(req, { resumed: r.done.length, untouched: r.untouched.length });
+      auditTouched(req, { msgIds: r.done });
       return { resumed: r.done, untouched: r.untouched };
     },
   );
   app.get(
     '/ops/messages',
     {
-      onRequest: o.guard,
       schema: {
         summary: 'Recent PROC_STATE rows, newest first',
         security: bearer,

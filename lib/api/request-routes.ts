@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Db } from '../db/postgres.ts';
 import type { Clock } from '../core/clock.ts';
-import { auditResult } from './audit.ts';
+import { auditResult, auditTouched } from './audit.ts';
 import { bearer, clientErrors, dbId, errors, JSON_BODY_LIMIT, str, responses } from './schema.ts';
 
 const REQUEST_STATES = ['PENDING', 'SENT', 'DONE', 'EXPIRED', 'FAILED'] as const;
@@ -88,6 +88,7 @@ export async function requestRoutes(app: FastifyInstance, opts: RequestRoutesOpt
         enqueue: opts.enqueue ?? true,
       });
       auditResult(req, { id: request.id, kind: request.kind });
+      auditTouched(req, { requestIds: [request.id] });
       return reply.code(202).send({ id: request.id, state: request.state, kind: request.kind, seqn: request.seqn, expired: expiredId ?? null });
     },
   );

@@ -1,18 +1,17 @@
-// The operator's view over HTTP, bearer token like every /ops route:
+// The operator's view over HTTP, for a viewer like every /ops read (lib/access/routes.ts):
 //   GET /ops/messages/:id          → the message trace (lib/api/message-trace.ts); 404 unknown id
 //   GET /flights/:flid/timeline    → the flight timeline (lib/flight/timeline.ts); 404 nothing retained
 //   GET /ops/states                → counts per state and reason class
 //   GET /ops/list?state=&reason=&before=&limit=  → one page of messages of a state (and reason class)
 //   GET /ops/last-hour             → the console's charts: per minute of the last hour
-// Registered under the api's rules (workers/api.ts): the guard in onRequest (before any
-// parameter is looked at), full parameter schemas, and response schemas (lib/api/trace-schemas.ts).
+// Registered under the api's rules (lib/app/api.ts): the access gate before any parameter is
+// looked at, full parameter schemas, and response schemas (lib/api/trace-schemas.ts).
 import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../core/clock.ts';
 import type { Slices } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
 import { flightTimeline } from '../flight/timeline.ts';
-import type { Guard } from './auth.ts';
 import { lastHour, listMessages, PROC_STATES, stateCounts, type ProcStateName } from './console-data.ts';
 import { messageTrace } from './message-trace.ts';
 import { bearer, clientErrors, dbId, errors, flid, noQuery, responses, str } from './schema.ts';
@@ -24,7 +23,6 @@ export interface TraceRoutesOptions {
   clock: Clock;
   /** Airport zone, topic names, I/O timeout. */
   settings: Slices['trace'];
-  guard: Guard;
 }
 
 export const LIST_MAX = 500;
@@ -52,12 +50,12 @@ export async function traceRoutes(app: FastifyInstance, o: TraceRoutesOptions): 
     timeZone: tz,
     topics: { msg: o.settings.msgTopic, schd: o.settings.schdTopic },
     ioTimeoutMs: o.settings.timeoutMs,
+    traceLink: o.settings.traceLink,
   };
 
   app.get<{ Params: { id: number } }>(
     '/ops/messages/:id',
     {
-      onRequest: o.guard,
       schema: {
         summary: 'What happened to one inbox message: inbox row, state, attempts, flights changed, outbox events, backfill',
         security: bearer,
@@ -77,7 +75,6 @@ export async function traceRoutes(app: FastifyInstance, o: TraceRoutesOptions): 
   app.get<{ Params: { flid: string } }>(
     '/flights/:flid/timeline',
     {
-      onRequest: o.guard,
       schema: {
         summary: 'Every retained version of a flight, with the message that made it and the fields it changed',
         security: bearer,
@@ -97,7 +94,6 @@ export async function traceRoutes(app: FastifyInstance, o: TraceRoutesOptions): 
   app.get(
     '/ops/states',
     {
-      onRequest: o.guard,
       schema: { summary: 'Messages per state and reason class', security: bearer, querystring: noQuery, response: responses({ 200: statesSchema, ...errors(400, 401, 429, 500) }) },
     },
     async () => ({ timeZone: tz, ...(await stateCounts(o.db)) }),
@@ -106,7 +102,6 @@ export async function traceRoutes(app: FastifyInstance, o: TraceRoutesOptions): 
   app.get<{ Querystring: { state: ProcStateName; reason?: string; before?: number; limit: number } }>(
     '/ops/list',
     {
-      onRequest: o.guard,
       schema: {
         summary: 'One page of the messages of a state (and reason class), newest first',
         security: bearer,
@@ -123,7 +118,6 @@ export async function traceRoutes(app: FastifyInstance, o: TraceRoutesOptions): 
   app.get(
     '/ops/last-hour',
     {
-      onRequest: o.guard,
       schema: { summary: "The console's charts: per minute of the last hour", security: bearer, querystring: noQuery, response: responses({ 200: lastHourSchema, ...errors(400, 401, 429, 500) }) },
     },
     async () => lastHour(o.db, o.clock, tz),

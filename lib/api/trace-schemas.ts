@@ -47,6 +47,8 @@ export const messageTraceSchema = all({
     excerpt: text,
   }),
   identity: textOrNull,
+  traceId: textOrNull,
+  traceUrl: textOrNull,
   state: orNull(
     all({
       state: { enum: [...PROC_STATES] },

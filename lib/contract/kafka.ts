@@ -13,6 +13,8 @@
 //     GET /flights/:flid (lib/flight/state.ts toJson, serialised by the caller), or a Kafka
 //     tombstone (null value) for a deleted or purged flight; headers EVENT_ID and STATE_VERSION
 //     on both (stateRecord).
+//   every record, while tracing is on: the W3C Trace Context headers traceparent and tracestate
+//     (traceHeaders) naming the span that sent it, in the message's trace (docs/consumers.md "Tracing").
 // Pure: no I/O, no import of lib/.
 
 /** A message changed an ACTIVE flight: which keys (CHANGED), by which message. */
@@ -90,4 +92,15 @@ export interface StateRecord {
  */
 export function stateRecord(a: { flid: string; eventId: number; stateVersion: number; state: string | null }): StateRecord {
   return { key: a.flid, value: a.state, headers: { [STATE_HEADERS.eventId]: String(a.eventId), [STATE_HEADERS.stateVersion]: String(a.stateVersion) } };
+}
+
+/** The W3C Trace Context headers of a record (docs/asyncapi.yaml TraceHeaders): lower case, as the W3C names them. */
+export const TRACE_HEADERS = { parent: 'traceparent', state: 'tracestate' } as const;
+
+/** The trace headers of a record from its span's stored context (`traceparent[ tracestate]`); none without one. */
+export function traceHeaders(stored: string | null): Record<string, string> {
+  if (!stored) return {};
+  const space = stored.indexOf(' ');
+  if (space < 0) return { [TRACE_HEADERS.parent]: stored };
+  return { [TRACE_HEADERS.parent]: stored.slice(0, space), [TRACE_HEADERS.state]: stored.slice(space + 1) };
 }

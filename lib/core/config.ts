@@ -120,6 +120,28 @@ function knownTimeZone(tz: string): boolean {
 }
 
 const tlsMode = oneOf(['', 'disable', 'verify-ca', 'verify-full']);
+/** A comma-separated list ('' = none), blanks trimmed, each item matching `item`. */
+const listOf = (item: RegExp, what: string) =>
+  v.pipe(
+    v.string(),
+    v.transform((s) =>
+      s
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean),
+    ),
+    v.check((xs) => xs.every((x) => item.test(x)), `expected ${what}, comma separated`),
+  );
+export const PLAINTEXT_SERVICES = ['postgres', 'mariadb', 'redis', 'kafka'] as const;
+const httpsOrLoopback = v.pipe(
+  v.string(),
+  v.trim(),
+  v.check(
+    (s) => s === '' || (URL.canParse(s) && (new URL(s).protocol === 'https:' || LOOPBACK.has(new URL(s).hostname.replace(/^\[|\]$/g, '')))),
+    'expected an https:// URL (http:// only on loopback)',
+  ),
+);
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '::1']);
 
 /** Spec key → [schema, default]. The environment name is MSGX_ + key without "msgx.", dots/dashes → _, upper case. */
 const PARAMS = {
@@ -183,10 +205,39 @@ const PARAMS = {
   // '' = the TCP peer; behind the TLS reverse proxy, the proxy's address(es) or CIDR(s), comma
   // separated (e.g. 127.0.0.1), so that X-Forwarded-For is believed from that hop only.
   'msgx.http.trust-proxy': [trustProxy, ''],
+  // Host / Origin names the HTTP servers answer besides the loopback names (DNS rebinding).
+  'msgx.http.allowed-hosts': [listOf(/^[A-Za-z0-9.:_-]+$/, 'host names'), ''],
+  // Read routes (as the route table names them, lib/access/routes.ts) an anonymous caller may read; /healthz: its reasons.
+  'msgx.http.anonymous-reads': [listOf(/^\/[A-Za-z0-9/:._-]*$/, 'route paths'), ''],
+  // Service accounts: `<name> <role> <sha256 hex>` per line (lib/access/keys.ts), read again when it changes.
+  'msgx.api-keys-file': [v.string(), ''],
+  // The identity provider (OpenID Connect) whose bearer JWTs the HTTP servers accept (lib/access/oidc.ts).
+  'msgx.oidc.issuer': [httpsOrLoopback, ''],
+  'msgx.oidc.audience': [v.string(), ''],
+  'msgx.oidc.client-id': [v.string(), ''],
+  'msgx.oidc.scopes': [v.string(), 'openid profile email'],
+  'msgx.oidc.resource': [v.string(), ''],
+  'msgx.oidc.role-claim': [nonEmpty(200), 'roles'],
+  'msgx.oidc.role-map': [v.string(), ''],
+  'msgx.oidc.clock-skew': [durationIn(0, 300_000, '0s to 5m'), '30s'],
+  'msgx.audit.retention': [duration, '365d'],
+  // Services reached in plain text on purpose (outside development mode, off loopback): postgres, mariadb, redis, kafka.
+  'msgx.allow-plaintext': [listOf(/^(postgres|mariadb|redis|kafka)$/, `services (${PLAINTEXT_SERVICES.join(', ')})`), ''],
   'msgx.http.max-connections': [posInt, '256'],
   'msgx.http.request-timeout': [duration, '30s'],
   'msgx.http.headers-timeout': [duration, '10s'],
   'msgx.http.keep-alive-timeout': [duration, '5s'],
+  // Tracing (docs/operations.md "Tracing"): off, nothing of OpenTelemetry is loaded; the SDK reads
+  // its other OTEL_* variables (endpoint, headers, service name, resource) itself.
+  'msgx.tracing': [
+    v.pipe(
+      oneOf(['on', 'off']),
+      v.transform((s) => s === 'on'),
+    ),
+    'off',
+  ],
+  // The console's link to a trace: {traceId} replaced (e.g. http://zipkin:9411/zipkin/traces/{traceId}); '' = no link.
+  'msgx.tracing.link': [matching(/^$|^https?:\/\/\S*\{traceId\}/, 'expected an http(s) URL template holding {traceId}'), ''],
   'msgx.log.level': [oneOf(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']), 'info'],
   'msgx.dev-mode': [bool, 'false'],
   // Test only: one flight rule changed at start (lib/flight/override.ts), e.g. 'ignore REMC in FLOP/REMC'.
@@ -220,6 +271,9 @@ const CONNECTIONS = {
   // gives the database number, the credentials and rediss://.
   REDIS_SENTINELS: [v.string(), ''],
   REDIS_SENTINEL_MASTER: [v.string(), 'mymaster'],
+  // The Sentinels' own login (their requirepass / ACL user); TLS to them follows REDIS_URL (rediss://).
+  REDIS_SENTINEL_USERNAME: [v.string(), ''],
+  REDIS_SENTINEL_PASSWORD: [v.string(), ''],
   REDIS_USERNAME: [v.string(), ''],
   REDIS_PASSWORD: [v.string(), ''],
   REDIS_TLS_MODE: [tlsMode, ''],
@@ -234,6 +288,17 @@ const CONNECTIONS = {
   KAFKA_TLS_CA: [v.string(), ''],
   KAFKA_TLS_CERT: [v.string(), ''],
   KAFKA_TLS_KEY: [v.string(), ''],
+  // OpenTelemetry's standard variables that the gateway reads itself (the SDK of this version leaves them to its caller)
+  OTEL_TRACES_EXPORTER: [oneOf(['otlp', 'zipkin', 'console', 'none']), 'otlp'],
+  OTEL_TRACES_SAMPLER: [oneOf(['parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio', 'always_on', 'always_off', 'traceidratio']), 'parentbased_always_on'],
+  OTEL_TRACES_SAMPLER_ARG: [
+    v.pipe(
+      v.string(),
+      v.transform(Number),
+      v.check((n) => n >= 0 && n <= 1, 'expected a ratio from 0 to 1'),
+    ),
+    '1',
+  ],
 } as const satisfies Record<string, readonly [v.GenericSchema<string, unknown>, string]>;
 
 type ParamKey = keyof typeof PARAMS;
@@ -276,7 +341,17 @@ export function loadConfig(given: Record<string, string | undefined> = process.e
  * Settings that may be given as a file instead (the Docker / Kubernetes secrets convention):
  * NAME_FILE = a path whose content (one trailing newline dropped) is the value. Both set: refused.
  */
-export const FILE_SECRETS = ['DATABASE_URL', 'DATABASE_PASSWORD', 'INBOX_URL', 'INBOX_PASSWORD', 'REDIS_URL', 'REDIS_PASSWORD', 'KAFKA_SASL_PASSWORD', 'MSGX_API_TOKEN'] as const;
+export const FILE_SECRETS = [
+  'DATABASE_URL',
+  'DATABASE_PASSWORD',
+  'INBOX_URL',
+  'INBOX_PASSWORD',
+  'REDIS_URL',
+  'REDIS_PASSWORD',
+  'REDIS_SENTINEL_PASSWORD',
+  'KAFKA_SASL_PASSWORD',
+  'MSGX_API_TOKEN',
+] as const;
 
 /** The environment with each NAME_FILE read into NAME (problems: unreadable file, both given). */
 function withSecretFiles(env: Record<string, string | undefined>, problems: string[]): Record<string, string | undefined> {
@@ -299,10 +374,12 @@ function withSecretFiles(env: Record<string, string | undefined>, problems: stri
 
 /** Every secret value of the configuration, so that no log line or output shows it (lib/core/secrets.ts). */
 function registerSecrets(c: Config): void {
-  for (const name of ['MSGX_API_TOKEN', 'DATABASE_PASSWORD', 'INBOX_PASSWORD', 'REDIS_PASSWORD', 'KAFKA_SASL_PASSWORD'] as const) registerSecret(c[name]);
+  for (const name of ['MSGX_API_TOKEN', 'DATABASE_PASSWORD', 'INBOX_PASSWORD', 'REDIS_PASSWORD', 'REDIS_SENTINEL_PASSWORD', 'KAFKA_SASL_PASSWORD'] as const) registerSecret(c[name]);
   for (const name of ['DATABASE_URL', 'INBOX_URL', 'REDIS_URL'] as const) {
     try {
-      registerSecret(decodeURIComponent(new URL(name === 'DATABASE_URL' ? splitPgHosts(c[name]).url : c[name]).password));
+      const u = new URL(name === 'DATABASE_URL' ? splitPgHosts(c[name]).url : c[name]);
+      registerSecret(decodeURIComponent(u.password));
+      for (const [k, v] of u.searchParams) if (/^(ssl)?(password|passwd|pass|pwd)$/i.test(k)) registerSecret(v);
     } catch {
       // validated as a URL already
     }
@@ -324,7 +401,15 @@ function resolveAll(c: Config): { targets: Targets; problems: string[] } {
   const pg = resolvePostgres(c.DATABASE_URL, { password: c.DATABASE_PASSWORD || undefined, tls: tls('DATABASE') });
   const my = resolveMysql(c.INBOX_URL, { password: c.INBOX_PASSWORD || undefined, tls: tls('INBOX') });
   const r = slices(c).redis;
-  const rd = resolveRedis(c.REDIS_URL, { username: c.REDIS_USERNAME || undefined, password: c.REDIS_PASSWORD || undefined, tls: tls('REDIS'), sentinels: r.sentinels, master: r.sentinelMaster });
+  const rd = resolveRedis(c.REDIS_URL, {
+    username: c.REDIS_USERNAME || undefined,
+    password: c.REDIS_PASSWORD || undefined,
+    tls: tls('REDIS'),
+    sentinels: r.sentinels,
+    master: r.sentinelMaster,
+    sentinelUsername: r.sentinelUsername || undefined,
+    sentinelPassword: r.sentinelPassword || undefined,
+  });
   const kf = resolveKafka(c.KAFKA_BROKERS, kafkaSecuritySettings(slices(c).kafka));
   return { targets: { postgres: pg.target, mariadb: my.target, redis: rd.target, kafka: kf.target }, problems: [...pg.problems, ...my.problems, ...rd.problems, ...kf.problems] };
 }
@@ -338,6 +423,35 @@ export function kafkaSecuritySettings(k: Slices['kafka']) {
     password: k.saslPassword || undefined,
     tls: { mode: k.tlsMode, ca: k.tlsCa, cert: k.tlsCert, key: k.tlsKey },
   };
+}
+
+/**
+ * Another database reached with this configuration's Postgres settings (npm run compare's --other,
+ * npm run dry-run's --database): the DATABASE_TLS_* settings (unless the URL says its own
+ * sslmode), and DATABASE_PASSWORD / _FILE unless the URL carries a password. Throws ConfigError
+ * naming `name` on a contradiction, and on plain text off loopback as the configuration would.
+ */
+export function peerDatabase(c: Config, url: string, name: string): PgTarget {
+  const tls = { mode: c.DATABASE_TLS_MODE, ca: c.DATABASE_TLS_CA, cert: c.DATABASE_TLS_CERT, key: c.DATABASE_TLS_KEY };
+  let ownPassword = false;
+  let ownMode = false;
+  try {
+    const u = new URL(splitPgHosts(url, name).url);
+    ownPassword = u.password !== '';
+    ownMode = u.searchParams.has('sslmode');
+  } catch {
+    // resolvePostgres names the problem
+  }
+  const r = resolvePostgres(url, { password: ownPassword ? undefined : c.DATABASE_PASSWORD || undefined, tls: ownMode ? {} : tls }, name);
+  const problems = [...r.problems];
+  if (!c['msgx.dev-mode'] && problems.length === 0)
+    problems.push(
+      ...plaintextProblems({ ...targets(c), postgres: r.target }, new Set(c['msgx.allow-plaintext']))
+        .filter((p) => p.startsWith('postgres:'))
+        .map((p) => p.replace('DATABASE_URL', name)),
+    );
+  if (problems.length) throw new ConfigError(`invalid ${name}:\n  - ${problems.join('\n  - ')}`);
+  return r.target;
 }
 
 /** The connection targets of a loaded configuration (checked at load: never a problem here). */
@@ -388,7 +502,8 @@ const SLICES = {
     timeoutMs: 'msgx.io.timeout',
   },
   inbox: { readOnly: 'msgx.inbox.read-only', maxMessageBytes: 'msgx.inbox.max-message-bytes', timezone: 'msgx.airport.timezone', timeoutMs: 'msgx.io.timeout' },
-  trace: { timezone: 'msgx.airport.timezone', msgTopic: 'msgx.kafka.msg-topic', schdTopic: 'msgx.kafka.schd-topic', timeoutMs: 'msgx.io.timeout' },
+  trace: { timezone: 'msgx.airport.timezone', msgTopic: 'msgx.kafka.msg-topic', schdTopic: 'msgx.kafka.schd-topic', timeoutMs: 'msgx.io.timeout', traceLink: 'msgx.tracing.link' },
+  tracing: { on: 'msgx.tracing', exporter: 'OTEL_TRACES_EXPORTER', sampler: 'OTEL_TRACES_SAMPLER', samplerArg: 'OTEL_TRACES_SAMPLER_ARG', applyBatch: 'msgx.pipeline.apply-batch' },
   kafka: {
     brokers: 'KAFKA_BROKERS',
     clientId: 'msgx.kafka.client-id',
@@ -419,8 +534,21 @@ const SLICES = {
     backoffMs: 'msgx.dispatch.backoff',
     reseedGapMs: 'msgx.dispatch.reseed-gap',
   },
+  /** Who may do what over HTTP (lib/access/). */
+  oidc: {
+    issuer: 'msgx.oidc.issuer',
+    audience: 'msgx.oidc.audience',
+    clientId: 'msgx.oidc.client-id',
+    scopes: 'msgx.oidc.scopes',
+    resource: 'msgx.oidc.resource',
+    roleClaim: 'msgx.oidc.role-claim',
+    roleMap: 'msgx.oidc.role-map',
+    clockSkewMs: 'msgx.oidc.clock-skew',
+    timeoutMs: 'msgx.io.timeout',
+  },
   retention: {
     schedule: 'msgx.retention.schedule',
+    auditRetentionMs: 'msgx.audit.retention',
     historyPurgeAfterMs: 'msgx.history.purge-after',
     historyRetentionMs: 'msgx.history.retention',
     procStateRetentionMs: 'msgx.proc-state.retention',
@@ -441,12 +569,15 @@ const SLICES = {
     readOnly: 'msgx.inbox.read-only',
   },
   /** Where Redis is found when Sentinel watches it (lib/core/connections.ts resolveRedis). */
-  redis: { sentinels: 'REDIS_SENTINELS', sentinelMaster: 'REDIS_SENTINEL_MASTER' },
+  redis: { sentinels: 'REDIS_SENTINELS', sentinelMaster: 'REDIS_SENTINEL_MASTER', sentinelUsername: 'REDIS_SENTINEL_USERNAME', sentinelPassword: 'REDIS_SENTINEL_PASSWORD' },
   http: {
     host: 'msgx.http.host',
     devMode: 'msgx.dev-mode',
     apiToken: 'MSGX_API_TOKEN',
     trustProxy: 'msgx.http.trust-proxy',
+    allowedHosts: 'msgx.http.allowed-hosts',
+    anonymousReads: 'msgx.http.anonymous-reads',
+    apiKeysFile: 'msgx.api-keys-file',
     maxConnections: 'msgx.http.max-connections',
     requestTimeoutMs: 'msgx.http.request-timeout',
     headersTimeoutMs: 'msgx.http.headers-timeout',
@@ -488,8 +619,44 @@ function selfCheck(c: Config): string[] {
   if (ladder.length !== max - 1) p.push(`msgx.pipeline.backoff has ${ladder.length} entries but msgx.pipeline.max-attempts=${max} needs exactly ${max - 1}`);
   if (c['msgx.pipeline.overdue-backfill'] > c['msgx.pipeline.inbox-retention']) p.push('msgx.pipeline.overdue-backfill (R) must not exceed msgx.pipeline.inbox-retention (R_keep)');
   // TLS / SASL settings against their URLs, files readable and what they should be
-  p.push(...resolveAll(c).problems);
+  const all = resolveAll(c);
+  p.push(...all.problems);
+  const dev = c['msgx.dev-mode'];
+  if (dev && !LOOPBACK.has(c['msgx.http.host'])) p.push(`development mode (MSGX_DEV_MODE=true) only on a loopback address, not msgx.http.host=${c['msgx.http.host']}`);
+  if (!dev && c.MSGX_API_TOKEN)
+    p.push(
+      'MSGX_API_TOKEN (the shared token) works only in development mode on loopback: give each system an API key (MSGX_API_KEYS_FILE) and people sign-in (MSGX_OIDC_ISSUER); docs/operations.md "Access and roles"',
+    );
+  if (c['msgx.oidc.issuer'] && !c['msgx.oidc.audience']) p.push('msgx.oidc.issuer is set: msgx.oidc.audience names this gateway in the tokens (their aud claim)');
+  if (!dev) p.push(...plaintextProblems(all.targets, new Set(c['msgx.allow-plaintext'])));
   return p;
+}
+
+/**
+ * Outside development mode a service reached in plain text off loopback is refused unless
+ * msgx.allow-plaintext names it (the refusal names the setting): plain text on a network is a
+ * decision, never a default (docs/operations.md "Production settings").
+ */
+function plaintextProblems(t: Targets, allowed: Set<string>): string[] {
+  const off = (hosts: string[]) => hosts.filter((h) => !LOOPBACK.has(h.replace(/^\[|\]$/g, '').toLowerCase()));
+  const hostOf = (url: string) => {
+    try {
+      return new URL(url).hostname;
+    } catch {
+      return '';
+    }
+  };
+  const plain: [service: string, setting: string, hosts: string[], fix: string][] = [];
+  if (!t.postgres.tls) plain.push(['postgres', 'DATABASE_URL', t.postgres.hosts?.map((h) => h.host) ?? [hostOf(t.postgres.url)], 'DATABASE_TLS_MODE=verify-full']);
+  if (!t.mariadb.tls) plain.push(['mariadb', 'INBOX_URL', [hostOf(t.mariadb.url)], 'INBOX_TLS_MODE=verify-full']);
+  if (!t.redis.tls) plain.push(['redis', t.redis.sentinel ? 'REDIS_SENTINELS' : 'REDIS_URL', t.redis.sentinel?.sentinels.map((x) => x.host) ?? [hostOf(t.redis.url)], 'rediss://']);
+  if (!t.kafka.tls) plain.push(['kafka', 'KAFKA_BROKERS', t.kafka.brokers.map((b) => b.replace(/:\d+$/, '')), 'KAFKA_SECURITY_PROTOCOL=SASL_SSL']);
+  return plain
+    .filter(([service, , hosts]) => !allowed.has(service) && off(hosts).length > 0)
+    .map(
+      ([service, setting, hosts, fix]) =>
+        `${service}: ${setting} reaches ${off(hosts).join(', ')} in plain text: use TLS (${fix}), or say plain text is intended with MSGX_ALLOW_PLAINTEXT=${service} (outside development mode plain text off loopback is refused)`,
+    );
 }
 
 /** Every configuration key with its environment name and default (README table, --help). */

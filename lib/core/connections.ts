@@ -49,8 +49,11 @@ export interface RedisTarget {
   username?: string;
   password?: string;
   tls?: TlsSettings;
-  /** Sentinel mode: the Sentinels (asked for the master's address) and the master's name; the URL's host is then not used. */
-  sentinel?: { sentinels: { host: string; port: number }[]; master: string };
+  /**
+   * Sentinel mode: the Sentinels (asked for the master's address), the master's name and the
+   * Sentinels' own login; the URL's host is then not used. TLS to the Sentinels is the master's.
+   */
+  sentinel?: { sentinels: { host: string; port: number }[]; master: string; username?: string; password?: string };
 }
 
 export type KafkaProtocol = 'PLAINTEXT' | 'SSL' | 'SASL_PLAINTEXT' | 'SASL_SSL';
@@ -229,9 +232,17 @@ function sentinelsOf(list: string, master: string, problems: string[]): RedisTar
   return { sentinels: sentinels.filter((x) => x !== null), master: master.trim() };
 }
 
-export function resolveRedis(url: string, o: { username?: string; password?: string; tls?: RawTls; sentinels?: string; master?: string } = {}, urlName = 'REDIS_URL'): Resolved<RedisTarget> {
+export function resolveRedis(
+  url: string,
+  o: { username?: string; password?: string; tls?: RawTls; sentinels?: string; master?: string; sentinelUsername?: string; sentinelPassword?: string } = {},
+  urlName = 'REDIS_URL',
+): Resolved<RedisTarget> {
   const problems: string[] = [];
-  const sentinel = sentinelsOf(o.sentinels ?? '', o.master ?? '', problems);
+  const listed = sentinelsOf(o.sentinels ?? '', o.master ?? '', problems);
+  const login = { ...(o.sentinelUsername ? { username: o.sentinelUsername } : {}), ...(o.sentinelPassword ? { password: o.sentinelPassword } : {}) };
+  if (!listed && Object.keys(login).length) problems.push("REDIS_SENTINEL_USERNAME / REDIS_SENTINEL_PASSWORD are set but REDIS_SENTINELS is not: they are the Sentinels' login");
+  if (o.sentinelUsername && !o.sentinelPassword) problems.push('REDIS_SENTINEL_USERNAME needs REDIS_SENTINEL_PASSWORD (or REDIS_SENTINEL_PASSWORD_FILE)');
+  const sentinel = listed && { ...listed, ...login };
   const u = parseUrl(urlName, url, problems);
   if (!u) return { target: { service: 'redis', url }, problems };
   if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') problems.push(`${urlName} must start with redis:// (plain) or rediss:// (TLS)`);

@@ -20,10 +20,14 @@ export function registerSecret(value: string | undefined | null): void {
   if (json !== value) known.add(json);
 }
 
-/** Credentials in a URL for logs: `//user:pw@` → `//user:***@` (also an empty user name: `//:pw@`). */
+/**
+ * Credentials in a URL for logs: `//user:pw@` → `//user:***@` (also an empty user name: `//:pw@`),
+ * and a password given as a query parameter (`?password=`, `&sslpassword=`, `pass`, `pwd`) → `=***`.
+ */
 export function redactUrl(url: string): string {
-  return url.replace(/\/\/([^:@/\s"']*):([^/\s"'@]*)@/g, '//$1:***@');
+  return url.replace(/\/\/([^:@/\s"']*):([^/\s"'@]*)@/g, '//$1:***@').replace(PASSWORD_PARAM, '$1***');
 }
+const PASSWORD_PARAM = /([?&;](?:ssl)?(?:password|passwd|pass|pwd)=)[^&;#\s"']*/gi;
 
 const PEM_KEY = /-----BEGIN ([A-Z ]*)PRIVATE KEY-----[\s\S]*?-----END \1PRIVATE KEY-----/g;
 

@@ -27,21 +27,29 @@ export function redisEndpoint(where: RedisWhere): { url: string; options: { user
       ...(t.username !== undefined ? { username: t.username } : {}),
       ...(t.password !== undefined ? { password: t.password } : {}),
       ...(t.tls ? { tls: tlsOptions(t.tls) } : {}),
-      ...(t.sentinel ? sentinelOptions(t.sentinel, !!t.tls) : {}),
+      ...(t.sentinel ? sentinelOptions(t.sentinel, t.tls ? tlsOptions(t.tls) : undefined) : {}),
     },
   };
 }
 
-type SentinelOptions = Pick<RedisOptions, 'sentinels' | 'name' | 'enableTLSForSentinelMode' | 'failoverDetector'>;
+type SentinelOptions = Pick<RedisOptions, 'sentinels' | 'name' | 'enableTLSForSentinelMode' | 'failoverDetector' | 'sentinelTLS' | 'sentinelUsername' | 'sentinelPassword'>;
 
 /**
  * ioredis's own Sentinel mode: it asks the Sentinels for the master's address at every
  * (re)connection and checks the server it reaches is the master; failoverDetector subscribes to
  * the Sentinels' +switch-master and leaves the old master at once (docs/operations.md
- * "Production topology"). The URL's database, credentials and TLS apply to the master.
+ * "Production topology"). The URL's database, credentials and TLS apply to the master; the
+ * Sentinels get the same TLS (a rogue answer cannot name the master) and their own login.
  */
-function sentinelOptions(s: NonNullable<RedisTarget['sentinel']>, tls: boolean): SentinelOptions {
-  return { sentinels: s.sentinels.map((x) => ({ ...x })), name: s.master, failoverDetector: true, ...(tls ? { enableTLSForSentinelMode: true } : {}) };
+function sentinelOptions(s: NonNullable<RedisTarget['sentinel']>, tls: ConnectionOptions | undefined): SentinelOptions {
+  return {
+    sentinels: s.sentinels.map((x) => ({ host: x.host, port: x.port })),
+    name: s.master,
+    failoverDetector: true,
+    ...(s.username !== undefined ? { sentinelUsername: s.username } : {}),
+    ...(s.password !== undefined ? { sentinelPassword: s.password } : {}),
+    ...(tls ? { enableTLSForSentinelMode: true, sentinelTLS: tls } : {}),
+  };
 }
 
 /** A Redis client for one check or one script (the caller's options over the endpoint's). */

@@ -18,6 +18,9 @@ import { freezeMsgBatch, markFailed, markSent, nextAttemptAt, tryRoundLock, type
 import { afterFailure, chunkBySize, type RetryPolicy, type Target } from './plan.ts';
 import { TimeBudget } from '../core/budget.ts';
 import { isClusterUnavailable, isUnknownTopic } from './topic-watch.ts';
+import type { Tracing } from '../runtime/tracing.ts';
+import type { Crash } from '../runtime/crash.ts';
+import { recordSpans, withTrace } from './trace.ts';
 
 export interface DispatchDeps {
   db: Db;
@@ -30,6 +33,10 @@ export interface DispatchDeps {
   outage?: KafkaOutage;
   /** A send found the topic missing: the topic check runs at once (lib/dispatch/topic-watch.ts). */
   topicMissing?: () => void;
+  /** A span per record and its trace headers (lib/dispatch/trace.ts); undefined: tracing off. */
+  tracing?: Tracing;
+  /** Crash points of the tests (lib/runtime/crash.ts): killed between a send and its SENT mark. */
+  crash?: Crash;
 }
 
 export interface RoundResult {
@@ -64,13 +71,22 @@ export async function msgRound(d: DispatchDeps): Promise<RoundResult> {
     const acked: Acked[] = [];
     let failed: { rows: MsgRow[]; error: Error } | null = null;
     for (const rows of chunks) {
+      const spans = recordSpans(
+        d.tracing,
+        'msg',
+        topic,
+        rows.map((e) => [e]),
+      );
       try {
         const placed = await d.kafka.send(
           topic,
-          rows.map((e) => ({ key: e.flid, value: e.value })),
+          rows.map((e, i) => withTrace({ key: e.flid, value: e.value }, spans, i)),
         );
+        spans.sent(placed);
+        d.crash?.('dispatch.after-send');
         rows.forEach((e, i) => acked.push({ eventId: e.eventId, stateVersion: e.stateVersion, partition: placed[i].partition, offset: placed[i].offset }));
       } catch (e) {
+        spans.failed(e);
         failed = { rows, error: e as Error };
         break;
       }

@@ -34,6 +34,8 @@ export interface MsgRow {
   attempts: number;
   /** The payload as stored (EVENT_ID inside), serialised once as the record value (lib/contract/kafka.ts msgValue). */
   value: string;
+  /** The trace context stored with the row (lib/dispatch/trace.ts). */
+  trace: string | null;
 }
 
 /**
@@ -42,7 +44,7 @@ export interface MsgRow {
  */
 export async function freezeMsgBatch(db: Executor, now: Date, limit: number): Promise<MsgRow[]> {
   const rows = await pgRows(db, Outbox.freezeMsgBatch, now, limit);
-  return rows.map((x) => ({ eventId: x.event_id, flid: x.flid, stateVersion: x.state_version, attempts: x.attempts, value: msgValue(x.payload) }));
+  return rows.map((x) => ({ eventId: x.event_id, flid: x.flid, stateVersion: x.state_version, attempts: x.attempts, value: msgValue(x.payload), trace: x.trace_context }));
 }
 
 export interface SchdRow {
@@ -50,12 +52,14 @@ export interface SchdRow {
   flid: string;
   stateVersion: number;
   attempts: number;
+  /** The trace context stored with the row (lib/dispatch/trace.ts). */
+  trace: string | null;
 }
 
 /** PENDING, due rows of the schd or state target in EVENT_ID order (schd: oldest write generation first). */
 export async function pendingRows(db: Executor, target: 'schd' | 'state', now: Date, limit: number): Promise<SchdRow[]> {
   const rows = await pgRows(db, Outbox.pendingRows[target], now, limit);
-  return rows.map((x) => ({ eventId: x.event_id, flid: x.flid, stateVersion: x.state_version, attempts: x.attempts }));
+  return rows.map((x) => ({ eventId: x.event_id, flid: x.flid, stateVersion: x.state_version, attempts: x.attempts, trace: x.trace_context }));
 }
 
 /** Of these state rows, the ones still PENDING under the same event id (not rewritten since they were read). */

@@ -20,6 +20,7 @@ import { drain, retryPolicy, type DispatchDeps, type DrainNext, type RoundResult
 import { dropGoneSchdRows, markFailed, markSent, pendingRows, tryRoundLock, type Acked, type SchdRow } from './outbox.ts';
 import { afterFailure, splitSchd } from './plan.ts';
 import { isClusterUnavailable } from './topic-watch.ts';
+import { recordSpans, withTrace } from './trace.ts';
 
 /** Key of every schd record: one partition, records in order (consumers still decide by STATE_VERSION). */
 export const SCHD_KEY = 'schd';
@@ -76,10 +77,13 @@ export async function schdRound(d: DispatchDeps): Promise<SchdRoundResult> {
     const acked: Acked[] = [];
     let failed: { members: number[]; error: Error } | null = null;
     for (const rec of records) {
+      const spans = recordSpans(d.tracing, 'schd', topic, [rec.members.map((i) => live[i].row)]);
       try {
-        const [placed] = await d.kafka.send(topic, [{ key: SCHD_KEY, value: rec.value }]);
+        const [placed] = await d.kafka.send(topic, [withTrace({ key: SCHD_KEY, value: rec.value }, spans, 0)]);
+        spans.sent([placed]);
         for (const i of rec.members) acked.push({ eventId: live[i].row.eventId, stateVersion: live[i].version, partition: placed.partition, offset: placed.offset });
       } catch (e) {
+        spans.failed(e);
         failed = { members: rec.members, error: e as Error };
         break;
       }

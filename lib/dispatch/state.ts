@@ -27,6 +27,7 @@ import { drain, retryPolicy, type DispatchDeps, type DrainNext, type RoundResult
 import { markFailed, markSent, pendingRows, tryRoundLock, unchangedStateRows, type Acked, type SchdRow } from './outbox.ts';
 import { afterFailure, chunkBySize } from './plan.ts';
 import { isClusterUnavailable, isUnknownTopic } from './topic-watch.ts';
+import { recordSpans, withTrace } from './trace.ts';
 
 export interface StateRoundResult extends RoundResult {
   /** Rows rewritten after they were read (left for the next round). */
@@ -94,16 +95,24 @@ export async function stateRound(d: DispatchDeps): Promise<StateRoundResult> {
     const acked: Acked[] = [];
     let failed: { rows: SchdRow[]; error: Error } | null = null;
     for (const chunk of chunks) {
+      const spans = recordSpans(
+        d.tracing,
+        'state',
+        topic,
+        chunk.map((o) => [o.row]),
+      );
       try {
         const placed = await d.kafka.send(
           topic,
-          chunk.map((o) => o.record),
+          chunk.map((o, i) => withTrace(o.record, spans, i)),
         );
+        spans.sent(placed);
         chunk.forEach((o, i) => {
           acked.push({ eventId: o.row.eventId, stateVersion: o.row.stateVersion, partition: placed[i].partition, offset: placed[i].offset });
           if (o.record.value === null) res.tombstones++;
         });
       } catch (e) {
+        spans.failed(e);
         failed = { rows: chunk.map((o) => o.row), error: e as Error };
         break;
       }

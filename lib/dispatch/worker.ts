@@ -15,6 +15,7 @@ import { probes, probeUntilUp } from '../runtime/probe.ts';
 import { dutyTask } from '../runtime/duty.ts';
 import { slices, targets } from '../core/config.ts';
 import { explained } from '../db/tls.ts';
+import { crashAt } from '../runtime/crash.ts';
 
 /** Time one task run may keep draining before it re-queues itself (other jobs get a turn). */
 export const DRAIN_BUDGET_MS = 30_000;
@@ -67,7 +68,17 @@ export function dispatcherTask(
   registerDispatchGauges(rt.db, [target]);
   const outage = new KafkaOutage(rt.log, target);
   const probe = probes.kafka(targets(rt.config).kafka, Math.min(1000, slices(rt.config).io.timeoutMs));
-  const deps: DispatchDeps = { db: rt.db, kafka, dispatch: slices(rt.config).dispatch, clock: rt.clock, log: rt.log, outage, topicMissing };
+  const deps: DispatchDeps = {
+    db: rt.db,
+    kafka,
+    dispatch: slices(rt.config).dispatch,
+    clock: rt.clock,
+    log: rt.log,
+    outage,
+    topicMissing,
+    tracing: rt.tracing,
+    crash: crashAt(rt.config['msgx.test.crash-at']),
+  };
   return dutyTask({
     task,
     stopping: () => rt.signal.aborted,

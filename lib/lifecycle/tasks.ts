@@ -14,6 +14,7 @@
 //   flight_history  history.ts      ARCHIVED_AT older than msgx.history.retention
 //   schd_snap_log   snap-log.ts     receive time and scope end (operation day) older than msgx.snap-log.retention
 //   req_track       requests.ts     closed longer than msgx.req-track.retention
+//   access_audit    access-audit.ts recorded longer ago than msgx.audit.retention
 //   schd_gen(_flid) ledger.ts       operation day older than purge-after and no roster flight of that day left
 //   flight_change,  trace-records.ts  see there
 //   proc_attempt
@@ -31,6 +32,7 @@ import { purgeProcState } from './proc-state.ts';
 import { purgeRequests } from './requests.ts';
 import { purgeSnapLog } from './snap-log.ts';
 import { purgeAttempts, purgeFlightChanges } from './trace-records.ts';
+import { purgeAccessAudit } from './access-audit.ts';
 import { TimeBudget } from '../core/budget.ts';
 
 const SCHEDULE_KEY = 'msgx.retention.schedule';
@@ -94,6 +96,7 @@ export async function runRetention(d: RetentionDeps, openSession: () => Promise<
   await run('flight_history', (budget) => purgeHistory(d, { budget, batch: o.batch }));
   await run('schd_snap_log', (budget) => purgeSnapLog(d, { budget, batch: o.batch }));
   await run('req_track', () => purgeRequests(d));
+  await run('access_audit', (budget) => purgeAccessAudit(d, { budget, batch: o.batch }));
   await run('cminmsgs', (budget) => purgeInbox(d, { budget, batch: o.batch }));
   await run('proc_state', (budget) => purgeProcState(d, { budget, batch: o.batch }));
   await run('flight_change', (budget) => purgeFlightChanges(d, { budget, batch: o.batch }));

@@ -16,6 +16,8 @@ import { metrics } from '../runtime/metrics.ts';
 import { abandonBackfill, recordBackfill, recordBackfillFailure } from '../sql/transitions.ts';
 import { TimeBudget } from '../core/budget.ts';
 import { neverApplied } from './failures.ts';
+import type { Tracing } from '../runtime/tracing.ts';
+import { backfillSpans } from './trace.ts';
 
 export interface BackfillDeps {
   db: Db;
@@ -24,6 +26,8 @@ export interface BackfillDeps {
   /** msgx.pipeline.backfill-* / overdue-backfill, msgx.inbox.read-only, the airport's zone, msgx.io.timeout. */
   backfill: Slices['backfill'];
   log: Logger;
+  /** A span per message settled (lib/pipeline/trace.ts); undefined: tracing off. */
+  tracing?: Tracing;
 }
 
 export interface BackfillRound {
@@ -42,10 +46,12 @@ export async function backfillRound(d: BackfillDeps): Promise<BackfillRound> {
   const R = d.backfill.overdueMs;
   const overdueBefore = new Date(now.getTime() - R);
   const tz = d.backfill.timezone;
+  const traced = { start: d.tracing?.now(), rows: [] as { msg_id: number; trace_context: string | null }[], marked: [] as number[] };
   await d.db.transaction().execute(async (tx) => {
     await pgRun(tx, Locks.xactLock, LOCKS.LIFECYCLE_GATE);
     let rows = await pgRows(tx, ProcState.backfillCandidates, now, overdueBefore, d.backfill.batch);
     out.candidates = rows.length;
+    traced.rows = rows;
     if (rows.length === 0) return;
     // A message never read (its row was gone at its turn) is never marked processed: the inbox
     // would then say it was applied. It is abandoned as MISSING_ROW (alert) without an inbox write.
@@ -75,11 +81,8 @@ export async function backfillRound(d: BackfillDeps): Promise<BackfillRound> {
       return;
     }
     const missing = ids.filter((id) => !res.existing.has(id));
-    await recordBackfill(
-      tx,
-      ids.filter((id) => res.existing.has(id)),
-      now,
-    );
+    traced.marked = ids.filter((id) => res.existing.has(id));
+    await recordBackfill(tx, traced.marked, now);
     await abandonBackfill(tx, missing, 'MISSING_ROW', now);
     out.written = res.written;
     out.alreadyMarked = res.existing.size - res.written;
@@ -88,7 +91,8 @@ export async function backfillRound(d: BackfillDeps): Promise<BackfillRound> {
     if (out.alreadyMarked) metrics.backfillWritten.inc({ outcome: 'already-marked' }, out.alreadyMarked);
     if (missing.length) d.log.error({ msgIds: missing }, 'inbox rows gone before backfill: abandoned (MISSING_ROW)');
   });
-  // counted once committed
+  // counted (and traced) once committed
+  backfillSpans(d.tracing, traced.start, traced.rows, { ...out, written: traced.marked });
   if (out.missing.length) metrics.backfillAbandoned.inc({ reason: 'MISSING_ROW' }, out.missing.length);
   if (out.abandonedDeadline.length) metrics.backfillAbandoned.inc({ reason: 'TRANSIENT_DEADLINE' }, out.abandonedDeadline.length);
   return out;

@@ -28,7 +28,7 @@ import type { Slices } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
 import { existingRows, inboxBounds, nthIdAfter, oldestProcessedId, readAllAfter, readAllIn, readUnprocessedAfter, readUnprocessedIn, type InboxRowRef } from './inbox.ts';
-import { pgOne, pgRun } from '../db/statement.ts';
+import { pgOne, pgRows, pgRun } from '../db/statement.ts';
 import * as IntakeCursor from '../sql/intake-cursor.ts';
 import * as ProcState from '../sql/proc-state.ts';
 import * as Shadow from '../sql/shadow.ts';
@@ -38,6 +38,8 @@ import { metrics, noteInboxRead } from '../runtime/metrics.ts';
 import { wake } from '../sql/jobs.ts';
 import { enqueue } from '../sql/transitions.ts';
 import { TimeBudget } from '../core/budget.ts';
+import type { Tracing } from '../runtime/tracing.ts';
+import { takeSpans } from './trace.ts';
 
 export interface IntakeDeps {
   db: Db;
@@ -48,6 +50,8 @@ export interface IntakeDeps {
   log: Logger;
   /** How a failed round is logged (the process's quiet outage log, lib/runtime/health.ts); default: one error line each. */
   roundFailed?: (err: unknown) => void;
+  /** Each message taken starts its trace (lib/pipeline/trace.ts); undefined: tracing off. */
+  tracing?: Tracing;
 }
 
 export interface RoundResult {
@@ -133,8 +137,23 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
   const newWatermark = take.length ? Math.max(cur.watermark, take[take.length - 1].id) : cur.watermark;
   const lowestGap = settled.open[0] ?? null;
   const belowAll = [...new Map([...below, ...lateInGaps].map((r) => [r.id, r])).values()].sort((a, b) => a.id - b.id);
+  const taken = [...belowAll, ...take];
+  // rows below the watermark may be known already (a full scan reads unfinished ones again): no new trace for them
+  const known =
+    d.tracing && belowAll.length
+      ? new Set(
+          (
+            await pgRows(
+              d.db,
+              ProcState.known,
+              belowAll.map((r) => r.id),
+            )
+          ).map((r) => Number(r.msg_id)),
+        )
+      : undefined;
+  const taking = takeSpans(d.tracing, taken, known);
   const { inserted, late } = await d.db.transaction().execute(async (tx) => {
-    const ins = await enqueue(tx, [...belowAll, ...take], now);
+    const ins = await enqueue(tx, taken, now, taking?.contexts);
     const saved = await pgRun(
       tx,
       IntakeCursor.saveIntakeCursor,
@@ -155,6 +174,7 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
     const belowIds = new Set(belowAll.map((r) => r.id));
     return { inserted: ins, late: ins.filter((id) => belowIds.has(id)) };
   });
+  taking?.end(inserted);
   if (settled.passed.length) {
     metrics.intakeGapsPassed.inc(settled.passed.length);
     d.log.warn({ gaps: settled.passed.map((g) => (g.lo === g.hi ? g.lo : `${g.lo}-${g.hi}`)) }, 'inbox ID gap not filled within gap-settle; moving past it');

@@ -1,18 +1,20 @@
-// The HTTP server every process runs (/metrics, /healthz; the api adds its routes), hardened:
-// small default body limit (routes that need more say so), request and header
-// timeouts, request ids, strict validation, Host check against DNS rebinding, and one error
+// The HTTP server of the api (/metrics, /healthz and its routes), hardened: small default body
+// limit (routes that need more say so), request and header timeouts, request ids, strict
+// validation, the access gate (lib/access/gate.ts: Host and Origin allowlist against DNS
+// rebinding, who is calling, the role the route needs) before any body is read, and one error
 // handler that logs every 500 with its request id and never answers internal text.
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Slices } from '../core/config.ts';
+import type { Gate } from '../access/gate.ts';
+import { setCaller } from '../access/identity.ts';
+import { needOf } from '../access/routes.ts';
 import type { Logger } from './log.ts';
 
 /** Default body limit; a route that takes more sets its own `bodyLimit`. */
 export const DEFAULT_BODY_LIMIT = 64 * 1024;
 
-const LOOPBACK = new Set(['127.0.0.1', '::1', '[::1]', 'localhost']);
-
-export function createHttpServer(http: Slices['http'], log: Logger): FastifyInstance {
+export function createHttpServer(http: Slices['http'], log: Logger, gate: Gate): FastifyInstance {
   const app = Fastify({
     logger: false,
     bodyLimit: DEFAULT_BODY_LIMIT,
@@ -30,20 +32,25 @@ export function createHttpServer(http: Slices['http'], log: Logger): FastifyInst
     ajv: { customOptions: { removeAdditional: false } },
   });
 
-  // DNS rebinding: a page on attacker.example that resolves to 127.0.0.1 reaches a loopback
-  // server with `Host: attacker.example`. Bound to loopback, only loopback names are served.
-  if (LOOPBACK.has(http.host)) {
-    app.addHook('onRequest', async (req, reply) => {
-      const host = req.headers.host;
-      if (host === undefined) return;
-      const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0];
-      if (!LOOPBACK.has(name.toLowerCase()))
-        return reply
-          .code(400)
-          .header('connection', 'close')
-          .send({ error: 'bad-host', reason: `unexpected Host header: this server is bound to ${http.host} and answers only 127.0.0.1, localhost or [::1]` });
+  // Every route is in the access table (lib/access/routes.ts), or the server does not start.
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat())
+      if (needOf(method, route.url) === undefined) throw new Error(`${method} ${route.url} is not in the route table of lib/access/routes.ts: give it the role it needs there`);
+  });
+  // Before the body is read: a refused request is answered and its connection closed.
+  app.addHook('onRequest', async (req, reply) => {
+    const a = await gate.check({
+      method: req.method,
+      route: req.routeOptions.url,
+      host: req.headers.host,
+      origin: req.headers.origin,
+      authorization: req.headers.authorization,
+      ip: req.ip,
+      requestId: req.id,
     });
-  }
+    if (!a.allow) return reply.code(a.status).headers(a.headers).send(a.body);
+    setCaller(req, { principal: a.principal, details: a.details });
+  });
 
   app.server.maxConnections = http.maxConnections;
 

@@ -103,6 +103,14 @@ export const metrics = {
     name: 'msgx_postgres_autovacuum',
     help: "1 when the Postgres server runs autovacuum, 0 when it does not (a misconfiguration: the pump's rate falls as dead rows pile up); read at start",
   }),
+  httpRefusals: new Counter({
+    registers,
+    name: 'msgx_http_refusals_total',
+    help: 'HTTP requests the access gate refused before reading their body, by status (400 Host, 401 credential, 403 role or Origin, 429 rate-limited, 503 identity provider)',
+    labelNames: ['status'] as const,
+  }),
+  apiKeysRefused: new Counter({ registers, name: 'msgx_api_keys_file_refused_total', help: 'Changes of MSGX_API_KEYS_FILE refused (a bad line): the keys loaded before stay in force' }),
+  auditWriteFailures: new Counter({ registers, name: 'msgx_audit_write_failures_total', help: 'Audit rows that could not be written to ACCESS_AUDIT (their log line was)' }),
   flightsWithoutOperationDay: new Gauge({
     registers,
     name: 'msgx_flights_without_operation_day',
@@ -146,6 +154,7 @@ const OWNED: Record<ProcessName, client.Metric[]> = {
 
 /** Known label sets of counters, exported at 0 from the start (an alert on increase() sees the first event). */
 function initialiseLabelSets(name: ProcessName): void {
+  for (const status of ['400', '401', '403', '429', '503']) metrics.httpRefusals.inc({ status }, 0);
   if (name === 'pump') {
     for (const cls of ['MALFORMED', 'PROTOCOL', 'INFRA', 'CODEC_ERROR', 'INTERNAL']) metrics.failures.inc({ class: cls }, 0);
     for (const kind of ['RQRD', 'RQFD']) metrics.requestsFailed.inc({ kind }, 0);
@@ -164,7 +173,8 @@ export const EVENT_LOOP_SAMPLE_MS = 100;
  * of other modules it owns), Node's default metrics and msgx_build_info{version,node,process}.
  */
 export function exportProcessMetrics(name: ProcessName, extra: client.Metric[] = [], opts: { readOnly?: boolean } = {}): void {
-  const own = [...OWNED[name], metrics.postgresUp, metrics.postgresDownSeconds, metrics.postgresAutovacuum, dependencyUp, ...extra];
+  const access: client.Metric[] = [metrics.httpRefusals, metrics.apiKeysRefused, metrics.auditWriteFailures];
+  const own = [...OWNED[name], metrics.postgresUp, metrics.postgresDownSeconds, metrics.postgresAutovacuum, dependencyUp, ...access, ...extra];
   if (name === 'backfill' && !opts.readOnly) own.push(metrics.backfillPending, metrics.backfillOverLimit); // not ours to mark on a read-only instance
   for (const m of own) {
     const n = (m as unknown as { name: string }).name;

@@ -13,17 +13,22 @@ import type { Redis } from '../db/redis.ts';
 import { explained } from '../db/tls.ts';
 import { Health, type ConditionOptions, type HealthCheck } from './health.ts';
 import { createStatusServer, type StatusRoute, type StatusServer } from './status-server.ts';
+import { statusRoutes } from './status-routes.ts';
 import { createLogger, type Logger } from './log.ts';
-import { exportProcessMetrics, metrics, registry } from './metrics.ts';
+import { exportProcessMetrics, metrics } from './metrics.ts';
 import { runAsLeader, sleep, withDeadline, type LeaderHandle } from './leader.ts';
 import { Opened } from './opened.ts';
 import type { ProcessName } from '../core/tasks.ts';
-import { clearCondition, conditions, healthNotes, setCondition } from './conditions.ts';
+import { clearCondition, setCondition } from './conditions.ts';
 import { watchPool } from './pool-watch.ts';
 import { watches } from './watch.ts';
 import { releaseMemory, releaseWhileIdle } from './gc.ts';
 import { KEEP_ALIVE_EVERY_MS, keepDutiesAlive, keptRunner, unlockStaleJobs } from './job-queue.ts';
 import { checkAutovacuum } from './server-settings.ts';
+import { openAccess, type Access } from '../access/open.ts';
+import { callerOf } from '../access/identity.ts';
+import { startTracing } from './start-tracing.ts';
+import type { Tracing } from './tracing.ts';
 
 /** After SIGTERM/SIGINT a process exits by force if its clean shutdown takes longer (compose's stop grace must exceed it). */
 export const FORCED_EXIT_MS = 15_000;
@@ -46,8 +51,12 @@ export interface Runtime {
   pool: pg.Pool;
   db: Db;
   signal: AbortSignal;
+  /** One trace per message (lib/runtime/tracing.ts); undefined while msgx.tracing is off. */
+  tracing?: Tracing;
   /** Readiness per dependency and the outage log lines (lib/runtime/health.ts). */
   health: Health;
+  /** Who may call the process's HTTP routes, and the audit trail (lib/access/). */
+  access: Access;
   /**
    * The edges of a process, wired to its readiness: a call that timed out reports the
    * dependency (and its connection is thrown away), and when the dependency goes away the
@@ -109,10 +118,10 @@ export const POOL_MAX = 4;
 /** The api's server (lib/runtime/http.ts, fastify): the status routes, then the process's own. */
 async function routedServer(http: NonNullable<ProcessSpec['http']>, rt: Runtime, routes: Record<string, StatusRoute>): Promise<StatusServer> {
   const { createHttpServer } = await import('./http.ts');
-  const app = createHttpServer(slices(rt.config).http, rt.log);
+  const app = createHttpServer(slices(rt.config).http, rt.log, rt.access.gate);
   for (const [path, route] of Object.entries(routes))
-    app.get(path, async (_req, reply) => {
-      const a = await route();
+    app.get(path, async (req, reply) => {
+      const a = await route(callerOf(req) ?? { principal: null, details: false });
       return reply
         .code(a.status ?? 200)
         .type(a.type ?? 'application/json; charset=utf-8')
@@ -181,7 +190,18 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
       return c;
     },
   };
-  const rt: Runtime = { name: spec.name, config, log, clock: systemClock, pool, db: createDb(pool), signal: abort.signal, health, edges };
+  const db = createDb(pool);
+  let access: Access;
+  try {
+    access = openAccess({ process: spec.name, http: slices(config).http, oidc: slices(config).oidc, clock: systemClock, log, db, count: accessCounters });
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    process.stderr.write(`${spec.name}: ${scrub(e.message)}\n`);
+    process.exit(2);
+  }
+  // off: nothing of OpenTelemetry is loaded (lib/runtime/tracing.ts)
+  const tracing = await startTracing(slices(config).tracing, spec.name, log);
+  const rt: Runtime = { name: spec.name, config, log, clock: systemClock, pool, db, signal: abort.signal, tracing, health, edges, access };
   // graphile-worker prints a stack with console.trace when its worker dies of a connection error
   // (the runner is replaced, see startRunner): one quiet line instead.
   console.trace = (...args: unknown[]) => void rt.health.quiet('console-trace', args[0], 'graphile-worker: a worker ended with an error', 'postgres');
@@ -202,32 +222,12 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
     if (!settingsRead) void checkAutovacuum(rt.db, log, io.timeoutMs).then((on) => (settingsRead ||= on !== null));
   };
   readServerSettings();
-  const watchGauges = () => {
-    metrics.postgresUp.set(health.isUp('postgres') ? 1 : 0);
-    metrics.postgresDownSeconds.set(health.downSeconds('postgres'));
-  };
-
-  const routes: Record<string, StatusRoute> = {
-    '/metrics': async () => {
-      watchGauges();
-      return { type: registry.contentType, body: await scrape(health) };
-    },
-    // Readiness: what the checks last saw (no call on the pool, which may hang on a frozen path).
-    '/healthz': async () => {
-      const h = health.snapshot();
-      // a condition a module of this process set (lib/runtime/conditions.ts, e.g. Postgres restored
-      // from a backup): not ready either, and why
-      const held = conditions();
-      const ok = h.ok && held.length === 0;
-      const body = { ok, process: spec.name, postgres: health.isUp('postgres') ? 'up' : 'unreachable', dependencies: h.dependencies, ...(held.length ? { conditions: held } : {}), ...healthNotes() };
-      return ok ? { body } : { status: 503, body: { ...body, reason: [...h.reasons, ...held.map((c) => `${c.name}: ${c.reason}`)].join('; ') } };
-    },
-  };
+  const routes = statusRoutes(spec.name, health);
   // Not ready until the duty started (its start-up checks, e.g. the restore check, then its runner),
   // or this instance stands by behind another leader; again not ready after a start that failed.
   setCondition(STARTING, 'start-up checks have not run yet');
   // fastify only for a process with routes of its own (the api); the others answer on node:http
-  const app = spec.http ? await routedServer(spec.http, rt, routes) : createStatusServer(slices(config).http, log, routes);
+  const app = spec.http ? await routedServer(spec.http, rt, routes) : createStatusServer(slices(config).http, log, access.gate, routes);
   const port = config[`msgx.http.port.${spec.name}`];
   await app.listen({ port, host: config['msgx.http.host'] });
   log.info({ port, host: config['msgx.http.host'] }, 'http listening (/metrics, /healthz)');
@@ -331,9 +331,11 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
     const force = setTimeout(() => process.exit(1), FORCED_EXIT_MS).unref();
     await duty.catch((e) => log.error({ err: e }, 'duty ended with error'));
     await app.close();
+    await access.close();
     poolWatch.stop();
     await health.close();
     await withDeadline(pool.end(), 2000, 'pool end').catch(() => {});
+    await tracing?.shutdown(2000); // the spans not yet exported
     clearTimeout(force);
     process.exit(0);
   };
@@ -345,24 +347,12 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
   });
 }
 
-/**
- * The registry's text. Some gauges are collected from Postgres at scrape time: when one cannot
- * be (an outage, a frozen connection), the others are still served and it is left out (its
- * absence is what an alert on the series sees); one log line a minute at most.
- */
-async function scrape(health: Health): Promise<string> {
-  try {
-    return await withDeadline(registry.metrics(), SCRAPE_MS, 'metrics');
-  } catch (e) {
-    health.quiet('metrics-scrape', e, 'a metric could not be collected; served without it', 'postgres');
-    const parts = await Promise.all(
-      registry.getMetricsAsArray().map((m) => withDeadline(registry.getSingleMetricAsString((m as unknown as { name: string }).name), SCRAPE_MS / 2, 'metric').catch(() => '')),
-    );
-    return `${parts.filter(Boolean).join('\n')}\n`;
-  }
-}
-
-const SCRAPE_MS = 3000;
+/** What access counts (lib/access/open.ts) on this process's registry. */
+const accessCounters = {
+  refusal: (status: number) => metrics.httpRefusals.inc({ status: String(status) }),
+  keysRefused: () => metrics.apiKeysRefused.inc(),
+  auditWriteFailed: () => metrics.auditWriteFailures.inc(),
+};
 /** After the runner started, the process is at rest this much later: its start-up garbage is collected then. */
 const SETTLED_MS = 5000;
 /** At rest, memory is given back this often (lib/runtime/gc.ts releaseWhileIdle). */

@@ -1,9 +1,13 @@
 // The HTTP server of a process without routes of its own (every process but the api): GET (and
-// HEAD) /metrics and /healthz on node:http, with the limits and the Host check of
-// lib/runtime/http.ts but without fastify, which such a process would load only for these two
-// routes (its resident memory: docs/decisions.md "Footprint"). The api keeps lib/runtime/http.ts.
+// HEAD) /metrics and /healthz on node:http, with the limits and the access gate of
+// lib/runtime/http.ts (lib/access/gate.ts: Host and Origin allowlist, /metrics for a viewer) but
+// without fastify, which such a process would load only for these two routes (its resident
+// memory: docs/decisions.md "Footprint"). The api keeps lib/runtime/http.ts.
 import { createServer, type Server } from 'node:http';
 import type { Slices } from '../core/config.ts';
+import type { Gate } from '../access/gate.ts';
+import type { Caller } from '../access/identity.ts';
+import { needOf } from '../access/routes.ts';
 import type { Logger } from './log.ts';
 
 /** What a route answers: a status, a content type and a body (an object is sent as JSON). */
@@ -12,16 +16,16 @@ export interface StatusAnswer {
   type?: string;
   body: string | object;
 }
-export type StatusRoute = () => Promise<StatusAnswer>;
-
-const LOOPBACK = new Set(['127.0.0.1', '::1', '[::1]', 'localhost']);
+/** A route of the status server: the caller is what the gate let through (its principal; whether /healthz shows reasons). */
+export type StatusRoute = (caller: Caller) => Promise<StatusAnswer>;
 
 export interface StatusServer {
   listen(o: { port: number; host: string }): Promise<void>;
   close(): Promise<void>;
 }
 
-export function createStatusServer(http: Slices['http'], log: Logger, routes: Record<string, StatusRoute>): StatusServer {
+export function createStatusServer(http: Slices['http'], log: Logger, gate: Gate, routes: Record<string, StatusRoute>): StatusServer {
+  for (const path of Object.keys(routes)) if (needOf('GET', path) === undefined) throw new Error(`GET ${path} is not in the route table of lib/access/routes.ts`);
   const server: Server = createServer(
     { requestTimeout: http.requestTimeoutMs, headersTimeout: Math.min(http.headersTimeoutMs, http.requestTimeoutMs), keepAliveTimeout: http.keepAliveTimeoutMs, connectionsCheckingInterval: 1000 },
     (req, res) => {
@@ -30,22 +34,23 @@ export function createStatusServer(http: Slices['http'], log: Logger, routes: Re
         res.writeHead(a.status ?? 200, { 'content-type': a.type ?? 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
         res.end(text);
       };
-      // DNS rebinding (lib/runtime/http.ts): bound to loopback, only loopback names are served
-      const host = req.headers.host;
-      if (LOOPBACK.has(http.host) && host !== undefined) {
-        const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0];
-        if (!LOOPBACK.has(name.toLowerCase())) {
-          res.setHeader('connection', 'close');
-          return send({ status: 400, body: { error: 'bad-host', reason: `unexpected Host header: this server is bound to ${http.host} and answers only 127.0.0.1, localhost or [::1]` } });
-        }
-      }
       const path = (req.url ?? '/').split('?')[0];
       const route = req.method === 'GET' || req.method === 'HEAD' ? routes[path] : undefined;
-      if (!route) return send({ status: 404, body: { error: 'not-found', reason: `no route ${req.method} ${path}` } });
-      route().then(send, (err: unknown) => {
-        log.error({ err, method: req.method, route: path }, 'request failed');
-        send({ status: 500, body: { error: 'internal', reason: 'internal error; the log has the details' } });
-      });
+      const h = req.headers;
+      gate
+        .check({ method: req.method ?? 'GET', route: route ? path : undefined, host: h.host, origin: h.origin, authorization: h.authorization, ip: req.socket.remoteAddress ?? '', requestId: null })
+        .then(async (a) => {
+          if (!a.allow) {
+            for (const [k, v] of Object.entries(a.headers)) res.setHeader(k, v);
+            return send({ status: a.status, body: a.body });
+          }
+          if (!route) return send({ status: 404, body: { error: 'not-found', reason: `no route ${req.method} ${path}` } });
+          return send(await route({ principal: a.principal, details: a.details }));
+        })
+        .catch((err: unknown) => {
+          log.error({ err, method: req.method, route: path }, 'request failed');
+          send({ status: 500, body: { error: 'internal', reason: 'internal error; the log has the details' } });
+        });
     },
   );
   server.maxConnections = http.maxConnections;

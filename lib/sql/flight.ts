@@ -162,6 +162,9 @@ order by f.flid`,
 // piece's first row) — so a collection's delete precedes its insert, and msg EVENT_IDs are taken
 // before schd EVENT_IDs, exactly as when the pieces run one after another. The detail rows' flights are checked
 // at the end of the statement (sql/migrations/0950_child_rows_per_statement.sql). Every piece is always there; one with empty arrays writes nothing.
+/** Does the session copy trace contexts into the outbox (one read per statement: an init plan)? */
+const TRACED = `(select current_setting('msgx.trace_outbox', true)) = 'on'`;
+
 function writeStatement(spec: FlightColumns) {
   let next = FIXED_WRITE_PARAMS;
   const param = () => `$${++next}`;
@@ -201,18 +204,26 @@ function writeStatement(spec: FlightColumns) {
   // taken in array order (as one message after another would take them). One insert for every
   // target: msg rows never meet the partial unique index of the coalesced targets; a schd or state
   // row (one per FLID and target) replaces the FLID's row back to PENDING with its new EVENT_ID.
+  // trace_context (docs/operations.md "Tracing"), only while the session traces (SET msgx.trace_outbox = on,
+  // workers/pump.ts): the context of the message that made the row's version, i.e. of the msg row
+  // of the same FLID and version (in a snapshot's later slice: the flight's LAST_MSG_ID, written by
+  // the first slice), read from PROC_STATE.
   pieces.push(
-    (g) => `insert into msg_event (event_id, target, flid, state_version, payload, created_at)
+    (g) => `insert into msg_event (event_id, target, flid, state_version, payload, created_at, trace_context)
       select x.id, x.target, x.flid, x.ver,
              case when x.target = 'msg' then x.p || jsonb_build_object('EVENT_ID', x.id) else jsonb_build_object('FLID', x.flid, 'STATE_VERSION', x.ver) end,
-             $1::timestamptz
+             $1::timestamptz,
+             case when ${TRACED} then (select ps.trace_context from proc_state ps
+                                       where ps.msg_id = coalesce(m.msg_id, (select f.last_msg_id from flight_schd f where f.flid = x.flid))) end
       from (select nextval('msg_event_id_seq') as id, u.target, u.flid, u.ver, u.p
             from (select * from unnest($2::text[], $3::text[], $4::integer[], $5::jsonb[]) with ordinality as t(target, flid, ver, p, ord)
                   order by ord) u ${whereGuard(g)}) x
+      left join (select t.flid, t.ver, (t.p->>'MSG_ID')::bigint as msg_id from unnest($2::text[], $3::text[], $4::integer[], $5::jsonb[]) as t(target, flid, ver, p)
+                  where t.target = 'msg' and ${TRACED}) m on m.flid = x.flid and m.ver = x.ver
       on conflict (target, flid) where target in ('schd', 'state') do update set
         event_id = excluded.event_id, state_version = excluded.state_version, payload = excluded.payload,
         state = 'PENDING', attempts = 0, next_attempt_at = null, sent_at = null,
-        kafka_partition = null, kafka_offset = null, last_error = null, created_at = excluded.created_at`,
+        kafka_partition = null, kafka_offset = null, last_error = null, created_at = excluded.created_at, trace_context = excluded.trace_context`,
   );
   // Deleted flights never go to schd: drop their pending schd rows.
   pieces.push((g) => `delete from msg_event where target = 'schd' and state in ('PENDING', 'DEAD') and flid = any($6::text[]) ${andGuard(g)}`);

@@ -33,6 +33,12 @@ export const setSessionTimeouts = pgStatement<[statementTimeout: string, lockTim
   `select set_config('statement_timeout', $1::text, false), set_config('lock_timeout', $2::text, false)`,
 );
 
+/**
+ * Does this session copy the trace context of a message into the outbox rows it writes
+ * (flight.write_batch, lib/sql/flight.ts)? $1 'on' on the pump's session while tracing is on.
+ */
+export const traceOutbox = pgStatement<[on: 'on' | 'off']>('locks.trace_outbox', `select set_config('msgx.trace_outbox', $1::text, false)`);
+
 // ---- lib/runtime/leader.ts, lib/lifecycle/flights.ts (the history purge leader)
 
 /** Takes the session-level advisory lock $1 if it is free: ok = taken. */

@@ -16,9 +16,12 @@ export type OutboxTarget = 'msg' | 'schd' | 'state';
  * The frozen batch of a msg round: PENDING and due at $1, EVENT_ID order, at most $2, and no
  * earlier event of the same FLID that is DEAD or PENDING-not-due (plan.ts `releasable`).
  */
-export const freezeMsgBatch = pgStatement<[now: Date, limit: number], { event_id: number; flid: string; state_version: number; attempts: number; payload: Record<string, unknown> }>(
+export const freezeMsgBatch = pgStatement<
+  [now: Date, limit: number],
+  { event_id: number; flid: string; state_version: number; attempts: number; payload: Record<string, unknown>; trace_context: string | null }
+>(
   'outbox.freeze_msg_batch',
-  `select e.event_id, e.flid, e.state_version, e.attempts, e.payload
+  `select e.event_id, e.flid, e.state_version, e.attempts, e.payload, e.trace_context
    from msg_event e
    where e.target = 'msg' and e.state = 'PENDING'
      and (e.next_attempt_at is null or e.next_attempt_at <= $1::timestamptz)
@@ -36,9 +39,9 @@ export const freezeMsgBatch = pgStatement<[now: Date, limit: number], { event_id
  * parameter: the generic plan then reads that target's part of the pending index.
  */
 const pendingRowsOf = (target: 'schd' | 'state') =>
-  pgStatement<[now: Date, limit: number], { event_id: number; flid: string; state_version: number; attempts: number }>(
+  pgStatement<[now: Date, limit: number], { event_id: number; flid: string; state_version: number; attempts: number; trace_context: string | null }>(
     `outbox.pending_${target}_rows`,
-    `select event_id, flid, state_version, attempts from msg_event
+    `select event_id, flid, state_version, attempts, trace_context from msg_event
      where target = '${target}' and state = 'PENDING' and (next_attempt_at is null or next_attempt_at <= $1::timestamptz)
      order by event_id
      limit $2::bigint`,

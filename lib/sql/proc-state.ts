@@ -43,9 +43,14 @@ export interface ProcStateRow {
   applied_reason: string | null;
   applied_reason_class: ReasonClass | null;
   updated_at: Date;
+  /** The message's W3C trace context, `traceparent[ tracestate]` (null: taken while tracing was off). */
+  trace_context: string | null;
 }
 
 // ---- the open messages (PENDING/FAILED)
+
+/** Which of the messages $1 are known already (intake's rows below the watermark: no trace is started for them). */
+export const known = pgStatement<[msgIds: number[]], { msg_id: number }>('proc_state.known', 'select msg_id from proc_state where msg_id = any($1::bigint[])');
 
 /** The lowest unterminated (PENDING/FAILED) message (null: none): where intake's full scan starts. */
 export const lowestOpen = pgStatement<[], { lo: number | null }>('proc_state.lowest_open', `select min(msg_id)::bigint as lo from proc_state where state in ('PENDING', 'FAILED')`);
@@ -71,13 +76,15 @@ export interface HeadRow {
   applied_state: TerminalState | null;
   applied_reason: string | null;
   applied_reason_class: ReasonClass | null;
+  /** Its trace context (lib/runtime/tracing.ts), null while tracing was off. */
+  trace_context: string | null;
 }
 
 /** The open messages (PENDING/FAILED) from the head of queue on, at most $1, in MSG_ID order. */
 export const heads = pgStatement<[limit: number], HeadRow>(
   'proc_state.heads',
   `select msg_id, state, identity_key, attempts, failures_in_row, failing_since, next_attempt_at, error_class, error_service, enqueued_at, kind, reason, applied_state, applied_reason,
-          applied_reason_class
+          applied_reason_class, trace_context
      from proc_state where state in ('PENDING', 'FAILED') order by msg_id limit $1`,
 );
 
@@ -93,9 +100,12 @@ export const identityOwners = pgStatement<[keys: string[]], { identity_key: stri
  * Backfill candidates: terminal, neither backfilled nor abandoned, due ($1) or overdue (terminal
  * before $2); fewest attempts first, then inbox order; at most $3.
  */
-export const backfillCandidates = pgStatement<[now: Date, overdueBefore: Date, limit: number], { msg_id: number; terminal_at: Date | null; state: ProcStateName; reason_class: ReasonClass | null }>(
+export const backfillCandidates = pgStatement<
+  [now: Date, overdueBefore: Date, limit: number],
+  { msg_id: number; terminal_at: Date | null; state: ProcStateName; reason_class: ReasonClass | null; trace_context: string | null }
+>(
   'proc_state.backfill_candidates',
-  `select msg_id, terminal_at, state, reason_class from proc_state
+  `select msg_id, terminal_at, state, reason_class, trace_context from proc_state
     where state in ('SUCCEEDED', 'SKIPPED', 'DEAD') and backfill_at is null and backfill_abandoned_at is null
       and (backfill_next_at is null or backfill_next_at <= $1::timestamptz or terminal_at < $2::timestamptz)
     order by backfill_attempts, msg_id

@@ -30,18 +30,22 @@ const WAKE = (param: string) => `case when cardinality(${param}::text[]) > 0 the
 
 // ---- intake
 
-const enqueueStatement = pgStatement<[msgIds: number[], received: (string | null)[], now: Date], { msg_id: number }>(
+const enqueueStatement = pgStatement<[msgIds: number[], received: (string | null)[], now: Date, traces: (string | null)[] | null], { msg_id: number }>(
   'transitions.enqueue',
-  `insert into proc_state (msg_id, received_at, enqueued_at, updated_at)
-   select u.msg_id, u.received_at, $3::timestamptz, $3::timestamptz
-     from unnest($1::bigint[], $2::timestamp[]) with ordinality as u(msg_id, received_at, ord)
+  `insert into proc_state (msg_id, received_at, enqueued_at, updated_at, trace_context)
+   select u.msg_id, u.received_at, $3::timestamptz, $3::timestamptz, u.trace
+     from unnest($1::bigint[], $2::timestamp[], $4::text[]) with ordinality as u(msg_id, received_at, trace, ord)
     order by u.ord
    on conflict (msg_id) do nothing
    returning msg_id`,
 );
 
-/** → PENDING: inserts the messages not yet known (insert-if-absent), in the given order. Returns the IDs that were new. */
-export async function enqueue(db: Executor, rows: { id: number; received: string | null }[], now: Date): Promise<number[]> {
+/**
+ * → PENDING: inserts the messages not yet known (insert-if-absent), in the given order, each with
+ * its trace context when tracing is on (`traces`, index for index; lib/runtime/tracing.ts).
+ * Returns the IDs that were new.
+ */
+export async function enqueue(db: Executor, rows: { id: number; received: string | null }[], now: Date, traces: (string | null)[] | null = null): Promise<number[]> {
   if (rows.length === 0) return [];
   const inserted = await pgRows(
     db,
@@ -49,6 +53,7 @@ export async function enqueue(db: Executor, rows: { id: number; received: string
     rows.map((r) => r.id),
     rows.map((r) => r.received),
     now,
+    traces,
   );
   return inserted.map((r) => r.msg_id);
 }
@@ -134,14 +139,14 @@ export async function recordApplied(db: Executor, rows: readonly AppliedOutcome[
 
 const markAppliedTerminalStatement = pgStatement<
   [msgIds: number[], now: Date, wakeTasks: string[]],
-  { msg_id: number; state: TerminalState; reason: string | null; kind: string | null; woken: number | null }
+  { msg_id: number; state: TerminalState; reason: string | null; reason_class: ReasonClass | null; kind: string | null; woken: number | null }
 >(
   'transitions.mark_applied_terminal',
   `with t as (
      update proc_state set state = applied_state, reason = applied_reason, reason_class = applied_reason_class, terminal_at = $2::timestamptz, backfill_next_at = $2::timestamptz,
                            next_attempt_at = null, updated_at = $2::timestamptz
      where msg_id = any($1::bigint[]) and state in ('PENDING', 'FAILED') and applied_state is not null
-     returning msg_id, state, reason, kind)
+     returning msg_id, state, reason, reason_class, kind)
    select t.*, ${WAKE('$3')} as woken from t order by msg_id`,
 );
 
@@ -151,7 +156,11 @@ const markAppliedTerminalStatement = pgStatement<
  * message finished. Returns what became terminal, in MSG_ID order; a message no longer open
  * (e.g. replayed meanwhile) is left alone.
  */
-export async function markAppliedTerminal(db: Executor, msgIds: readonly number[], now: Date): Promise<{ msg_id: number; state: TerminalState; reason: string | null; kind: string | null }[]> {
+export async function markAppliedTerminal(
+  db: Executor,
+  msgIds: readonly number[],
+  now: Date,
+): Promise<{ msg_id: number; state: TerminalState; reason: string | null; reason_class: ReasonClass | null; kind: string | null }[]> {
   if (msgIds.length === 0) return [];
   return pgRows(db, markAppliedTerminalStatement, [...msgIds], now, BACKFILL_WAKE);
 }

@@ -145,6 +145,7 @@ export async function openRig(overrides: Record<string, string> = {}, o: { exist
     MSGX_KAFKA_STATE_TOPIC: topics.state,
     MSGX_REQUESTS_DAILY_SCHEDULE_AT: '',
     MSGX_API_TOKEN: 'reliability',
+    MSGX_DEV_MODE: 'true', // the shared token is for development mode on loopback only (docs/operations.md "Access and roles")
     MSGX_LOG_LEVEL: process.env.REL_LOG ?? 'info',
     ...overrides,
   };

@@ -21,6 +21,7 @@ import { retentionSettings, type RetentionDeps } from '../../lib/lifecycle/commo
 import { purgeFlights } from '../../lib/lifecycle/flights.ts';
 import { purgeFlightChanges } from '../../lib/lifecycle/trace-records.ts';
 import { createHttpServer } from '../../lib/runtime/http.ts';
+import { testAccess } from '../support/access.ts';
 import { testConfig, TEST_PG_URL } from '../support/env.ts';
 import { runPipelineUntilSettled } from '../support/pipeline.ts';
 import { openServices, putInbox, resetDomain, resetPipeline, silentLog, type TestServices } from '../support/services.ts';
@@ -35,7 +36,7 @@ let purgeClient: pg.Client;
 let purgeSession: { db: QueryDb };
 const clock = new ManualClock('2026-12-01T00:00:00Z');
 // the api's own server (strict schemas) with the api's hardening, as workers/api.ts builds it
-const app = createHttpServer(slices(testConfig()).http, silentLog);
+const app = createHttpServer(slices(testConfig()).http, silentLog, testAccess().gate);
 const ajv = new Ajv({ strict: false, allErrors: true });
 formats.default(ajv);
 let responses: Record<string, { content?: Record<string, { schema: object }> }>;
@@ -139,7 +140,7 @@ beforeAll(async () => {
   await resetDomain(s);
   purgeClient = await connectClient(TEST_PG_URL, 'test-as-of-purge');
   purgeSession = { db: createQuerySessionDb(purgeClient) };
-  await hardenApi(app, { scriptSources: ["'self'"], log: silentLog });
+  await hardenApi(app, { scriptSources: ["'self'"], connectSources: [], log: silentLog });
   await app.register(flightRoutes, { db: s.db, timeZone: TZ, clock });
   await app.ready();
   responses = (await app.inject('/openapi.json')).json().paths['/flights/{flid}'].get.responses;

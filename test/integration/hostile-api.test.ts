@@ -310,7 +310,7 @@ describe('authentication behind a proxy: the right token is never refused', () =
     expect(flood.filter((x) => x === 401)).toHaveLength(20);
     expect(flood.slice(20)).toEqual(Array(40).fill(429));
     const limited = await get(proxied, '/ops/summary', xff('203.0.113.7', { authorization: 'Bearer wrong' }));
-    expect(limited.json.reason).toMatch(/too many failed authentications from 203\.0\.113\.7; a right token still passes/);
+    expect(limited.json.reason).toMatch(/too many failed authentications from 203\.0\.113\.7; a right credential still passes/);
     expect((await get(proxied, '/ops/summary', xff('203.0.113.7'))).status).toBe(200);
     expect((await get(proxied, '/ops/summary', xff('198.51.100.200', { authorization: 'Bearer wrong' }))).status).toBe(401);
     // X-Forwarded-For changing on every request: each address counted on its own; the right token always passes
@@ -321,9 +321,9 @@ describe('authentication behind a proxy: the right token is never refused', () =
   });
 
   it('refusals write at most one audit line per address per minute; the rest are counted', async () => {
-    const lines = auditLines(proxied).filter((l) => l.action === 'auth' && (l.selection as { ip?: string }).ip === '203.0.113.7');
+    const lines = auditLines(proxied).filter((l) => l.action === 'refused' && l.ip === '203.0.113.7');
     expect(lines).toHaveLength(1); // 61 refusals from that address within the minute
-    expect(auditLines(proxied).filter((l) => l.action === 'auth').length).toBeLessThan(40);
+    expect(auditLines(proxied).filter((l) => l.action === 'refused').length).toBeLessThan(40);
   });
 
   it('a refused request with a slow, endless body: 401 and the connection is closed, the body never read', async () => {
@@ -355,10 +355,10 @@ describe('authentication behind a proxy: the right token is never refused', () =
     await waitFor('api answers again', async () => (await fetch(`http://127.0.0.1:${proxied.port}/healthz`)).ok);
   });
 
-  it('on shutdown the held-back refusal count is written: "audit auth suppressed" with the count', async () => {
+  it('on shutdown the held-back refusal count is written: a refusal line with the count', async () => {
     proxied.child.kill('SIGTERM');
     await proxied.exited;
-    const line = auditLines(proxied).find((l) => l.msg === 'audit auth suppressed' && (l.selection as { ip?: string }).ip === '203.0.113.7');
-    expect(line?.result).toEqual({ suppressed: 60 });
+    const line = auditLines(proxied).find((l) => l.msg === 'audit refused' && l.ip === '203.0.113.7' && l.suppressed === 60);
+    expect(line).toMatchObject({ who: null, status: 429, route: 'GET /ops/summary' });
   });
 });

@@ -2,13 +2,17 @@
 // that flights and reference data exist) serves GET /openapi.json; every route is in it, and
 // real answers of every documented operation are validated (ajv) against the document's
 // response schema of their status code.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Ajv, type ValidateFunction } from 'ajv';
 import formats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openServices, resetDomain, resetPipeline, type TestServices } from '../support/services.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
+import { keyLine, newKey } from '../../lib/access/keys.ts';
 
-const TOKEN = 'openapi-test-token-0123456789abcdef0123456789';
+const TOKEN = newKey(); // an admin's API key
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 
 /** Every route of the api process (README "HTTP API"). */
@@ -30,8 +34,10 @@ const ROUTES = [
   'get /ops/messages',
   'get /ops',
   'get /ops/summary',
-  'get /ops/console.js',
+  'get /ops/js/{file}',
   'get /ops/console.css',
+  'get /ops/config',
+  'get /ops/me',
   'get /ops/messages/{id}',
   'get /flights/{flid}/timeline',
   'get /ops/states',
@@ -87,11 +93,13 @@ beforeAll(async () => {
   s = await openServices();
   await resetPipeline(s);
   await resetDomain(s);
-  const env = { MSGX_DEV_MODE: 'false', MSGX_API_TOKEN: TOKEN };
+  const keys = join(mkdtempSync(join(tmpdir(), 'msgx-openapi-')), 'api-keys');
+  writeFileSync(keys, keyLine('openapi-test', 'admin', TOKEN));
+  const env = { MSGX_DEV_MODE: 'false', MSGX_API_TOKEN: '', MSGX_API_KEYS_FILE: keys, MSGX_HTTP_ANONYMOUS_READS: '' };
   api = startWorker('api', env);
   procs.push(api, startWorker('intake', env), startWorker('pump', env));
   await waitFor('api up', async () => (await fetch(`http://127.0.0.1:${api.port}/healthz`)).ok);
-  doc = (await (await fetch(`http://127.0.0.1:${api.port}/openapi.json`)).json()) as Doc;
+  doc = (await (await fetch(`http://127.0.0.1:${api.port}/openapi.json`, { headers: AUTH })).json()) as Doc;
 });
 afterAll(async () => {
   await stopAll(procs);
@@ -99,12 +107,14 @@ afterAll(async () => {
 });
 
 describe('GET /openapi.json', () => {
-  it('is an OpenAPI 3 document with every route, token routes marked, and no route left without a schema', () => {
+  it('is an OpenAPI 3 document with every route, the routes that need a role marked, and no route left without a schema', () => {
     expect(doc.openapi).toMatch(/^3\./);
     const ops = Object.entries(doc.paths).flatMap(([p, m]) => Object.keys(m).map((x) => `${x} ${p}`));
     expect(ops.sort()).toEqual([...ROUTES].sort());
     expect(doc.paths['/ops/replay'].post.security).toEqual([{ bearer: [] }]);
-    expect(doc.paths['/flights/{flid}'].get.security).toBeUndefined();
+    expect(doc.paths['/flights/{flid}'].get.security).toEqual([{ bearer: [] }]); // reads need a viewer
+    expect(Object.keys(doc.paths['/flights/{flid}'].get.responses)).toEqual(expect.arrayContaining(['401', '403', '429']));
+    expect(doc.paths['/ops'].get.security).toBeUndefined();
     expect(api.logs.some((l) => l.includes('routes without a schema'))).toBe(false);
   });
 
@@ -117,7 +127,7 @@ describe('GET /openapi.json', () => {
     expect((await call('post', '/cminmsgs/send', '/cminmsgs/send', { xml: 'not xml' })).status).toBe(400);
     expect((await call('post', '/cminmsgs/send', '/cminmsgs/send', { xml: xmlMsg('X', 'Y', '<X/>', 3), auth: false })).status).toBe(401);
 
-    await waitFor('flight 101 applied by the pump', async () => (await fetch(`http://127.0.0.1:${api.port}/flights/101`)).ok, 60_000, 250);
+    await waitFor('flight 101 applied by the pump', async () => (await fetch(`http://127.0.0.1:${api.port}/flights/101`, { headers: AUTH })).ok, 60_000, 250);
     expect((await call('get', '/flights/{flid}', '/flights/101')).json).toMatchObject({ FLID: '101' });
     expect((await call('get', '/flights/{flid}', '/flights/999')).status).toBe(404);
     // as of a moment: the version made at its UPDATED_AT; before the flight existed; a bad moment
@@ -129,7 +139,7 @@ describe('GET /openapi.json', () => {
     expect((await call('get', '/all/flights', '/all/flights?limit=10')).json).toMatchObject({ flights: [{ FLID: '101' }], nextCursor: null });
     expect((await call('get', '/all/flights', '/all/flights?limit=0')).status).toBe(400);
 
-    await waitFor('SLST applied', async () => (await fetch(`http://127.0.0.1:${api.port}/reference/SLST/S1`)).ok, 60_000, 250);
+    await waitFor('SLST applied', async () => (await fetch(`http://127.0.0.1:${api.port}/reference/SLST/S1`, { headers: AUTH })).ok, 60_000, 250);
     expect((await call('get', '/reference/{rtype}', '/reference/SLST')).json).toMatchObject({ rtype: 'SLST', count: 1 });
     expect((await call('get', '/reference/{rtype}', '/reference/NOPE')).status).toBe(404);
     expect((await call('get', '/reference/{rtype}/{rkey}', '/reference/SLST/S1')).json).toMatchObject({ rkey: 'S1' });
@@ -158,7 +168,12 @@ describe('GET /openapi.json', () => {
     expect((await call('get', '/healthz', '/healthz')).json).toMatchObject({ ok: true, process: 'api' });
     expect(String((await call('get', '/metrics', '/metrics')).json)).toContain('# HELP');
     expect(String((await call('get', '/ops', '/ops')).json)).toContain('<html');
-    expect(String((await call('get', '/ops/console.js', '/ops/console.js', { auth: false })).json)).toContain('sessionStorage');
+    expect(String((await call('get', '/ops/js/{file}', '/ops/js/session.js', { auth: false })).json)).toContain('code_challenge_method');
+    expect((await call('get', '/ops/js/{file}', '/ops/js/nope.js', { auth: false })).status).toBe(404);
+    expect((await call('get', '/ops/config', '/ops/config', { auth: false })).json).toEqual({ tokenSignIn: false, oidc: null });
+    expect((await call('get', '/ops/me', '/ops/me')).json).toMatchObject({ via: 'key', subject: 'openapi-test', name: null, role: 'admin' });
+    expect((await call('get', '/ops/me', '/ops/me', { auth: false })).status).toBe(401);
+    expect((await call('get', '/flights/{flid}', '/flights/101', { auth: false })).status).toBe(401);
     expect(String((await call('get', '/ops/console.css', '/ops/console.css', { auth: false })).json)).toContain('{');
 
     // the operator's view: a message trace, a flight timeline, counts, a list page, the last hour

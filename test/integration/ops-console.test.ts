@@ -6,11 +6,12 @@
 // whose resume is refused with the right command, a dead letter's held count and a held event's
 // trace, and a request's outcome with the AODB's error text. Screenshots go to test-output/ops-console/ (gitignored). Any
 // console error or uncaught exception in the page fails the test.
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { chromiumPresent, launchChromium } from '../support/chromium.ts';
 import { inboxProcessed, openServices, putInbox, resetDomain, resetPipeline, sisMessage, type TestServices } from '../support/services.ts';
 import { createRequest, requestSettings } from '../../lib/requests/outbound.ts';
 import { markFailed } from '../../lib/requests/track.ts';
@@ -18,9 +19,7 @@ import { testConfig } from '../support/env.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 import { writeTraceFixture, type TraceFixture } from '../support/trace-fixtures.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const present = existsSync(CHROMIUM);
-if (!present) console.warn(`SKIPPED(no-chromium): ${CHROMIUM} is absent; .ci/run installs Debian's chromium for this test`);
+const present = chromiumPresent('ops-console.test.ts');
 const OUT = join(import.meta.dirname, '../../test-output/ops-console');
 
 let s: TestServices;
@@ -60,10 +59,7 @@ describe.runIf(present)('ops console v2 (headless Chromium)', () => {
     mkdirSync(OUT, { recursive: true });
     api = startWorker('api');
     await waitFor('api up', async () => (await fetch(`http://127.0.0.1:${api.port}/healthz`)).ok);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();
@@ -125,7 +121,8 @@ describe.runIf(present)('ops console v2 (headless Chromium)', () => {
     await page.waitForFunction(() => document.querySelector('#status')?.textContent?.startsWith('loaded'));
     expect(await page.textContent('#status')).toMatch(/loaded \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \+08:00 \(airport time, Asia\/Shanghai\)/);
     expect(page.url()).not.toContain('token');
-    expect(await page.evaluate(() => sessionStorage.getItem('msgx-token'))).toBe('test-token');
+    // the token is in the page's memory only: no storage, no cookie
+    expect(await page.evaluate(() => [sessionStorage.length, localStorage.length, document.cookie])).toEqual([0, 0, '']);
 
     // counts per state and reason: DEAD first, its reasons each a link
     const counts = await page.textContent('#counts');

@@ -104,7 +104,7 @@ const CASES: [name: string, params: unknown[] | ((text: string) => unknown[])][]
   ['outbox.remove_pending_schd', [flids(200)]],
   ['ledger.load_days', [['2026-12-01']]],
   // intake, backfill
-  ['transitions.enqueue', [ids(500, 1000001), ids(500).map(() => null), now]],
+  ['transitions.enqueue', [ids(500, 1000001), ids(500).map(() => null), now, null]],
   ['proc_state.lowest_open', []],
   ['proc_state.backfill_candidates', [now, ago(3600e3), 500]],
   ['transitions.record_backfill', [ids(200, 995001), now]],

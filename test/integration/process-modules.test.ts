@@ -1,7 +1,8 @@
 // Each process loads the drivers of its own duty only (docs/decisions.md "Footprint"): a driver
 // loaded by a process that never uses it costs every start its CPU (ioredis ≈ 0.1 s) and the
 // process its memory at rest. Each worker is started through its entry point with a resolve hook
-// (test/support/module-report.mjs) and asked once it is ready which packages it loaded.
+// (test/support/module-report.mjs) and asked once it is ready which packages it loaded. Tracing
+// off (msgx.tracing, the default) loads nothing of OpenTelemetry's SDK in any process; on, the pump loads it.
 import { randomUUID } from 'node:crypto';
 import kafkajs from 'kafkajs';
 import { pathToFileURL } from 'node:url';
@@ -41,28 +42,43 @@ afterAll(async () => {
   await s?.close();
 });
 
+const OTEL = (loaded: Set<string>) => [...loaded].filter((d) => d.startsWith('@opentelemetry/')).sort();
+
+/** Started with the module hook, ready: the packages it loaded. */
+async function loadedBy(name: string, env: Record<string, string> = {}): Promise<Set<string>> {
+  const p = startWorker(name, { ...topics, ...env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${HOOK}`.trim() });
+  procs.push(p);
+  await waitFor(`${name} ready`, async () => (await fetch(`http://127.0.0.1:${p.port}/healthz`, { signal: AbortSignal.timeout(3000) })).status === 200, 60_000, 250).catch((e: Error) => {
+    throw new Error(
+      `${e.message}\n${p.logs
+        .filter((l) => !l.startsWith('module-report '))
+        .slice(-10)
+        .join('\n')}`,
+    );
+  });
+  return packages(p);
+}
+
 const packages = (p: Proc) => new Set(p.logs.flatMap((l) => (l.startsWith('module-report ') ? [/\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(l)?.[1] ?? ''] : [])));
 
 describe('the drivers each process loads', () => {
   it.each(Object.entries(NEVER))(
     '%s, ready, has loaded none of %j',
     async (name, never) => {
-      const p = startWorker(name, { ...topics, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${HOOK}`.trim() });
-      procs.push(p);
-      await waitFor(`${name} ready`, async () => (await fetch(`http://127.0.0.1:${p.port}/healthz`, { signal: AbortSignal.timeout(3000) })).status === 200, 60_000, 250).catch((e: Error) => {
-        throw new Error(
-          `${e.message}\n${p.logs
-            .filter((l) => !l.startsWith('module-report '))
-            .slice(-10)
-            .join('\n')}`,
-        );
-      });
-      const loaded = packages(p);
+      const loaded = await loadedBy(name);
       expect(loaded.has('pg')).toBe(true); // the hook saw the process's packages
       expect(never.filter((d) => loaded.has(d))).toEqual([]);
+      // tracing off: nothing of OpenTelemetry's SDK; its API facade (no-op without an SDK) was
+      // loaded before tracing existed, by prom-client's process_cpu metrics
+      expect(OTEL(loaded).filter((d) => d !== '@opentelemetry/api')).toEqual([]);
     },
     90_000,
   );
+
+  it('with MSGX_TRACING=on the pump loads OpenTelemetry (the check above is not vacuous)', async () => {
+    const loaded = await loadedBy('pump', { MSGX_TRACING: 'on', OTEL_TRACES_EXPORTER: 'none' });
+    expect(OTEL(loaded)).toEqual(expect.arrayContaining(['@opentelemetry/api', '@opentelemetry/core', '@opentelemetry/resources', '@opentelemetry/sdk-trace']));
+  }, 90_000);
 
   // the dispatchers create their topics at start: this file's own, never the installation's defaults on the machine's broker
   it("the dispatchers ran on this file's own topics", async () => {

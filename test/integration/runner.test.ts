@@ -55,6 +55,10 @@ async function npmStart(): Promise<Started> {
       MSGX_KAFKA_SCHD_TOPIC: TOPICS.schd,
       MSGX_KAFKA_STATE_TOPIC: TOPICS.state,
       MSGX_KAFKA_PARTITIONS: '1',
+      // as `npm start` runs for a person: development mode with the token `dev`, reads closed (the
+      // scrape below proves ops/prometheus-local.yml's credential)
+      MSGX_API_TOKEN: '',
+      MSGX_HTTP_ANONYMOUS_READS: '',
       ...Object.fromEntries(PROCS.map((n) => [`MSGX_HTTP_PORT_${n.replace(/-/g, '_').toUpperCase()}`, String(ports[n])])),
     },
     'info',

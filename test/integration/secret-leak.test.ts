@@ -1,5 +1,5 @@
 // No secret leaks (docs/operations.md "Production settings"): with a password set for every
-// service (from files, and one inside a URL), the SASL password and the API token, real
+// service (from files, and one inside a URL), the SASL password and an API key, real
 // processes run against the local services where those credentials fail (MariaDB refuses the
 // password, Redis has none configured, the Kafka listener speaks no SASL): their log lines, the
 // errors they log, /healthz, /metrics and an api error answer are searched for every secret
@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_INBOX_URL, TEST_PG_URL, TEST_REDIS_URL, testEnv } from '../support/env.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 import { sisMessage } from '../support/services.ts';
+import { keyLine } from '../../lib/access/keys.ts';
 
 const SECRETS = {
   database: 'LEAK-pg-password-3b9d71',
@@ -20,7 +21,7 @@ const SECRETS = {
   inbox: 'LEAK-inbox-password-51fa0c',
   redis: 'LEAK-redis-password-e07d22',
   kafka: 'LEAK-kafka-sasl-password-94ab',
-  token: 'LEAK-api-token-0123456789abcdef0123456789',
+  token: 'msgxk_LEAK-api-key-0123456789abcdef0123456789',
 };
 let dir: string;
 let env: Record<string, string>;
@@ -51,7 +52,7 @@ beforeAll(() => {
     KAFKA_SASL_USERNAME: 'msgx',
     KAFKA_SASL_PASSWORD_FILE: file('kafka', SECRETS.kafka),
     MSGX_API_TOKEN: '',
-    MSGX_API_TOKEN_FILE: file('token', SECRETS.token),
+    MSGX_API_KEYS_FILE: file('api-keys', keyLine('leak-test', 'admin', SECRETS.token)),
     MSGX_DEV_MODE: 'false',
     MSGX_KAFKA_MSG_TOPIC: 'leak.test.msg',
   };

@@ -48,9 +48,9 @@ describe('message trace, flight timeline and console reads over HTTP', () => {
     await resetPipeline(s);
     await resetDomain(s);
     fx = await writeTraceFixture(s);
-    api = startWorker('api');
+    api = startWorker('api', { MSGX_HTTP_ANONYMOUS_READS: '' }); // reads need the token here
     await waitFor('api up', async () => (await fetch(`http://127.0.0.1:${api.port}/healthz`)).ok);
-    doc = await (await fetch(`http://127.0.0.1:${api.port}/openapi.json`)).json();
+    doc = await (await fetch(`http://127.0.0.1:${api.port}/openapi.json`, { headers: { authorization: 'Bearer test-token' } })).json();
   });
   afterAll(async () => {
     await stopAll(api ? [api] : []);
@@ -301,7 +301,7 @@ describe('GET /requests/:id and GET /requests?state= over HTTP', () => {
   beforeAll(async () => {
     s2 = await openServices();
     await sql`truncate req_track`.execute(s2.db);
-    api2 = startWorker('api');
+    api2 = startWorker('api', { MSGX_HTTP_ANONYMOUS_READS: '' });
     await waitFor('api up', async () => (await fetch(`http://127.0.0.1:${api2.port}/healthz`)).ok);
   });
   afterAll(async () => {

@@ -1,6 +1,7 @@
 // Test settings: the same local services as scripts/services, the test databases of this
 // worker's slot (test/support/slots.ts).
 import { envName, loadConfig, type Config } from '../../lib/core/config.ts';
+import { OPENABLE_READS } from '../../lib/access/routes.ts';
 import { currentSlot, slotUrls } from './slots.ts';
 
 const slot = slotUrls(currentSlot());
@@ -20,6 +21,10 @@ export function testEnv(overrides: Record<string, string> = {}, logLevel = proce
     // The short test token needs development mode (it is never the default);
     // test/integration/api-security.test.ts runs the api as in production.
     MSGX_DEV_MODE: 'true',
+    // Tests of other concerns read (and scrape /metrics, and read /healthz's reasons) without a
+    // credential: every read route is opened with the documented setting. The access tests
+    // (test/integration/access-*.test.ts, api-security.test.ts) set their own.
+    MSGX_HTTP_ANONYMOUS_READS: OPENABLE_READS.join(','),
     MSGX_REQUESTS_DAILY_SCHEDULE_AT: '',
     MSGX_LOG_LEVEL: logLevel,
   };

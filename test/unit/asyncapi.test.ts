@@ -4,7 +4,7 @@
 import { createRequire } from 'node:module';
 import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
-import { msgDeleted, msgTombstone, msgUpsert, msgValue, schdRecord, stateRecord } from '../../lib/contract/kafka.ts';
+import { msgDeleted, msgTombstone, msgUpsert, msgValue, schdRecord, stateRecord, traceHeaders } from '../../lib/contract/kafka.ts';
 import { COLLECTIONS, SCALAR_KEYS, STATUS_KEYS } from '../../lib/flight/rules.ts';
 import { contract, loadAsyncApi } from '../support/contract.ts';
 
@@ -103,6 +103,13 @@ describe('docs/asyncapi.yaml', () => {
     expect(c.check('state', live.key, live.value, {})[0]).toMatch(/headers/); // headers are part of the state contract
     expect(c.check('state', live.key, live.value, { ...live.headers, STATE_VERSION: 'four' })[0]).toMatch(/headers/);
     expect(c.check('state', gone.key, JSON.stringify({ ...state, STATE: 'DELETED' }), gone.headers)).not.toEqual([]); // deleted = null, never a DELETED state
-    expect(c.check('msg', '15', msgValue(upsert), { EVENT_ID: '3' })[0]).toMatch(/headers/); // msg records carry none
+    expect(c.check('msg', '15', msgValue(upsert), { EVENT_ID: '3' })[0]).toMatch(/headers/); // msg records carry trace headers only
+    // the trace headers (tracing on) on every topic, as lib/contract/kafka.ts builds them
+    const trace = traceHeaders('00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01 vendor=x');
+    expect(trace).toEqual({ traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tracestate: 'vendor=x' });
+    expect(c.check('msg', '15', msgValue(upsert), trace)).toEqual([]);
+    expect(c.check('schd', 'schd', schdRecord([JSON.stringify(state)]), trace)).toEqual([]);
+    expect(c.check('state', live.key, live.value, { ...live.headers, ...trace })).toEqual([]);
+    expect(c.check('msg', '15', msgValue(upsert), { traceparent: 'not-a-trace' })[0]).toMatch(/headers/);
   });
 });

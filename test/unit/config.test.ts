@@ -66,7 +66,7 @@ describe('msgx.airport.timezone', () => {
 
 describe('configuration slices (a module receives the part it uses)', () => {
   it('each slice field carries the parsed value of its key, frozen, built once per config', () => {
-    const c = loadConfig({ MSGX_PIPELINE_APPLY_BATCH: '50', MSGX_AIRPORT_TIMEZONE: 'Europe/Vienna', MSGX_PIPELINE_BACKOFF: '1s,2s,3s,4s', KAFKA_BROKERS: 'k1:9092' });
+    const c = loadConfig({ MSGX_PIPELINE_APPLY_BATCH: '50', MSGX_AIRPORT_TIMEZONE: 'Europe/Vienna', MSGX_PIPELINE_BACKOFF: '1s,2s,3s,4s', KAFKA_BROKERS: 'k1:9092', MSGX_ALLOW_PLAINTEXT: 'kafka' });
     const s = slices(c);
     expect(s.pump.applyBatch).toBe(50);
     expect(s.airport).toEqual({ timezone: 'Europe/Vienna', dayCutover: '00:00' });

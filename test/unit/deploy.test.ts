@@ -3,7 +3,8 @@
 // `docker-compose config`, `promtool check config`, and the properties a deployment needs.
 // .ci/run installs docker-compose and prometheus; without them those checks print SKIPPED(…).
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Ajv } from 'ajv';
@@ -179,10 +180,15 @@ describe('docker-compose.yml', () => {
     expect(read('ops/prometheus-alerts.yml')).toContain('up{job=~"msgx.*"}');
   });
 
-  it('ops/prometheus-local.yml (for `npm start`) is ops/prometheus.yml with 127.0.0.1 at each default port', () => {
+  it('ops/prometheus-local.yml (for `npm start`) is ops/prometheus.yml with 127.0.0.1 at each default port and the development token', () => {
     const compose = shippedConfig('prometheus.yml');
     const local = shippedConfig('prometheus-local.yml');
     for (const job of compose.scrape_configs) for (const s of job.static_configs) s.targets = s.targets.map((t) => `127.0.0.1:${defaultPort(t.split(':')[0])}`);
+    // /metrics needs a viewer: a key from a secret file in compose, the token `dev` of development mode locally
+    const auth = (c: typeof compose) => c.scrape_configs.map((j) => (j as { authorization?: unknown }).authorization);
+    expect(auth(compose)).toEqual([{ type: 'Bearer', credentials_file: '/run/secrets/prometheus-api-key' }]);
+    expect(auth(local)).toEqual([{ type: 'Bearer', credentials: 'dev' }]);
+    for (const c of [compose, local]) for (const j of c.scrape_configs) delete (j as { authorization?: unknown }).authorization;
     expect(local).toEqual(compose);
   });
 });
@@ -241,7 +247,13 @@ const havePromtool = existsSync(PROMTOOL);
 if (!havePromtool) console.warn(`SKIPPED(no-promtool): ${PROMTOOL} is absent; .ci/run installs Debian's prometheus`);
 describe.runIf(havePromtool)('promtool', () => {
   it.each(['ops/prometheus.yml', 'ops/prometheus-local.yml'])('checks %s and the alert rules it loads', (file) => {
-    const r = spawnSync(PROMTOOL, ['check', 'config', file], { cwd: ROOT, encoding: 'utf8' });
+    // compose mounts the scrape key at /run/secrets/prometheus-api-key: here a file of the test's own, beside a copy of the rules
+    const dir = mkdtempSync(path.join(tmpdir(), 'msgx-promtool-'));
+    writeFileSync(path.join(dir, 'prometheus-api-key'), 'msgxk_a-key-for-the-check', { mode: 0o600 });
+    copyFileSync(path.join(ROOT, 'ops/prometheus-alerts.yml'), path.join(dir, 'prometheus-alerts.yml'));
+    const config = path.join(dir, path.basename(file));
+    writeFileSync(config, read(file).replace('/run/secrets/prometheus-api-key', path.join(dir, 'prometheus-api-key')));
+    const r = spawnSync(PROMTOOL, ['check', 'config', config], { cwd: ROOT, encoding: 'utf8' });
     expect(r.status, r.stdout + r.stderr).toBe(0);
     expect(r.stdout).toMatch(/SUCCESS: 1 rule files found/);
     expect(r.stdout).toMatch(/SUCCESS: \d+ rules found/);

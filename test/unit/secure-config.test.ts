@@ -132,6 +132,7 @@ describe('secrets from files (NAME_FILE)', () => {
       KAFKA_SECURITY_PROTOCOL: 'SASL_SSL',
       KAFKA_SASL_MECHANISM: 'scram-sha-512',
       KAFKA_SASL_USERNAME: 'u',
+      MSGX_DEV_MODE: 'true', // (the shared token is for development mode only)
     });
     expect([c.DATABASE_PASSWORD, c.INBOX_PASSWORD, c.REDIS_PASSWORD, c.KAFKA_SASL_PASSWORD, c.MSGX_API_TOKEN, c.DATABASE_URL]).toEqual([
       'pg-from-file',
@@ -199,13 +200,20 @@ describe('no secret in any text', () => {
   });
 
   it('scrub: every loaded secret, any URL password and any PEM private key become ***', () => {
-    loadConfig({ DATABASE_PASSWORD: 'pg-scrub-me', REDIS_URL: 'redis://:url-scrub-me@h/0', MSGX_API_TOKEN: 'token-scrub-me' });
+    loadConfig({ DATABASE_PASSWORD: 'pg-scrub-me', REDIS_URL: 'redis://:url-scrub-me@h/0', MSGX_API_TOKEN: 'token-scrub-me', MSGX_DEV_MODE: 'true' });
     const text = 'a pg-scrub-me b url-scrub-me c token-scrub-me d mysql://u:p4ss@h/x e -----BEGIN PRIVATE KEY-----\nMIGH\n-----END PRIVATE KEY----- f';
     const out = scrub(text);
     for (const secret of ['pg-scrub-me', 'url-scrub-me', 'token-scrub-me', 'p4ss', 'MIGH']) expect(out).not.toContain(secret);
     expect(out).toContain('mysql://u:***@h/x');
     expect(redactUrl('postgres://:secret@db:5432/msgx')).toBe('postgres://:***@db:5432/msgx');
     expect(redactUrl('see postgres://a:b@h and redis://c:d@i')).toBe('see postgres://a:***@h and redis://c:***@i');
+  });
+
+  it('a password given as a URL query parameter (?password=) is scrubbed too, and registered as a secret', () => {
+    expect(redactUrl('postgres://u@db/msgx?sslmode=verify-full&password=q-secret-1&x=1')).toBe('postgres://u@db/msgx?sslmode=verify-full&password=***&x=1');
+    expect(redactUrl('mysql://u@h/db?PASSWORD=a;pwd=b&sslpassword=c')).toBe('mysql://u@h/db?PASSWORD=***;pwd=***&sslpassword=***');
+    loadConfig({ INBOX_URL: 'mysql://msgx@h:3306/aodb?password=q-secret-2', MSGX_DEV_MODE: 'true' });
+    expect(scrub('the driver said: access denied (using password q-secret-2)')).not.toContain('q-secret-2');
   });
 
   it('a log line carrying a secret in any field writes *** instead', () => {
@@ -252,5 +260,81 @@ describe('a failed connection is explained, and never makes a message DEAD', () 
   it('a bare URL resolves its own TLS parameters; a contradiction in it throws', () => {
     expect(resolveRedis('rediss://h/0').target.tls).toEqual({ mode: 'verify-full' });
     expect(() => pgEndpoint('postgres://u@h/db?sslmode=prefer')).toThrow(/does not verify the server's certificate/);
+  });
+});
+
+describe('Redis Sentinel: the same TLS as the master, a login of its own', () => {
+  it('rediss:// with Sentinels: TLS to the Sentinels (the CA of the master) and their user and password', () => {
+    const c = loadConfig({
+      REDIS_URL: 'rediss://redis-m:6379/0',
+      REDIS_TLS_CA: ca,
+      REDIS_SENTINELS: 's1:26379,s2:26379',
+      REDIS_SENTINEL_USERNAME: 'sentinel-user',
+      REDIS_SENTINEL_PASSWORD_FILE: file('spw', 'sentinel-pw-1\n'),
+      MSGX_DEV_MODE: 'true',
+    });
+    const t = targets(c).redis;
+    expect(t.sentinel).toEqual({
+      sentinels: [
+        { host: 's1', port: 26379 },
+        { host: 's2', port: 26379 },
+      ],
+      master: 'mymaster',
+      username: 'sentinel-user',
+      password: 'sentinel-pw-1',
+    });
+    const o = redisEndpoint(t).options;
+    expect(o).toMatchObject({ sentinelUsername: 'sentinel-user', sentinelPassword: 'sentinel-pw-1', enableTLSForSentinelMode: true });
+    expect(o.sentinelTLS).toBe(o.tls); // one set of TLS options: the master's CA verifies the Sentinels
+    expect(o.sentinelTLS?.rejectUnauthorized).toBe(true);
+    expect(scrub('sentinel said sentinel-pw-1')).not.toContain('sentinel-pw-1');
+  });
+
+  it('a Sentinel login without Sentinels, or a user without a password: refused naming the settings', () => {
+    expect(() => loadConfig({ REDIS_SENTINEL_PASSWORD: 'x1234', MSGX_DEV_MODE: 'true' })).toThrow(/REDIS_SENTINEL_USERNAME \/ REDIS_SENTINEL_PASSWORD are set but REDIS_SENTINELS is not/);
+    expect(() => loadConfig({ REDIS_SENTINELS: 's1:26379', REDIS_SENTINEL_USERNAME: 'u', MSGX_DEV_MODE: 'true' })).toThrow(/REDIS_SENTINEL_USERNAME needs REDIS_SENTINEL_PASSWORD/);
+  });
+});
+
+describe('plain text is a decision outside development mode', () => {
+  const prod = { MSGX_DEV_MODE: 'false' };
+  it('off loopback, a plain-text service is refused naming MSGX_ALLOW_PLAINTEXT; loopback and development mode pass', () => {
+    const remote = {
+      DATABASE_URL: 'postgres://u@db.airport.example/msgx',
+      INBOX_URL: 'mysql://u@aodb.airport.example/x',
+      REDIS_URL: 'redis://cache.airport.example/0',
+      KAFKA_BROKERS: 'k1.airport.example:9092',
+    };
+    let message = '';
+    try {
+      loadConfig({ ...prod, ...remote });
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    for (const [service, setting] of [
+      ['postgres', 'DATABASE_URL'],
+      ['mariadb', 'INBOX_URL'],
+      ['redis', 'REDIS_URL'],
+      ['kafka', 'KAFKA_BROKERS'],
+    ])
+      expect(message).toContain(`${service}: ${setting} reaches`);
+    expect(message).toContain('MSGX_ALLOW_PLAINTEXT=postgres');
+    expect(() => loadConfig({ ...prod, ...remote, MSGX_ALLOW_PLAINTEXT: 'postgres,mariadb,redis,kafka' })).not.toThrow();
+    expect(() => loadConfig({ ...remote, MSGX_DEV_MODE: 'true' })).not.toThrow();
+    expect(() => loadConfig(prod)).not.toThrow(); // the local defaults: loopback
+    expect(() => loadConfig({ ...prod, REDIS_SENTINELS: 's1.airport.example:26379' })).toThrow(/redis: REDIS_SENTINELS reaches s1.airport.example in plain text/);
+    expect(() => loadConfig({ ...prod, MSGX_ALLOW_PLAINTEXT: 'postgres,ftp' })).toThrow(/msgx.allow-plaintext/);
+  });
+});
+
+describe('access settings', () => {
+  it('the shared token outside development mode, development mode off loopback, an issuer without audience or over http: refused', () => {
+    expect(() => loadConfig({ MSGX_API_TOKEN: 'x'.repeat(40) })).toThrow(/MSGX_API_TOKEN \(the shared token\) works only in development mode on loopback/);
+    expect(() => loadConfig({ MSGX_DEV_MODE: 'true', MSGX_HTTP_HOST: '0.0.0.0' })).toThrow(/development mode \(MSGX_DEV_MODE=true\) only on a loopback address/);
+    expect(() => loadConfig({ MSGX_OIDC_ISSUER: 'https://idp.airport.example/realms/gw' })).toThrow(/msgx.oidc.audience names this gateway/);
+    expect(() => loadConfig({ MSGX_OIDC_ISSUER: 'http://idp.airport.example/realms/gw', MSGX_OIDC_AUDIENCE: 'gw' })).toThrow(/https:\/\/ URL/);
+    const c = loadConfig({ MSGX_OIDC_ISSUER: 'https://idp.airport.example/realms/gw', MSGX_OIDC_AUDIENCE: 'gw', MSGX_HTTP_ALLOWED_HOSTS: 'api, intake', MSGX_HTTP_ANONYMOUS_READS: '/all/flights' });
+    expect(slices(c).http.allowedHosts).toEqual(['api', 'intake']);
+    expect(slices(c).oidc).toMatchObject({ clockSkewMs: 30_000, roleClaim: 'roles', scopes: 'openid profile email' });
   });
 });

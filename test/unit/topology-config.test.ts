@@ -35,7 +35,7 @@ describe('a DATABASE_URL naming several hosts', () => {
   });
 
   it('resolves to a target with every host; the password inside the list URL is still a registered secret', () => {
-    const c = loadConfig({ DATABASE_URL: 'postgres://msgx:pw-topo-9@h1:5432,h2:5433/msgx?target_session_attrs=read-write' });
+    const c = loadConfig({ DATABASE_URL: 'postgres://msgx:pw-topo-9@h1:5432,h2:5433/msgx?target_session_attrs=read-write', MSGX_ALLOW_PLAINTEXT: 'postgres' });
     expect(targets(c).postgres).toEqual({
       service: 'postgres',
       url: 'postgres://msgx:pw-topo-9@h1:5432/msgx',
@@ -50,7 +50,13 @@ describe('a DATABASE_URL naming several hosts', () => {
 
 describe('Redis behind Sentinel', () => {
   it('REDIS_SENTINELS + REDIS_SENTINEL_MASTER become ioredis Sentinel options; the URL keeps the database and credentials', () => {
-    const c = loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379/3', REDIS_SENTINELS: 's1:26379, s2:26380', REDIS_SENTINEL_MASTER: 'msgx-redis', REDIS_PASSWORD: 'pw-sent-1' });
+    const c = loadConfig({
+      REDIS_URL: 'redis://127.0.0.1:6379/3',
+      REDIS_SENTINELS: 's1:26379, s2:26380',
+      REDIS_SENTINEL_MASTER: 'msgx-redis',
+      REDIS_PASSWORD: 'pw-sent-1',
+      MSGX_ALLOW_PLAINTEXT: 'redis',
+    });
     expect(redisEndpoint(targets(c).redis)).toEqual({
       url: 'redis://127.0.0.1:6379/3',
       options: {

@@ -9,6 +9,7 @@ import type { Decoded } from '../decoding.ts';
 import { ownOutcome, RAW_MISSING, type Reason } from '../failures.ts';
 import type { HeadRow, TerminalState } from '../../sql/proc-state.ts';
 import type { PumpDeps } from './deps.ts';
+import { traceField } from '../../runtime/tracing.ts';
 
 /** A message of the batch as its log lines and its failure record know it. */
 export interface MessageRef {
@@ -55,7 +56,7 @@ export type Body = { body: string; dec: Decoded } | 'missing';
 export const workOf = (t: Todo): DomainWork | null => (t.do === 'apply' || t.do === 'recover' ? t.work : null);
 
 export function refOf(h: HeadRow): MessageRef {
-  return { h, logFields: { msgId: h.msg_id }, kind: h.kind, identityToBind: null };
+  return { h, logFields: { msgId: h.msg_id, ...traceField(h.trace_context) }, kind: h.kind, identityToBind: null };
 }
 
 /** The batch's members in order, up to the first that ends it: a retryable failure (the Cut), or a batch of its own. */
@@ -87,7 +88,7 @@ export function prepare(deps: PumpDeps, h: HeadRow, b: Body): Member | Cut {
   const known: MessageRef = {
     h,
     kind: dec.kind,
-    logFields: { msgId: h.msg_id, kind: dec.kind, ...(dec.flid ? { flid: dec.flid } : {}) },
+    logFields: { msgId: h.msg_id, kind: dec.kind, ...(dec.flid ? { flid: dec.flid } : {}), ...traceField(h.trace_context) },
     identityToBind: h.identity_key ? null : dec.identity,
   };
   const member = (todo: Todo, ownBatch = false): Member => ({ ...known, todo, ownBatch });

@@ -8,6 +8,7 @@ import * as ProcState from '../../sql/proc-state.ts';
 import * as Transitions from '../../sql/transitions.ts';
 import { isExhausted, probeTarget } from '../failures.ts';
 import type { Ahead } from './ahead.ts';
+import { refOf } from './batch.ts';
 import { type BatchResult, done, type PumpDeps } from './deps.ts';
 import { countTerminal } from './terminal.ts';
 
@@ -29,6 +30,7 @@ export async function chooseBatch(deps: PumpDeps, limit: number, ahead: Ahead | 
       const reason = `EXHAUSTED(${head.error_class}): attempts used up`;
       await Transitions.markTerminal(deps.session, head.msg_id, 'DEAD', { reason, reasonClass: 'EXHAUSTED' }, deps.clock.now(), head.kind);
       countTerminal('DEAD', reason, deps.registry.metricKindOf(head.kind));
+      deps.tracer?.failed(refOf(head), 'DEAD', 'EXHAUSTED');
       return done([{ msgId: head.msg_id, state: 'DEAD' }]);
     }
     const now = deps.clock.now();

@@ -15,6 +15,7 @@ import type { DecodeHints, HandlerRegistry, Mirror } from '../../domain/handlers
 import type { Crash } from '../../runtime/crash.ts';
 import type { WorkerResult } from '../decoder.ts';
 import type { TerminalState } from '../../sql/proc-state.ts';
+import type { PumpTrace } from './trace.ts';
 
 /** The decode step's engine: lib/pipeline/decoder.ts (a worker thread), or inlineDecoding (lib/pipeline/pump/ahead.ts). */
 export interface DecodePort {
@@ -61,6 +62,8 @@ export interface PumpDeps {
   crash?: Crash;
   /** Benchmarks: wall milliseconds per step of applyBatch, added up. */
   timings?: Record<string, number>;
+  /** The pump's spans (lib/pipeline/pump/trace.ts); undefined: tracing off. */
+  tracer?: PumpTrace;
 }
 
 /** The config slices a pump reads (workers/pump.ts, tests and benchmarks build PumpDeps with this). */

@@ -38,12 +38,14 @@ export async function applyBatch(deps: PumpDeps, limit: number, carry: Carry): P
   if (chosen.kind !== 'batch') return chosen;
   const { heads, following } = chosen;
   const head = heads[0];
+  deps.tracer?.begin(heads);
   const started = performance.now();
   const heap = heapMark();
   let bodies: Map<number, Body>;
   try {
     bodies = await readAndDecode(deps, heads, carry.ahead);
     lap('bodies+decode');
+    deps.tracer?.step(head, 'decode');
   } catch (err) {
     return done([await fail(deps, refOf(head), { cls: 'INFRA', service: 'mariadb', detail: `inbox read failed: ${describe(err)}` })]);
   }
@@ -55,6 +57,7 @@ export async function applyBatch(deps: PumpDeps, limit: number, carry: Carry): P
   try {
     biz = await business(deps, members, carry.tail.commitGate());
     lap('business');
+    deps.tracer?.step(head, 'business');
   } catch (err) {
     if (err instanceof MirrorBehind) return done(await settleTail(deps, carry.tail)); // rolled back: the batch before failed its mirror step
     if (members.length > 1) {
@@ -78,6 +81,7 @@ export async function applyBatch(deps: PumpDeps, limit: number, carry: Carry): P
     try {
       await deps.mirror.sync(biz.mirror, biz.known);
       lap('mirror');
+      deps.tracer?.step(head, 'mirror');
     } catch (err) {
       return done([...out, await fail(deps, applied[0], mirrorFailure(err))]);
     }

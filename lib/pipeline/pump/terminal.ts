@@ -29,6 +29,7 @@ export function startTail(deps: PumpDeps, tail: TailGate<Member>, applied: Membe
   const mirror = deps.mirror.sync(biz.mirror, biz.known).then(() => {
     t1 = performance.now();
     if (deps.timings) deps.timings.mirror = (deps.timings.mirror ?? 0) + (t1 - t0);
+    deps.tracer?.step(applied[0].h, 'mirror');
   });
   tail.start(applied, mirror, async () => {
     deps.crash?.('pump.before-terminal');
@@ -51,6 +52,7 @@ export async function terminal(deps: PumpDeps, db: Db, applied: Member[], starte
     applied.map((member) => member.h.msg_id),
     deps.clock.now(),
   );
+  deps.tracer?.applied(applied, became);
   const byId = new Map(applied.map((member) => [member.h.msg_id, member]));
   const perMessage = (performance.now() - started) / 1000 / applied.length;
   const out: Done[] = [];
@@ -73,6 +75,7 @@ export async function terminal(deps: PumpDeps, db: Db, applied: Member[], starte
 export async function fail(deps: PumpDeps, m: MessageRef, f: Failure): Promise<Done> {
   const decision = await Transitions.recordFailure(deps.session, m.h.msg_id, f, (h) => decide(f, h, deps.failures), deps.clock.now(), m.kind, m.identityToBind);
   metrics.failures.inc({ class: f.cls }); // committed: a final (DEAD) attempt is counted as a FAILED one is
+  deps.tracer?.failed(m, decision.next, decision.reasonClass);
   if (decision.next === 'DEAD') {
     countTerminal('DEAD', decision.reason, deps.registry.metricKindOf(m.kind));
     logOf(deps, m).warn({ state: 'DEAD', reason: decision.reason }, 'message dead');
