@@ -95,7 +95,7 @@ await runProcess({
           stopping,
           clock: rt.clock,
           health: rt.health,
-          run: async () => (restore.held() ? new Date(Date.now() + HELD_RETRY_MS) : (await drain(deps, BUDGET_MS, () => stopping() || restore.held())).next),
+          run: async () => (restore.held() ? new Date(rt.clock.now().getTime() + HELD_RETRY_MS) : (await drain(deps, BUDGET_MS, () => stopping() || restore.held())).next),
         }),
       },
     };

@@ -5,6 +5,7 @@ import type { Db } from '../db/postgres.ts';
 import type { Redis } from '../db/redis.ts';
 import type { Crash } from '../runtime/crash.ts';
 import { registerFlightHandlers } from '../flight/handlers.ts';
+import { scheduleResponseGuard } from '../requests/schedule-guard.ts';
 import { createFlightMirror } from '../flight/mirror.ts';
 import { HandlerRegistry, type Mirror } from '../domain/handlers.ts';
 import { Decoder } from '../pipeline/decoder.ts';
@@ -19,7 +20,7 @@ export interface RegistryOptions {
 
 export function buildRegistry(opts: RegistryOptions = {}): HandlerRegistry {
   const registry = new HandlerRegistry();
-  registerFlightHandlers(registry, opts); // SCHD DNLD/RESP/ADFT, FLOP/* (FDEL = delete path)
+  registerFlightHandlers(registry, { ...opts, responseGuard: scheduleResponseGuard }); // SCHD DNLD/RESP/ADFT, FLOP/* (FDEL = delete path); G-RESP-GUARD from request tracking
   registerRefdataHandlers(registry); // 23 reference TYPEs, RSTA, SCHS, EROR
   // wildcard handlers: the STYPs they know, so metric labels stay bounded (metricKind)
   registry.declareStyps('FLOP', Object.keys(FLOP_STYPS));

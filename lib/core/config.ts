@@ -161,7 +161,7 @@ const PARAMS = {
   'msgx.pipeline.inbox-retention': [duration, '30d'],
   'msgx.pipeline.event-retention': [duration, '7d'],
   'msgx.identity.include-day-boundary': [bool, 'true'],
-  'msgx.msg.batch': [posInt, '500'],
+  'msgx.msg.batch': [posInt, '1000'],
   'msgx.schd.flush-limit': [posInt, '200'],
   'msgx.dispatch.max-attempts': [posInt, '10'],
   'msgx.dispatch.backoff': [durationList, '1s,5s,30s,2m,10m'],

@@ -6,14 +6,13 @@
 // snapshot. A snapshot record that says again what the flight's stored digest
 // says (digest.ts) is neither loaded nor merged nor written; the digests of the records applied are
 // stored with the versions they leave. A snapshot is first put to the requests domain's response guard
-// (G-RESP-GUARD, lib/requests/schedule-guard.ts), which decides whether it applies and to
+// (G-RESP-GUARD, through the ResponseGuard port), which decides whether it applies and to
 // which operation day.
 import type { Logger } from 'pino';
 import type { AirportConfig } from '../core/config.ts';
 import { DISPATCH_TASK } from '../core/tasks.ts';
 import type { DomainBatch, DomainMessage, HandlerOutcome } from '../domain/handlers.ts';
 import type { AfterCommitCounts } from '../runtime/labels.ts';
-import { scheduleResponseGuard } from '../requests/schedule-guard.ts';
 import { pgRows, pgRun } from '../db/statement.ts';
 import * as Digest from '../sql/digest.ts';
 import { digestsToStore, unchangedRecords, type StoredDigest } from './digest.ts';
@@ -22,7 +21,7 @@ import { loadDays, writeLedgers } from './ledger.ts';
 import { unknownTagCounts } from './metrics.ts';
 import { AtVersion, prepareMirrorValues } from './mirror.ts';
 import { isEmpty, Loaded, need, type Need } from './overlay.ts';
-import { FlightPlan, type FlightCommand, type PlanMessage } from './plan.ts';
+import { FlightPlan, type FlightCommand, type FlightWrite, type PlanMessage, type SharedRow } from './plan.ts';
 import type { FlightState } from './state.ts';
 import type { Patch } from './decode.ts';
 import { changedBy, loadSharedOf, loadStates, writePlan, type Executor } from './store.ts';
@@ -34,6 +33,9 @@ const noDecoder: RecordDecoder = () => {
   throw new Error('a snapshot record was left undecoded but the session has no record decoder');
 };
 
+/** What a batch that wrote outbox rows wakes. */
+const DISPATCHERS = [DISPATCH_TASK.msg, DISPATCH_TASK.schd, DISPATCH_TASK.state];
+
 /** Rounds of "load what the planner needs" per message before giving up (a bug, not data). */
 const MAX_LOAD_ROUNDS = 20;
 
@@ -44,28 +46,54 @@ const LOAD_PER_STATEMENT = 2_000;
 const CACHE_MAX = 100_000;
 
 /**
- * Committed flight states kept between batches of one pump while it holds PIPELINE_LOCK without
- * a break (the domain's reset clears it whenever the lock is taken again, and after a failed
- * business transaction). Only states this process committed or read under the lock go in.
+ * Committed flight states, and the shared-flight lists of masters, kept between batches of one
+ * pump while it holds PIPELINE_LOCK without a break (the domain's reset clears it whenever the
+ * lock is taken again, and after a failed business transaction). Only what this process
+ * committed or read under the lock goes in; a master's list is dropped when a batch writes a
+ * flight that was or becomes one of its shared flights (its MAID before or after).
  */
 export class FlightStateCache {
   private readonly states = new Map<string, FlightState>();
+  private readonly shared = new Map<string, SharedRow[]>();
   get(flid: string): FlightState | undefined {
     return this.states.get(flid);
   }
-  /** After a commit: the batch's states (null = no such flight: not kept, it is looked up again). */
-  put(states: ReadonlyMap<string, FlightState | null>): void {
+  sharedOf(master: string): SharedRow[] | undefined {
+    return this.shared.get(master);
+  }
+  /** After a commit: the batch's states (null = no such flight: not kept, it is looked up again), the lists it read, the flights it wrote. */
+  put(states: ReadonlyMap<string, FlightState | null>, shared: ReadonlyMap<string, SharedRow[]> = new Map(), written: readonly FlightWrite[] = []): void {
     if (this.states.size + states.size > CACHE_MAX) this.states.clear();
+    if (this.shared.size + shared.size > CACHE_MAX) this.shared.clear();
     for (const [f, s] of states)
       if (s) this.states.set(f, s);
       else this.states.delete(f);
+    for (const [m, rows] of shared) this.shared.set(m, rows);
+    for (const w of written) for (const maid of [w.prev?.data.MAID, w.next.data.MAID]) if (maid !== undefined && maid !== null) this.shared.delete(String(maid));
   }
   clear(): void {
     this.states.clear();
+    this.shared.clear();
   }
 }
 
+/**
+ * The requests domain's decision on a snapshot (G-RESP-GUARD): apply it, to this operation day,
+ * or skip it. The flight domain reaches request tracking only through this port
+ * (lib/app/composition.ts wires lib/requests/schedule-guard.ts).
+ */
+export type ResponseGuard = (
+  tx: Executor,
+  a: { styp: 'DNLD' | 'RESP'; operationDay: string | null; msgId: number; now: Date },
+) => Promise<{ apply: true; operationDay: string } | { apply: false; reason: string }>;
+
+const noGuard: ResponseGuard = () => {
+  throw new Error('a snapshot met the response guard but the flight domain was given none');
+};
+
 export interface FlightDomainOptions {
+  /** G-RESP-GUARD (the requests domain's; without it a snapshot that needs it throws). */
+  responseGuard?: ResponseGuard;
   /** Write the per-message change records (flight_change; default true). False only to measure their cost (bench:pump). */
   changeRecords?: boolean;
   /** Test only: flight rules changed at start (lib/flight/override.ts, msgx.test.rule-override). */
@@ -83,6 +111,7 @@ export class FlightSession implements DomainBatch<FlightCommand> {
   private events = 0;
   private ledgers = false;
   private final: Map<string, FlightState | null> | null = null;
+  private written: readonly FlightWrite[] = [];
   /** Snapshots applied by the batch (not replays): their digests are stored at write. */
   private readonly snapshots: Extract<FlightCommand, { kind: 'snapshot' }>[] = [];
   /** Flights changed by the batch's messages committed earlier (preload's `recovered`). */
@@ -91,10 +120,12 @@ export class FlightSession implements DomainBatch<FlightCommand> {
   private readonly changeRecords: boolean;
   /** A snapshot record's patch from its source (handlers.ts: as the domain's decode makes it). */
   private readonly decodeRecord: RecordDecoder;
+  private readonly responseGuard: ResponseGuard;
 
   constructor(ctx: { tx: Executor; now: Date; airport: AirportConfig; log: Logger }, cache = new FlightStateCache(), opts: FlightDomainOptions = {}, decodeRecord: RecordDecoder = noDecoder) {
     this.cache = cache;
     this.decodeRecord = decodeRecord;
+    this.responseGuard = opts.responseGuard ?? noGuard;
     this.changeRecords = opts.changeRecords ?? true;
     this.tx = ctx.tx;
     this.now = ctx.now;
@@ -183,7 +214,13 @@ export class FlightSession implements DomainBatch<FlightCommand> {
       const maid = L.states.get(f)?.data.MAID;
       if (maid !== undefined) masters.add(String(maid));
     }
-    const wanted = [...masters].filter((m) => !L.sharedByMaster.has(m));
+    const wanted: string[] = [];
+    for (const m of masters) {
+      if (L.sharedByMaster.has(m)) continue;
+      const c = this.cache.sharedOf(m);
+      if (c) L.sharedByMaster.set(m, c);
+      else wanted.push(m);
+    }
     if (wanted.length) {
       for (const m of wanted) L.sharedByMaster.set(m, []);
       for (const r of await loadSharedOf(this.tx, wanted)) L.sharedByMaster.get(r.maid)!.push(r.flno ? { flid: r.flid, flno: r.flno, maid: r.maid } : { flid: r.flid, maid: r.maid });
@@ -209,7 +246,7 @@ export class FlightSession implements DomainBatch<FlightCommand> {
       if (day !== null && !this.loaded.days.has(day)) await this.load(need({ days: [day] }));
       const latest = day !== null && this.loaded.days.get(day)!.ledger?.lastMessageId === m.msgId;
       if (!latest) {
-        const guard = await scheduleResponseGuard(this.tx, { styp: cmd.styp, operationDay: day, msgId: m.msgId, now: this.now });
+        const guard = await this.responseGuard(this.tx, { styp: cmd.styp, operationDay: day, msgId: m.msgId, now: this.now });
         if (!guard.apply) return { outcome: 'skipped', reason: guard.reason };
         cmd = { ...cmd, day: guard.operationDay };
         if (!this.loaded.days.has(guard.operationDay)) await this.preload([cmd]);
@@ -232,7 +269,8 @@ export class FlightSession implements DomainBatch<FlightCommand> {
     const unknownTags = c.notes ? unknownTagCounts(m.env.type, m.env.styp, c.notes) : [];
     if (unknownTags.length) counts.unknownTags = unknownTags;
     if (c.notes?.droppedRoutePoints) counts.routePointsDropped = c.notes.droppedRoutePoints;
-    return { outcome: 'applied', mirror: p.mirror, ...(counts.unknownTags || counts.routePointsDropped ? { counts } : {}) };
+    // the dispatchers are woken with the outcomes (the pump records them before the write)
+    return { outcome: 'applied', mirror: p.mirror, ...(p.events > 0 ? { wake: DISPATCHERS } : {}), ...(counts.unknownTags || counts.routePointsDropped ? { counts } : {}) };
   }
 
   async addressed(m: { msgId: number; cmd: FlightCommand }): Promise<string[]> {
@@ -244,6 +282,7 @@ export class FlightSession implements DomainBatch<FlightCommand> {
 
   async write(): Promise<{ wake: string[]; states: ReadonlyMap<string, unknown> }> {
     const r = this.plan.result();
+    this.written = r.flights;
     // the mirror step's Redis values of the flights written, serialized while Postgres runs the write
     const next = r.flights.map((w) => w.next);
     const meanwhile = (slice: number, of: number) => prepareMirrorValues(next.slice(Math.floor((slice * next.length) / of), Math.floor(((slice + 1) * next.length) / of)));
@@ -264,10 +303,10 @@ export class FlightSession implements DomainBatch<FlightCommand> {
     // the unchanged flights, by version (the mirror asks Redis before it reads or writes them)
     const states = new Map<string, FlightState | AtVersion | null>(final);
     for (const [f, u] of this.loaded.unchanged) if (!states.has(f)) states.set(f, new AtVersion(u.version));
-    return { wake: this.events > 0 ? [DISPATCH_TASK.msg, DISPATCH_TASK.schd, DISPATCH_TASK.state] : [], states };
+    return { wake: this.events > 0 ? DISPATCHERS : [], states };
   }
 
   committed(): void {
-    if (this.final) this.cache.put(this.final);
+    if (this.final) this.cache.put(this.final, this.loaded.sharedByMaster, this.written);
   }
 }

@@ -92,6 +92,8 @@ function same(a: unknown, b: unknown): boolean {
 /** Business keys in JSON order: status keys, scalars, collections. */
 export const DATA_KEYS: readonly string[] = [...STATUS_KEYS, ...SCALAR_KEYS.map((s) => s.key), ...COLLECTIONS.map((c) => c.tag)];
 
+const IS_STATUS: ReadonlySet<string> = new Set(STATUS_KEYS);
+
 /** Complete state → JSON: cleared values and empty collections are absent keys (never null). */
 export function toJson(s: FlightState): FlightJson {
   const out: FlightJson = { FLID: s.FLID, STATE: s.STATE, STATE_VERSION: s.STATE_VERSION };
@@ -100,7 +102,7 @@ export function toJson(s: FlightState): FlightJson {
   if (s.LAST_MSG_ID !== null) out.LAST_MSG_ID = s.LAST_MSG_ID;
   for (const k of DATA_KEYS) {
     const v = s.data[k];
-    if (STATUS_KEYS.includes(k as (typeof STATUS_KEYS)[number])) out[k] = v === true;
+    if (IS_STATUS.has(k)) out[k] = v === true;
     else if (v === undefined || v === null || v === '' || (Array.isArray(v) && v.length === 0)) continue;
     else out[k] = v;
   }

@@ -3,7 +3,7 @@
 // arrays; only the collections that changed are deleted-then-inserted), outbox rows. Only loads
 // and stores. The SQL is in lib/sql/flight.ts; its loader/writer text is built once, at module
 // load, from the column spec below (derived from rules.ts).
-import { pgArray, pgRows, pgRun, type Executor } from '../db/statement.ts';
+import { type PgArray, pgArray, pgRows, pgRun, type Executor } from '../db/statement.ts';
 import * as Flight from '../sql/flight.ts';
 import * as Outbox from '../sql/outbox.ts';
 import { COLLECTIONS, columnOf, DETAIL_TABLES, SCALAR_KEYS, STATUS_KEYS, type CollectionSpec, type ValueKind } from './rules.ts';
@@ -179,33 +179,59 @@ const FLIGHT = Flight.flightStatements({
   collections: COLLECTIONS.map((spec) => ({ table: spec.table, ...(spec.discriminator ? { discriminator: spec.discriminator } : {}), columns: collectionColumns(spec) })),
 });
 
-/** One text[] per column of `rows` (values as text, null stays null): the unnest parameters. */
-function columnArrays(width: number, rows: readonly (string | number | boolean | null)[][]): (string | null)[][] {
-  return Array.from({ length: width }, (_, i) => rows.map((r) => (r[i] === null || r[i] === undefined ? null : String(r[i]))));
+type Cell = string | number | boolean | null;
+
+/** A table's rows of a write: one array literal per column (pgArray; values as text, cast in SQL). */
+export interface TableRows {
+  table: string;
+  columns: readonly Flight.WriteColumn[];
+  arrays: PgArray<Cell>[];
+  rows: number;
+  /** A collection: the FLIDs whose rows it replaces (deleted first), and its discriminator. */
+  replaced?: PgArray<string>;
+  discriminator?: { column: string; value: string };
+}
+
+/**
+ * The flight rows of a batch write per table: flight_schd's (upserted), then every collection's
+ * (its rows of the flights it changed deleted, the new ones inserted). The batch write sends
+ * them as one statement's parameters; the benches' batched write limit writes the same rows
+ * table by table (scripts/bench/write-limit.ts). Each column's literal is built straight from
+ * the states, without a row-major copy.
+ */
+export function flightTableRows(writes: readonly FlightWrite[]): TableRows[] {
+  const main: TableRows = { table: 'flight_schd', columns: MAIN_WRITE, arrays: MAIN_WRITE.map((c) => pgArray(writes.map((w) => c.get(w.next)))), rows: writes.length };
+  return [
+    main,
+    ...COLLECTIONS.map((spec): TableRows => {
+      const changed = writes.filter((w) => !sameValue(w.prev?.data[spec.tag], w.next.data[spec.tag]));
+      const disc = spec.discriminator;
+      const rows: Cell[][] = [];
+      for (const w of changed) {
+        const list = (w.next.data[spec.tag] ?? []) as (Row | string)[];
+        list.forEach((el, i) => {
+          const head: Cell[] = [w.next.FLID, ...(disc ? [disc.value] : []), i + 1];
+          if (typeof el === 'string') rows.push([...head, null, el]);
+          else rows.push([...head, spec.keyAttr ? (el[spec.keyAttr] ?? null) : null, ...spec.fields.map((f) => el[f.name] ?? null)]);
+        });
+      }
+      const columns = collectionColumns(spec);
+      return {
+        table: spec.table,
+        columns,
+        arrays: columns.map((_, i) => pgArray(rows.map((r) => r[i]))),
+        rows: rows.length,
+        replaced: pgArray(changed.filter((w) => w.prev !== undefined).map((w) => w.next.FLID)),
+        ...(disc ? { discriminator: disc } : {}),
+      };
+    }),
+  ];
 }
 
 /** The flight columns of the batch write: main rows upserted, changed collections deleted-then-inserted. */
-function flightParams(writes: readonly FlightWrite[]): (string | null)[][] {
-  const out = columnArrays(
-    MAIN_WRITE.length,
-    writes.map((w) => MAIN_WRITE.map((c) => c.get(w.next))),
-  );
-  for (const spec of COLLECTIONS) {
-    const changed = writes.filter((w) => !sameValue(w.prev?.data[spec.tag], w.next.data[spec.tag]));
-    const existed = changed.filter((w) => w.prev !== undefined).map((w) => w.next.FLID);
-    const disc = spec.discriminator;
-    const rows: (string | number | null)[][] = [];
-    for (const w of changed) {
-      const list = (w.next.data[spec.tag] ?? []) as (Row | string)[];
-      list.forEach((el, i) => {
-        const head: (string | number | null)[] = [w.next.FLID, ...(disc ? [disc.value] : []), i + 1];
-        if (typeof el === 'string') rows.push([...head, null, el]);
-        else rows.push([...head, spec.keyAttr ? (el[spec.keyAttr] ?? null) : null, ...spec.fields.map((f) => el[f.name] ?? null)]);
-      });
-    }
-    out.push(existed, ...columnArrays(collectionColumns(spec).length, rows));
-  }
-  return out;
+function flightParams(writes: readonly FlightWrite[]): PgArray<Cell>[] {
+  const [main, ...collections] = flightTableRows(writes);
+  return [...main.arrays, ...collections.flatMap((c) => [c.replaced ?? pgArray([]), ...c.arrays])];
 }
 
 /** Flights per write statement: a snapshot's 9,999 flights go in slices (ordinary batches fit in one). */
@@ -216,7 +242,7 @@ export const WRITE_ROWS_PER_STATEMENT = 2_000;
 type WritePart = Pick<PlanResult, 'flights' | 'events' | 'schdRemovals' | 'changes'>;
 
 /** An outbox row of the batch write: the planner's events, plus the state rows derived from them. */
-type OutboxRow = PlannedEvent | { target: 'state'; flid: string; stateVersion: number };
+export type OutboxRow = PlannedEvent | { target: 'state'; flid: string; stateVersion: number };
 
 /**
  * The planner's events with one state-topic row (lib/dispatch/state.ts) per flight the batch
@@ -224,7 +250,7 @@ type OutboxRow = PlannedEvent | { target: 'state'; flid: string; stateVersion: n
  * the messages one at a time would have taken its last state row's EVENT_ID (every change of a
  * flight has a msg event, deletions included), so K = 1 and K = 500 take the same EVENT_IDs.
  */
-function withStateRows(events: readonly PlannedEvent[], flights: readonly FlightWrite[]): OutboxRow[] {
+export function withStateRows(events: readonly PlannedEvent[], flights: readonly FlightWrite[]): OutboxRow[] {
   const version = new Map(flights.map((w) => [w.next.FLID, w.next.STATE_VERSION]));
   const last = new Map<string, number>();
   events.forEach((e, i) => e.target === 'msg' && last.set(e.flid, i));
@@ -293,17 +319,13 @@ async function runSlices(tx: Executor, slices: readonly (() => Flight.FlightWrit
   await running;
 }
 
-/** The parameters of one flight.write_batch statement, every array as its literal. */
-function writeParams(p: WriteRows, now: Date): Flight.FlightWriteParams {
-  const ev: readonly OutboxRow[] = p.events;
-  const ch: readonly FlightChange[] = p.changes;
-  return [
-    now,
-    pgArray(ev.map((e) => e.target)),
-    pgArray(ev.map((e) => e.flid)),
-    pgArray(ev.map((e) => e.stateVersion)),
-    pgArray(ev.map((e) => (e.target === 'msg' ? JSON.stringify(e.payload) : null))),
-    pgArray(p.schdRemovals),
+/** The outbox rows' columns as array literals (target, flid, state_version, payload): the batch write's, and the benches' write limit's. */
+export const outboxArrays = (ev: readonly OutboxRow[]) =>
+  [pgArray(ev.map((e) => e.target)), pgArray(ev.map((e) => e.flid)), pgArray(ev.map((e) => e.stateVersion)), pgArray(ev.map((e) => (e.target === 'msg' ? JSON.stringify(e.payload) : null)))] as const;
+
+/** The change records' columns as array literals (flid, state_version, msg_id, kind, op, cause, changes, created_at): the batch write's, and the write limit's. */
+export const changeArrays = (ch: readonly FlightChange[]) =>
+  [
     pgArray(ch.map((c) => c.flid)),
     pgArray(ch.map((c) => c.stateVersion)),
     pgArray(ch.map((c) => c.msgId)),
@@ -312,8 +334,11 @@ function writeParams(p: WriteRows, now: Date): Flight.FlightWriteParams {
     pgArray(ch.map((c) => c.cause)),
     pgArray(ch.map((c) => JSON.stringify(c.changes))),
     pgArray(ch.map((c) => c.at.toISOString())),
-    ...flightParams(p.flights).map(pgArray),
-  ];
+  ] as const;
+
+/** The parameters of one flight.write_batch statement, every array as its literal. */
+function writeParams(p: WriteRows, now: Date): Flight.FlightWriteParams {
+  return [now, ...outboxArrays(p.events), pgArray(p.schdRemovals), ...changeArrays(p.changes), ...flightParams(p.flights)];
 }
 
 // ---------------------------------------------------------------------------------------------

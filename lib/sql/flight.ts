@@ -75,7 +75,7 @@ export type FlightWriteParams = [
   changeCauses: PgArray<string>,
   changeJson: PgArray<string>,
   changeAt: PgArray<string>,
-  ...flightColumns: PgArray<string | null>[],
+  ...flightColumns: PgArray<string | number | boolean | null>[],
 ];
 
 /** Parameters before the flight columns in FlightWriteParams. */

@@ -2,7 +2,7 @@
 // statement it runs declared beside it and described once, here. The state machine, in the
 // pump's step names (docs/design.md "The pump's steps"):
 //   enqueue (intake: → PENDING)
-//   → bindIdentities … recordApplied (business: outcome + identity, in the batch's one transaction)
+//   → recordApplied (business: outcome + identity, claimIdentity deciding the owners, in the batch's one transaction)
 //   → markAppliedTerminal (terminal: the applied outcome becomes SUCCEEDED/SKIPPED/DEAD, after the mirror step)
 //   | markTerminal (one message, no business transaction) | recordFailure (→ FAILED or DEAD)
 //   → recordBackfill / recordBackfillFailure / abandonBackfill / resumeBackfill (the inbox's processed time)
@@ -14,7 +14,7 @@ import type { Failure, ReasonClass, Service } from '../core/errors.ts';
 import { TASK } from '../core/tasks.ts';
 import type { Db } from '../db/postgres.ts';
 import { PER_EXECUTION, pgOne, pgRows, pgRun, pgStatement, type Executor } from '../db/statement.ts';
-import type { AbandonReason, TerminalState } from './proc-state.ts';
+import { type AbandonReason, identityOwners, type TerminalState } from './proc-state.ts';
 
 /** The wake-up of the terminal transitions: backfill owes the inbox a processed time. */
 const BACKFILL_WAKE = [TASK.backfill];
@@ -60,38 +60,24 @@ export async function enqueue(db: Executor, rows: { id: number; received: string
 
 // ---- the pump's business step: inside the batch's one transaction
 
-const bindIdentitiesStatement = pgStatement<[msgIds: number[], keys: string[], now: Date], { msg_id: number; owner: number; n: number }>(
-  'transitions.bind_identities',
-  `with req as (select * from unnest($1::bigint[], $2::text[]) with ordinality as u(msg_id, key, ord)),
-        firsts as (select distinct on (key) key, msg_id from req order by key, ord),
-        owner as (select identity_key as key, msg_id from proc_state where identity_key = any($2::text[])),
-        upd as (update proc_state p set identity_key = f.key, updated_at = $3::timestamptz
-                from firsts f where p.msg_id = f.msg_id and p.identity_key is null and not exists (select 1 from owner o where o.key = f.key)
-                returning p.msg_id)
-   select r.msg_id, coalesce(o.msg_id, f.msg_id) as owner, (select count(*) from upd) as n
-   from req r join firsts f on f.key = r.key left join owner o on o.key = r.key`,
-);
-
 /**
- * INV-6, bind once: binds the identities of a batch in one statement that never raises for a
- * duplicate (so it runs inside the business transaction). A key is bound to the first message of
- * the batch that carries it unless another message owns it already. Returns the owner of each
- * message's key: itself (bound), or another message (a duplicate). The unique constraint on
- * IDENTITY_KEY stays the guard.
+ * INV-6, the identity rule, written once: a key belongs to the message that bound it first. Given
+ * the owners known so far (committed, or met earlier in the same batch: `owners` is updated),
+ * returns the owner of `key` for message `msgId`: itself (it binds the key) or another message (a
+ * duplicate). The business step applies it to a batch; a failure that makes a message DEAD to that
+ * message alone. The unique constraint on IDENTITY_KEY stays the guard.
  */
-export async function bindIdentities(db: Executor, rows: readonly { msgId: number; key: string }[], now: Date): Promise<Map<number, number>> {
-  const out = new Map<number, number>();
-  if (rows.length === 0) return out;
-  const owners = await pgRows(
-    db,
-    bindIdentitiesStatement,
-    rows.map((x) => x.msgId),
-    rows.map((x) => x.key),
-    now,
-  );
-  for (const x of owners) out.set(x.msg_id, x.owner);
-  return out;
+export function claimIdentity(owners: Map<string, number>, key: string, msgId: number): number {
+  const owner = owners.get(key);
+  if (owner !== undefined) return owner;
+  owners.set(key, msgId);
+  return msgId;
 }
+
+const bindIdentityStatement = pgStatement<[msgId: number, key: string, now: Date]>(
+  'transitions.bind_identity',
+  'update proc_state set identity_key = $2::text, updated_at = $3::timestamptz where msg_id = $1::bigint and identity_key is null',
+);
 
 export interface AppliedOutcome {
   msgId: number;
@@ -252,7 +238,10 @@ export async function recordFailure<D extends FailureDecision>(
     const d = decideFor({ attempts: h.attempts, failuresInRow: h.failures_in_row });
     await pgRun(tx, insertAttempt, msgId, now, f.cls, f.detail.slice(0, 2000), d.next);
     if (d.next === 'DEAD') {
-      if (bindKey) await bindIdentities(tx, [{ msgId, key: bindKey }], now);
+      if (bindKey) {
+        const owners = new Map((await pgRows(tx, identityOwners, [bindKey])).map((x) => [x.identity_key, x.msg_id]));
+        if (claimIdentity(owners, bindKey, msgId) === msgId) await pgRun(tx, bindIdentityStatement, msgId, bindKey, now);
+      }
       await pgRun(tx, countFinalAttempt, msgId, d.countAttempt ? 1 : 0, f.cls);
       await markTerminal(tx, msgId, 'DEAD', d, now, kind);
       return d;

@@ -22,8 +22,8 @@ import { msgRound, type DispatchDeps } from '../../lib/dispatch/msg.ts';
 import { schdRound } from '../../lib/dispatch/schd.ts';
 import { stateRound } from '../../lib/dispatch/state.ts';
 import { createLogger } from '../../lib/runtime/log.ts';
-import { drainMsg, fillMsgOutbox, msgEvents } from './msg-outbox.ts';
-import { emptyAll, machine, median, openBench, pumpTenThousandFlights } from './setup.ts';
+import { drainMsg, fillMsgOutbox, msgEvents, rawSendRate } from './msg-outbox.ts';
+import { cpuName, emptyAll, machine, median, openBench, pumpTenThousandFlights, summary } from './setup.ts';
 
 const { Kafka, logLevel } = kafkajs;
 
@@ -39,10 +39,11 @@ const tag = randomUUID().slice(0, 8);
 const msgTopic = `bench.${tag}.msg`;
 const schdTopic = `bench.${tag}.schd`;
 const stateTopic = `bench.${tag}.state`;
+const rawTopic = `bench.${tag}.raw`;
 const b = await openBench({ MSGX_KAFKA_MSG_TOPIC: msgTopic, MSGX_KAFKA_SCHD_TOPIC: schdTopic, MSGX_KAFKA_STATE_TOPIC: stateTopic });
 const log = createLogger('bench', process.env.BENCH_LOG ?? 'silent');
 const kafka = createKafkaEdge(kafkaOptions(slices(b.config).kafka, log));
-await kafka.ensureTopics([msgTopic, schdTopic, { topic: stateTopic, compacted: true }]);
+await kafka.ensureTopics([msgTopic, schdTopic, rawTopic, { topic: stateTopic, compacted: true }]);
 const depsWith = (o: Partial<Config>): DispatchDeps => ({ db: b.db, kafka, dispatch: slices({ ...b.config, ...o } as Config).dispatch, clock: systemClock, log });
 await emptyAll(b);
 
@@ -56,6 +57,7 @@ await fillMsgOutbox(b, events, now);
 await msgRound(depsWith({ 'msgx.msg.batch': 500 }));
 
 const msgRates = new Map<number, number[]>(msgBatches.map((n) => [n, []]));
+const rawRates = new Map<number, number[]>(msgBatches.map((n) => [n, []]));
 const msgRounds = new Map<number, number>();
 let msgSentTotal = 0; // the warm-up round, set below
 {
@@ -70,7 +72,9 @@ for (let run = 0; run < runs; run++) {
     msgSentTotal += sent;
     msgRates.get(batch)!.push(sent / sec);
     msgRounds.set(batch, rounds);
-    console.error(`msg run ${run + 1} batch ${batch}: ${Math.round(sent / sec)} events/s (${rounds} rounds, ${sec.toFixed(2)} s)`);
+    const raw = await rawSendRate(kafka, rawTopic, events, batch);
+    rawRates.get(batch)!.push(raw);
+    console.error(`msg run ${run + 1} batch ${batch}: ${Math.round(sent / sec)} events/s (${rounds} rounds, ${sec.toFixed(2)} s); raw send ${Math.round(raw)} events/s`);
   }
 }
 
@@ -203,35 +207,56 @@ const stateBack = await readBack(
   },
 );
 
-const summary = (m: Map<number, number[]>) => [...m].map(([size, xs]) => ({ size, median: Math.round(median(xs)), runs: xs.map(Math.round) }));
-console.log(
-  JSON.stringify(
-    {
-      bench: 'B3 dispatch',
-      machine: machine(),
-      runs,
-      msg: {
-        events: EVENTS,
-        flids: FLIDS,
-        byBatch: summary(msgRates).map((s) => ({ batch: s.size, eventsPerSecMedian: s.median, runs: s.runs, rounds: msgRounds.get(s.size) })),
-        consumer: { expected: msgSentTotal, records: msgBack.records, distinctEventIds: eventIds.size, ms: Math.round(msgBack.ms) },
-      },
-      schd: {
-        flights: SCHD_FLIGHTS,
-        byFlushLimit: summary(schdRates).map((s) => ({ flushLimit: s.size, flightsPerSecMedian: s.median, runs: s.runs, records: schdRecords.get(s.size) })),
-        consumer: { expectedFlights: schdFlightsTotal, expectedRecords: schdRecordsTotal, records: schdBack.records, flights: schdBack.items, ms: Math.round(schdBack.ms) },
-      },
-      state: {
-        flights: SCHD_FLIGHTS,
-        batch: b.config['msgx.msg.batch'],
-        flightsPerSecMedian: Math.round(median(stateRates)),
-        runs: stateRates.map(Math.round),
-        consumer: { expectedRecords: stateSentTotal, records: stateBack.records, distinctKeys: stateKeys.size, ms: Math.round(stateBack.ms) },
-      },
-      topics: [msgTopic, schdTopic, stateTopic],
+const bySize = (m: Map<number, number[]>) => [...m].map(([size, xs]) => ({ size, median: Math.round(median(xs)), runs: xs.map(Math.round) }));
+const msgBy = bySize(msgRates).map((x) => ({
+  batch: x.size,
+  eventsPerSecMedian: x.median,
+  runs: x.runs,
+  rounds: msgRounds.get(x.size),
+  rawSendMedian: Math.round(median(rawRates.get(x.size)!)),
+  ratio: +(x.median / median(rawRates.get(x.size)!)).toFixed(3),
+}));
+const sorted = [...msgBy].sort((a, c) => a.batch - c.batch);
+// no larger batch slower than a smaller one (the medians)
+const slower = sorted.flatMap((x, i) =>
+  sorted
+    .slice(0, i)
+    .filter((y) => y.eventsPerSecMedian > x.eventsPerSecMedian)
+    .map((y) => `${x.batch} < ${y.batch}`),
+);
+const defaultBatch = b.config['msgx.msg.batch'];
+const atDefault = msgBy.find((x) => x.batch === defaultBatch);
+summary(
+  `B3 msg dispatch: ${atDefault ? `${atDefault.eventsPerSecMedian} events/s at the default batch ${defaultBatch} (target ≥ 20,000, ${atDefault.eventsPerSecMedian >= 20_000 ? 'met' : 'MISSED'}); raw send limit ${atDefault.rawSendMedian} events/s; ratio ${atDefault.ratio.toFixed(2)}` : `default batch ${defaultBatch} not measured`}; ` +
+    `by batch ${sorted.map((x) => `${x.batch}: ${x.eventsPerSecMedian}`).join(', ')}; ${slower.length ? `a larger batch SLOWER (${slower.join(', ')})` : 'no larger batch slower'}; ` +
+    `schd ${Math.round(median(schdRates.get(schdLimits[0])!))} flights/s, state ${Math.round(median(stateRates))} flights/s; ${cpuName()}`,
+  {
+    bench: 'B3 dispatch',
+    machine: machine(),
+    cpu: cpuName(),
+    runs,
+    msg: {
+      events: EVENTS,
+      flids: FLIDS,
+      defaultBatch,
+      atDefault,
+      largerBatchSlower: slower,
+      byBatch: msgBy,
+      consumer: { expected: msgSentTotal, records: msgBack.records, distinctEventIds: eventIds.size, ms: Math.round(msgBack.ms) },
     },
-    null,
-    2,
-  ),
+    schd: {
+      flights: SCHD_FLIGHTS,
+      byFlushLimit: bySize(schdRates).map((x) => ({ flushLimit: x.size, flightsPerSecMedian: x.median, runs: x.runs, records: schdRecords.get(x.size) })),
+      consumer: { expectedFlights: schdFlightsTotal, expectedRecords: schdRecordsTotal, records: schdBack.records, flights: schdBack.items, ms: Math.round(schdBack.ms) },
+    },
+    state: {
+      flights: SCHD_FLIGHTS,
+      batch: b.config['msgx.msg.batch'],
+      flightsPerSecMedian: Math.round(median(stateRates)),
+      runs: stateRates.map(Math.round),
+      consumer: { expectedRecords: stateSentTotal, records: stateBack.records, distinctKeys: stateKeys.size, ms: Math.round(stateBack.ms) },
+    },
+    topics: [msgTopic, schdTopic, stateTopic, rawTopic],
+  },
 );
 await b.close();

@@ -3,7 +3,9 @@
 // Procfile's entry files, default configuration) take them to "terminal, backfilled into the
 // inbox, and every msg event on Kafka". Reported: messages / (first insert → the last of those
 // three), with the time each leg finished. Kafka is checked by the topic's high watermarks (the
-// number of records the broker holds) against the msg events written.
+// number of records the broker holds) against the msg events written. The yardstick, after each
+// run: the batched write limit of the same FLOPs at the pump's default batch (write-limit.ts).
+// Last lines: one summary line, one JSON line.
 //   npm run bench:e2e -- [messages=20000] [flights=2000] [runs=1]
 import { scriptHelp } from '../args.ts';
 import { randomUUID } from 'node:crypto';
@@ -12,7 +14,9 @@ import { sql } from 'kysely';
 import '../../lib/dispatch/kafka.ts'; // its filter of kafkajs's harmless TimeoutNegativeWarning
 import { bigSnapshot } from '../../test/support/fixtures.ts';
 import { sisMessage } from '../../test/support/services.ts';
-import { emptyAll, machine, median, openBench, type Bench, stateCounts } from './setup.ts';
+import { cpuName, emptyAll, machine, median, openBench, type Bench, stateCounts, summary } from './setup.ts';
+import { flopWorkloadLimit } from './write-limit.ts';
+import { createLogger } from '../../lib/runtime/log.ts';
 import { benchKafka, failWithLogs, startWorker, stopWorkers, waitFor } from './workers.ts';
 
 scriptHelp(import.meta.url);
@@ -21,6 +25,7 @@ const F = Number(process.argv[3] ?? 2_000);
 const RUNS = Number(process.argv[4] ?? 1);
 const PROCESSES = ['intake', 'pump', 'backfill', 'msg-dispatch', 'schd-dispatch', 'state-dispatch'] as const;
 const { Kafka, logLevel } = kafkajs;
+const log = createLogger('bench', 'silent');
 
 const flop = (i: number) => {
   const flid = 1 + (i % F);
@@ -89,8 +94,10 @@ async function oneRun(b: Bench, run: number) {
       states: states,
       exitCodes,
     };
-    console.error(`run ${run + 1}: ${JSON.stringify(res)}`);
-    return res;
+    const limit = await flopWorkloadLimit(b, { snapshots: [bigSnapshot(F, 1, { seqn: 1 })], flops: rows, flights: F, k: b.config['msgx.pipeline.apply-batch'] }, log);
+    const out = { ...res, batchedWriteLimitMsgPerSec: Math.round(limit.perSecond), ratio: +(res.msgPerSecEndToEnd / limit.perSecond).toFixed(3) };
+    console.error(`run ${run + 1}: ${JSON.stringify(out)}`);
+    return out;
   } catch (e) {
     return await failWithLogs(workers, e);
   } finally {
@@ -101,11 +108,20 @@ async function oneRun(b: Bench, run: number) {
 const b = await openBench();
 const results = [];
 for (let run = 0; run < RUNS; run++) results.push(await oneRun(b, run));
-console.log(
-  JSON.stringify(
-    { bench: 'B1 end to end', machine: machine(), messages: N, flights: F, processes: PROCESSES, runs: RUNS, msgPerSecMedian: median(results.map((r) => r.msgPerSecEndToEnd)), results },
-    null,
-    2,
-  ),
-);
+const rate = median(results.map((r) => r.msgPerSecEndToEnd));
+const limit = median(results.map((r) => r.batchedWriteLimitMsgPerSec));
+const ratio = median(results.map((r) => r.ratio));
+summary(`B1 end to end: ${rate} msg/s; batched write limit ${limit} msg/s; ratio ${ratio.toFixed(2)} (medians of ${RUNS}); ${cpuName()}`, {
+  bench: 'B1 end to end',
+  machine: machine(),
+  cpu: cpuName(),
+  messages: N,
+  flights: F,
+  processes: PROCESSES,
+  runs: RUNS,
+  msgPerSecMedian: rate,
+  batchedWriteLimitMsgPerSecMedian: limit,
+  ratioMedian: ratio,
+  results,
+});
 await b.close();

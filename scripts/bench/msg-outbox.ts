@@ -1,8 +1,10 @@
 // The msg dispatch measurement shared by the B3 bench (scripts/bench/dispatch.ts) and the CI
 // smoke (scripts/bench/smoke.ts): an outbox of PENDING msg events written with the store's own
-// writer, drained by the real msgRound until nothing is due.
+// writer, drained by the real msgRound until nothing is due; and the raw send rate of the same
+// events, the yardstick.
 import { sql } from 'kysely';
 import { msgRound, type DispatchDeps } from '../../lib/dispatch/msg.ts';
+import type { KafkaEdge } from '../../lib/dispatch/kafka.ts';
 import { insertMsgEvents, type MsgEvent } from '../../lib/flight/store.ts';
 import type { Bench } from './setup.ts';
 
@@ -44,4 +46,16 @@ export async function drainMsg(b: Bench, d: DispatchDeps, expected: number): Pro
   const left = await sql<{ n: number }>`select count(*)::int n from msg_event where target = 'msg' and state <> 'SENT'`.execute(b.db);
   if (sent !== expected || left.rows[0].n !== 0) throw new Error(`msg: sent ${sent} of ${expected}, ${left.rows[0].n} not SENT`);
   return { sent, rounds, sec };
+}
+
+/**
+ * B3's yardstick: the same events (key FLID, value the payload with its EVENT_ID) sent by the
+ * same producer (the dispatcher's KafkaEdge, acks = all) in sends of `batch` records one after
+ * another, with no Postgres: what the broker and the client take on this machine. Events/s.
+ */
+export async function rawSendRate(kafka: KafkaEdge, topic: string, events: readonly MsgEvent[], batch: number): Promise<number> {
+  const records = events.map((e, i) => ({ key: e.flid, value: JSON.stringify({ ...e.payload, EVENT_ID: i + 1 }) }));
+  const t = performance.now();
+  for (let i = 0; i < records.length; i += batch) await kafka.send(topic, records.slice(i, i + batch));
+  return records.length / ((performance.now() - t) / 1000);
 }

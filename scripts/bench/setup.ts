@@ -1,6 +1,6 @@
 // Shared set-up of the benchmark scripts: their own databases (never the dev or test ones),
 // migrated and emptied, and the real pipeline pieces wired as the workers wire them.
-import { execSync } from 'node:child_process';
+import { execFileSync, execSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import pg from 'pg';
@@ -109,6 +109,83 @@ export function postgresCpuMs(): number | null {
     seen = true;
   }
   return seen ? sum : null;
+}
+
+/**
+ * CPU seconds used so far by each Postgres backend connected to the bench's database (pid →
+ * seconds; /proc, so only a server on this machine): the bench is its only user. The difference
+ * of two readings (backendCpuSince) is what the run cost Postgres, whatever else the machine ran.
+ */
+export async function backendCpu(b: Bench): Promise<Map<number, number>> {
+  const pids = (await b.pool.query<{ pid: number }>('select pid from pg_stat_activity where datname = current_database()')).rows.map((r) => r.pid);
+  const out = new Map<number, number>();
+  for (const pid of pids) {
+    const s = processCpuSeconds(pid);
+    if (s !== null) out.set(pid, s);
+  }
+  return out;
+}
+
+/** CPU seconds the bench database's backends used since `before` (a backend that ended meanwhile is lost; one that started counts from 0); null when none is visible. */
+export async function backendCpuSince(b: Bench, before: Map<number, number>): Promise<number | null> {
+  const now = await backendCpu(b);
+  if (now.size === 0) return null;
+  let sum = 0;
+  for (const [pid, s] of now) sum += s - (before.get(pid) ?? 0);
+  return sum;
+}
+
+/** CPU seconds (user + system) of a process on this machine so far; null when it is not here. */
+export function processCpuSeconds(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // from the 3rd field on: utime and stime are the 14th and 15th
+    return (Number(f[11]) + Number(f[12])) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * One client's commit rate, the machine's reference of BENCHMARKS.md: `pgbench -N -c1` (the
+ * built-in simple-update transaction, one connection, `seconds` long; its tables made once in the
+ * bench's database); without pgbench, one-row inserts from one node-postgres connection.
+ */
+export async function commitRate(seconds = 10): Promise<{ rate: number; how: string }> {
+  let pgbench = true;
+  try {
+    execFileSync('pgbench', ['--version'], { stdio: 'ignore' });
+  } catch {
+    pgbench = false;
+  }
+  if (pgbench) {
+    const made = execFileSync('psql', [BENCH_PG, '-Atc', "select to_regclass('pgbench_accounts') is not null"], { encoding: 'utf8' }).trim() === 't';
+    if (!made) execFileSync('pgbench', ['-i', '-q', '-s', '1', BENCH_PG], { stdio: 'ignore' });
+    const out = execFileSync('pgbench', ['-n', '-N', '-c', '1', '-T', String(seconds), BENCH_PG], { encoding: 'utf8' });
+    return { rate: Number(/tps = ([\d.]+)/.exec(out)?.[1]), how: 'pgbench -N -c1' };
+  }
+  const c = new pg.Client(connectionSettings(BENCH_PG, 'bench-commit'));
+  await c.connect();
+  await c.query('set client_min_messages = warning; create table if not exists bench_commit (id bigserial primary key, v int); truncate bench_commit;');
+  let n = 0;
+  const end = performance.now() + seconds * 1000;
+  const t = performance.now();
+  while (performance.now() < end) {
+    await c.query({ name: 'bench_commit', text: 'insert into bench_commit (v) values (1)' });
+    n++;
+  }
+  const rate = n / ((performance.now() - t) / 1000);
+  await c.end();
+  return { rate, how: 'one-row inserts, one pg connection' };
+}
+
+/** The machine as the BENCHMARKS table names it: CPU model and cores. */
+export const cpuName = () => `${os.cpus()[0]?.model.trim() ?? 'cpu'}, ${os.cpus().length} cores`;
+
+/** The summary line every bench ends with, then its JSON on one line. */
+export function summary(line: string, json: Record<string, unknown>): void {
+  console.log(line);
+  console.log(JSON.stringify(json));
 }
 
 /** PROC_STATE rows per state (the end state of a run). */

@@ -10,6 +10,10 @@
 // (msgx.history.purge-after 7d); default 0. The first apply's CPU time is reported beside its
 // wall time: the pump process's (its threads included) and Postgres's (postgresCpuMs, null when the
 // server is not on this machine); on two cores their sum halved is a floor no overlap goes below.
+// The yardstick (target: first apply ≤ 3 × it): the snapshot's write limit (write-limit.ts), the
+// rows the first apply left on empty stores written again in one transaction, one multi-row
+// statement per table, measured after each run (alternated with them). Last lines: one summary
+// line (first apply, decode, limit, ratio; the worker mode's), one JSON line.
 //   npm run bench:snapshot -- [flights=4000] [runs=3]
 import { scriptHelp } from '../args.ts';
 import { sql } from 'kysely';
@@ -21,7 +25,8 @@ import { createLogger } from '../../lib/runtime/log.ts';
 import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
 import { bigSnapshot } from '../../test/support/fixtures.ts';
 import { sisMessage } from '../../test/support/services.ts';
-import { emptyAll, machine, median, openBench, postgresCpuMs, pumpDeps } from './setup.ts';
+import { BENCH_PG, cpuName, emptyAll, machine, median, openBench, postgresCpuMs, pumpDeps, summary } from './setup.ts';
+import { emptySnapshotTables, type Limit, runLimit, snapshotWrites } from './write-limit.ts';
 import { slices } from '../../lib/core/config.ts';
 import { execFileSync } from 'node:child_process';
 import { buildDecoder } from '../../lib/app/composition.ts';
@@ -37,7 +42,25 @@ if (mode === undefined) {
     JSON.parse(execFileSync(process.execPath, [import.meta.filename, String(flights), String(runs)], { env: { ...process.env, BENCH_SNAPSHOT_DECODE: m }, encoding: 'utf8', maxBuffer: 1 << 24 }));
   const inline = pass('inline');
   const worker = pass('worker');
-  console.log(JSON.stringify({ bench: 'B2 snapshot', machine: machine(), flights, runs, decodeInline: inline, decodeWorker: worker }, null, 2));
+  const ratio = worker.firstApplyMsMedian / worker.writeLimitMsMedian;
+  summary(
+    `B2 snapshot: ${flights} flights, first apply ${worker.firstApplyMsMedian} ms (decode ${worker.decodeMsMedian} ms, worker; inline ${inline.firstApplyMsMedian} ms); ` +
+      `write limit ${worker.writeLimitMsMedian} ms for ${worker.writeLimitRows} rows; ratio ${ratio.toFixed(2)} (target ≤ 3, ${ratio <= 3 ? 'met' : 'MISSED'}); ` +
+      `again ${worker.sameContentAgainMsMedian} ms; peak RSS ${worker.peakRssMbMedian} MB; ${cpuName()}`,
+    {
+      bench: 'B2 snapshot',
+      machine: machine(),
+      cpu: cpuName(),
+      flights,
+      runs,
+      firstApplyMs: worker.firstApplyMsMedian,
+      writeLimitMs: worker.writeLimitMsMedian,
+      ratio: +ratio.toFixed(3),
+      target: 3,
+      decodeInline: inline,
+      decodeWorker: worker,
+    },
+  );
   process.exit(0);
 }
 const b = await openBench();
@@ -106,6 +129,8 @@ const rssAfter: number[] = [];
 let secondEvents = -1;
 const timings: Record<string, number> = {};
 const againTimings: Record<string, number> = {};
+const decode: number[] = [];
+const limits: Limit[] = [];
 const olderDays = Number(process.env.BENCH_SNAPSHOT_OLDER_DAYS ?? 0);
 /** `olderDays` days before the snapshot's (2026-12-01) of `flights` flights each, their digests and ledger rows (older snapshots: lower message IDs). */
 async function seedOlderDays(): Promise<void> {
@@ -118,6 +143,17 @@ async function seedOlderDays(): Promise<void> {
     await sql`insert into schd_gen (operation_day, version, last_message_id, updated_at) values (date '2026-12-01' - ${d}::int, 1, ${-d}, now())`.execute(b.db);
   }
   if (olderDays > 0) for (const t of ['flight_schd', 'flight_snap_digest', 'schd_gen']) await sql`analyze ${sql.table(t)}`.execute(b.db);
+}
+/** The snapshot's write limit: the first message applied here (untimed) on empty stores, its rows written again the fastest plain way. */
+async function writeLimit(): Promise<Limit> {
+  await emptyAll(b);
+  await insertInboxRow(b.inbox, { body: xml, received: '2026-12-01 08:00:00' });
+  await intakeRound({ db: b.db, inbox: b.inbox, clock: systemClock, intake: slices(b.config).intake, log });
+  const r = await tick(pumpDeps(b, { log }));
+  if (r.kind !== 'processed' || r.state !== 'SUCCEEDED') throw new Error(`write limit: the snapshot was not applied: ${JSON.stringify(r)}`);
+  const writes = await snapshotWrites(b, r.msgId, systemClock.now());
+  await emptySnapshotTables(b, r.msgId);
+  return runLimit(BENCH_PG, [writes], 1);
 }
 for (let r = 0; r < runs; r++) {
   await emptyAll(b);
@@ -135,6 +171,8 @@ for (let r = 0; r < runs; r++) {
   secondEvents = run.secondEvents;
   for (const [n, ms] of Object.entries(run.timings as Record<string, number>)) timings[n] = (timings[n] ?? 0) + ms;
   for (const [n, ms] of Object.entries(run.againTimings as Record<string, number>)) againTimings[n] = (againTimings[n] ?? 0) + ms;
+  decode.push((run.timings['bodies+decode'] ?? 0) - (run.againTimings['bodies+decode'] ?? 0));
+  limits.push(await writeLimit());
   const t = performance.now();
   decodeEnvelope(xml);
   parse.push(performance.now() - t);
@@ -148,6 +186,15 @@ console.log(
       runs,
       firstApplyMsMedian: Math.round(median(first)),
       firstApplyMsEachRun: first.map(Math.round),
+      // the read and decode step of the first apply
+      decodeMsMedian: Math.round(median(decode)),
+      writeLimitMsMedian: Math.round(median(limits.map((l) => l.seconds * 1000))),
+      writeLimitMsEachRun: limits.map((l) => Math.round(l.seconds * 1000)),
+      writeLimitBackendCpuMsMedian: limits.some((l) => l.backendCpuSeconds === null) ? null : Math.round(median(limits.map((l) => l.backendCpuSeconds! * 1000))),
+      writeLimitRows: Object.values(limits[0].rows).reduce((a, x) => a + x, 0),
+      writeLimitRowsPerTable: limits[0].rows,
+      writeLimitSecondsPerTable: limits[0].secondsPerTable,
+      firstOverLimit: +(median(first) / median(limits.map((l) => l.seconds * 1000))).toFixed(2),
       // CPU time of the first apply (ms): the pump process's, Postgres's (null: not on this machine)
       firstApplyCpuMsMedian: { pump: Math.round(median(pumpCpu)), postgres: pgCpu.includes(null) ? null : Math.round(median(pgCpu as number[])) },
       // of which the full garbage collection after SUCCEEDED (lib/runtime/gc.ts): the message is applied before it

@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import { applyMessage, type ApplyResult } from '../support/refdata-ctx.ts';
 import { HandlerRegistry } from '../../lib/domain/handlers.ts';
 import { registerFlightHandlers } from '../../lib/flight/handlers.ts';
+import { scheduleResponseGuard } from '../../lib/requests/schedule-guard.ts';
 import { createFlightMirror } from '../../lib/flight/mirror.ts';
 import type { QueryDb } from '../../lib/db/kysely.ts';
 import type { Redis } from '../../lib/db/redis.ts';
@@ -11,7 +12,7 @@ import { testConfig } from '../support/env.ts';
 
 export const TZ = 'Asia/Shanghai';
 export const config = testConfig();
-export const registry = registerFlightHandlers(new HandlerRegistry());
+export const registry = registerFlightHandlers(new HandlerRegistry(), { responseGuard: scheduleResponseGuard });
 
 let seqn = 1;
 export function sis(type: string, styp: string, body: string): string {

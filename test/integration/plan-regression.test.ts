@@ -86,7 +86,7 @@ const CASES: [name: string, params: unknown[] | ((text: string) => unknown[])][]
   ['proc_state.heads', [200]],
   ['proc_state.heads', [2000]],
   ['proc_state.identity_owners', [ids(200).map((i) => `k${i}`)]],
-  ['transitions.bind_identities', [ids(200, 998001), ids(200, 998001).map((i) => `n${i}`), now]],
+  ['transitions.bind_identity', [998001, 'n998001', now]],
   [
     'transitions.record_applied',
     [ids(200, 998001), ids(200).map(() => 'SUCCEEDED'), ids(200).map(() => null), ids(200).map(() => 'FLOP'), ids(200).map(() => null), now, [], ids(200).map(() => null)],
@@ -104,7 +104,7 @@ const CASES: [name: string, params: unknown[] | ((text: string) => unknown[])][]
   ['outbox.remove_pending_schd', [flids(200)]],
   ['ledger.load_days', [['2026-12-01']]],
   // intake, backfill
-  ['transitions.enqueue', [ids(500, 1000001), ids(500).map(() => null), now]],
+  ['transitions.enqueue', [ids(500, 1000001), ids(500).map(() => null), now, null]],
   ['proc_state.lowest_open', []],
   ['proc_state.backfill_candidates', [now, ago(3600e3), 500]],
   ['transitions.record_backfill', [ids(200, 995001), now]],

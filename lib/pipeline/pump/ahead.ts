@@ -1,6 +1,9 @@
 // The read and decode steps, and the read ahead: the next batch read and decoded while this one's
-// business, mirror and terminal steps run (never applied ahead).
+// business, mirror and terminal steps run (never applied ahead). A large message's batch is
+// followed by a full collection when it grew the heap (heapMark).
+import v8 from 'node:v8';
 import { withTimeout } from '../../core/timeout.ts';
+import { collectGarbage } from '../../runtime/gc.ts';
 import { describe } from '../../core/errors.ts';
 import type { DecodeHints } from '../../domain/handlers.ts';
 import { decodeMessage, HINTED_BODY, LARGE_BODY } from '../decoding.ts';
@@ -25,6 +28,28 @@ export interface Ahead {
 
 export const isLarge = (b: Body | undefined) => b !== undefined && b !== 'missing' && b.body.length > LARGE_BODY;
 
+/** A large message's batch that grew the heap by more than this is followed by a full collection (collectGarbage). */
+const RELEASE_AFTER_GROWTH = 64 * 2 ** 20;
+const heapUsed = () => v8.getHeapStatistics().used_heap_size;
+
+/**
+ * The heap as a batch starts. A large message (a big snapshot) that was applied leaves garbage of
+ * several times its live data: `release()` collects it now (given back to the system at the next
+ * idle minute: lib/runtime/gc.ts) when the heap grew by more than RELEASE_AFTER_GROWTH; one that
+ * changed little (its records found unchanged) left little, and V8's own collections take it.
+ * True when it collected.
+ */
+export function heapMark(): { release(): boolean } {
+  const atStart = heapUsed();
+  return {
+    release() {
+      if (heapUsed() - atStart <= RELEASE_AFTER_GROWTH) return false;
+      collectGarbage();
+      return true;
+    },
+  };
+}
+
 /** The read and decode steps for the batch: from the batch read ahead where it still holds, the rest read and decoded now. */
 export async function readAndDecode(deps: PumpDeps, heads: HeadRow[], ahead: Ahead | null): Promise<Map<number, Body>> {
   const out = new Map<number, Body>();
@@ -45,6 +70,11 @@ export async function readAndDecode(deps: PumpDeps, heads: HeadRow[], ahead: Ahe
   const bodies = await withTimeout(deps.pump.timeoutMs, 'inbox read', readBodies(deps.inbox, rest));
   for (const [id, b] of await decodeBodies(deps, rest, bodies)) out.set(id, b);
   return out;
+}
+
+/** The next batch read ahead, if this one takes every message it read (`whole`) and there are `following` ones: read and decoded while this one commits. */
+export function readAheadAfter(deps: PumpDeps, ahead: Ahead | null, o: { whole: boolean; following: HeadRow[] }): void {
+  if (ahead && o.whole && o.following.length > 0) readAhead(deps, ahead, o.following);
 }
 
 /** Start reading and decoding the batch after this one (a failure is the next batch's inbox read failure, if it is still that batch). */

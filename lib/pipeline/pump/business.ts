@@ -1,8 +1,9 @@
 // The business step: ONE transaction for the batch. The owners of the batch's identities (one
 // read), every message applied in order (batch domains in memory, transaction handlers in a
-// savepoint each), the domains' net writes, and every message's outcome + identity binding +
-// dispatcher wake-ups (one statement). A message's own failure is its outcome and the batch goes
-// on; a retryable one (INFRA, INTERNAL) ends the batch before that message.
+// savepoint each), every message's outcome + identity binding + dispatcher wake-ups (one
+// statement, sent first so that Postgres runs it while the domains build their net writes), then
+// the domains' net writes. A message's own failure is its outcome and the batch goes on; a
+// retryable one (INFRA, INTERNAL) ends the batch before that message.
 import { classify, type Failure, type ReasonClass } from '../../core/errors.ts';
 import type { BatchDomain, DomainBatch, Handler, HandlerOutcome } from '../../domain/handlers.ts';
 import type { AfterCommitCounts } from '../../runtime/labels.ts';
@@ -10,6 +11,7 @@ import { ownOutcome } from '../failures.ts';
 import { pgRows } from '../../db/statement.ts';
 import * as ProcState from '../../sql/proc-state.ts';
 import type { TerminalState } from '../../sql/proc-state.ts';
+import * as Jobs from '../../sql/jobs.ts';
 import * as Transitions from '../../sql/transitions.ts';
 import { type Cut, logOf, type Member, workOf } from './batch.ts';
 import type { PumpDeps } from './deps.ts';
@@ -32,6 +34,9 @@ type Tx = Parameters<Handler>[0]['tx'];
 type Batches = Map<BatchDomain<unknown>, DomainBatch<unknown>>;
 type Applied = { state: TerminalState; reason: string | null; reasonClass: ReasonClass | null; mirror?: string[]; wake?: string[]; counts?: AfterCommitCounts } | { state: 'RETRY'; failure: Failure };
 
+/** Lets a statement just issued reach the socket (the driver's queue runs on microtasks) before the caller's next synchronous work. */
+const issued = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 const nothing = (cut: Cut | null): Business => ({ count: 0, cut, mirror: [], counts: [], known: new Map(), batches: [] });
 
 /** The business step (`beforeCommit` runs last inside the transaction; throwing rolls it back). No member left to commit: rolled back, count 0. */
@@ -44,11 +49,7 @@ export async function business(deps: PumpDeps, members: Member[], beforeCommit?:
       // identity (INV-6): who owns the batch's keys already; within the batch, the first message of a key
       const keys = [...new Set(members.flatMap((member) => (member.identityToBind ? [member.identityToBind] : [])))];
       const owners = new Map(keys.length === 0 ? [] : (await pgRows(tx, ProcState.identityOwners, keys)).map((x) => [x.identity_key, x.msg_id]));
-      const ownerOf = (member: Member): number | undefined => {
-        if (!member.identityToBind) return undefined;
-        if (!owners.has(member.identityToBind)) owners.set(member.identityToBind, member.h.msg_id);
-        return owners.get(member.identityToBind);
-      };
+      const ownerOf = (member: Member): number | undefined => (member.identityToBind ? Transitions.claimIdentity(owners, member.identityToBind, member.h.msg_id) : undefined);
       const batches = await openDomains(deps, tx, members, now);
       const outcomes: Transitions.AppliedOutcome[] = [];
       const mirror = new Set<string>();
@@ -68,13 +69,25 @@ export async function business(deps: PumpDeps, members: Member[], beforeCommit?:
         if (applied.counts) counts.push(applied.counts);
       }
       if (outcomes.length === 0) throw rollback;
+      // the outcomes are recorded while the domains build their writes: the statement is on its
+      // way before their synchronous work starts (the writes queue behind it on the connection)
+      const recorded = Transitions.recordApplied(tx, outcomes, now, wake);
+      recorded.catch(() => undefined); // awaited below, first: its error is the one thrown
+      await issued();
       const known = new Map<string, unknown>();
-      for (const batch of batches.values()) {
-        const written = await batch.write();
-        for (const task of written.wake) wake.add(task);
-        for (const [flid, state] of written.states ?? []) known.set(flid, state);
+      const late = new Set<string>();
+      try {
+        for (const batch of batches.values()) {
+          const written = await batch.write();
+          for (const task of written.wake) if (!wake.has(task)) late.add(task);
+          for (const [flid, state] of written.states ?? []) known.set(flid, state);
+        }
+      } catch (err) {
+        await recorded;
+        throw err;
       }
-      await Transitions.recordApplied(tx, outcomes, now, wake);
+      await recorded;
+      if (late.size > 0) await Jobs.wakeAll(tx, late); // a domain that named a wake-up only at its write
       await beforeCommit?.();
       return { count: outcomes.length, cut, mirror: [...mirror], counts, known, batches: [...batches.values()] };
     });

@@ -1,6 +1,7 @@
 // What the pump is given (PumpDeps) and what a batch gives back. The pump's rooms (docs/design.md
-// "The pump's steps"): loop.ts (drain, tick, lock slicing), steps.ts (applyBatch: chooseBatch →
-// read and decode → business → mirror → terminal), ahead.ts (read and decode, read ahead),
+// "The pump's steps"): loop.ts (drain, tick, lock slicing), steps.ts (applyBatch: the step order),
+// choose.ts (chooseBatch), ahead.ts (read and decode, read ahead), terminal.ts (mirror, terminal,
+// failures: logged and counted),
 // batch.ts (the batch model: what is to be done with each message), business.ts (the business
 // transaction), tail.ts (the tail's ordering rules), ports.ts (locks, savepoints and probes).
 import type { Logger } from 'pino';
@@ -13,6 +14,7 @@ import type { Executor } from '../../db/statement.ts';
 import type { DecodeHints, HandlerRegistry, Mirror } from '../../domain/handlers.ts';
 import type { Crash } from '../../runtime/crash.ts';
 import type { WorkerResult } from '../decoder.ts';
+import type { TerminalState } from '../../sql/proc-state.ts';
 import type { PumpTrace } from './trace.ts';
 
 /** The decode step's engine: lib/pipeline/decoder.ts (a worker thread), or inlineDecoding (lib/pipeline/pump/ahead.ts). */
@@ -70,9 +72,22 @@ export const pumpSettings = (config: Config) => {
   return { pump: s.pump, airport: s.airport, failures: s.failures };
 };
 
-export type TickResult = { kind: 'idle' } | { kind: 'wait'; until: Date; msgId: number } | { kind: 'processed'; msgId: number; state: string };
+/** Where a message of a batch ended: terminal, or FAILED (held for a retry). */
+export type DoneState = TerminalState | 'FAILED';
+export type Done = { msgId: number; state: DoneState };
 
-export type Done = { msgId: number; state: string };
+export type TickResult = { kind: 'idle' } | { kind: 'wait'; until: Date; msgId: number } | ({ kind: 'processed' } & Done);
 export type BatchResult = { kind: 'idle' } | { kind: 'wait'; until: Date; msgId: number } | { kind: 'done'; done: Done[]; retrySmaller?: number };
 
 export const done = (xs: Done[]): BatchResult => ({ kind: 'done', done: xs });
+
+/** Adds the time since the previous lap to `timings[name]` (benchmarks: PumpDeps.timings); a no-op without timings. */
+export function stopwatch(timings: Record<string, number> | undefined): (name: string) => void {
+  if (!timings) return () => {};
+  let t = performance.now();
+  return (name) => {
+    const now = performance.now();
+    timings[name] = (timings[name] ?? 0) + (now - t);
+    t = now;
+  };
+}

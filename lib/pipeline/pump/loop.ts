@@ -76,7 +76,10 @@ export async function tick(deps: PumpDeps): Promise<TickResult> {
   try {
     const result = await applyBatch(deps, 1, { ahead: null, tail: new TailGate<Member>(), overlap: false });
     if (result.kind !== 'done') return result;
-    return { kind: 'processed', ...(result.done[0] ?? { msgId: 0, state: 'FAILED' }) };
+    const [first] = result.done;
+    // a batch of one ends with its outcome; none only when it was rolled back for a retry, which a batch of one never is
+    if (!first) throw new Error('tick: the batch of one ended without an outcome');
+    return { kind: 'processed', ...first };
   } finally {
     await deps.ports.unlock();
   }

@@ -1,5 +1,5 @@
 // The pump's ports on SQL (PumpPorts): PIPELINE_LOCK on its session, savepoints in its business
-// transaction, and the probes of the services it waits for (lib/pipeline/pump/steps.ts chooseBatch).
+// transaction, and the probes of the services it waits for (lib/pipeline/pump/choose.ts).
 import { LOCKS } from '../../db/postgres.ts';
 import { myRows, pgOne, pgRun } from '../../db/statement.ts';
 import * as Locks from '../../sql/locks.ts';

@@ -11,11 +11,16 @@
 //   R3 excluded     the batch whose tail runs is left out of the next heads read.
 //   R4 start        at most one tail runs; drain settles it before releasing PIPELINE_LOCK or
 //                   returning (settle, ended).
+//   R5 overlapsNext a batch's tail overlaps the next batch only in drain, when nothing cut the
+//                   batch short and it is not a large message (whose release follows its steps).
 // A crash anywhere leaves committed, non-terminal outcomes: recovered by the next pump.
 import { describe } from '../../core/errors.ts';
 import type { Done } from './deps.ts';
 
 export type TailPhase = 'none' | 'mirroring' | 'terminal' | 'ended' | 'mirror-failed' | 'terminal-failed';
+
+/** R5: may this batch's mirror and terminal steps run while the next batch does? */
+export const overlapsNext = (o: { drain: boolean; cut: boolean; large: boolean }): boolean => o.drain && !o.cut && !o.large;
 
 /** The next batch's business transaction rolls back: the mirror step of the batch before failed. */
 export class MirrorBehind extends Error {}

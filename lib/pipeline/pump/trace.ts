@@ -8,7 +8,7 @@
 //                  attributes: message ID, TYPE/STYP, FLID, outcome and reason class.
 // A message that failed (FAILED, DEAD) gets its `pump apply` span with the error's class. A batch
 // rolled back and tried again smaller leaves no span: its messages' next batch writes theirs.
-// steps.ts calls `deps.tracer?.…`: without tracing nothing here runs.
+// steps.ts, choose.ts and terminal.ts call `deps.tracer?.…`: without tracing nothing here runs.
 import { type SpanAttributes, type TraceTime, type Tracing, traceIdOf } from '../../runtime/tracing.ts';
 import type { HeadRow } from '../../sql/proc-state.ts';
 

@@ -1,12 +1,13 @@
 // The flight session's loads (lib/flight/session.ts), counted: the Postgres edge is replaced by
 // an in-memory table of flights, and every load statement the session would run is recorded.
 // What the planner needs is loaded before a message is applied, and nothing more: a batch of
-// FLOPs on flights preload loaded runs no statement after preload.
+// FLOPs on flights preload loaded runs no statement after preload; the next batch of the same
+// PIPELINE_LOCK hold reads nothing it committed (FlightStateCache).
 import pino from 'pino';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { slices } from '../../../lib/core/config.ts';
 import { decodeFlightCommand } from '../../../lib/flight/handlers.ts';
-import { FlightSession } from '../../../lib/flight/session.ts';
+import { FlightSession, FlightStateCache } from '../../../lib/flight/session.ts';
 import type { FlightState } from '../../../lib/flight/state.ts';
 import type { Executor } from '../../../lib/flight/store.ts';
 import { testConfig } from '../../support/env.ts';
@@ -20,6 +21,7 @@ vi.mock('../../../lib/flight/store.ts', async (original) => ({
     if (flids.length) db.statements.push(`states ${[...flids].join(',')}`);
     return new Map(flids.flatMap((f) => (db.flights.has(f) ? [[f, db.flights.get(f)!] as const] : [])));
   },
+  writePlan: async () => {},
   loadSharedOf: async (_tx: unknown, masters: readonly string[]) => {
     if (masters.length) db.statements.push(`shared ${[...masters].join(',')}`);
     return [...db.flights.values()]
@@ -81,5 +83,28 @@ describe('flight session loads', () => {
     await s.preload([]);
     expect(await s.apply(message(1, flopEnv('STND', '<STND>S1</STND>', '99')))).toMatchObject({ outcome: 'skipped', reason: 'no-flight', mirror: ['99'] });
     expect(db.statements).toEqual(['states 99', 'floors 99', 'shared 99']);
+  });
+
+  it("the next batch of the same lock hold reads neither the states nor the shared lists it committed; a flight written drops its master's list", async () => {
+    const cache = new FlightStateCache();
+    const batch = async (msgs: ReturnType<typeof message>[]) => {
+      const s = new FlightSession({ tx: {} as Executor, now: NOW, airport, log }, cache);
+      await s.preload(msgs.map((m) => m.cmd));
+      for (const m of msgs) await s.apply(m);
+      await s.write();
+      s.committed();
+    };
+    await batch([message(1, flopEnv('STND', '<STND>S1</STND>', '15'))]);
+    expect(db.statements).toEqual(['states 15', 'shared 15']);
+    db.statements.length = 0;
+    await batch([message(2, flopEnv('STND', '<STND>S2</STND>', '15'))]);
+    expect(db.statements).toEqual([]);
+    // flight 2 is a shared flight of 1: deleting it changes 1's list
+    await batch([message(3, flopEnv('STND', '<STND>S3</STND>', '1'))]);
+    db.statements.length = 0;
+    await batch([message(4, flopEnv('FDEL', '<FDEL></FDEL>', '2'))]);
+    db.statements.length = 0;
+    await batch([message(5, flopEnv('STND', '<STND>S5</STND>', '1'))]);
+    expect(db.statements).toEqual(['shared 1']);
   });
 });

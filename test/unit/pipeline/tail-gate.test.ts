@@ -1,7 +1,8 @@
 // The tail's ordering rules (lib/pipeline/pump/tail.ts), one test each, with the mirror step and
 // the terminal statement as promises the test ends when it wants.
 import { describe, expect, it } from 'vitest';
-import { MirrorBehind, TailGate } from '../../../lib/pipeline/pump/tail.ts';
+import { MirrorBehind, overlapsNext, TailGate } from '../../../lib/pipeline/pump/tail.ts';
+import type { Done } from '../../../lib/pipeline/pump/deps.ts';
 
 type M = { h: { msg_id: number } };
 const members = (...ids: number[]): M[] => ids.map((msg_id) => ({ h: { msg_id } }));
@@ -67,7 +68,7 @@ describe('TailGate: the ordering rules of the tail', () => {
   it('R2: the terminal statement starts only after the mirror step, and settle waits for it (the next mirror step comes after)', async () => {
     const gate = new TailGate<M>();
     const mirror = deferred();
-    const terminal = deferred<{ msgId: number; state: string }[]>();
+    const terminal = deferred<Done[]>();
     let terminalStarted = false;
     gate.start(members(3), mirror.promise, () => {
       terminalStarted = true;
@@ -113,5 +114,12 @@ describe('TailGate: the ordering rules of the tail', () => {
     mirror.reject(new Error('redis down'));
     await expect(ended).resolves.toBeUndefined();
     expect(gate.phase).toBe('mirror-failed');
+  });
+
+  it('R5: the tail overlaps the next batch only in drain, with nothing cut and no large message', () => {
+    expect(overlapsNext({ drain: true, cut: false, large: false })).toBe(true);
+    expect(overlapsNext({ drain: false, cut: false, large: false })).toBe(false); // tick ends every step first
+    expect(overlapsNext({ drain: true, cut: true, large: false })).toBe(false); // the cut message's failure follows the terminal step
+    expect(overlapsNext({ drain: true, cut: false, large: true })).toBe(false); // a large message's release follows its steps
   });
 });
