@@ -2,7 +2,7 @@
 // The state diff of this installation (DATABASE_URL) and another one (docs/operations.md "Trying
 // a rule change"): both at the same inbox position, flights as GET /flights/:flid shows them,
 // reference data and message outcomes. Exit 0 equal, 1 different, 2 could not compare.
-import { cliArgs, usageExit } from './args.ts';
+import { cliArgs, cliConfig, reach, usageExit } from './args.ts';
 
 const SPEC = {
   name: 'compare',
@@ -24,7 +24,7 @@ const SPEC = {
 const args = cliArgs(SPEC);
 const otherUrl = args.options['--other'];
 if (!otherUrl) usageExit(SPEC, '--other <DATABASE_URL> is required');
-const { loadConfig, parseDuration, redactUrl, slices } = await import('../lib/core/config.ts');
+const { parseDuration, redactUrl, slices } = await import('../lib/core/config.ts');
 let waitMs = 30_000;
 try {
   if (args.options['--wait'] !== undefined) waitMs = parseDuration(args.options['--wait']);
@@ -35,13 +35,8 @@ const { createDb, createPool } = await import('../lib/db/postgres.ts');
 const { compareInstallations, CannotCompare } = await import('../lib/shadow/collect.ts');
 const { formatReport } = await import('../lib/shadow/diff.ts');
 
-let config: import('../lib/core/config.ts').Config;
-try {
-  config = loadConfig();
-} catch (e) {
-  console.error(`compare: ${(e as Error).message}`);
-  process.exit(2);
-}
+const config = await cliConfig(SPEC.name);
+await reach(SPEC.name, config, ['postgres']);
 const timeoutMs = Math.max(slices(config).io.timeoutMs, 30_000);
 const herePool = createPool(config.DATABASE_URL, { max: 3, name: 'compare', statementTimeoutMs: timeoutMs });
 const otherPool = createPool(otherUrl, { max: 3, name: 'compare', statementTimeoutMs: timeoutMs });
