@@ -14,6 +14,8 @@ import { freePort } from '../support/ports.ts';
 import { dockerMissing, localCaCerts, ok, ROOT, run, waitFor } from './docker.ts';
 
 const PROJECT = 'msgx-deploy-test';
+/** Where docs/asyncapi.yaml's `compose` server says consumers read (SASL_SSL). */
+const COMPOSE_KAFKA = (parse(readFileSync(join(ROOT, 'docs/asyncapi.yaml'), 'utf8')) as { servers: { compose: { host: string } } }).servers.compose.host;
 const SECRETS = mkdtempSync(join(tmpdir(), 'msgx-deploy-secrets-'));
 const WORK = mkdtempSync(join(tmpdir(), 'msgx-deploy-work-'));
 const ONE_SHOTS = ['migrate', 'kafka-users'];
@@ -304,7 +306,8 @@ describe.skipIf(missing !== undefined)('docker-compose.yml, brought up as its us
     );
   }, 180_000);
 
-  it("the msg topic, read over SASL_SSL (kafka:9094) with Kafka's console consumer as the gateway's user", async () => {
+  it("the msg topic, read over SASL_SSL at AsyncAPI's compose server (kafka:9094) with Kafka's console consumer as the gateway's user", async () => {
+    expect(COMPOSE_KAFKA).toBe('kafka:9094');
     const flights = await timed('console consumer', () => noneLostOrReordered());
     expect(flights).toBe(3);
   }, 180_000);

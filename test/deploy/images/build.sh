@@ -74,7 +74,7 @@ build() {
   cp -a "$HERE/$name/." "$ctx/"
   fetch "$name" "$ctx"
   say "$tag: building the stand-in ($hash)"
-  docker build -q --label msgx.standin="$name" --label msgx.inputs="$hash" -t "$tag" "$ctx" >/dev/null 2>"$ctx/build.err" ||
+  docker build -q --force-rm --label msgx.standin="$name" --label msgx.inputs="$hash" -t "$tag" "$ctx" >/dev/null 2>"$ctx/build.err" ||
     { tail -30 "$ctx/build.err" >&2; exit 1; }
   say "$tag: built in $((SECONDS - started)) s"
 }
