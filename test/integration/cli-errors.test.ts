@@ -4,10 +4,10 @@
 // stack trace or a driver's error object. The wrong passwords are refused by servers of this
 // test (Postgres and Kafka with TLS and passwords, test/support/tls.ts) and by the machine's
 // MariaDB (root has no password: a given one is refused).
-import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { run } from '../deploy/docker.ts';
 import { TEST_INBOX_URL, testEnv } from '../support/env.ts';
 import { resolveKafka } from '../../lib/core/connections.ts';
 import { probes } from '../../lib/runtime/probe.ts';
@@ -37,20 +37,7 @@ let pki: Pki;
 let pg: SecurePostgres;
 let kafka: SecureKafka | undefined;
 
-function cli(script: string, args: string[], env: Record<string, string>): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((done) => {
-    const c = spawn(process.execPath, [`scripts/${script}.ts`, ...args], { cwd: ROOT, env: { ...process.env, ...env } });
-    let stdout = '';
-    let stderr = '';
-    c.stdout.on('data', (d) => (stdout += d));
-    c.stderr.on('data', (d) => (stderr += d));
-    const t = setTimeout(() => c.kill('SIGKILL'), 60_000);
-    c.on('close', (status) => {
-      clearTimeout(t);
-      done({ status, stdout, stderr });
-    });
-  });
-}
+const cli = (script: string, args: string[], env: Record<string, string>) => run(process.execPath, [`scripts/${script}.ts`, ...args], { env: { ...process.env, ...env }, timeoutMs: 60_000 });
 
 /** The settings of each service with the right password, and each with a wrong one. */
 function settings(service: Service, password: string): Record<string, string> {
