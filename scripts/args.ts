@@ -3,7 +3,8 @@
 // 0 before anything is opened or changed. A bad argument prints one line naming the flags the
 // command knows, then its usage, and exits 2. Every message is prefixed once with the name.
 
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import type { Config } from '../lib/core/config.ts';
 import type { ServiceName } from '../lib/core/connections.ts';
 import { scrub } from '../lib/core/secrets.ts';
@@ -21,6 +22,16 @@ export function guardOutput(): void {
     const write = s.write.bind(s) as (...a: unknown[]) => boolean;
     s.write = ((chunk: unknown, ...rest: unknown[]) => write(typeof chunk === 'string' ? scrub(chunk) : chunk, ...rest)) as typeof s.write;
   }
+}
+
+/**
+ * The logins scripts/services made on this machine (.local/services.env, docs/decisions.md "Local
+ * logins"), for what the environment does not set. Every CLI loads it first (cliArgs, scriptHelp);
+ * `npm start`'s and `npm test`'s processes inherit it.
+ */
+export function loadLocalEnv(): void {
+  const file = fileURLToPath(new URL('../.local/services.env', import.meta.url));
+  if (existsSync(file)) process.loadEnvFile(file);
 }
 
 export interface CliSpec {
@@ -76,6 +87,7 @@ export function parseArgs(spec: CliSpec, argv: readonly string[]): ParsedArgs {
  * the reason and the usage on stderr and exit 2. Call before opening any connection.
  */
 export function cliArgs(spec: CliSpec, argv: readonly string[] = process.argv.slice(2)): ParsedArgs {
+  loadLocalEnv();
   guardOutput();
   lastResort(spec.name);
   if (wantsHelp(argv)) {
@@ -255,6 +267,7 @@ export function dispatchSelection(a: ParsedArgs) {
  * on --help; exits 2 on an option, since these take positional values only.
  */
 export function scriptHelp(metaUrl: string, argv: readonly string[] = process.argv.slice(2)): void {
+  loadLocalEnv();
   guardOutput();
   const asked = wantsHelp(argv);
   const option = argv.find((a) => a.startsWith('-') && !/^-\d/.test(a));

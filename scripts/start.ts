@@ -8,9 +8,9 @@
 // `npm start` is `MSGX_DEV_MODE=… node scripts/start.ts --up`: services up and migrations first, so that
 // `npm start -- --help` answers before anything is started or migrated.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { cliArgs } from './args.ts';
+import { cliArgs, loadLocalEnv } from './args.ts';
 import { concurrently, type CloseEvent, type Command } from 'concurrently';
 
 /** The processes' own graceful shutdown gets 3 s (it normally takes well under 1 s); with the runner's and npm's exit the whole set is down within 5 s even on a loaded machine. */
@@ -79,9 +79,6 @@ const SPEC = {
   --procfile FILE   another Procfile (default Procfile)`,
 };
 
-/** The logins scripts/services made on this machine (docs/decisions.md "Local logins"); npm scripts read it with --env-file-if-exists. */
-export const LOCAL_ENV = '.local/services.env';
-
 /** services up, then the migrations, as `npm start` did in its script line; exits on a failure. */
 function up(): void {
   for (const [cmd, args] of [
@@ -91,7 +88,7 @@ function up(): void {
     const r = spawnSync(cmd, [...args], { stdio: 'inherit' });
     if (r.status !== 0) process.exit(r.status ?? 1);
     // a first start made the logins just now: migrate and the processes use them (what is set already wins)
-    if (cmd === 'scripts/services' && existsSync(LOCAL_ENV)) process.loadEnvFile(LOCAL_ENV);
+    if (cmd === 'scripts/services') loadLocalEnv();
   }
 }
 
