@@ -63,6 +63,15 @@ async function containers(): Promise<Container[]> {
   }[];
   return all.map((c) => ({ id: c.Id, service: c.Config.Labels['com.docker.compose.service'], status: c.State.Status, health: c.State.Health?.Status, exitCode: c.State.ExitCode }));
 }
+/** The images' anonymous volumes (VOLUME lines compose maps nowhere): `down` leaves them; afterAll removes them. */
+const anonymous = new Set<string>();
+async function noteAnonymousVolumes(): Promise<void> {
+  const ids = (await ok('docker', ['ps', '-aq', '--filter', `label=com.docker.compose.project=${PROJECT}`])).split('\n').filter(Boolean);
+  if (!ids.length) return;
+  const all = JSON.parse(await ok('docker', ['inspect', ...ids])) as { Mounts: { Type: string; Name?: string }[] }[];
+  for (const c of all) for (const m of c.Mounts) if (m.Type === 'volume' && m.Name && /^[0-9a-f]{64}$/.test(m.Name)) anonymous.add(m.Name);
+}
+
 /** Every long-running container healthy and the one-shots exited 0 (throws at once on a failed one-shot). */
 async function allHealthy(): Promise<Container[] | undefined> {
   const cs = await containers();
@@ -226,7 +235,9 @@ describe.skipIf(missing !== undefined)('docker-compose.yml, brought up as its us
   }, 45 * 60_000);
 
   afterAll(async () => {
+    await noteAnonymousVolumes().catch(() => {});
     await dc(['down', '-v', '--remove-orphans'], 300_000);
+    if (anonymous.size) await run('docker', ['volume', 'rm', ...anonymous]);
     rmSync(SECRETS, { recursive: true, force: true });
     rmSync(WORK, { recursive: true, force: true });
     console.log(`[deploy] seconds per step: ${JSON.stringify(times)}`);
@@ -411,6 +422,7 @@ describe.skipIf(missing !== undefined)('docker-compose.yml, brought up as its us
   it('down, then up (volumes kept): the data is still there', async () => {
     expect(kept.states).toMatch(/SUCCEEDED/);
     await timed('down + up', async () => {
+      await noteAnonymousVolumes();
       await dcOk(['down'], 300_000);
       await dcOk(['up', '-d'], 600_000);
       await waitHealthy();

@@ -73,6 +73,10 @@ export function dockerMissing(): string | undefined {
   return undefined;
 }
 
+/** Thrown by a probe of waitFor: no point in waiting on (the process waited for has ended). */
+export class GaveUp extends Error {}
+
+/** `probe` every `everyMs` until it returns a value (not undefined / false), or throws GaveUp; else an error after `timeoutMs`. */
 export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs: number, everyMs = 1000): Promise<T> {
   const end = Date.now() + timeoutMs;
   let last: unknown;
@@ -81,6 +85,7 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
       const v = await probe();
       if (v !== undefined && v !== false) return v;
     } catch (e) {
+      if (e instanceof GaveUp) throw e;
       last = e;
     }
     if (Date.now() > end) throw new Error(`${what}: not within ${timeoutMs / 1000} s${last ? ` (last: ${(last as Error).message})` : ''}`);

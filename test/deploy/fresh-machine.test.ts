@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dockerMissing, localCaCerts, ok, ROOT, run, waitFor } from './docker.ts';
+import { dockerMissing, GaveUp, localCaCerts, ok, ROOT, run, waitFor } from './docker.ts';
 
 const NAME = 'msgx-fresh-machine-test';
 const APP = '/root/msgexchange';
@@ -77,8 +77,8 @@ describe.skipIf(missing !== undefined)('a fresh Debian 12 with only the prerequi
           async () => {
             const r = await sh('curl -s -o /dev/null -w "%{http_code}" localhost:8080/healthz', 20_000);
             if (r.stdout === '200') return true;
-            const log = (await sh('cat /root/start.log', 20_000)).stdout;
-            if (/start: stopped|services: error|npm ERR!|npm error/.test(log)) throw new Error(`npm start ended:\n${log.slice(-4000)}`);
+            if ((await sh('pgrep -f "npm install|scripts/start.ts" >/dev/null && echo running', 20_000)).stdout.trim() !== 'running')
+              throw new GaveUp(`npm install && npm start ended:\n${(await sh('tail -c 4000 /root/start.log', 20_000)).stdout}`);
             return false;
           },
           30 * 60_000,
