@@ -293,10 +293,10 @@ describe.skipIf(missing !== undefined)('docker-compose.yml, brought up as its us
         ['migrate', 0],
       ]);
       expect(cs.filter((c) => !ONE_SHOTS.includes(c.service)).length).toBe(13); // 5 servers, 8 processes
-    // what README tells an operator to look at: `ps -a`, every row "Up (healthy)" or "Exit 0"
-    const rows = (await dcOk(['ps', '-a'])).split('\n').filter((l) => l.startsWith(`${PROJECT}_`));
-    expect(rows.length).toBe(15);
-    expect(rows.filter((l) => !/ (Up \(healthy\)|Exit 0) /.test(l))).toEqual([]);
+      // what README tells an operator to look at: `ps -a`, every row "Up (healthy)" or "Exit 0"
+      const rows = (await dcOk(['ps', '-a'])).split('\n').filter((l) => l.startsWith(`${PROJECT}_`));
+      expect(rows.length).toBe(15);
+      expect(rows.filter((l) => !/ (Up \(healthy\)|Exit 0) /.test(l))).toEqual([]);
       // published: the api and Prometheus on the loopback, nothing else
       const ports = await ok('docker', ['ps', '--filter', `label=com.docker.compose.project=${PROJECT}`, '--format', '{{.Ports}}']);
       expect(ports.match(/[\d.]+:\d+->\d+\/tcp/g)?.sort()).toEqual([`127.0.0.1:${apiPort}->8080/tcp`, `127.0.0.1:${promPort}->9090/tcp`].sort());

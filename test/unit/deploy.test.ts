@@ -256,7 +256,7 @@ describe('secrets and exposure (docker-compose.yml)', () => {
 
   const keytool = spawnSync('keytool', ['-help'], { encoding: 'utf8' }).status === 0;
   const root = process.getuid?.() === 0;
-  if (!keytool || !root) console.warn(`SKIPPED(deploy-secrets-run): ${!root ? 'not root (it gives files to the containers\' users)' : 'no keytool (a JDK)'}`);
+  if (!keytool || !root) console.warn(`SKIPPED(deploy-secrets-run): ${!root ? "not root (it gives files to the containers' users)" : 'no keytool (a JDK)'}`);
   it.runIf(keytool && root)('scripts/deploy-secrets: the folder 700, every file 600, each reader folder owned by its container user', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'msgx-secrets-'));
     try {
