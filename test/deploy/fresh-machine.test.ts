@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dockerMissing, GaveUp, localCaCerts, ok, ROOT, run, waitFor } from './docker.ts';
 
 const NAME = 'msgx-fresh-machine-test';
-const APP = '/root/msgexchange';
+/** Where the user cloned it: readable by the postgres user (tests start Postgres servers of their own as it); /root is not. */
+const APP = '/srv/msgexchange';
 const times: Record<string, number> = {};
 const WORK = mkdtempSync(join(tmpdir(), 'msgx-fresh-'));
 
