@@ -43,7 +43,8 @@ const cli = (script: string, args: string[], env: Record<string, string>) => run
 function settings(service: Service, password: string): Record<string, string> {
   const wrong = secretFile(pki.dir, `password-${service}-${password.length}`, password);
   if (service === 'postgres') return { DATABASE_URL: pg.url(), DATABASE_TLS_MODE: 'verify-full', DATABASE_TLS_CA: pki.ca, DATABASE_PASSWORD_FILE: wrong };
-  if (service === 'mariadb') return { INBOX_URL: TEST_INBOX_URL, INBOX_PASSWORD_FILE: wrong };
+  // the machine's MariaDB: its user (root without password, or a local login whose password the URL carries) with another password
+  if (service === 'mariadb') return { INBOX_URL: TEST_INBOX_URL.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1@'), INBOX_PASSWORD_FILE: wrong };
   return {
     KAFKA_BROKERS: kafka!.brokers,
     KAFKA_SECURITY_PROTOCOL: 'SASL_SSL',
