@@ -44,6 +44,8 @@ export const SOLO = ['test/integration/api-security.test.ts', 'test/integration/
  * time out reading every record back in about one run of two (RELIABILITY.md R10).
  */
 const DRILLS = ['test/integration/kafka-cluster.test.ts'];
+/** The deployments users run, in containers: `npm run test:deploy`, `npm run test:fresh-machine` (vitest.deploy.config.ts). */
+const DEPLOY = ['test/deploy/**'];
 const drills = process.env.MSGX_DRILLS === '1';
 
 // Every process a test starts (the workers, the CLIs; hundreds per run) compiles its TypeScript once
@@ -62,7 +64,14 @@ export default defineConfig({
     reporters: ['default', './test/support/summary-reporter.ts'],
     projects: [
       {
-        test: { ...common, name: 'side-by-side', include: drills ? [] : ['test/**/*.test.ts'], exclude: [...ALONE, ...LANE, ...SOLO, ...DRILLS], maxWorkers: slotCount(), sequence: { groupOrder: 0 } },
+        test: {
+          ...common,
+          name: 'side-by-side',
+          include: drills ? [] : ['test/**/*.test.ts'],
+          exclude: [...ALONE, ...LANE, ...SOLO, ...DRILLS, ...DEPLOY],
+          maxWorkers: slotCount(),
+          sequence: { groupOrder: 0 },
+        },
       },
       { test: { ...common, name: 'alone', include: drills ? DRILLS : [...ALONE, ...LANE], maxWorkers: Math.min(ALONE_WORKERS, slotCount()), sequence: { groupOrder: 1 } } },
       { test: { ...common, name: 'solo', include: drills ? [] : SOLO, maxWorkers: 1, sequence: { groupOrder: 2 } } },

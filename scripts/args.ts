@@ -3,7 +3,10 @@
 // 0 before anything is opened or changed. A bad argument prints one line naming the flags the
 // command knows, then its usage, and exits 2. Every message is prefixed once with the name.
 
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Config } from '../lib/core/config.ts';
+import type { ServiceName } from '../lib/core/connections.ts';
 import { scrub } from '../lib/core/secrets.ts';
 
 /**
@@ -19,6 +22,16 @@ export function guardOutput(): void {
     const write = s.write.bind(s) as (...a: unknown[]) => boolean;
     s.write = ((chunk: unknown, ...rest: unknown[]) => write(typeof chunk === 'string' ? scrub(chunk) : chunk, ...rest)) as typeof s.write;
   }
+}
+
+/**
+ * The logins scripts/services made on this machine (.local/services.env, docs/decisions.md "Local
+ * logins"), for what the environment does not set. Every CLI loads it first (cliArgs, scriptHelp);
+ * `npm start`'s and `npm test`'s processes inherit it.
+ */
+export function loadLocalEnv(): void {
+  const file = fileURLToPath(new URL('../.local/services.env', import.meta.url));
+  if (existsSync(file)) process.loadEnvFile(file);
 }
 
 export interface CliSpec {
@@ -74,7 +87,9 @@ export function parseArgs(spec: CliSpec, argv: readonly string[]): ParsedArgs {
  * the reason and the usage on stderr and exit 2. Call before opening any connection.
  */
 export function cliArgs(spec: CliSpec, argv: readonly string[] = process.argv.slice(2)): ParsedArgs {
+  loadLocalEnv();
   guardOutput();
+  lastResort(spec.name);
   if (wantsHelp(argv)) {
     process.stdout.write(`${spec.usage.trimEnd()}\n`);
     process.exit(0);
@@ -83,6 +98,79 @@ export function cliArgs(spec: CliSpec, argv: readonly string[] = process.argv.sl
     return parseArgs(spec, argv);
   } catch (e) {
     usageExit(spec, (e as Error).message);
+  }
+}
+
+/** The first line of a message (a configuration's list of problems joined with "; "). */
+export const oneLine = (text: string) =>
+  text
+    .replace(/:\n\s+- /, ': ')
+    .replace(/\n\s+- /g, '; ')
+    .split('\n')[0];
+
+/** `name: line` on stderr, then exit with `code`. */
+export function failExit(name: string, line: string, code: 1 | 2): never {
+  process.stderr.write(`${name}: ${oneLine(line)}\n`);
+  process.exit(code);
+}
+
+/**
+ * Whatever a CLI did not catch ends as one line `name: <message>` and exit 1, never a stack trace
+ * or a driver's error object (installed once, by cliArgs).
+ */
+function lastResort(name: string): void {
+  if (process.listenerCount('uncaughtException') > 0) return;
+  const end = (e: unknown) => failExit(name, failureLine(e), 1);
+  process.on('uncaughtException', end);
+  process.on('unhandledRejection', end);
+}
+
+/** The configuration of a CLI; a bad setting is one line naming it, exit 2. */
+export async function cliConfig(name: string): Promise<Config> {
+  const { loadConfig } = await import('../lib/core/config.ts');
+  try {
+    return loadConfig();
+  } catch (e) {
+    return failExit(name, (e as Error).message, 2);
+  }
+}
+
+const URL_SETTING: Record<ServiceName, string> = { postgres: 'DATABASE_URL', mariadb: 'INBOX_URL', redis: 'REDIS_URL', kafka: 'KAFKA_BROKERS' };
+const NO_PEER = /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|ECONNRESET|ETIMEDOUT|EPIPE)$/;
+
+/**
+ * A failure as one line: a connection refused for its settings names the service, what was wrong
+ * and the setting to check (lib/db/tls.ts); one nobody answered names the service and its URL
+ * setting; anything else is its message's first line. No secret (scrub), no stack, no object.
+ */
+export function failureLine(e: unknown, service?: ServiceName): string {
+  const err = (e ?? {}) as { name?: string; message?: unknown; code?: unknown; errors?: unknown[]; service?: ServiceName };
+  if (err.name === 'ConnectionSetupError') return scrub(String(err.message));
+  const inner = (err.errors?.[0] ?? {}) as { message?: unknown };
+  const message = String(err.message || inner.message || err.code || e);
+  if (!service) return scrub(oneLine(message));
+  const code = typeof err.code === 'string' ? err.code : '';
+  if (NO_PEER.test(code) || /did not answer within|timed out after|Connection is closed|\b(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ETIMEDOUT)\b/i.test(message))
+    return scrub(oneLine(`${service}: no connection (${message}): check ${URL_SETTING[service]} and that the server runs`));
+  return scrub(oneLine(`${service}: ${message}`));
+}
+
+/**
+ * Before its action, one round trip to each service the CLI uses (lib/runtime/probe.ts, bounded
+ * by msgx.io.timeout): a refused or unanswered connection is one line naming the service and the
+ * setting to check, exit 1.
+ */
+export async function reach(name: string, config: Config, services: readonly ServiceName[]): Promise<void> {
+  const [{ probes }, { targets }, { explained }] = await Promise.all([import('../lib/runtime/probe.ts'), import('../lib/core/config.ts'), import('../lib/db/tls.ts')]);
+  const t = targets(config);
+  const ms = config['msgx.io.timeout'];
+  const check = { postgres: () => probes.postgres(t.postgres, ms), mariadb: () => probes.mysql(t.mariadb, ms), redis: () => probes.redis(t.redis, ms), kafka: () => probes.kafka(t.kafka, ms) };
+  for (const service of services) {
+    try {
+      await check[service]()();
+    } catch (e) {
+      failExit(name, failureLine(explained(service, e), service), 1);
+    }
   }
 }
 
@@ -103,27 +191,20 @@ export interface CliOutcome {
 
 /**
  * The frame of every operator CLI: arguments first (--help and bad arguments never open a
- * connection), then config and one Postgres connection, the action, one line of result (plus,
- * on stderr, why matched things were left), exit code 1 when the action did not do what was
- * asked (nothing done, or a named id left), 2 with the command's name on any error.
+ * connection), then config (a bad setting: exit 2) and a round trip to each service it needs (a
+ * refusal: exit 1, reach), one Postgres connection, the action, one line of result (plus, on
+ * stderr, why matched things were left), exit code 1 when the action did not do what was asked
+ * (nothing done, or a named id left) or lost its connection, 2 on any other error.
  */
 export async function runOperatorCli(
   spec: CliSpec,
   action: (db: import('../lib/db/postgres.ts').Db, args: ParsedArgs, config: import('../lib/core/config.ts').Config) => Promise<string | CliOutcome>,
+  needs: (args: ParsedArgs) => readonly ServiceName[] = () => ['postgres'],
 ): Promise<void> {
   const args = cliArgs(spec);
-  const { loadConfig } = await import('../lib/core/config.ts');
-  const { createDb, createPool } = await import('../lib/db/postgres.ts');
-  let config: import('../lib/core/config.ts').Config;
-  try {
-    config = loadConfig();
-  } catch (e) {
-    console.error(`${spec.name}: ${(e as Error).message}`);
-    process.exitCode = 2;
-    return;
-  }
-  const { targets } = await import('../lib/core/config.ts');
-  const { explained } = await import('../lib/db/tls.ts');
+  const config = await cliConfig(spec.name);
+  await reach(spec.name, config, needs(args));
+  const [{ targets }, { createDb, createPool }, { explainConnectionError }] = await Promise.all([import('../lib/core/config.ts'), import('../lib/db/postgres.ts'), import('../lib/db/tls.ts')]);
   const pool = createPool(targets(config).postgres, { max: 1 });
   try {
     const r = await action(createDb(pool), args, config);
@@ -135,8 +216,13 @@ export async function runOperatorCli(
   } catch (e) {
     if (e instanceof UsageError) {
       console.error(`${spec.name}: ${e.message}\n${spec.usage.trimEnd()}`);
-    } else console.error(`${spec.name}: ${explained(/^(ER_|HANDSHAKE|PROTOCOL_)/.test(String((e as { code?: unknown }).code)) ? 'mariadb' : 'postgres', e).message}`);
-    process.exitCode = 2;
+      process.exitCode = 2;
+    } else {
+      const service = /^(ER_|HANDSHAKE|PROTOCOL_)/.test(String((e as { code?: unknown }).code)) ? 'mariadb' : 'postgres';
+      const lost = explainConnectionError(service, e) !== null || NO_PEER.test(String((e as { code?: unknown }).code));
+      console.error(`${spec.name}: ${failureLine(explainConnectionError(service, e) ?? e, lost ? service : undefined)}`);
+      process.exitCode = lost ? 1 : 2;
+    }
   } finally {
     await pool.end();
   }
@@ -181,6 +267,7 @@ export function dispatchSelection(a: ParsedArgs) {
  * on --help; exits 2 on an option, since these take positional values only.
  */
 export function scriptHelp(metaUrl: string, argv: readonly string[] = process.argv.slice(2)): void {
+  loadLocalEnv();
   guardOutput();
   const asked = wantsHelp(argv);
   const option = argv.find((a) => a.startsWith('-') && !/^-\d/.test(a));

@@ -20,20 +20,24 @@ Refused: a message that was never applied (DEAD "MALFORMED: raw-missing": its ro
 the pump read it) — marking it would tell the AODB it was applied; when its row is back,
 npm run replay -- <msgId> --force applies it. Left: a message whose inbox row is still missing.
 Prints "resumed N backfill(s): ids"; on stderr what was left and why. Exit 0 when every
-asked-for message was resumed, 1 when nothing was or a named id was left, 2 on bad arguments
-or when the inbox cannot be reached (nothing resumed).`,
+asked-for message was resumed, 1 when nothing was, a named id was left or a service refused or
+did not answer (nothing resumed), 2 on bad arguments or a bad setting.`,
 };
 
-await runOperatorCli(spec, async (db, a, config) => {
-  const reason = a.options['--reason'];
-  if (reason && reason !== 'MISSING_ROW' && reason !== 'TRANSIENT_DEADLINE') throw new UsageError(`--reason must be MISSING_ROW or TRANSIENT_DEADLINE, not ${reason}`);
-  if (!a.ids.length && !reason) throw new UsageError('give message ids or --reason MISSING_ROW|TRANSIENT_DEADLINE');
-  const timeoutMs = config['msgx.io.timeout'];
-  const inbox = createAodbPool(targets(config).mariadb, { timeoutMs, connectionLimit: 1 });
-  try {
-    const r = await resumeReport({ db, inbox, clock: systemClock, timeoutMs }, { ids: a.ids, reason: reason as 'MISSING_ROW' | 'TRANSIENT_DEADLINE' | undefined });
-    return { out: listed('resumed', 'backfill(s)', r.done), notes: r.untouched, ok: reportOk(r) };
-  } finally {
-    await inbox.end();
-  }
-});
+await runOperatorCli(
+  spec,
+  async (db, a, config) => {
+    const reason = a.options['--reason'];
+    if (reason && reason !== 'MISSING_ROW' && reason !== 'TRANSIENT_DEADLINE') throw new UsageError(`--reason must be MISSING_ROW or TRANSIENT_DEADLINE, not ${reason}`);
+    if (!a.ids.length && !reason) throw new UsageError('give message ids or --reason MISSING_ROW|TRANSIENT_DEADLINE');
+    const timeoutMs = config['msgx.io.timeout'];
+    const inbox = createAodbPool(targets(config).mariadb, { timeoutMs, connectionLimit: 1 });
+    try {
+      const r = await resumeReport({ db, inbox, clock: systemClock, timeoutMs }, { ids: a.ids, reason: reason as 'MISSING_ROW' | 'TRANSIENT_DEADLINE' | undefined });
+      return { out: listed('resumed', 'backfill(s)', r.done), notes: r.untouched, ok: reportOk(r) };
+    } finally {
+      await inbox.end();
+    }
+  },
+  () => ['postgres', 'mariadb'],
+);

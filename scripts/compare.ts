@@ -2,7 +2,7 @@
 // The state diff of this installation (DATABASE_URL) and another one (docs/operations.md "Trying
 // a rule change"): both at the same inbox position, flights as GET /flights/:flid shows them,
 // reference data and message outcomes. Exit 0 equal, 1 different, 2 could not compare.
-import { cliArgs, usageExit } from './args.ts';
+import { cliArgs, cliConfig, reach, usageExit } from './args.ts';
 
 const SPEC = {
   name: 'compare',
@@ -26,7 +26,7 @@ const SPEC = {
 const args = cliArgs(SPEC);
 const otherUrl = args.options['--other'];
 if (!otherUrl) usageExit(SPEC, '--other <DATABASE_URL> is required');
-const { loadConfig, parseDuration, peerDatabase, redactUrl, slices, targets } = await import('../lib/core/config.ts');
+const { parseDuration, peerDatabase, redactUrl, slices, targets } = await import('../lib/core/config.ts');
 const { scrub } = await import('../lib/core/secrets.ts');
 let waitMs = 30_000;
 try {
@@ -38,10 +38,10 @@ const { createDb, createPool } = await import('../lib/db/postgres.ts');
 const { compareInstallations, CannotCompare } = await import('../lib/shadow/collect.ts');
 const { formatReport } = await import('../lib/shadow/diff.ts');
 
-let config: import('../lib/core/config.ts').Config;
+const config = await cliConfig(SPEC.name);
+await reach(SPEC.name, config, ['postgres']);
 let other: import('../lib/core/connections.ts').PgTarget;
 try {
-  config = loadConfig();
   // the other installation's database with this one's connection settings (TLS, the password file)
   other = peerDatabase(config, otherUrl, '--other');
 } catch (e) {

@@ -5,7 +5,7 @@
 // (DATABASE_URL) at the same inbox position, as `npm run compare` does. Writes nothing but the
 // scratch database: the inbox is only read (no processing time written back), no Redis, no Kafka.
 // Exit 0 equal, 1 different, 2 could not compare (or bad arguments).
-import { cliArgs, usageExit } from './args.ts';
+import { cliArgs, cliConfig, reach, usageExit } from './args.ts';
 
 const SPEC = {
   name: 'dry-run',
@@ -38,7 +38,7 @@ if (from === undefined || from < 1) usageExit(SPEC, '--from <MSG_ID> (≥ 1) is 
 if (!scratchUrl) usageExit(SPEC, '--database <scratch DATABASE_URL> is required');
 if (toArg !== undefined && toArg < from) usageExit(SPEC, `--to ${toArg} is below --from ${from}`);
 
-const { loadConfig, peerDatabase, redactUrl, slices, targets } = await import('../lib/core/config.ts');
+const { peerDatabase, redactUrl, slices, targets } = await import('../lib/core/config.ts');
 const { scrub } = await import('../lib/core/secrets.ts');
 const { systemClock } = await import('../lib/core/clock.ts');
 const { createDb, createPool, createSessionDb, connectClient } = await import('../lib/db/postgres.ts');
@@ -54,10 +54,10 @@ const { checkScratchBeforeMigrate, startScratch } = await import('../lib/shadow/
 const { formatReport } = await import('../lib/shadow/diff.ts');
 const { createLogger } = await import('../lib/runtime/log.ts');
 
-let config: import('../lib/core/config.ts').Config;
+const config = await cliConfig(SPEC.name);
+await reach(SPEC.name, config, ['postgres', 'mariadb']);
 let scratchTarget: import('../lib/core/connections.ts').PgTarget;
 try {
-  config = loadConfig();
   // the scratch database with the live one's connection settings (TLS, the password file)
   scratchTarget = peerDatabase(config, scratchUrl, '--database');
 } catch (e) {

@@ -1,7 +1,7 @@
 // npm run inject -- [--renumber-seqn] [--schedules-first] <files…>   (--help: usage)
 // Loads .xml files (one message each) and corpus-shaped SQL files into CMINMSGS, in order.
 import { existsSync, statSync } from 'node:fs';
-import { cliArgs, usageExit } from './args.ts';
+import { cliArgs, cliConfig, failureLine, reach, usageExit } from './args.ts';
 
 const spec = {
   name: 'inject',
@@ -15,7 +15,8 @@ const spec = {
   --schedules-first insert the schedule messages (TYPE SCHD) of all files first, then the
                     others, each in the order given (flight messages need their flights)
 Every file is checked before anything is inserted. Exit 0 when every message was inserted,
-2 on bad arguments or a file that cannot be read.`,
+1 when the inbox refused or did not answer, 2 on bad arguments, a bad setting or a file that
+cannot be read.`,
 };
 const a = cliArgs(spec);
 if (a.words.length === 0) usageExit(spec, 'give at least one file');
@@ -23,7 +24,7 @@ for (const f of a.words) {
   if (!existsSync(f)) usageExit(spec, `no such file: ${f}${f.includes('*') ? ' (the shell found nothing matching this pattern)' : ''}`);
   if (!statSync(f).isFile()) usageExit(spec, `not a file: ${f}`);
 }
-const { loadConfig, targets } = await import('../lib/core/config.ts');
+const { targets } = await import('../lib/core/config.ts');
 const { createAodbPool } = await import('../lib/db/mysql.ts');
 const { insertInboxRow } = await import('../lib/pipeline/inbox.ts');
 const { messagesFromFile, renumberSeqn, schedulesFirst, seqnCounter } = await import('../lib/inject/files.ts');
@@ -38,7 +39,8 @@ for (const f of a.words) {
     usageExit(spec, `cannot read ${f}: ${(e as Error).message}`);
   }
 }
-const config = loadConfig();
+const config = await cliConfig(spec.name);
+await reach(spec.name, config, ['mariadb']);
 const inbox = createAodbPool(targets(config).mariadb, { timeoutMs: config['msgx.io.timeout'] });
 const next = seqnCounter();
 const all = batches.flatMap((b) => b.messages);
@@ -52,7 +54,7 @@ try {
   }
   console.log(`inserted ${inserted} rows into CMINMSGS`);
 } catch (e) {
-  console.error(`inject: ${(e as Error).message} (after ${inserted} rows)`);
+  console.error(`inject: ${failureLine(e, 'mariadb')} (after ${inserted} rows)`);
   process.exitCode = 1;
 } finally {
   await inbox.end();

@@ -2,7 +2,7 @@
 // What reached Kafka: one line per record (topic, partition, offset, key, value), from a
 // consumer of its own (a fresh group id: no committed offsets, nothing shared with consumers).
 import { randomUUID } from 'node:crypto';
-import { cliArgs, usageExit, type CliSpec } from './args.ts';
+import { cliArgs, cliConfig, reach, usageExit, type CliSpec } from './args.ts';
 
 const spec: CliSpec = {
   name: 'kafka:tail',
@@ -16,18 +16,20 @@ const spec: CliSpec = {
                      msgx.kafka.schd-topic, msgx.flight.schd by default)
   --from-beginning   every record still kept, not only the ones arriving from now on
   --idle S           stop after S seconds without a record (default 10; 0: never, Ctrl-C stops)
-Reads KAFKA_BROKERS. Exit 0 after the idle time or Ctrl-C, 1 when Kafka cannot be reached.`,
+Reads KAFKA_BROKERS. Exit 0 after the idle time or Ctrl-C, 1 when Kafka refused or did not
+answer (one line naming the setting to check), 2 on a bad setting.`,
 };
 const a = cliArgs(spec);
 const idleS = a.options['--idle'] === undefined ? 10 : Number(a.options['--idle']);
 if (!Number.isFinite(idleS) || idleS < 0) usageExit(spec, `--idle must be a number of seconds (0 or more), not ${a.options['--idle']}`);
 
-const { loadConfig, slices } = await import('../lib/core/config.ts');
+const { slices } = await import('../lib/core/config.ts');
 const { Kafka, logLevel } = await import('kafkajs');
 const { kafkaClientConfig, kafkaOptions } = await import('../lib/dispatch/kafka.ts');
 const { createLogger } = await import('../lib/runtime/log.ts');
 const { explained } = await import('../lib/db/tls.ts');
-const config = loadConfig();
+const config = await cliConfig(spec.name);
+await reach(spec.name, config, ['kafka']);
 const topic = a.options['--topic'] ?? config['msgx.kafka.msg-topic'];
 const timeoutMs = config['msgx.io.timeout'];
 const kafka = new Kafka({

@@ -12,7 +12,7 @@
 //      inbox order (an explicit action, as replay is: the gateway never replays on its own).
 // The pump and intake hold while Postgres is behind; they resume by themselves within seconds of
 // the command. Exit 0 when done (or nothing to do, or --dry-run), 2 on an error.
-import { type Config, loadConfig, slices, targets } from '../lib/core/config.ts';
+import { slices, targets } from '../lib/core/config.ts';
 import { systemClock } from '../lib/core/clock.ts';
 import { createAodbPool } from '../lib/db/mysql.ts';
 import { createDb, createPool } from '../lib/db/postgres.ts';
@@ -24,7 +24,7 @@ import { redisAhead } from '../lib/pipeline/restore.ts';
 import { lostRange, resyncRedis, takeInAgain } from '../lib/pipeline/restore-recover.ts';
 import { createLogger } from '../lib/runtime/log.ts';
 import * as Restore from '../lib/sql/restore.ts';
-import { type CliSpec, cliArgs } from './args.ts';
+import { type CliSpec, cliArgs, cliConfig, failureLine, reach } from './args.ts';
 
 const SPEC: CliSpec = {
   name: 'recover-restore',
@@ -39,19 +39,15 @@ the lost inbox range in again (the pump applies it in inbox order).
 
   --dry-run   list only, change nothing
   --help      this text
-Exit 0 when done (or nothing to do, or --dry-run), 2 on bad arguments, a configuration error or
-any other error.`,
+Exit 0 when done (or nothing to do, or --dry-run), 1 when a service refused or did not answer
+(one line naming it and the setting to check), 2 on bad arguments, a bad setting or any other
+error.`,
 };
 
 // arguments first (--help and a bad argument open nothing), then the configuration (an error: exit 2)
 const dryRun = cliArgs(SPEC).flags.has('--dry-run');
-let config: Config;
-try {
-  config = loadConfig();
-} catch (e) {
-  process.stderr.write(`recover-restore: ${(e as Error).message}\n`);
-  process.exit(2);
-}
+const config = await cliConfig(SPEC.name);
+await reach(SPEC.name, config, ['postgres', 'mariadb', 'redis', 'kafka']);
 const s = slices(config);
 const log = createLogger('recover-restore', config['msgx.log.level']);
 const timeoutMs = s.io.timeoutMs;
@@ -100,7 +96,7 @@ try {
     log.info({ lost, redisAhead: ahead?.flights ?? 0, topicEventId: ids.topicHigh, postgresEventId: ids.postgresHigh }, 'recover-restore done');
   }
 } catch (e) {
-  process.stderr.write(`recover-restore: ${(e as Error).message}\n`);
+  process.stderr.write(`recover-restore: ${failureLine(e)}\n`);
   process.exitCode = 2;
 } finally {
   await pool.end();

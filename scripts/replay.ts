@@ -25,18 +25,22 @@ Prints "replayed N message(s): ids"; on stderr why matched messages were left. E
 every asked-for message was replayed, 1 when nothing was or a named id was left, 2 on bad arguments.`,
 };
 
-await runOperatorCli(spec, async (db, a, config) => {
-  const state = a.options['--state'];
-  if (state && state !== 'FAILED' && state !== 'DEAD') throw new UsageError(`--state must be FAILED or DEAD, not ${state}`);
-  if (!a.ids.length && !state) throw new UsageError('give message ids or --state FAILED|DEAD');
-  const force = a.flags.has('--force');
-  // With --force, never-read (raw-missing) messages are replayed only when their inbox row is back.
-  const timeoutMs = config['msgx.io.timeout'];
-  const inbox = force ? createAodbPool(targets(config).mariadb, { timeoutMs, connectionLimit: 1 }) : undefined;
-  try {
-    const r = await replayReport(db, systemClock, { ids: a.ids, state: state as 'FAILED' | 'DEAD' | undefined, reason: a.options['--reason'], force }, inbox && { inbox, timeoutMs });
-    return { out: listed('replayed', 'message(s)', r.done), notes: r.untouched, ok: reportOk(r) };
-  } finally {
-    await inbox?.end();
-  }
-});
+await runOperatorCli(
+  spec,
+  async (db, a, config) => {
+    const state = a.options['--state'];
+    if (state && state !== 'FAILED' && state !== 'DEAD') throw new UsageError(`--state must be FAILED or DEAD, not ${state}`);
+    if (!a.ids.length && !state) throw new UsageError('give message ids or --state FAILED|DEAD');
+    const force = a.flags.has('--force');
+    // With --force, never-read (raw-missing) messages are replayed only when their inbox row is back.
+    const timeoutMs = config['msgx.io.timeout'];
+    const inbox = force ? createAodbPool(targets(config).mariadb, { timeoutMs, connectionLimit: 1 }) : undefined;
+    try {
+      const r = await replayReport(db, systemClock, { ids: a.ids, state: state as 'FAILED' | 'DEAD' | undefined, reason: a.options['--reason'], force }, inbox && { inbox, timeoutMs });
+      return { out: listed('replayed', 'message(s)', r.done), notes: r.untouched, ok: reportOk(r) };
+    } finally {
+      await inbox?.end();
+    }
+  },
+  (a) => (a.flags.has('--force') ? ['postgres', 'mariadb'] : ['postgres']),
+);

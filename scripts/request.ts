@@ -4,7 +4,7 @@
 // rqrd/rqfd create the request (expiring the open one of the same kind), write it to COUTMSGS
 // and print the outcome as JSON; exit 1 when the insert could not be confirmed (it stays
 // PENDING and is reconciled by the next run or the `request` task).
-import { cliArgs, usageExit, type CliSpec } from './args.ts';
+import { cliArgs, cliConfig, failureLine, reach, usageExit, type CliSpec } from './args.ts';
 
 const STATES = ['PENDING', 'SENT', 'DONE', 'EXPIRED', 'FAILED'];
 const spec: CliSpec = {
@@ -19,8 +19,8 @@ const spec: CliSpec = {
   list               the newest requests (JSON), newest first
   --state S          with list: only PENDING, SENT, DONE, EXPIRED or FAILED
   --limit N          with list: at most N (default 20)
-Exit 0 on success; 1 when a new request's insert was not confirmed, or show finds no such
-request; 2 on bad arguments.`,
+Exit 0 on success; 1 when a new request's insert was not confirmed, show finds no such
+request, or a service refused or did not answer; 2 on bad arguments or a bad setting.`,
 };
 
 const a = cliArgs(spec);
@@ -35,14 +35,16 @@ if (state !== undefined && !STATES.includes(state)) usageExit(spec, `--state mus
 const limit = a.options['--limit'] === undefined ? 20 : Number(a.options['--limit']);
 if (!Number.isInteger(limit) || limit < 1 || limit > 500) usageExit(spec, `--limit must be a whole number from 1 to 500, not ${a.options['--limit']}`);
 
-const { loadConfig, targets } = await import('../lib/core/config.ts');
+const { targets } = await import('../lib/core/config.ts');
 const { mysqlTarget } = await import('../lib/db/mysql.ts');
 const { systemClock } = await import('../lib/core/clock.ts');
 const { createDb, createPool } = await import('../lib/db/postgres.ts');
 const { getRequest, listRequests, requestView } = await import('../lib/requests/track.ts');
 
+const config = await cliConfig(spec.name);
+await reach(spec.name, config, kind === 'rqrd' || kind === 'rqfd' ? ['postgres', 'mariadb'] : ['postgres']);
+
 async function main(): Promise<number> {
-  const config = loadConfig();
   const pool = createPool(targets(config).postgres, { max: 2, name: 'request-cli' });
   const db = createDb(pool);
   try {
@@ -74,7 +76,7 @@ async function main(): Promise<number> {
       await outbox.end();
     }
   } catch (e) {
-    console.error(`request: ${e instanceof Error ? e.message : e}`);
+    console.error(`request: ${failureLine(e)}`);
     return 1;
   } finally {
     await pool.end();

@@ -10,7 +10,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { cliArgs } from './args.ts';
+import { cliArgs, loadLocalEnv } from './args.ts';
 import { concurrently, type CloseEvent, type Command } from 'concurrently';
 
 /** The processes' own graceful shutdown gets 3 s (it normally takes well under 1 s); with the runner's and npm's exit the whole set is down within 5 s even on a loaded machine. */
@@ -87,6 +87,8 @@ function up(): void {
   ] as const) {
     const r = spawnSync(cmd, [...args], { stdio: 'inherit' });
     if (r.status !== 0) process.exit(r.status ?? 1);
+    // a first start made the logins just now: migrate and the processes use them (what is set already wins)
+    if (cmd === 'scripts/services') loadLocalEnv();
   }
 }
 

@@ -16,6 +16,7 @@ import { createWriteStream, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { resolve } from 'node:path';
 import { slotCount } from '../test/support/slots.ts';
+import { loadLocalEnv } from './args.ts';
 
 const VITEST = resolve('node_modules/vitest/vitest.mjs');
 const LOGS = resolve('.local/test-logs');
@@ -116,6 +117,7 @@ let interrupted: NodeJS.Signals | undefined;
 process.once('SIGINT', () => (interrupted = 'SIGINT')).once('SIGTERM', () => (interrupted = 'SIGTERM'));
 
 async function main(): Promise<number> {
+  loadLocalEnv(); // the logins scripts/services made (docs/decisions.md "Local logins"), for the runs' environment
   const args = process.argv.slice(2);
   const slots = slotCount();
   if (args.length > 0 || slots < 2) return (await vitest('all', args, {})).code;

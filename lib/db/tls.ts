@@ -100,6 +100,8 @@ export function explainConnectionError(service: ServiceName, e: unknown, context
       }`,
       'AUTH',
     );
+  if (service === 'postgres' && (codes.includes('28000') || has(/role ".*" does not exist|no pg_hba\.conf entry/i)))
+    return said(`the server refused this login (${all[0].message}): check the user and database in ${where} (and the server's pg_hba.conf)`, 'AUTH');
   if (service === 'redis' && has(/NOAUTH|Authentication required/i)) return said('the server requires a user name and password (ACL): set REDIS_USERNAME and REDIS_PASSWORD_FILE', 'AUTH');
   if (service === 'kafka' && (codes.includes('SASL_AUTHENTICATION_FAILED') || has(/SASL .*authentication failed|Authentication failed during authentication/i)))
     return said('the broker refused the SASL user name or password: check KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD_FILE and KAFKA_SASL_MECHANISM', 'AUTH');

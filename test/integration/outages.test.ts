@@ -119,7 +119,9 @@ function startBystander(): ChildProcess {
       [ "$(redis-cli -h ${rd.hostname} -p ${rd.port || 6379} -n ${rd.pathname.slice(1) || 0} ping 2>/dev/null)" = PONG ] && echo "ok redis" || echo "FAIL redis $(date +%T.%N)"
       sleep 0.2
     done`;
-  const child = spawn('bash', ['-c', script], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  // the URLs' passwords (a machine whose servers refuse the defaults: docs/decisions.md "Local logins") through the environment
+  const env = { ...process.env, PGPASSWORD: decodeURIComponent(pg.password), MYSQL_PWD: decodeURIComponent(my.password) };
+  const child = spawn('bash', ['-c', script], { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env });
   endWithThisProcess(child.pid);
   child.stdout!.on('data', (b: Buffer) => bystanderLog.push(...b.toString().split('\n').filter(Boolean)));
   return child;

@@ -1,9 +1,10 @@
-// docker-compose.yml, Dockerfile, .dockerignore and ops/prometheus.yml as a Docker user's tools
-// read them (no Docker engine here): the compose-spec JSON schema (ajv), Debian's
-// `docker-compose config`, `promtool check config`, and the properties a deployment needs.
+// docker-compose.yml, Dockerfile, .dockerignore, scripts/deploy-secrets and ops/prometheus.yml as a
+// Docker user's tools read them: the compose-spec JSON schema (ajv), Debian's `docker-compose
+// config`, `promtool check config`, and the properties a deployment needs (its secrets and what
+// it exposes among them). `npm run test:deploy` runs the file (test/deploy/compose.test.ts).
 // .ci/run installs docker-compose and prometheus; without them those checks print SKIPPED(…).
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -29,6 +30,9 @@ interface Service {
   image?: string;
   build?: unknown;
   command?: string[];
+  entrypoint?: string[];
+  secrets?: { source: string; target: string }[];
+  ports?: string[];
   depends_on?: Record<string, { condition: string }> | string[];
   healthcheck?: { test: string[] };
   volumes?: string[];
@@ -148,11 +152,15 @@ describe('docker-compose.yml', () => {
     expect(compose.services.kafka.environment!.KAFKA_LISTENER_SECURITY_PROTOCOL_MAP).not.toMatch(/(INTERNAL|CLIENTS):PLAINTEXT/);
   });
 
-  it('the api token is mandatory (:?), never defaulted; production mode', () => {
-    expect(COMPOSE_TEXT).not.toMatch(/MSGX_API_TOKEN:-/);
+  it('the api keys reach the processes as a file, no shared token; production mode; the Host allowlist names every process', () => {
+    // the shared token is for development mode on loopback only: no process of the deployment has it
+    expect(COMPOSE_TEXT).not.toMatch(/MSGX_API_TOKEN/);
     for (const p of PROCS) {
-      expect(compose.services[p.name].environment!.MSGX_API_TOKEN).toMatch(/^\$\{MSGX_API_TOKEN:\?.+\}$/);
-      expect(compose.services[p.name].environment!.MSGX_DEV_MODE).toBe('false');
+      expect(compose.services[p.name].environment).toMatchObject({
+        MSGX_API_KEYS_FILE: '/run/secrets/api-keys',
+        MSGX_DEV_MODE: 'false',
+      });
+      expect(compose.services[p.name].environment!.MSGX_HTTP_ALLOWED_HOSTS.split(',').sort()).toEqual(PROCS.map((x) => x.name).sort());
     }
   });
 
@@ -193,6 +201,99 @@ describe('docker-compose.yml', () => {
   });
 });
 
+/** The secret files a service's own settings name: /run/secrets/… and /etc/kafka/secrets/… paths, Kafka's SSL file names. */
+function referencedSecrets(name: string, s: Service): string[] {
+  const { secrets: _, ...rest } = s;
+  const text = JSON.stringify(rest);
+  const paths = [...text.matchAll(/\/(?:run|etc\/kafka)\/secrets\/[\w.-]+/g)].map((m) => m[0]);
+  for (const [k, v] of Object.entries(s.environment ?? {})) if (/^KAFKA_SSL_\w+_(FILENAME|CREDENTIALS)$/.test(k)) paths.push(`/etc/kafka/secrets/${v}`);
+  // files that name others: kafka-admin.properties its trust store (scripts/deploy-secrets writes it so);
+  // ops/prometheus.yml (mounted as Prometheus's configuration) scrapes /metrics with the viewer key
+  if (paths.includes('/etc/kafka/secrets/kafka-admin.properties')) paths.push('/etc/kafka/secrets/ca.pem');
+  if (name === 'prometheus') paths.push('/run/secrets/prometheus-api-key');
+  return [...new Set(paths)].sort();
+}
+const mounted = (s: Service) => (s.secrets ?? []).map((x) => (x.target.startsWith('/') ? x.target : `/run/secrets/${x.target}`)).sort();
+/** deploy/secrets/<reader>/: the folder whose files the service's image user owns (scripts/deploy-secrets). */
+const READER: Record<string, string> = { postgres: 'postgres', mariadb: 'mariadb', redis: 'redis', kafka: 'kafka', 'kafka-users': 'kafka', prometheus: 'prometheus' };
+const SECRET_FILE = /^\$\{MSGX_SECRETS_DIR:-\.\/deploy\/secrets\}\/(\w+)\/([\w.-]+)$/;
+
+describe('secrets and exposure (docker-compose.yml)', () => {
+  const top = (parse(COMPOSE_TEXT, { merge: true }) as { secrets: Record<string, { file: string }> }).secrets;
+
+  it('each container mounts exactly the secrets its settings name, nothing else', () => {
+    for (const [name, s] of Object.entries(compose.services)) expect({ name, mounted: mounted(s) }).toEqual({ name, mounted: referencedSecrets(name, s) });
+  });
+
+  it("every secret is a file of deploy/secrets/<reader>/ for the reader's own folder; no folder is mounted; the CA key and the operators' key are mounted nowhere", () => {
+    for (const [name, f] of Object.entries(top)) {
+      const m = SECRET_FILE.exec(f.file);
+      expect({ name, file: f.file, ok: Boolean(m) }).toEqual({ name, file: f.file, ok: true });
+      expect(name).toBe(`${m![1]}-${m![2]}`);
+      expect(m![2]).not.toMatch(/^(ca\.key|operator-api-key)$/);
+    }
+    for (const [name, s] of Object.entries(compose.services)) {
+      for (const v of s.volumes ?? []) expect(v).not.toMatch(/secrets/);
+      const reader = READER[name] ?? 'gateway';
+      for (const x of s.secrets ?? []) expect({ name, folder: SECRET_FILE.exec(top[x.source].file)![1] }).toEqual({ name, folder: reader });
+    }
+  });
+
+  it("the Kafka SCRAM password never reaches a command line: kafka-users reads it into a tmpfs file (bash's own $(<…)) for --add-config-file", () => {
+    const users = compose.services['kafka-users'].command!.join(' ');
+    expect(users).toContain('--add-config-file /tmp/scram.properties');
+    expect(users).toContain('"$$(</etc/kafka/secrets/kafka-password)"');
+    expect(users).not.toMatch(/--add-config\s/);
+    expect((compose.services['kafka-users'] as { tmpfs?: string[] }).tmpfs).toEqual(['/tmp']);
+    // no secret file's content substituted into an argument anywhere (an environment assignment,
+    // VAR="$(cat f)", and bash's builtin printf are no command line)
+    for (const [name, s] of Object.entries(compose.services))
+      for (const part of [s.command, s.entrypoint, s.healthcheck?.test].flat().filter(Boolean) as string[])
+        expect({ name, part: part.replace(/[A-Z_]+="\$\$\(cat [^)]+\)"|printf '[^']*' "\$\$\(<[^)]+\)"/g, '') }).toEqual({ name, part: expect.not.stringMatching(/\$\$?\((cat|<)[^)]*secrets/) });
+  });
+
+  it('published: the api and Prometheus only, on the loopback; Prometheus without --web.enable-lifecycle', () => {
+    const published = Object.entries(compose.services).filter(([, s]) => s.ports?.length);
+    expect(published.map(([n]) => n).sort()).toEqual(['api', 'prometheus']);
+    for (const [, s] of published) for (const p of s.ports!) expect(p).toMatch(/^127\.0\.0\.1:\$\{MSGX_(API|PROMETHEUS)_PORT:-\d+\}:\d+$/);
+    expect(compose.services.prometheus.command!.join(' ')).not.toContain('lifecycle');
+  });
+
+  const keytool = spawnSync('keytool', ['-help'], { encoding: 'utf8' }).status === 0;
+  const root = process.getuid?.() === 0;
+  if (!keytool || !root) console.warn(`SKIPPED(deploy-secrets-run): ${!root ? "not root (it gives files to the containers' users)" : 'no keytool (a JDK)'}`);
+  it.runIf(keytool && root)('scripts/deploy-secrets: the folder 700, every file 600, each reader folder owned by its container user', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'msgx-secrets-'));
+    try {
+      const r = spawnSync(path.join(ROOT, 'scripts/deploy-secrets'), [], { env: { ...process.env, MSGX_SECRETS_DIR: dir }, encoding: 'utf8', timeout: 60_000 });
+      expect(r.status, r.stderr).toBe(0);
+      const uid: Record<string, number> = { gateway: 1000, kafka: 1000, postgres: 999, mariadb: 999, redis: 999, prometheus: 65534 };
+      const files: string[] = [];
+      for (const e of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+        const f = path.join(e.parentPath, e.name);
+        const rel = path.relative(dir, f);
+        const st = statSync(f);
+        files.push(rel);
+        expect({ rel, mode: (st.mode & 0o777).toString(8), uid: st.uid }).toEqual({ rel, mode: e.isDirectory() ? '700' : '600', uid: uid[rel.split('/')[0]] ?? 0 });
+      }
+      expect((statSync(dir).mode & 0o777).toString(8)).toBe('700');
+      // every file compose names is made, and the two never mounted are outside the reader folders
+      for (const f of Object.values(top)) expect(files).toContain(SECRET_FILE.exec(f.file)!.slice(1, 3).join('/'));
+      expect(files).toEqual(expect.arrayContaining(['ca.key', 'operator-api-key']));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the stand-in images (test/deploy/images/build.sh)', () => {
+  it('stand in under exactly the names docker-compose.yml and the Dockerfile use', () => {
+    const tags = [...read('test/deploy/images/build.sh').matchAll(/\[([a-z]+)\]=([\w./:-]+)/g)].map((m) => m[2]).sort();
+    const used = [...new Set([...Object.values(compose.services).map((s) => s.image!), /^FROM (\S+)/m.exec(read('Dockerfile'))![1]])].filter((i) => !i.startsWith('msgexchange:')).sort();
+    expect(tags).toEqual(used);
+  });
+});
+
 describe('Dockerfile and .dockerignore', () => {
   it('the image runs as a non-root user', () => {
     const users = read('Dockerfile')
@@ -227,19 +328,17 @@ describe.runIf(haveCompose)("Debian's docker-compose config", () => {
   const config = (env: Record<string, string | undefined>) =>
     spawnSync(DOCKER_COMPOSE, ['-f', 'docker-compose.yml', 'config'], { cwd: ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, encoding: 'utf8' });
 
-  it('accepts the file with a token and resolves it everywhere', () => {
-    const r = config({ MSGX_API_TOKEN: 'a-real-secret' });
-    expect(r.stderr).toBe('');
-    expect(r.status).toBe(0);
-    const resolved = parse(r.stdout) as { services: Record<string, Service> };
-    for (const p of PROCS) expect(resolved.services[p.name].environment!.MSGX_API_TOKEN).toBe('a-real-secret');
+  it('accepts the file with no variable set; the ports and the secrets folder substitute', () => {
+    const plain = config({});
+    expect(plain.stderr).toBe('');
+    expect(plain.status).toBe(0);
+    const resolved = parse(plain.stdout) as { services: Record<string, Service>; secrets: Record<string, { file: string }> };
+    expect(resolved.services.api.ports).toEqual(['127.0.0.1:8080:8080/tcp']);
     expect(resolved.services.api.depends_on).toMatchObject({ migrate: { condition: 'service_completed_successfully' } });
-  });
-
-  it('refuses to render without MSGX_API_TOKEN, naming it', () => {
-    const r = config({});
-    expect(r.status).not.toBe(0);
-    expect(r.stderr).toMatch(/MSGX_API_TOKEN/);
+    expect(resolved.secrets['gateway-api-keys'].file).toBe(path.join(ROOT, 'deploy/secrets/gateway/api-keys'));
+    const moved = parse(config({ MSGX_API_PORT: '18080', MSGX_SECRETS_DIR: '/srv/secrets' }).stdout) as typeof resolved;
+    expect(moved.services.api.ports).toEqual(['127.0.0.1:18080:8080/tcp']);
+    expect(moved.secrets['gateway-api-keys'].file).toBe('/srv/secrets/gateway/api-keys');
   });
 });
 
