@@ -4,7 +4,7 @@
 // acknowledged ones SENT (sent_at, partition, offset). A send that fails or times out while the
 // cluster answers a metadata request counts one failed attempt for every event it carried
 // (backoff; DEAD after max attempts); with the cluster unreachable it counts none (backoff
-// only), nor while the topic is missing (lib/dispatch/topic-watch.ts creates it again). Nothing
+// only), nor while the topic is missing (lib/watches/msg-topic.ts creates it again; ./send-failure.ts). Nothing
 // of a failed send is marked SENT. The round runs under a transaction-scoped advisory lock, so
 // two instances never send the same FLID concurrently.
 import type { Clock } from '../core/clock.ts';
@@ -14,10 +14,10 @@ import type { Logger } from '../runtime/log.ts';
 import type { KafkaEdge } from './kafka.ts';
 import type { KafkaOutage } from './outage.ts';
 import { dispatchSent } from './metrics.ts';
-import { freezeMsgBatch, markFailed, markSent, nextAttemptAt, tryRoundLock, type Acked, type MsgRow } from './outbox.ts';
-import { afterFailure, chunkBySize, type RetryPolicy, type Target } from './plan.ts';
+import { freezeMsgBatch, markSent, nextAttemptAt, tryRoundLock, type Acked, type MsgRow } from './outbox.ts';
+import { chunkBySize, type RetryPolicy, type Target } from './plan.ts';
 import { TimeBudget } from '../core/budget.ts';
-import { isClusterUnavailable, isUnknownTopic } from './topic-watch.ts';
+import { markSendFailed } from './send-failure.ts';
 
 export interface DispatchDeps {
   db: Db;
@@ -28,7 +28,7 @@ export interface DispatchDeps {
   log: Logger;
   /** Outage state of a running dispatcher (lib/dispatch/outage.ts): one log line per outage, not per send. */
   outage?: KafkaOutage;
-  /** A send found the topic missing: the topic check runs at once (lib/dispatch/topic-watch.ts). */
+  /** A send found the topic missing: the topic check runs at once (lib/watches/). */
   topicMissing?: () => void;
 }
 
@@ -79,30 +79,9 @@ export async function msgRound(d: DispatchDeps): Promise<RoundResult> {
     const at = d.clock.now();
     res.sent = (await markSent(tx, acked, at)).length;
     if (failed) {
-      const policy = retryPolicy(d.dispatch);
-      // no cluster answer at all: the outage mode (probing); the cluster answers but cannot take any
-      // record now (below min ISR, no leader, the leader down): no attempt counted, the ladder's backoff
-      const unavailable = !(await d.kafka.reachable());
-      const refused = !unavailable && isClusterUnavailable(failed.error);
-      // the topic vanished: no attempt counted either (the topic check creates it again)
-      const gone = !unavailable && !refused && isUnknownTopic(failed.error);
-      if (gone) d.topicMissing?.();
-      const error = `${unavailable ? 'broker unreachable: ' : refused ? 'cluster unavailable: ' : gone ? 'topic missing: ' : ''}${failed.error.name}: ${failed.error.message}`;
-      const dead = await markFailed(
-        tx,
-        failed.rows.map((e) => ({ eventId: e.eventId, attemptsBefore: e.attempts, next: afterFailure(e.attempts, policy, at, unavailable || refused || gone) })),
-        error,
-      );
-      res.failed = failed.rows.length;
-      res.dead = dead.length;
-      if (d.outage && unavailable)
-        d.outage.sendFailed(
-          error,
-          failed.rows.map((e) => e.eventId),
-        );
-      else if (gone) d.log.debug({ topic, err: error }, 'msg dispatch: topic missing, backing off until the topic check creates it');
-      else d.log.warn({ topic, events: failed.rows.length, firstEventId: failed.rows[0].eventId, dead: dead.length, err: error }, 'msg dispatch: send failed, backing off');
-      if (dead.length) d.log.error({ topic, eventIds: dead, err: error }, 'msg dispatch: events DEAD after max attempts (their FLIDs are held)');
+      const r = await markSendFailed(tx, d, { target: 'msg', topic, rows: failed.rows, error: failed.error }, retryPolicy(d.dispatch), at);
+      res.failed = r.failed;
+      res.dead = r.dead;
     }
     return res;
   });

@@ -18,8 +18,8 @@ import { toJson } from '../flight/state.ts';
 import { dispatchSent } from './metrics.ts';
 import { drain, retryPolicy, type DispatchDeps, type DrainNext, type RoundResult } from './msg.ts';
 import { dropGoneSchdRows, markFailed, markSent, pendingRows, tryRoundLock, type Acked, type SchdRow } from './outbox.ts';
-import { afterFailure, splitSchd } from './plan.ts';
-import { isClusterUnavailable } from './topic-watch.ts';
+import { splitSchd } from './plan.ts';
+import { markSendFailed } from './send-failure.ts';
 
 /** Key of every schd record: one partition, records in order (consumers still decide by STATE_VERSION). */
 export const SCHD_KEY = 'schd';
@@ -90,26 +90,10 @@ export async function schdRound(d: DispatchDeps): Promise<SchdRoundResult> {
     res.sent = marked.length;
     res.overtaken = acked.length - marked.length;
     if (failed) {
-      // no cluster answer at all: the outage mode (probing); the cluster answers but cannot take any
-      // record now (below min ISR, no leader, the leader down): no attempt counted, the ladder's backoff
-      const unavailable = !(await d.kafka.reachable());
-      const refused = !unavailable && isClusterUnavailable(failed.error);
-      const error = `${unavailable ? 'broker unreachable: ' : refused ? 'cluster unavailable: ' : ''}${failed.error.name}: ${failed.error.message}`;
-      const rowsOf = failed.members.map((i) => live[i].row);
-      const dead = await markFailed(
-        tx,
-        rowsOf.map((r) => ({ eventId: r.eventId, attemptsBefore: r.attempts, next: afterFailure(r.attempts, policy, at, unavailable || refused) })),
-        error,
-      );
-      res.failed = rowsOf.length;
-      res.dead += dead.length;
-      if (d.outage && unavailable)
-        d.outage.sendFailed(
-          error,
-          rowsOf.map((r) => r.eventId),
-        );
-      else d.log.warn({ topic, rows: rowsOf.length, dead: dead.length, err: error }, 'schd dispatch: send failed, backing off');
-      if (dead.length) d.log.error({ topic, eventIds: dead, err: error }, 'schd dispatch: rows DEAD after max attempts');
+      const rows = failed.members.map((i) => live[i].row);
+      const r = await markSendFailed(tx, d, { target: 'schd', topic, rows, error: failed.error }, policy, at);
+      res.failed = r.failed;
+      res.dead += r.dead;
     }
     return res;
   });

@@ -18,15 +18,15 @@
 //     counted while Kafka is unreachable or the topic is missing), later chunks stay untouched;
 //     per FLID nothing waits, since the row's next version replaces the failed one;
 //   - a lost topic (missing, not compacted, below the recorded offsets) is re-seeded by the
-//     topic check (lib/dispatch/topic-watch.ts).
+//     topic check (lib/watches/state-topic.ts).
 import { readFlights } from '../flight/read.ts';
 import { toJson } from '../flight/state.ts';
 import { stateRecord, type StateRecord } from '../contract/kafka.ts';
 import { dispatchSent } from './metrics.ts';
 import { drain, retryPolicy, type DispatchDeps, type DrainNext, type RoundResult } from './msg.ts';
 import { markFailed, markSent, pendingRows, tryRoundLock, unchangedStateRows, type Acked, type SchdRow } from './outbox.ts';
-import { afterFailure, chunkBySize } from './plan.ts';
-import { isClusterUnavailable, isUnknownTopic } from './topic-watch.ts';
+import { chunkBySize } from './plan.ts';
+import { markSendFailed } from './send-failure.ts';
 
 export interface StateRoundResult extends RoundResult {
   /** Rows rewritten after they were read (left for the next round). */
@@ -114,29 +114,9 @@ export async function stateRound(d: DispatchDeps): Promise<StateRoundResult> {
     res.sent = marked.length;
     res.overtaken += acked.length - marked.length;
     if (failed) {
-      // no cluster answer at all: the outage mode (probing); the cluster answers but cannot take any
-      // record now (below min ISR, no leader, the leader down): no attempt counted, the ladder's backoff
-      const unavailable = !(await d.kafka.reachable());
-      const refused = !unavailable && isClusterUnavailable(failed.error);
-      // the topic vanished: no attempt counted either (the topic check re-creates and re-seeds it)
-      const gone = !unavailable && !refused && isUnknownTopic(failed.error);
-      if (gone) d.topicMissing?.();
-      const error = `${unavailable ? 'broker unreachable: ' : refused ? 'cluster unavailable: ' : gone ? 'topic missing: ' : ''}${failed.error.name}: ${failed.error.message}`;
-      const dead = await markFailed(
-        tx,
-        failed.rows.map((r) => ({ eventId: r.eventId, attemptsBefore: r.attempts, next: afterFailure(r.attempts, policy, at, unavailable || refused || gone) })),
-        error,
-      );
-      res.failed = failed.rows.length;
-      res.dead += dead.length;
-      if (d.outage && unavailable)
-        d.outage.sendFailed(
-          error,
-          failed.rows.map((r) => r.eventId),
-        );
-      else if (gone) d.log.debug({ topic, err: error }, 'state dispatch: topic missing, backing off until the topic check creates it');
-      else d.log.warn({ topic, rows: failed.rows.length, dead: dead.length, err: error }, 'state dispatch: send failed, backing off');
-      if (dead.length) d.log.error({ topic, eventIds: dead, err: error }, 'state dispatch: rows DEAD after max attempts');
+      const r = await markSendFailed(tx, d, { target: 'state', topic, rows: failed.rows, error: failed.error }, policy, at);
+      res.failed = r.failed;
+      res.dead += r.dead;
     }
     return res;
   });

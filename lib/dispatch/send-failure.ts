@@ -1,0 +1,78 @@
+// How a failed send is classified and marked (one place for the three dispatchers, lib/dispatch/
+// msg.ts, schd.ts, state.ts; docs/decisions.md "Dispatch"): by the Kafka error codes and classes
+// the failure carries, never by its message text.
+import type { Executor } from '../db/statement.ts';
+import type { Logger } from '../runtime/log.ts';
+import type { KafkaEdge } from './kafka.ts';
+import type { KafkaOutage } from './outage.ts';
+import { markFailed } from './outbox.ts';
+import { afterFailure, type RetryPolicy, type Target } from './plan.ts';
+
+/** Does this error, or one it wraps, carry one of these Kafka error codes (kafkajs's `type`) or error classes (its `name`)? Never the message text. */
+function hasKafkaCode(e: unknown, codes: ReadonlySet<string>, names: ReadonlySet<string> = new Set()): boolean {
+  for (let x = e as { type?: string; name?: string; cause?: unknown; originalError?: unknown } | undefined, n = 0; x && n < 5; n++) {
+    if ((x.type !== undefined && codes.has(x.type)) || (x.name !== undefined && names.has(x.name))) return true;
+    x = (x.cause ?? x.originalError) as typeof x;
+  }
+  return false;
+}
+
+const UNKNOWN_TOPIC = new Set(['UNKNOWN_TOPIC_OR_PARTITION', 'UNKNOWN_TOPIC_ID']);
+/** Does this error (or one it wraps) say the topic does not exist? */
+export const isUnknownTopic = (e: unknown): boolean => hasKafkaCode(e, UNKNOWN_TOPIC);
+
+/**
+ * The cluster cannot take the record now, whatever the record: fewer in-sync replicas than
+ * min.insync.replicas (brokers down), no leader for its partition (an election under way), or
+ * no connection to the broker that leads it (refused, closed: a broker down while others answer
+ * metadata). A send that failed so is not the event's fault: no attempt is counted
+ * (docs/decisions.md "Dispatch"), as when no broker answers at all. A request that timed out on
+ * a connection that was open still counts one.
+ */
+const CLUSTER_UNAVAILABLE = new Set(['NOT_ENOUGH_REPLICAS', 'NOT_ENOUGH_REPLICAS_AFTER_APPEND', 'LEADER_NOT_AVAILABLE', 'NOT_LEADER_FOR_PARTITION', 'NOT_LEADER_OR_FOLLOWER']);
+const NO_CONNECTION = new Set(['KafkaJSConnectionError', 'KafkaJSConnectionClosedError', 'KafkaJSBrokerNotFound']);
+export const isClusterUnavailable = (e: unknown): boolean => hasKafkaCode(e, CLUSTER_UNAVAILABLE, NO_CONNECTION);
+
+/** The rows of the record(s) a failed send carried, and what it failed with. */
+export interface FailedSend {
+  target: Target;
+  topic: string;
+  rows: readonly { eventId: number; attempts: number }[];
+  error: Error;
+}
+
+export interface SendFailureDeps {
+  kafka: Pick<KafkaEdge, 'reachable'>;
+  log: Logger;
+  /** Outage state of a running dispatcher (./outage.ts): one log line per outage, not per send. */
+  outage?: KafkaOutage;
+  /** The topic check of this target (msg, state): a send that found the topic missing asks it to run at once. */
+  topicMissing?: () => void;
+}
+
+/**
+ * Marks the rows of a failed send in the round's transaction: backoff, DEAD after max attempts.
+ * No cluster answer at all: the outage mode (probing), no attempt counted. The cluster answers but
+ * cannot take any record now (below min ISR, no leader, the leader down): no attempt counted, the
+ * ladder's backoff. The topic vanished where a topic check creates it again (msg, state): no
+ * attempt counted either, and the check runs at once. Otherwise one attempt for every row.
+ */
+export async function markSendFailed(tx: Executor, d: SendFailureDeps, f: FailedSend, policy: RetryPolicy, at: Date): Promise<{ failed: number; dead: number }> {
+  const unavailable = !(await d.kafka.reachable());
+  const refused = !unavailable && isClusterUnavailable(f.error);
+  const gone = !unavailable && !refused && d.topicMissing !== undefined && isUnknownTopic(f.error);
+  if (gone) d.topicMissing?.();
+  const error = `${unavailable ? 'broker unreachable: ' : refused ? 'cluster unavailable: ' : gone ? 'topic missing: ' : ''}${f.error.name}: ${f.error.message}`;
+  const dead = await markFailed(
+    tx,
+    f.rows.map((r) => ({ eventId: r.eventId, attemptsBefore: r.attempts, next: afterFailure(r.attempts, policy, at, unavailable || refused || gone) })),
+    error,
+  );
+  const ids = f.rows.map((r) => r.eventId);
+  const what = `${f.target} dispatch`;
+  if (d.outage && unavailable) d.outage.sendFailed(error, ids);
+  else if (gone) d.log.debug({ topic: f.topic, err: error }, `${what}: topic missing, backing off until the topic check creates it`);
+  else d.log.warn({ topic: f.topic, rows: ids.length, firstEventId: ids[0], dead: dead.length, err: error }, `${what}: send failed, backing off`);
+  if (dead.length) d.log.error({ topic: f.topic, eventIds: dead, err: error }, `${what}: rows DEAD after max attempts${f.target === 'msg' ? ' (their FLIDs are held)' : ''}`);
+  return { failed: ids.length, dead: dead.length };
+}
