@@ -67,7 +67,7 @@ await runProcess({
     });
     registerRequestsGauge(rt.db);
   },
-  crontab: (config) => requestsCrontab(requestSettings(config)) || '# no daily schedule request (msgx.requests.daily-schedule-at is empty)',
+  crontab: (config, now) => requestsCrontab(requestSettings(config), now) || '# no daily schedule request (msgx.requests.daily-schedule-at is empty)',
   tasks: async (rt, _leader, opened) => {
     const outbox = opened.add(rt.edges.aodbPool(), (p) => p.end());
     const replay: Task = async (payload) => {

@@ -6,7 +6,7 @@ import { runProcess } from '../lib/runtime/process.ts';
 import { sleep } from '../lib/runtime/leader.ts';
 import { dutyTask } from '../lib/runtime/duty.ts';
 import { slices } from '../lib/core/config.ts';
-import { RestoreWatch } from '../lib/pipeline/restore.ts';
+import { RestoreWatch } from '../lib/watches/restore.ts';
 
 const BUDGET_MS = 55_000;
 /** While Postgres is found behind (restore), intake looks again this often. */
@@ -24,7 +24,7 @@ await runProcess({
     const roundFailed = (e: unknown) => void rt.health.quiet('intake-round', e, 'intake round failed; retrying next round', ['mariadb', 'postgres']);
     const deps = { db: rt.db, inbox, clock: rt.clock, intake: slices(rt.config).intake, log: rt.log, roundFailed };
     const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
-    // Postgres restored from a backup (lib/pipeline/restore.ts): nothing is taken in while held (the watermark stays below the lost range)
+    // Postgres restored from a backup (lib/watches/restore.ts): nothing is taken in while held (the watermark stays below the lost range)
     const restore = opened.add(new RestoreWatch({ db: rt.db, inbox, inboxReadOnly: slices(rt.config).inbox.readOnly, clock: rt.clock, timeoutMs: slices(rt.config).io.timeoutMs, log: rt.log }), (w) =>
       w.stop(),
     );

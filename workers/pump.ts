@@ -13,9 +13,9 @@ import * as Locks from '../lib/sql/locks.ts';
 import { dutyTask } from '../lib/runtime/duty.ts';
 import { slices } from '../lib/core/config.ts';
 import { kafkaOptions } from '../lib/dispatch/kafka.ts';
-import { createKafkaRestoreCheck } from '../lib/dispatch/restore.ts';
-import { RestoreWatch } from '../lib/pipeline/restore.ts';
-import { RedisHeal } from '../lib/pipeline/mirror-heal.ts';
+import { createKafkaRestoreCheck } from '../lib/watches/restore-kafka.ts';
+import { RestoreWatch } from '../lib/watches/restore.ts';
+import { RedisHeal } from '../lib/watches/redis.ts';
 
 const BUDGET_MS = 30_000;
 const GAUGES_EVERY_MS = 1_000;
@@ -55,7 +55,7 @@ await runProcess({
       terminalDb: rt.db,
     });
     const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
-    // Postgres restored from a backup (lib/pipeline/restore.ts): checked before the first drain; no new business while held
+    // Postgres restored from a backup (lib/watches/restore.ts): checked before the first drain; no new business while held
     const kafkaCheck = createKafkaRestoreCheck(kafkaOptions(slices(rt.config).kafka, rt.log), slices(rt.config).kafka.msgTopic, rt.db);
     const restore = opened.add(
       new RestoreWatch({
@@ -71,7 +71,7 @@ await runProcess({
       (w) => w.stop(),
     );
     await restore.start();
-    // Redis lost what it held (flushed, restarted, a failover): rebuilt from Postgres by version (lib/pipeline/mirror-heal.ts)
+    // Redis lost what it held (flushed, restarted, a failover): rebuilt from Postgres by version (lib/watches/redis.ts)
     const mirror = slices(rt.config).mirror;
     const heal = opened.add(
       new RedisHeal({ db: rt.db, redis, timeZone: mirror.timezone, clock: rt.clock, log: rt.log, timeoutMs: mirror.timeoutMs, everyMs: mirror.checkEveryMs, held: () => restore.held() }),
@@ -91,7 +91,7 @@ await runProcess({
           stopping,
           clock: rt.clock,
           health: rt.health,
-          run: async () => (restore.held() ? new Date(Date.now() + HELD_RETRY_MS) : (await drain(deps, BUDGET_MS, () => stopping() || restore.held())).next),
+          run: async () => (restore.held() ? new Date(rt.clock.now().getTime() + HELD_RETRY_MS) : (await drain(deps, BUDGET_MS, () => stopping() || restore.held())).next),
         }),
       },
     };

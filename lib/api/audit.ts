@@ -10,6 +10,7 @@
 // per client address per minute, so that a flood of guesses cannot grow the log without bound;
 // the refusals left out are counted, in `result.suppressed` of that address's next line, or in a
 // line of their own ("audit auth suppressed") once the minute is over.
+import { systemClock } from '../core/clock.ts';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from '../runtime/log.ts';
 import { whoOf } from './who.ts';
@@ -41,7 +42,7 @@ export function auditResult(req: FastifyRequest, result: Record<string, unknown>
 
 export function auditLog(log: Logger, o: { now?: () => number; windowMs?: number } = {}): AuditLog {
   const out = log.child({ audit: true }, { level: log.level === 'silent' ? 'silent' : 'info' });
-  const now = o.now ?? Date.now;
+  const now = o.now ?? (() => systemClock.now().getTime());
   const windowMs = o.windowMs ?? REFUSAL_WINDOW_MS;
   const held = new Map<string, { start: number; action: string; suppressed: number }>();
   const flush = (all: boolean) => {

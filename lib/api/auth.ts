@@ -16,6 +16,7 @@
 //   and a slow or endless body does not keep the connection for the request timeout.
 // - Every refusal goes to the audit log, at most one line per address per minute
 //   (lib/api/audit.ts refusal(): the lines left out are counted in the next one).
+import { systemClock } from '../core/clock.ts';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Slices } from '../core/config.ts';
@@ -77,7 +78,7 @@ const MAX_TRACKED = 10_000;
  */
 export function bearerGuard(_app: FastifyInstance, o: { token: string; who: string; audit: AuditLog; now?: () => number }): Guard {
   const want = digest(o.token);
-  const now = o.now ?? Date.now;
+  const now = o.now ?? (() => systemClock.now().getTime());
   const failures = new FailureCounter(AUTH_FAILURES_PER_MINUTE, 60_000);
   return async (req, reply) => {
     const m = /^Bearer ([\x21-\x7e]{1,512})$/i.exec(req.headers.authorization ?? '');

@@ -13,7 +13,7 @@
 // Redis holds — the version inside the key's JSON, or, for a removed key, the version its removal
 // left in `msgx:mirror:removed:<FLID>` (kept REMOVED_TTL_S). So a write that arrives late (sent
 // down a connection that froze, delivered when it moved again) cannot overwrite a newer one, and
-// the heal (lib/pipeline/mirror-heal.ts) and every re-sync may run beside the pump.
+// the heal (lib/watches/redis.ts) and every re-sync may run beside the pump.
 import type { Redis } from 'ioredis';
 import type { Mirror } from '../domain/handlers.ts';
 import type { Crash } from '../runtime/crash.ts';

@@ -148,7 +148,7 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
       cur.watermark,
     );
     // Only this leader moves the watermark up: a different one now is Postgres restored from a backup
-    // during the round. Writing ours would hide the restore from the check (lib/pipeline/restore.ts).
+    // during the round. Writing ours would hide the restore from the check (lib/watches/restore.ts).
     if (saved !== 1) throw new Error(`intake_cursor's watermark is no longer ${cur.watermark} (Postgres restored from a backup during the round?); nothing of this round was kept`);
     if (lost.length) await pgRun(tx, Shadow.addLost, JSON.stringify(lost));
     if (ins.length) await wake(tx, TASK.pump);

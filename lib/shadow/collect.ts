@@ -2,6 +2,7 @@
 // databases are two msgexchange installations of one schema version, waits for them to reach the
 // same inbox position, and reads each side (lib/shadow/diff.ts compares). Read-only: nothing is
 // written to either database. Every read has a deadline (msgx.io.timeout per statement batch).
+import { systemClock, type Clock } from '../core/clock.ts';
 import { withTimeout } from '../core/timeout.ts';
 import type { Db } from '../db/postgres.ts';
 import { pgRows } from '../db/statement.ts';
@@ -30,6 +31,8 @@ export interface CompareOptions {
   /** Overrides the start (dry-run: the scratch database's own). */
   startedAfter?: number;
   sleep?: (ms: number) => Promise<void>;
+  /** What the wait for the same position is measured on (default: the system clock). */
+  clock?: Clock;
 }
 
 /** Same database? msgexchange schema? same schema version? Throws CannotCompare naming the problem. */
@@ -63,12 +66,13 @@ export async function positionOf(db: Db, timeoutMs: number): Promise<{ position:
 /** Waits (up to waitMs) for both to be at the same position; returns both positions. */
 export async function awaitSamePosition(a: Side, b: Side, o: CompareOptions): Promise<{ here: number; other: number }> {
   const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  const until = Date.now() + o.waitMs;
+  const now = () => (o.clock ?? systemClock).now().getTime();
+  const until = now() + o.waitMs;
   for (;;) {
     const pa = (await positionOf(a.db, o.timeoutMs)).position;
     const pb = (await positionOf(b.db, o.timeoutMs)).position;
-    if (pa === pb || Date.now() >= until) return { here: pa, other: pb };
-    await sleep(Math.min(500, Math.max(0, until - Date.now())));
+    if (pa === pb || now() >= until) return { here: pa, other: pb };
+    await sleep(Math.min(500, Math.max(0, until - now())));
   }
 }
 
