@@ -28,7 +28,7 @@ import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import kafkajs from 'kafkajs';
+import kafkajs from '../../lib/db/kafkajs.ts';
 import { benchKafka } from './workers.ts';
 import pg from 'pg';
 import { connectionSettings } from '../../lib/db/postgres.ts';
