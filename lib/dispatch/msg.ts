@@ -4,20 +4,21 @@
 // acknowledged ones SENT (sent_at, partition, offset). A send that fails or times out while the
 // cluster answers a metadata request counts one failed attempt for every event it carried
 // (backoff; DEAD after max attempts); with the cluster unreachable it counts none (backoff
-// only), nor while the topic is missing (lib/watches/msg-topic.ts creates it again; ./send-failure.ts). Nothing
+// only), nor while the topic is missing (lib/watches/msg-topic.ts creates it again; ./send.ts). Nothing
 // of a failed send is marked SENT. The round runs under a transaction-scoped advisory lock, so
 // two instances never send the same FLID concurrently.
 import type { Clock } from '../core/clock.ts';
 import type { Slices } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
+import type { Executor } from '../db/statement.ts';
 import type { Logger } from '../runtime/log.ts';
 import type { KafkaEdge } from './kafka.ts';
 import type { KafkaOutage } from './outage.ts';
 import { dispatchSent } from './metrics.ts';
-import { freezeMsgBatch, markSent, nextAttemptAt, tryRoundLock, type Acked, type MsgRow } from './outbox.ts';
+import { freezeMsgBatch, nextAttemptAt, tryRoundLock } from './outbox.ts';
 import { chunkBySize, type RetryPolicy, type Target } from './plan.ts';
 import { TimeBudget } from '../core/budget.ts';
-import { markSendFailed } from './send-failure.ts';
+import { sendRound } from './send.ts';
 
 export interface DispatchDeps {
   db: Db;
@@ -47,7 +48,7 @@ export const retryPolicy = (c: Slices['dispatch']): RetryPolicy => ({ ladder: c.
 /** One msg round. */
 export async function msgRound(d: DispatchDeps): Promise<RoundResult> {
   const topic = d.dispatch.msgTopic;
-  const result = await d.db.transaction().execute(async (tx) => {
+  return inRound(d, 'msg', async (tx) => {
     const res: RoundResult = { busy: false, picked: 0, sent: 0, failed: 0, dead: 0 };
     if (!(await tryRoundLock(tx, 'msg'))) return { ...res, busy: true };
     const now = d.clock.now();
@@ -61,31 +62,23 @@ export async function msgRound(d: DispatchDeps): Promise<RoundResult> {
       batch.map((e) => Buffer.byteLength(e.value) + Buffer.byteLength(e.flid) + 64),
       d.dispatch.maxRecordBytes,
     ).map((idx) => idx.map((i) => batch[i]));
-    const acked: Acked[] = [];
-    let failed: { rows: MsgRow[]; error: Error } | null = null;
-    for (const rows of chunks) {
-      try {
-        const placed = await d.kafka.send(
-          topic,
-          rows.map((e) => ({ key: e.flid, value: e.value })),
-        );
-        rows.forEach((e, i) => acked.push({ eventId: e.eventId, stateVersion: e.stateVersion, partition: placed[i].partition, offset: placed[i].offset }));
-      } catch (e) {
-        failed = { rows, error: e as Error };
-        break;
-      }
-    }
-
-    const at = d.clock.now();
-    res.sent = (await markSent(tx, acked, at)).length;
-    if (failed) {
-      const r = await markSendFailed(tx, d, { target: 'msg', topic, rows: failed.rows, error: failed.error }, retryPolicy(d.dispatch), at);
-      res.failed = r.failed;
-      res.dead = r.dead;
-    }
+    const r = await sendRound(
+      tx,
+      d,
+      'msg',
+      topic,
+      chunks.map((rows) => ({ records: rows.map((e) => ({ key: e.flid, value: e.value })), carries: rows.map((e) => [e]) })),
+      retryPolicy(d.dispatch),
+    );
+    Object.assign(res, { sent: r.sent, failed: r.failed, dead: r.dead });
     return res;
   });
-  if (result.sent) dispatchSent.inc({ target: 'msg' }, result.sent);
+}
+
+/** A round in one transaction; what it sent is counted once the transaction committed. */
+export async function inRound<R extends RoundResult>(d: DispatchDeps, target: Target, body: (tx: Executor) => Promise<R>): Promise<R> {
+  const result = await d.db.transaction().execute(body);
+  if (result.sent) dispatchSent.inc({ target }, result.sent);
   return result;
 }
 

@@ -22,11 +22,10 @@
 import { readFlights } from '../flight/read.ts';
 import { toJson } from '../flight/state.ts';
 import { stateRecord, type StateRecord } from '../contract/kafka.ts';
-import { dispatchSent } from './metrics.ts';
-import { drain, retryPolicy, type DispatchDeps, type DrainNext, type RoundResult } from './msg.ts';
-import { markFailed, markSent, pendingRows, tryRoundLock, unchangedStateRows, type Acked, type SchdRow } from './outbox.ts';
+import { drain, inRound, retryPolicy, type DispatchDeps, type DrainNext, type RoundResult } from './msg.ts';
+import { markFailed, pendingRows, tryRoundLock, unchangedStateRows, type SchdRow } from './outbox.ts';
 import { chunkBySize } from './plan.ts';
-import { markSendFailed } from './send-failure.ts';
+import { sendRound } from './send.ts';
 
 export interface StateRoundResult extends RoundResult {
   /** Rows rewritten after they were read (left for the next round). */
@@ -40,7 +39,7 @@ const recordBytes = (r: StateRecord) => Buffer.byteLength(r.key) + (r.value === 
 export async function stateRound(d: DispatchDeps): Promise<StateRoundResult> {
   const topic = d.dispatch.stateTopic;
   const maxBytes = d.dispatch.maxRecordBytes;
-  const result = await d.db.transaction().execute(async (tx) => {
+  return inRound(d, 'state', async (tx) => {
     const res: StateRoundResult = { busy: false, picked: 0, sent: 0, failed: 0, dead: 0, overtaken: 0, tombstones: 0 };
     if (!(await tryRoundLock(tx, 'state'))) return { ...res, busy: true };
     const rows = await pendingRows(tx, 'state', d.clock.now(), d.dispatch.msgBatch);
@@ -91,37 +90,21 @@ export async function stateRound(d: DispatchDeps): Promise<StateRoundResult> {
       sendable.map((o) => recordBytes(o.record)),
       maxBytes,
     ).map((idx) => idx.map((i) => sendable[i]));
-    const acked: Acked[] = [];
-    let failed: { rows: SchdRow[]; error: Error } | null = null;
-    for (const chunk of chunks) {
-      try {
-        const placed = await d.kafka.send(
-          topic,
-          chunk.map((o) => o.record),
-        );
-        chunk.forEach((o, i) => {
-          acked.push({ eventId: o.row.eventId, stateVersion: o.row.stateVersion, partition: placed[i].partition, offset: placed[i].offset });
-          if (o.record.value === null) res.tombstones++;
-        });
-      } catch (e) {
-        failed = { rows: chunk.map((o) => o.row), error: e as Error };
-        break;
-      }
-    }
-
-    const at = d.clock.now();
-    const marked = await markSent(tx, acked, at);
-    res.sent = marked.length;
-    res.overtaken += acked.length - marked.length;
-    if (failed) {
-      const r = await markSendFailed(tx, d, { target: 'state', topic, rows: failed.rows, error: failed.error }, policy, at);
-      res.failed = r.failed;
-      res.dead += r.dead;
-    }
+    const r = await sendRound(
+      tx,
+      d,
+      'state',
+      topic,
+      chunks.map((chunk) => ({ records: chunk.map((o) => o.record), carries: chunk.map((o) => [o.row]) })),
+      policy,
+    );
+    res.tombstones += chunks.slice(0, r.done).reduce((n, chunk) => n + chunk.filter((o) => o.record.value === null).length, 0);
+    res.sent = r.sent;
+    res.overtaken += r.overtaken;
+    res.failed = r.failed;
+    res.dead += r.dead;
     return res;
   });
-  if (result.sent) dispatchSent.inc({ target: 'state' }, result.sent);
-  return result;
 }
 
 export const stateDrain = (d: DispatchDeps, budgetMs: number, signal?: AbortSignal): Promise<DrainNext> => drain(stateRound, 'state', d, budgetMs, signal);

@@ -329,6 +329,30 @@ export class Watch<F> {
   }
 }
 
+/** What an instance of a watch offers its process, from the Watch it builds (its `watch`). */
+export abstract class Watched<F> {
+  protected abstract readonly watch: Watch<F>;
+
+  /** The first check (bounded: a frozen path leaves the process starting, not hanging), then the period. */
+  start(): Promise<void> {
+    return this.watch.start();
+  }
+
+  stop(): Promise<void> {
+    return this.watch.stop();
+  }
+
+  /** A check (and its repair) now; concurrent calls share it. */
+  check(): Promise<void> {
+    return this.watch.check();
+  }
+
+  /** A user of the store saw it fail (a send found the topic missing): check now, at most once a short period. */
+  checkSoon(): void {
+    this.watch.soon();
+  }
+}
+
 /** An error as one short text: its Kafka code or class, and its message. */
 export function errorText(e: unknown): string {
   const x = e as { name?: string; type?: string; message?: string };

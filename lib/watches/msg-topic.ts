@@ -9,10 +9,10 @@
 // The condition names every open loss with the operator's two commands until one is run.
 import { LOCKS } from '../db/postgres.ts';
 import { pgOne, pgRows } from '../db/statement.ts';
-import { errorText, Refused, Watch } from '../runtime/watch.ts';
+import { errorText, Refused, type Watch, Watched } from '../runtime/watch.ts';
 import * as Locks from '../sql/locks.ts';
 import * as Outbox from '../sql/outbox.ts';
-import { describeProblems, lostPartitions, periods, type Problem, readTopic, topicProblems, type TopicWatchDeps } from './topics.ts';
+import { describeProblems, lostPartitions, type Problem, readTopic, topicProblems, topicWatch, type TopicWatchDeps } from './topics.ts';
 
 /** A loss the operator has not answered yet. */
 interface OpenLoss {
@@ -23,44 +23,19 @@ interface OpenLoss {
   last: number;
 }
 
-export class MsgTopicWatch {
+export class MsgTopicWatch extends Watched<'missing'> {
   private readonly d: TopicWatchDeps;
-  private readonly watch: Watch<'missing'>;
+  protected readonly watch: Watch<'missing'>;
   private open: OpenLoss[] = [];
 
   constructor(d: TopicWatchDeps) {
+    super();
     this.d = d;
-    this.watch = new Watch<'missing'>({
-      condition: 'msg-topic',
-      pendingCondition: 'msg-topic',
-      store: 'msg-topic',
-      clock: d.clock,
-      log: d.log,
-      timeoutMs: d.timeoutMs,
-      ...periods(d),
+    this.watch = topicWatch<'missing'>(d, 'msg-topic', {
       check: () => this.look(),
       repair: () => this.recreate(),
       status: () => ({ problem: this.problem(), behind: this.open.length ? Math.max(1, this.partitions().length) : 0 }),
     });
-  }
-
-  /** The first check (bounded: a Kafka that does not answer leaves "not checked yet" set), then the period. */
-  start(): Promise<void> {
-    return this.watch.start();
-  }
-
-  stop(): Promise<void> {
-    return this.watch.stop();
-  }
-
-  /** A check (and its repair) now. */
-  check(): Promise<void> {
-    return this.watch.check();
-  }
-
-  /** A send found the topic missing: check now (at most once a short period). */
-  checkSoon(): void {
-    this.watch.soon();
   }
 
   private async look(): Promise<'missing' | null> {

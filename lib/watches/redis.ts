@@ -29,7 +29,7 @@ import type { Redis } from '../db/redis.ts';
 import { pgRows } from '../db/statement.ts';
 import { mirrorVersions, writeMirror } from '../flight/mirror.ts';
 import { readFlights } from '../flight/read.ts';
-import { Refused, Watch } from '../runtime/watch.ts';
+import { Refused, Watch, Watched } from '../runtime/watch.ts';
 import * as Mirror from '../sql/mirror.ts';
 import * as Restore from '../sql/restore.ts';
 
@@ -79,46 +79,31 @@ export interface RedisHealDeps {
 /** What the check found: every flight again (the marker is gone), or the flights behind. */
 type Found = { why: string; full: true } | { why: string; full: false; flids: string[] };
 
-export class RedisHeal {
+export class RedisHeal extends Watched<Found> {
   private readonly d: RedisHealDeps;
-  private readonly watch: Watch<Found>;
+  protected readonly watch: Watch<Found>;
   private runId: string | null = null;
   private comparedAt: number;
   /** Flights last found behind (the gauge), 0 once healed. */
   private behindBy = 0;
 
   constructor(d: RedisHealDeps) {
+    super();
     this.d = d;
     this.comparedAt = this.now();
     this.watch = new Watch<Found>({
+      ...d,
+      everyMs: WATCH.redis.glanceEveryMs,
       condition: CONDITION,
       store: 'redis',
-      clock: d.clock,
-      log: d.log,
-      timeoutMs: d.timeoutMs,
-      everyMs: WATCH.redis.glanceEveryMs,
-      check: () => this.refusal(() => this.check()),
+      check: () => this.refusal(() => this.look()),
       repair: (found) => this.refusal(() => this.rebuild(found)),
       // Redis behind is healed, not a reason to be unready: only a refusal is (the watch adds it)
       status: () => ({ problem: null, behind: this.behindBy }),
     });
   }
 
-  /** The first check now (bounded), then every WATCH.redis.glanceEveryMs. */
-  start(): Promise<void> {
-    return this.watch.start();
-  }
-
-  stop(): Promise<void> {
-    return this.watch.stop();
-  }
-
-  /** A check (and its rebuild) now. */
-  run(): Promise<void> {
-    return this.watch.check();
-  }
-
-  private async check(): Promise<Found | null> {
+  private async look(): Promise<Found | null> {
     if (this.d.held()) return null;
     const t = this.d.timeoutMs;
     let marker: string | null;

@@ -34,7 +34,7 @@ import type { Inbox } from '../db/mysql.ts';
 import type { Redis } from '../db/redis.ts';
 import { pgOne } from '../db/statement.ts';
 import { Episode } from '../runtime/episode.ts';
-import { Watch } from '../runtime/watch.ts';
+import { Watch, Watched } from '../runtime/watch.ts';
 import * as Restore from '../sql/restore.ts';
 import { type Finding, inboxBehind, inUse, redisAhead, type Source, SOURCES } from './restore-signs.ts';
 
@@ -70,10 +70,10 @@ export interface RestoreWatchDeps {
   heldEveryMs?: number;
 }
 
-export class RestoreWatch {
+export class RestoreWatch extends Watched<never> {
   private readonly behind = new Map<Source, string>();
   private readonly checked = new Set<Source>();
-  private readonly watch: Watch<never>;
+  protected readonly watch: Watch<never>;
   private readonly holding: Episode;
   private stopped = false;
   private glancing = false;
@@ -82,6 +82,7 @@ export class RestoreWatch {
   private readonly d: RestoreWatchDeps;
 
   constructor(d: RestoreWatchDeps) {
+    super();
     this.d = d;
     this.holding = new Episode(d.clock, WATCH.remindEveryMs);
     if (!client.register.getSingleMetric('msgx_postgres_behind')) client.register.registerMetric(postgresBehind);
@@ -132,18 +133,8 @@ export class RestoreWatch {
     return SOURCES.filter((s) => this.behind.has(s)).map((source) => ({ source, detail: this.behind.get(source)! }));
   }
 
-  /** The first check (bounded: a process whose connections froze still starts, held), then the period and the glance. */
-  start(): Promise<void> {
-    return this.watch.start();
-  }
-
-  /** One check of every source now (concurrent calls share one run). */
-  check(): Promise<void> {
-    return this.watch.check();
-  }
-
   /** Stops checking; this process no longer acts on Postgres (shutdown, lost leadership), so it no longer reports it either. */
-  async stop(): Promise<void> {
+  override async stop(): Promise<void> {
     this.stopped = true;
     for (const s of this.sources()) postgresBehind.set({ source: s }, 0);
     await this.watch.stop();

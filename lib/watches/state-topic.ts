@@ -15,11 +15,11 @@
 import { DISPATCH_TASK } from '../core/tasks.ts';
 import { LOCKS } from '../db/postgres.ts';
 import { pgOne, pgRows } from '../db/statement.ts';
-import { errorText, Refused, Watch } from '../runtime/watch.ts';
+import { errorText, Refused, type Watch, Watched } from '../runtime/watch.ts';
 import { wake } from '../sql/jobs.ts';
 import * as Locks from '../sql/locks.ts';
 import * as Outbox from '../sql/outbox.ts';
-import { describeProblems, periods, type Problem, restoreCompactSettings, readTopic, topicProblems, type TopicWatchDeps } from './topics.ts';
+import { describeProblems, type Problem, restoreCompactSettings, readTopic, topicProblems, topicWatch, type TopicWatchDeps } from './topics.ts';
 
 /** A re-seed under way: rows to send up to `high`, DEAD rows before it, when it started, what it repairs. */
 interface Reseed {
@@ -30,9 +30,9 @@ interface Reseed {
   reasons: string;
 }
 
-export class StateTopicWatch {
+export class StateTopicWatch extends Watched<Problem[]> {
   private readonly d: TopicWatchDeps;
-  private readonly watch: Watch<Problem[]>;
+  protected readonly watch: Watch<Problem[]>;
   /** At most one re-seed starts per this interval (msgx.dispatch.reseed-gap). */
   private readonly reseedGapMs: number;
   private reseed: Reseed | null = null;
@@ -42,39 +42,14 @@ export class StateTopicWatch {
   private deadLeft: string | null = null;
 
   constructor(d: TopicWatchDeps & { reseedGapMs: number }) {
+    super();
     this.d = d;
     this.reseedGapMs = d.reseedGapMs;
-    this.watch = new Watch<Problem[]>({
-      condition: 'state-topic',
-      pendingCondition: 'state-topic',
-      store: 'state-topic',
-      clock: d.clock,
-      log: d.log,
-      timeoutMs: d.timeoutMs,
-      ...periods(d),
+    this.watch = topicWatch<Problem[]>(d, 'state-topic', {
       check: () => this.look(),
       repair: (problems) => this.repair(problems),
       status: () => ({ problem: this.problem(), behind: this.problem() ? 1 : 0 }),
     });
-  }
-
-  /** The first check (bounded: a Kafka that does not answer leaves "not checked yet" set), then the period. */
-  start(): Promise<void> {
-    return this.watch.start();
-  }
-
-  stop(): Promise<void> {
-    return this.watch.stop();
-  }
-
-  /** A check (and its repair) now. */
-  check(): Promise<void> {
-    return this.watch.check();
-  }
-
-  /** A send found the topic missing: check now (at most once a short period). */
-  checkSoon(): void {
-    this.watch.soon();
   }
 
   private async look(): Promise<Problem[] | null> {

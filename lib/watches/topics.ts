@@ -13,7 +13,7 @@
 // Cost: every WATCH.topics.everyMs one indexed query (outbox.state_positions /
 // outbox.msg_topic_check) and one admin connection with the offsets request (plus describeConfigs
 // on the state topic); never per round. A send that fails because the topic is missing asks for a
-// check at once (checkSoon), and costs the events no attempt (lib/dispatch/send-failure.ts).
+// check at once (checkSoon), and costs the events no attempt (lib/dispatch/send.ts).
 import type { Admin } from 'kafkajs';
 import kafkajs from '../db/kafkajs.ts';
 import { withTimeout } from '../core/timeout.ts';
@@ -21,7 +21,8 @@ import { WATCH } from '../core/tuning.ts';
 import type { Clock } from '../core/clock.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Logger } from '../runtime/log.ts';
-import { isUnknownTopic } from '../dispatch/send-failure.ts';
+import { Watch, type WatchSpec } from '../runtime/watch.ts';
+import { isUnknownTopic } from '../dispatch/send.ts';
 import { topicSettings, type KafkaEdge, type TopicSpec } from '../dispatch/kafka.ts';
 
 const { ConfigResourceTypes } = kafkajs;
@@ -141,5 +142,8 @@ export interface TopicWatchDeps {
   behindEveryMs?: number;
 }
 
-/** The periods of a topic watch: the deps' (tests), else WATCH.topics. */
-export const periods = (d: TopicWatchDeps) => ({ everyMs: d.everyMs ?? WATCH.topics.everyMs, behindEveryMs: d.behindEveryMs ?? WATCH.topics.behindEveryMs });
+/** A topic's watch: its store is its condition, not ready before its first verdict; the periods of WATCH.topics (the deps' in tests). */
+export function topicWatch<F>(d: TopicWatchDeps, store: 'state-topic' | 'msg-topic', declared: Pick<WatchSpec<F>, 'check' | 'repair' | 'status'>): Watch<F> {
+  const periods = { everyMs: d.everyMs ?? WATCH.topics.everyMs, behindEveryMs: d.behindEveryMs ?? WATCH.topics.behindEveryMs };
+  return new Watch<F>({ ...declared, ...periods, condition: store, pendingCondition: store, store, clock: d.clock, log: d.log, timeoutMs: d.timeoutMs });
+}

@@ -1,8 +1,8 @@
 // The derived topics' detection rules (lib/watches/topics.ts) and the send-failure classes
-// (lib/dispatch/send-failure.ts), pure: tables of cases.
+// (lib/dispatch/send.ts), pure: tables of cases.
 import { describe, expect, it } from 'vitest';
 import { afterFailure } from '../../../lib/dispatch/plan.ts';
-import { isClusterUnavailable, isUnknownTopic } from '../../../lib/dispatch/send-failure.ts';
+import { isClusterUnavailable, isUnknownTopic } from '../../../lib/dispatch/send.ts';
 import { describeProblems, lostPartitions, topicProblems, type Problem, type TopicView } from '../../../lib/watches/topics.ts';
 
 const view = (ends: [number, number][] | null, policy?: string | null): TopicView => ({ exists: ends !== null, ends: new Map((ends ?? []).map(([p, h]) => [p, BigInt(h)])), policy });

@@ -1,12 +1,70 @@
-// How a failed send is classified and marked (one place for the three dispatchers, lib/dispatch/
-// msg.ts, schd.ts, state.ts; docs/decisions.md "Dispatch"): by the Kafka error codes and classes
-// the failure carries, never by its message text.
+// How a dispatcher's round sends (one place for the three dispatchers, lib/dispatch/msg.ts,
+// schd.ts, state.ts; docs/decisions.md "Dispatch"): its sends in order, stopping at the first
+// failure; in the round's transaction, the rows Kafka acknowledged marked SENT and the failed
+// send's rows backing off. A failure is classified by the Kafka error codes and classes it
+// carries, never by its message text.
+import type { Clock } from '../core/clock.ts';
 import type { Executor } from '../db/statement.ts';
 import type { Logger } from '../runtime/log.ts';
-import type { KafkaEdge } from './kafka.ts';
+import type { KafkaEdge, KafkaRecord } from './kafka.ts';
 import type { KafkaOutage } from './outage.ts';
-import { markFailed } from './outbox.ts';
+import { type Acked, markFailed, markSent } from './outbox.ts';
 import { afterFailure, type RetryPolicy, type Target } from './plan.ts';
+
+/** An outbox row a record carries: the version it sends, its attempts so far. */
+export interface Carried {
+  eventId: number;
+  stateVersion: number;
+  attempts: number;
+}
+
+/** One send of a round: its records, and for each record the rows it acknowledges. */
+export interface Sending {
+  records: KafkaRecord[];
+  carries: Carried[][];
+}
+
+export interface RoundSends {
+  /** Rows marked SENT; rows acknowledged but rewritten meanwhile (left PENDING). */
+  sent: number;
+  overtaken: number;
+  /** Rows of the failed send (backing off or DEAD), and those DEAD. */
+  failed: number;
+  dead: number;
+  /** Sends acknowledged, from the first. */
+  done: number;
+}
+
+/** The round's sends in order, stopping at the first failure (later sends stay for the next round); then SENT and the failure marked in `tx`. */
+export async function sendRound(
+  tx: Executor,
+  d: SendFailureDeps & { kafka: KafkaEdge; clock: Clock },
+  target: Target,
+  topic: string,
+  sends: readonly Sending[],
+  policy: RetryPolicy,
+): Promise<RoundSends> {
+  const acked: Acked[] = [];
+  let failed: { rows: Carried[]; error: Error } | null = null;
+  let done = 0;
+  for (const s of sends) {
+    try {
+      const placed = await d.kafka.send(topic, s.records);
+      s.carries.forEach((rows, i) => {
+        for (const r of rows) acked.push({ eventId: r.eventId, stateVersion: r.stateVersion, partition: placed[i].partition, offset: placed[i].offset });
+      });
+      done++;
+    } catch (e) {
+      failed = { rows: s.carries.flat(), error: e as Error };
+      break;
+    }
+  }
+  const at = d.clock.now();
+  const marked = await markSent(tx, acked, at);
+  const out: RoundSends = { sent: marked.length, overtaken: acked.length - marked.length, failed: 0, dead: 0, done };
+  if (failed) Object.assign(out, await markSendFailed(tx, d, { target, topic, rows: failed.rows, error: failed.error }, policy, at));
+  return out;
+}
 
 /** Does this error, or one it wraps, carry one of these Kafka error codes (kafkajs's `type`) or error classes (its `name`)? Never the message text. */
 function hasKafkaCode(e: unknown, codes: ReadonlySet<string>, names: ReadonlySet<string> = new Set()): boolean {
