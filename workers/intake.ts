@@ -7,10 +7,7 @@ import { sleep } from '../lib/runtime/leader.ts';
 import { dutyTask } from '../lib/runtime/duty.ts';
 import { slices } from '../lib/core/config.ts';
 import { RestoreWatch } from '../lib/watches/restore.ts';
-
-const BUDGET_MS = 55_000;
-/** While Postgres is found behind (restore), intake looks again this often. */
-const HELD_RETRY_MS = 2_000;
+import { INTAKE } from '../lib/core/tuning.ts';
 
 await runProcess({
   name: 'intake',
@@ -38,12 +35,12 @@ await runProcess({
           health: rt.health,
           run: async () => {
             if (restore.held()) {
-              await sleep(HELD_RETRY_MS, leader!.signal);
+              await sleep(INTAKE.heldRetryMs, leader!.signal);
               return 'now';
             }
             await intakeLoop(
               deps,
-              BUDGET_MS,
+              INTAKE.budgetMs,
               () => stopping() || restore.held(),
               (ms) => sleep(ms, leader!.signal),
             );

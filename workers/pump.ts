@@ -16,14 +16,7 @@ import { kafkaOptions } from '../lib/dispatch/kafka.ts';
 import { createKafkaRestoreCheck } from '../lib/watches/restore-kafka.ts';
 import { RestoreWatch } from '../lib/watches/restore.ts';
 import { RedisHeal } from '../lib/watches/redis.ts';
-
-const BUDGET_MS = 30_000;
-const GAUGES_EVERY_MS = 1_000;
-/** While Postgres is found behind (restore), the pump looks again this often. */
-const HELD_RETRY_MS = 2_000;
-/** A statement (or a lock wait) of the pump longer than this fails: the head becomes FAILED(INFRA) instead of an invisible hang. */
-const STATEMENT_TIMEOUT = '60s';
-const LOCK_TIMEOUT = '20s';
+import { PUMP } from '../lib/core/tuning.ts';
 
 await runProcess({
   name: 'pump',
@@ -37,7 +30,7 @@ await runProcess({
     const inbox = opened.add(rt.edges.aodbPool(), (p) => p.end());
     const redis = opened.add(rt.edges.redis(), (r) => r.disconnect());
     const session = createSessionDb(leader!.client);
-    await pgRun(session, Locks.setSessionTimeouts, STATEMENT_TIMEOUT, LOCK_TIMEOUT);
+    await pgRun(session, Locks.setSessionTimeouts, PUMP.statementTimeout, PUMP.lockTimeout);
     const crash = crashAt(rt.config['msgx.test.crash-at']);
     // XML parse + decode in a worker thread: off the event loop, overlapped with the business transaction, under the per-message budget
     const decoder = opened.add(buildDecoder(slices(rt.config).pump, slices(rt.config).airport), (d) => d.close());
@@ -80,7 +73,7 @@ await runProcess({
     await heal.start();
     opened
       .add(
-        setInterval(() => void refreshHeadGauges(rt.db, rt.clock, deps.failures), GAUGES_EVERY_MS),
+        setInterval(() => void refreshHeadGauges(rt.db, rt.clock, deps.failures), PUMP.gaugesEveryMs),
         clearInterval,
       )
       .unref();
@@ -91,7 +84,7 @@ await runProcess({
           stopping,
           clock: rt.clock,
           health: rt.health,
-          run: async () => (restore.held() ? new Date(rt.clock.now().getTime() + HELD_RETRY_MS) : (await drain(deps, BUDGET_MS, () => stopping() || restore.held())).next),
+          run: async () => (restore.held() ? new Date(rt.clock.now().getTime() + PUMP.heldRetryMs) : (await drain(deps, PUMP.budgetMs, () => stopping() || restore.held())).next),
         }),
       },
     };

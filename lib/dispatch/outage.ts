@@ -9,9 +9,10 @@ import type { Clock } from '../core/clock.ts';
 import { Episode } from '../runtime/episode.ts';
 import type { Logger } from '../runtime/log.ts';
 import type { Target } from './plan.ts';
+import { DISPATCH, RUNTIME } from '../core/tuning.ts';
 
-export const PROBE_INTERVAL_MS = 500;
-export const SUMMARY_EVERY_MS = 60_000;
+export const PROBE_INTERVAL_MS = DISPATCH.probeIntervalMs;
+export const SUMMARY_EVERY_MS = RUNTIME.summaryEveryMs;
 
 /** Not registered here: the dispatchers export it (lib/dispatch/metrics.ts registerDispatchGauges). */
 export const kafkaReachable = new client.Gauge({

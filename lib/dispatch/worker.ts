@@ -14,12 +14,13 @@ import type { DispatchDeps, DrainNext } from './msg.ts';
 import { KafkaOutage, PROBE_INTERVAL_MS } from './outage.ts';
 import { releaseBackoff } from './outbox.ts';
 import { probes, probeUntilUp } from '../runtime/probe.ts';
+import { backoffMs } from '../runtime/watch.ts';
 import { dutyTask } from '../runtime/duty.ts';
 import { slices, targets } from '../core/config.ts';
 import { explained } from '../db/tls.ts';
+import { DISPATCH } from '../core/tuning.ts';
 
-/** Time one task run may keep draining before it re-queues itself (other jobs get a turn). */
-export const DRAIN_BUDGET_MS = 30_000;
+export const DRAIN_BUDGET_MS = DISPATCH.drainBudgetMs;
 
 /**
  * Kafka edge with the topic ensured (created with the gateway's settings, or its settings
@@ -32,7 +33,8 @@ export async function connectKafka(rt: Runtime, spec: TopicSpec, o: { refusalFat
   const away = new Episode(rt.clock, RUNTIME.summaryEveryMs);
   // Short, capped waits: the dispatcher starts sending ≤ 2 s after Kafka answers;
   // one log line at the first failure, then one a minute.
-  for (let wait = 500, tries = 1; !rt.signal.aborted; wait = Math.min(wait * 2, 2000), tries++) {
+  for (let tries = 1; !rt.signal.aborted; tries++) {
+    const wait = backoffMs(DISPATCH.connectBackoff, tries);
     try {
       await kafka.ensureTopics([spec]);
       rt.log.info({ topic, brokers: rt.config.KAFKA_BROKERS, waitedMs: rt.clock.now().getTime() - started }, 'kafka topic ready');
@@ -46,7 +48,7 @@ export async function connectKafka(rt: Runtime, spec: TopicSpec, o: { refusalFat
         throw e;
       }
       if (away.begin() || away.remind()) {
-        rt.log.warn({ err: explained('kafka', e).message, tries, retryEveryMs: 2000 }, 'kafka not reachable at start-up, retrying');
+        rt.log.warn({ err: explained('kafka', e).message, tries, retryEveryMs: DISPATCH.connectBackoff.capMs }, 'kafka not reachable at start-up, retrying');
       }
       await new Promise<void>((r) => {
         const t = setTimeout(r, wait);

@@ -32,6 +32,7 @@ import { purgeRequests } from './requests.ts';
 import { purgeSnapLog } from './snap-log.ts';
 import { purgeAttempts, purgeFlightChanges } from './trace-records.ts';
 import { TimeBudget } from '../core/budget.ts';
+import { RETENTION } from '../core/tuning.ts';
 
 const SCHEDULE_KEY = 'msgx.retention.schedule';
 const NAMED: Record<string, string> = { hourly: '0 * * * *' };
@@ -75,7 +76,7 @@ export async function runRetention(d: RetentionDeps, openSession: () => Promise<
   const failures: string[] = [];
   let more = false;
   const run = async (name: string, job: (b: TimeBudget) => Promise<number>) => {
-    const budget = new TimeBudget(o.jobBudgetMs ?? 60_000);
+    const budget = new TimeBudget(o.jobBudgetMs ?? RETENTION.jobBudgetMs);
     try {
       report[name] = await job(budget);
     } catch (e) {

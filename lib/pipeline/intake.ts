@@ -38,6 +38,7 @@ import { metrics, noteInboxRead } from '../runtime/metrics.ts';
 import { wake } from '../sql/jobs.ts';
 import { enqueue } from '../sql/transitions.ts';
 import { TimeBudget } from '../core/budget.ts';
+import { INTAKE } from '../core/tuning.ts';
 
 export interface IntakeDeps {
   db: Db;
@@ -71,12 +72,7 @@ interface PassedGap {
   at: string;
 }
 
-/** Full scan chunk: existing rows per round, as a multiple of the claim batch. */
-const FULL_SCAN_CHUNK_FACTOR = 20;
-/** Remembered passed gaps at most (the oldest are forgotten first, logged). */
-const MAX_PASSED_GAPS = 500;
-/** Ranges per recheck query. */
-const RECHECK_RANGES = 100;
+const { fullScanChunkFactor: FULL_SCAN_CHUNK_FACTOR, maxPassedGaps: MAX_PASSED_GAPS, recheckRanges: RECHECK_RANGES } = INTAKE;
 
 export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
   const timeout = d.intake.timeoutMs;

@@ -30,6 +30,7 @@ import { Episode } from './episode.ts';
 import type { Logger } from './log.ts';
 import { withDeadline } from './leader.ts';
 import { Loop } from './watch.ts';
+import { RUNTIME } from '../core/tuning.ts';
 
 export type HealthCheck = () => Promise<void>;
 
@@ -58,7 +59,7 @@ export const dependencyUp = new client.Gauge({
   labelNames: ['dependency'] as const,
 });
 
-export const SUMMARY_EVERY_MS = 60_000;
+export const SUMMARY_EVERY_MS = RUNTIME.summaryEveryMs;
 
 class Condition {
   up = true;

@@ -29,6 +29,7 @@ import { pgOne, pgRows, pgRun } from '../db/statement.ts';
 import * as Locks from '../sql/locks.ts';
 import * as Probe from '../sql/probe.ts';
 import { noAnswer, withTimeout } from '../core/timeout.ts';
+import { RUNTIME } from '../core/tuning.ts';
 
 export interface LeaderHandle {
   client: pg.Client;
@@ -36,12 +37,9 @@ export interface LeaderHandle {
   signal: AbortSignal;
 }
 
-/** A heartbeat every second; a leader silent for longer than the deadline is stale. */
-export const LEADER_TIMING = { heartbeatMs: 1000, deadlineMs: 6000, pollMs: 1000 } as const;
-/** The longest wait between two failed attempts to connect and take the lock. */
-export const MAX_RETRY_MS = 5_000;
-/** A heartbeat unanswered for this long makes the leader ask the server whether its session is busy. */
-export const SUSPECT_MS = 2000;
+export const LEADER_TIMING = RUNTIME.leader;
+export const MAX_RETRY_MS = RUNTIME.leaderMaxRetryMs;
+export const SUSPECT_MS = RUNTIME.leaderSuspectMs;
 
 export async function runAsLeader(opts: {
   url: PgWhere;

@@ -9,6 +9,7 @@ import client from 'prom-client';
 import type { ProcessName } from '../core/tasks.ts';
 import { dependencyUp } from './health.ts';
 import type { AfterCommitCounts } from './labels.ts';
+import { RUNTIME } from '../core/tuning.ts';
 
 const { Counter, Gauge, Histogram, register } = client;
 const registers: client.Registry[] = [];
@@ -158,8 +159,7 @@ function initialiseLabelSets(name: ProcessName): void {
   }
 }
 
-/** Period of the event-loop delay histogram (nodejs_eventloop_lag_*). */
-export const EVENT_LOOP_SAMPLE_MS = 100;
+export const EVENT_LOOP_SAMPLE_MS = RUNTIME.eventLoopSampleMs;
 
 /**
  * Register on the default registry what this process exports: its own metrics, `extra` (metrics

@@ -10,6 +10,7 @@ import { type FlightPage, listFlights } from '../flight/read.ts';
 import { toJson } from '../flight/state.ts';
 import * as Shadow from '../sql/shadow.ts';
 import { type ChangeRef, diff, type DiffReport, type HistoryStart, type Json, type Outcome, type RefRecord, type SideData } from './diff.ts';
+import { SHADOW } from '../core/tuning.ts';
 
 /** Why two databases cannot be compared (the CLIs exit 2 with it). */
 export class CannotCompare extends Error {}
@@ -76,7 +77,7 @@ export async function awaitSamePosition(a: Side, b: Side, o: CompareOptions): Pr
   }
 }
 
-const PAGE = 5_000;
+const PAGE = SHADOW.page;
 
 async function readSide(s: Side, position: number, o: CompareOptions): Promise<SideData> {
   const t = o.timeoutMs;

@@ -34,13 +34,13 @@ import { type Body, logOf, type Member, type MessageRef, prepareBatch, refOf } f
 import { type Business, business } from './business.ts';
 import { type BatchResult, type Done, done, type PumpDeps } from './deps.ts';
 import { MirrorBehind, type TailGate } from './tail.ts';
+import { PUMP } from '../../core/tuning.ts';
 
 /** A large message's batch that grew the heap by more than this is followed by a full collection (collectGarbage). */
-const RELEASE_AFTER_GROWTH = 64 * 2 ** 20;
+const RELEASE_AFTER_GROWTH = PUMP.releaseAfterGrowthBytes;
 const heapUsed = () => v8.getHeapStatistics().used_heap_size;
 
-/** While the head is held for INFRA, the failed service is probed this often; work resumes when it answers. */
-const PROBE_EVERY_MS = 1_000;
+const PROBE_EVERY_MS = PUMP.probeEveryMs;
 
 /** What a batch carries over from the one before: the read ahead (drain) and the tail (overlapping only in drain). */
 export interface Carry {
