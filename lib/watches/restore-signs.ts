@@ -95,3 +95,35 @@ export async function redisAhead(db: Db, redis: Redis, timeoutMs: number): Promi
   if (suspects.length) suspects = await ahead(suspects);
   return suspects.length ? { flights: suspects.length, sample: suspects.slice(0, 5) } : null;
 }
+
+/** One check per sign this process can see: the detail of what it found, null when nothing. */
+export type SignChecks = Partial<Record<Source, () => Promise<string | null>>>;
+
+/**
+ * The signs a process checks: the inbox (unless read-only: another instance marks it), Redis
+ * (the pump, the retention), the msg topic (the pump: ./restore-kafka.ts). Redis and Kafka only
+ * once intake took in a row (inUse): a fresh install over an old store has forgotten nothing.
+ */
+export function signChecks(d: { db: Db; inbox: Inbox; redis?: Redis; inboxReadOnly?: boolean; kafka?: () => Promise<Finding | null>; timeoutMs: number }): SignChecks {
+  const { db, redis, kafka } = d;
+  const t = d.timeoutMs;
+  const checks: SignChecks = {
+    inbox: async () => {
+      if (d.inboxReadOnly) return null;
+      const r = await inboxBehind(db, d.inbox, t);
+      return r ? `${r.n} inbox row(s) in ${r.lo}..${r.hi} are marked processed above intake's watermark ${r.watermark} but unknown to Postgres` : null;
+    },
+  };
+  if (redis)
+    checks.redis = async () => {
+      if (!(await inUse(db))) return null;
+      // a client made at the process's start may still be connecting: its commands are refused until
+      // 'ready' (enableOfflineQueue is off), which failed this first check and held the process;
+      // the driver on first use (a process without Redis, intake, never loads it: docs/decisions.md "Footprint")
+      await (await import('../db/redis.ts')).redisReady(redis, t);
+      const r = await redisAhead(db, redis, t);
+      return r ? `Redis holds ${r.flights} flight(s) newer than Postgres (e.g. ${r.sample.join(', ')})` : null;
+    };
+  if (kafka) checks.kafka = async () => ((await inUse(db)) ? ((await kafka())?.detail ?? null) : null);
+  return checks;
+}

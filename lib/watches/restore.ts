@@ -36,7 +36,7 @@ import { pgOne } from '../db/statement.ts';
 import { Episode } from '../runtime/episode.ts';
 import { Watch, Watched } from '../runtime/watch.ts';
 import * as Restore from '../sql/restore.ts';
-import { type Finding, inboxBehind, inUse, redisAhead, type Source, SOURCES } from './restore-signs.ts';
+import { type Finding, type SignChecks, signChecks, type Source, SOURCES } from './restore-signs.ts';
 
 /** The condition name /healthz reports. */
 export const CONDITION = 'postgres-behind';
@@ -80,10 +80,13 @@ export class RestoreWatch extends Watched<never> {
   private wentBack = false;
   private marks = { watermark: 0, events: 0 };
   private readonly d: RestoreWatchDeps;
+  /** What it checks: the signs of ./restore-signs.ts this process can see. */
+  private readonly checks: SignChecks;
 
   constructor(d: RestoreWatchDeps) {
     super();
     this.d = d;
+    this.checks = signChecks(d);
     this.holding = new Episode(d.clock, WATCH.remindEveryMs);
     if (!client.register.getSingleMetric('msgx_postgres_behind')) client.register.registerMetric(postgresBehind);
     for (const s of this.sources()) postgresBehind.set({ source: s }, 0);
@@ -102,7 +105,7 @@ export class RestoreWatch extends Watched<never> {
   }
 
   private sources(): Source[] {
-    return SOURCES.filter((s) => s === 'inbox' || (s === 'redis' && this.d.redis) || (s === 'kafka' && this.d.kafka));
+    return SOURCES.filter((s) => s in this.checks);
   }
 
   held(): boolean {
@@ -181,27 +184,7 @@ export class RestoreWatch extends Watched<never> {
       }
       this.publish();
     };
-    const t = this.d.timeoutMs;
-    const redis = this.d.redis;
-    const kafka = this.d.kafka;
-    await Promise.all([
-      run('inbox', async () => {
-        if (this.d.inboxReadOnly) return null;
-        const r = await inboxBehind(this.d.db, this.d.inbox, t);
-        return r ? `${r.n} inbox row(s) in ${r.lo}..${r.hi} are marked processed above intake's watermark ${r.watermark} but unknown to Postgres` : null;
-      }),
-      redis &&
-        run('redis', async () => {
-          if (!(await inUse(this.d.db))) return null;
-          // a client made at the process's start may still be connecting: its commands are refused until
-          // 'ready' (enableOfflineQueue is off), which failed this first check and held the process
-          // the driver on first use (a process without Redis, intake, never loads it: docs/decisions.md "Footprint")
-          await (await import('../db/redis.ts')).redisReady(redis, t);
-          const r = await redisAhead(this.d.db, redis, t);
-          return r ? `Redis holds ${r.flights} flight(s) newer than Postgres (e.g. ${r.sample.join(', ')})` : null;
-        }),
-      kafka && run('kafka', async () => ((await inUse(this.d.db)) ? ((await kafka())?.detail ?? null) : null)),
-    ]);
+    await Promise.all(Object.entries(this.checks).map(([source, check]) => run(source as Source, check)));
   }
 
   private problem(): string | null {

@@ -11,6 +11,8 @@
 // edge, the contract's record value, EVENT_IDs above the test database's sequence). Then a test
 // installation — an intake round and the real pump process, started as every test starts them,
 // pointed at that broker — takes a message in and applies it.
+import { rmSync } from 'node:fs';
+import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../lib/core/clock.ts';
@@ -22,17 +24,22 @@ import { intakeRound } from '../../lib/pipeline/intake.ts';
 import * as Restore from '../../lib/sql/restore.ts';
 import { createKafkaRestoreCheck } from '../../lib/watches/restore-kafka.ts';
 import { TEST_TOPICS, testConfig } from '../support/env.ts';
+import { freePort } from '../support/ports.ts';
 import { privateKafka } from '../support/private-kafka.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 import { bigSnapshot } from '../support/fixtures.ts';
 import { openServices, putInbox, resetDomain, resetPipeline, silentLog, type TestServices } from '../support/services.ts';
 
-/** This file's own broker (state in .local/kafka/port-<port>/): beside frozen-connections' TEST_PORT_BASE + 95. */
-const PORT = process.env.TEST_PORT_BASE ? Number(process.env.TEST_PORT_BASE) + 97 : 19592;
-const BROKERS = `127.0.0.1:${PORT}`;
+/**
+ * This file's own broker on ports the kernel has free at the start: a fixed one in the ephemeral
+ * range (TEST_PORT_BASE 37000 + n) was once taken by a client connection's local port, and the
+ * broker could not bind. Its state (.local/kafka/port-<port>/) is removed at the end.
+ */
+const ports = { broker: 0, controller: 0 };
+const brokers = () => `127.0.0.1:${ports.broker}`;
 const DEFAULT_MSG_TOPIC = describeConfig().find((c) => c.key === 'msgx.kafka.msg-topic')!.default;
 /** The installation the sample ran in: its settings, but this file's broker. */
-const installation = testConfig({ KAFKA_BROKERS: BROKERS, 'msgx.kafka.msg-topic': DEFAULT_MSG_TOPIC, 'msgx.kafka.partitions': '3' });
+const installation = () => testConfig({ KAFKA_BROKERS: brokers(), 'msgx.kafka.msg-topic': DEFAULT_MSG_TOPIC, 'msgx.kafka.partitions': '3' });
 
 let s: TestServices;
 let edge: KafkaEdge | undefined;
@@ -40,13 +47,18 @@ const procs: Proc[] = [];
 
 beforeAll(async () => {
   s = await openServices();
-  await privateKafka('kafka-start', PORT);
+  ports.broker = await freePort();
+  ports.controller = await freePort();
+  await privateKafka('kafka-start', ports.broker, undefined, ports.controller);
 }, 180_000);
 
 afterAll(async () => {
   await stopAll(procs);
   await edge?.close();
-  await privateKafka('kafka-stop', PORT);
+  if (ports.broker) {
+    await privateKafka('kafka-stop', ports.broker, undefined, ports.controller);
+    rmSync(path.join(import.meta.dirname, `../../.local/kafka/port-${ports.broker}`), { recursive: true, force: true });
+  }
   await s?.close();
 }, 60_000);
 
@@ -60,7 +72,7 @@ describe('test isolation: the README sample on the default msg topic, then a tes
     // 1. the sample, as its installation's msg-dispatch sent it: seven events on the default topic,
     //    with EVENT_IDs the test database has never handed out
     const high = (await pgOne(s.db, Restore.eventIdHigh))?.high ?? 0;
-    edge = createKafkaEdge(kafkaOptions(slices(installation).kafka, silentLog));
+    edge = createKafkaEdge(kafkaOptions(slices(installation()).kafka, silentLog));
     await edge.ensureTopics([{ topic: DEFAULT_MSG_TOPIC }]);
     const sample = Array.from({ length: 7 }, (_, i) => ({
       key: String(9000 + i),
@@ -72,14 +84,16 @@ describe('test isolation: the README sample on the default msg topic, then a tes
     expect(await edge.send(DEFAULT_MSG_TOPIC, sample)).toHaveLength(7);
 
     // the restore check is right: a pump reading the default topic against this database is held
-    const onDefault = await createKafkaRestoreCheck(kafkaOptions(slices(installation).kafka, silentLog), DEFAULT_MSG_TOPIC, s.db).check();
+    // (a fresh broker's group coordinator is still loading at first: the check cannot run, it is asked again)
+    const check = createKafkaRestoreCheck(kafkaOptions(slices(installation()).kafka, silentLog), DEFAULT_MSG_TOPIC, s.db);
+    const onDefault = await waitFor('the restore check on the default topic', () => check.check(), 60_000, 500);
     expect(onDefault).toEqual({ source: 'kafka', detail: expect.stringContaining(`holds EVENT_ID ${high + 7}, above the highest Postgres handed out`) });
 
     // 2. the test installation: a message taken in (the restore check's Kafka source runs once
     //    intake took a row), then the real pump, started as every test starts it, on that broker
     const id = await putInbox(s.inbox, bigSnapshot(3, 1, { seqn: 1 }));
     await intakeRound({ db: s.db, inbox: s.inbox, clock: new ManualClock(), intake: slices(testConfig()).intake, log: silentLog });
-    const pump = startWorker('pump', { KAFKA_BROKERS: BROKERS });
+    const pump = startWorker('pump', { KAFKA_BROKERS: brokers() });
     procs.push(pump);
     await waitFor('the message terminal', async () => (await sql<{ state: string }>`select state from proc_state where msg_id = ${id}`.execute(s.db)).rows[0]?.state !== 'PENDING', 60_000, 100).catch(
       (e) => {
