@@ -4,10 +4,9 @@
 // clock it is given (Clock.now()), so that a test can move time and a backoff can be read as data.
 // `new Date(x)` (a conversion) is no read of the clock. Read from the syntax tree: comments and
 // strings that name them do not count. Exit 1 with one `file:line` per finding.
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import ts from 'typescript';
 import { cliArgs } from './args.ts';
+import { sourceFiles } from './source-files.ts';
 
 /** The only file that reads the system time: the clock's implementation. */
 export const CLOCK_FILE = 'lib/core/clock.ts';
@@ -34,17 +33,7 @@ export function clockFindings(files: readonly { path: string; text: string }[]):
 }
 
 /** The .ts and .js files under lib/ and workers/, as the working tree has them. */
-export function sourceFiles(root = '.'): { path: string; text: string }[] {
-  const walk = (dir: string): string[] =>
-    readdirSync(join(root, dir), { withFileTypes: true }).flatMap((e) => {
-      const p = `${dir}/${e.name}`;
-      if (e.isDirectory()) return walk(p);
-      return /\.(ts|js)$/.test(e.name) ? [p] : [];
-    });
-  return ROOTS.flatMap((r) => walk(r))
-    .sort()
-    .map((path) => ({ path, text: readFileSync(join(root, path), 'utf8') }));
-}
+export const clockedFiles = (root = '.') => sourceFiles(ROOTS, root);
 
 function main(): void {
   cliArgs({
@@ -54,7 +43,7 @@ function main(): void {
   Fails (exit 1, one file:line per finding) when a file under ${ROOTS.join('/ or ')}/ other than ${CLOCK_FILE}
   reads the current time itself (Date.now, new Date()). No arguments.`,
   });
-  const files = sourceFiles();
+  const files = clockedFiles();
   const findings = clockFindings(files);
   for (const f of findings) console.log(f);
   console.log(`check:clock: ${files.length} files under ${ROOTS.join('/, ')}/, ${findings.length} finding(s)`);

@@ -2,10 +2,9 @@
 // no function longer than MAX_FUNCTION_LINES, so that a line of code keeps a room of a size a
 // reader takes in. The exceptions are listed below, each with its reason; an exception that no
 // longer exceeds its limit is reported too (remove it). Exit 1 with one line per finding.
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import ts from 'typescript';
 import { cliArgs } from './args.ts';
+import { sourceFiles } from './source-files.ts';
 
 export const MAX_FILE_LINES = 400;
 export const MAX_FUNCTION_LINES = 120;
@@ -86,17 +85,7 @@ export function sizeFindings(files: readonly { path: string; text: string }[], f
 }
 
 /** The source files under lib/ (.ts and .js), as the working tree has them. */
-export function libFiles(root = '.'): { path: string; text: string }[] {
-  const walk = (dir: string): string[] =>
-    readdirSync(join(root, dir), { withFileTypes: true }).flatMap((e) => {
-      const p = `${dir}/${e.name}`;
-      if (e.isDirectory()) return walk(p);
-      return /\.(ts|js)$/.test(e.name) ? [p] : [];
-    });
-  return walk('lib')
-    .sort()
-    .map((path) => ({ path, text: readFileSync(join(root, path), 'utf8') }));
-}
+export const libFiles = (root = '.') => sourceFiles(['lib'], root);
 
 function main(): void {
   cliArgs({

@@ -166,11 +166,8 @@ export const INTAKE = {
   recheckRanges: 100,
 } as const;
 
-/** Backfill (workers/backfill.ts). */
-export const BACKFILL = {
-  /** Time one run of the backfill duty drains before it re-queues itself. */
-  budgetMs: 30_000,
-} as const;
+/** Backfill (workers/backfill.ts): the time one run of its duty drains before it re-queues itself. */
+export const BACKFILL = { budgetMs: 30_000 } as const;
 
 /** The dispatchers (workers/*-dispatch.ts, lib/dispatch/). */
 export const DISPATCH = {
@@ -185,14 +182,8 @@ export const DISPATCH = {
   retentionBudgetMs: 60_000,
 } as const;
 
-/** Retention (workers/retention.ts, lib/lifecycle/). */
-export const RETENTION = {
-  /** Time budget of one lifecycle job per run. */
-  jobBudgetMs: 60_000,
-} as const;
+/** Retention (workers/retention.ts, lib/lifecycle/): the time budget of one lifecycle job per run. */
+export const RETENTION = { jobBudgetMs: 60_000 } as const;
 
-/** The compare of two installations (scripts/compare.ts, dry-run; lib/shadow/). */
-export const SHADOW = {
-  /** Flights read per statement from each side. */
-  page: 5_000,
-} as const;
+/** The compare of two installations (scripts/compare.ts, dry-run; lib/shadow/): flights read per statement from each side. */
+export const SHADOW = { page: 5_000 } as const;

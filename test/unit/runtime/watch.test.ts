@@ -13,6 +13,8 @@ import { backoffMs, Loop, mirrorBehind, mirrorRebuilds, Refused, Watch } from '.
 const log = pino({ level: 'silent' });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const condition = (name: string) => conditions().find((c) => c.name === name)?.reason;
+/** A loop on the system clock with a fixed period. */
+const loopOf = (everyMs: number, tick: () => Promise<void>) => new Loop({ clock: systemClock, every: () => everyMs, tick });
 
 afterEach(() => {
   for (const c of conditions()) clearCondition(c.name);
@@ -36,7 +38,7 @@ describe('backoffMs: one rule, its data in lib/core/tuning.ts', () => {
 describe('Loop', () => {
   it('stop during a delay ends it at once and resolves after the running tick', async () => {
     let ticks = 0;
-    const loop = new Loop({ clock: systemClock, every: () => 60_000, tick: async () => void ticks++ });
+    const loop = loopOf(60_000, async () => void ticks++);
     await loop.start();
     expect(ticks).toBe(1);
     const t0 = Date.now();
@@ -51,7 +53,7 @@ describe('Loop', () => {
   it('stop while a tick runs waits for that tick, and no tick starts after it', async () => {
     let release = () => {};
     let ticks = 0;
-    const loop = new Loop({ clock: systemClock, every: () => 0, tick: () => (ticks++, new Promise<void>((r) => (release = r))) });
+    const loop = loopOf(0, () => (ticks++, new Promise<void>((r) => (release = r))));
     void loop.start();
     let stopped = false;
     const stopping = loop.stop().then(() => (stopped = true));
@@ -67,15 +69,11 @@ describe('Loop', () => {
     let running = 0;
     let most = 0;
     let ticks = 0;
-    const loop = new Loop({
-      clock: systemClock,
-      every: () => 60_000,
-      tick: async () => {
-        ticks++;
-        most = Math.max(most, ++running);
-        await sleep(30);
-        running--;
-      },
+    const loop = loopOf(60_000, async () => {
+      ticks++;
+      most = Math.max(most, ++running);
+      await sleep(30);
+      running--;
     });
     const first = loop.tickNow();
     const asked = [loop.tickNow(), loop.tickNow(), loop.tickNow()];
@@ -86,7 +84,7 @@ describe('Loop', () => {
 
   it('a tick asked for during the delay runs at once and the period starts again from it', async () => {
     const at: number[] = [];
-    const loop = new Loop({ clock: systemClock, every: () => 300, tick: async () => void at.push(Date.now()) });
+    const loop = loopOf(300, async () => void at.push(Date.now()));
     await loop.start();
     await sleep(50);
     await loop.tickNow();
@@ -99,13 +97,9 @@ describe('Loop', () => {
 
   it('a failed tick does not stop the loop', async () => {
     let ticks = 0;
-    const loop = new Loop({
-      clock: systemClock,
-      every: () => 10,
-      tick: async () => {
-        ticks++;
-        throw new Error('boom');
-      },
+    const loop = loopOf(10, async () => {
+      ticks++;
+      throw new Error('boom');
     });
     await loop.start();
     await sleep(100);
