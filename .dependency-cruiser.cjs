@@ -11,7 +11,7 @@ const LAYERS = [
   ['access'], // who may call what over HTTP: roles, the route table, keys, the identity provider, the audit trail
   ['runtime'], // logger, metrics, crash handling, process runner, leader lock, HTTP server
   ['contract', 'domain', 'flight', 'refdata', 'requests'], // the Kafka contract, the pump↔domain contract and the domains
-  ['pipeline', 'dispatch', 'lifecycle', 'shadow'], // the pump, intake, backfill; the dispatchers; retention and purge; the state diff of two installations
+  ['pipeline', 'dispatch', 'lifecycle', 'shadow', 'watches'], // the pump, intake, backfill; the dispatchers; retention and purge; the state diff of two installations; the watches of the derived stores and of a restore
   ['api'], // HTTP routes
   ['app'], // composition of the processes
 ];
@@ -57,6 +57,13 @@ module.exports = {
       to: { path: '^lib/[^/]+$' },
     },
     {
+      name: 'kafkajs-through-its-fix',
+      severity: 'error',
+      comment: 'kafkajs is imported through lib/db/kafkajs.ts, which fixes its request queue (a negative timeout: TimeoutNegativeWarning, an idle loop); its types may come from kafkajs',
+      from: { pathNot: '^lib/db/kafkajs[.]ts$' },
+      to: { path: 'node_modules/kafkajs/', dependencyTypesNot: ['type-only'] },
+    },
+    {
       name: 'not-to-unresolvable',
       severity: 'error',
       from: {},
@@ -65,7 +72,6 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '(^|/)node_modules/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'], extensions: ['.ts', '.js', '.json'] },

@@ -24,7 +24,7 @@ const idleS = a.options['--idle'] === undefined ? 10 : Number(a.options['--idle'
 if (!Number.isFinite(idleS) || idleS < 0) usageExit(spec, `--idle must be a number of seconds (0 or more), not ${a.options['--idle']}`);
 
 const { slices } = await import('../lib/core/config.ts');
-const { Kafka, logLevel } = await import('kafkajs');
+const { Kafka, logLevel } = (await import('../lib/db/kafkajs.ts')).default;
 const { kafkaClientConfig, kafkaOptions } = await import('../lib/dispatch/kafka.ts');
 const { createLogger } = await import('../lib/runtime/log.ts');
 const { explained } = await import('../lib/db/tls.ts');
@@ -61,11 +61,6 @@ const armIdle = () => {
     void stop(0);
   }, idleS * 1000);
 };
-// kafkajs's request queue computes a negative throttle delay on Node ≥ 24 (harmless, Node uses 1 ms): not the operator's business.
-process.removeAllListeners('warning');
-process.on('warning', (w) => {
-  if (w.name !== 'TimeoutNegativeWarning') process.stderr.write(`${w.name}: ${w.message}\n`);
-});
 process.on('SIGINT', () => void stop(0));
 process.on('SIGTERM', () => void stop(0));
 try {

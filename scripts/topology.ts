@@ -6,7 +6,7 @@
 // topology-up | topology-down | topology-status (or npm run topology -- up|down|status).
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import kafkajs from 'kafkajs';
+import kafkajs from '../lib/db/kafkajs.ts';
 import { withTimeout } from '../lib/core/timeout.ts';
 import { cliArgs } from './args.ts';
 import { existingKafkaCluster, startKafkaCluster, type KafkaPorts } from './topology/kafka.ts';

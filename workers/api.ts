@@ -23,7 +23,7 @@ await runProcess({
   poolMax: 8, // concurrent reads of the HTTP routes
   needs: ['mariadb'], // POST /cminmsgs/send, the inbox and trace reads, requests to the AODB
   http: apiHttp, // lib/app/api.ts: the routes, the console, the audit of operator actions
-  crontab: (config) => requestsCrontab(requestSettings(config)) || '# no daily schedule request (msgx.requests.daily-schedule-at is empty)',
+  crontab: (config, now) => requestsCrontab(requestSettings(config), now) || '# no daily schedule request (msgx.requests.daily-schedule-at is empty)',
   tasks: async (rt, _leader, opened) => {
     const outbox = opened.add(rt.edges.aodbPool(), (p) => p.end());
     const replay: Task = async (payload) => {

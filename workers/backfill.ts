@@ -4,8 +4,7 @@ import { backfillDrain } from '../lib/pipeline/backfill.ts';
 import { runProcess } from '../lib/runtime/process.ts';
 import { dutyTask } from '../lib/runtime/duty.ts';
 import { slices } from '../lib/core/config.ts';
-
-const BUDGET_MS = 30_000;
+import { BACKFILL } from '../lib/core/tuning.ts';
 
 await runProcess({
   name: 'backfill',
@@ -17,7 +16,13 @@ await runProcess({
     const deps = { db: rt.db, inbox, clock: rt.clock, backfill: slices(rt.config).backfill, log: rt.log, tracing: rt.tracing };
     return {
       tasks: {
-        [TASK.backfill]: dutyTask({ task: TASK.backfill, stopping: () => rt.signal.aborted, clock: rt.clock, health: rt.health, run: async () => (await backfillDrain(deps, BUDGET_MS)) ?? 'idle' }),
+        [TASK.backfill]: dutyTask({
+          task: TASK.backfill,
+          stopping: () => rt.signal.aborted,
+          clock: rt.clock,
+          health: rt.health,
+          run: async () => (await backfillDrain(deps, BACKFILL.budgetMs)) ?? 'idle',
+        }),
       },
     };
   },

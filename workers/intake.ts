@@ -6,11 +6,8 @@ import { runProcess } from '../lib/runtime/process.ts';
 import { sleep } from '../lib/runtime/leader.ts';
 import { dutyTask } from '../lib/runtime/duty.ts';
 import { slices } from '../lib/core/config.ts';
-import { RestoreWatch } from '../lib/pipeline/restore.ts';
-
-const BUDGET_MS = 55_000;
-/** While Postgres is found behind (restore), intake looks again this often. */
-const HELD_RETRY_MS = 2_000;
+import { RestoreWatch } from '../lib/watches/restore.ts';
+import { INTAKE } from '../lib/core/tuning.ts';
 
 await runProcess({
   name: 'intake',
@@ -24,7 +21,7 @@ await runProcess({
     const roundFailed = (e: unknown) => void rt.health.quiet('intake-round', e, 'intake round failed; retrying next round', ['mariadb', 'postgres']);
     const deps = { db: rt.db, inbox, clock: rt.clock, intake: slices(rt.config).intake, log: rt.log, roundFailed, tracing: rt.tracing };
     const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
-    // Postgres restored from a backup (lib/pipeline/restore.ts): nothing is taken in while held (the watermark stays below the lost range)
+    // Postgres restored from a backup (lib/watches/restore.ts): nothing is taken in while held (the watermark stays below the lost range)
     const restore = opened.add(new RestoreWatch({ db: rt.db, inbox, inboxReadOnly: slices(rt.config).inbox.readOnly, clock: rt.clock, timeoutMs: slices(rt.config).io.timeoutMs, log: rt.log }), (w) =>
       w.stop(),
     );
@@ -38,12 +35,12 @@ await runProcess({
           health: rt.health,
           run: async () => {
             if (restore.held()) {
-              await sleep(HELD_RETRY_MS, leader!.signal);
+              await sleep(INTAKE.heldRetryMs, leader!.signal);
               return 'now';
             }
             await intakeLoop(
               deps,
-              BUDGET_MS,
+              INTAKE.budgetMs,
               () => stopping() || restore.held(),
               (ms) => sleep(ms, leader!.signal),
             );

@@ -1,21 +1,20 @@
 // msg-dispatch: outbox (target 'msg') → msg topic, key = FLID, EVENT_ID order per FLID, at least
 // once, dead letters (lib/dispatch/msg.ts). Also runs the hourly retention of SENT outbox rows.
 // Any number of instances: a round runs under an advisory lock, so only one sends at a time.
-// The topic check (lib/dispatch/topic-watch.ts) finds records the topic lost, creates a missing
+// The topic watch (lib/watches/msg-topic.ts) finds records the topic lost, creates a missing
 // topic again and reports the loss until the operator resends or acknowledges it
 // (scripts/dispatch-resend.ts); /healthz is not ready before its first check.
 import { slices } from '../lib/core/config.ts';
 import { msgDrain } from '../lib/dispatch/msg.ts';
 import { DISPATCH_RETENTION_TASK } from '../lib/core/tasks.ts';
 import { purgeSentEvents, RETENTION_CRONTAB } from '../lib/dispatch/retention.ts';
-import { holdUntilChecked, MsgTopicWatch } from '../lib/dispatch/topic-watch.ts';
+import { MsgTopicWatch } from '../lib/watches/msg-topic.ts';
 import { connectKafka, dispatcherTask } from '../lib/dispatch/worker.ts';
 import { DISPATCH_TASK } from '../lib/core/tasks.ts';
 import { runProcess } from '../lib/runtime/process.ts';
 
 const TASK = DISPATCH_TASK.msg;
 
-holdUntilChecked('msg-topic');
 await runProcess({
   name: 'msg-dispatch',
   needs: ['kafka'],

@@ -13,18 +13,11 @@ import * as Locks from '../lib/sql/locks.ts';
 import { dutyTask } from '../lib/runtime/duty.ts';
 import { slices } from '../lib/core/config.ts';
 import { kafkaOptions } from '../lib/dispatch/kafka.ts';
-import { createKafkaRestoreCheck } from '../lib/dispatch/restore.ts';
-import { RestoreWatch } from '../lib/pipeline/restore.ts';
-import { RedisHeal } from '../lib/pipeline/mirror-heal.ts';
+import { createKafkaRestoreCheck } from '../lib/watches/restore-kafka.ts';
+import { RestoreWatch } from '../lib/watches/restore.ts';
+import { RedisHeal } from '../lib/watches/redis.ts';
+import { PUMP } from '../lib/core/tuning.ts';
 import { PumpTrace } from '../lib/pipeline/pump/trace.ts';
-
-const BUDGET_MS = 30_000;
-const GAUGES_EVERY_MS = 1_000;
-/** While Postgres is found behind (restore), the pump looks again this often. */
-const HELD_RETRY_MS = 2_000;
-/** A statement (or a lock wait) of the pump longer than this fails: the head becomes FAILED(INFRA) instead of an invisible hang. */
-const STATEMENT_TIMEOUT = '60s';
-const LOCK_TIMEOUT = '20s';
 
 await runProcess({
   name: 'pump',
@@ -38,7 +31,7 @@ await runProcess({
     const inbox = opened.add(rt.edges.aodbPool(), (p) => p.end());
     const redis = opened.add(rt.edges.redis(), (r) => r.disconnect());
     const session = createSessionDb(leader!.client);
-    await pgRun(session, Locks.setSessionTimeouts, STATEMENT_TIMEOUT, LOCK_TIMEOUT);
+    await pgRun(session, Locks.setSessionTimeouts, PUMP.statementTimeout, PUMP.lockTimeout);
     // tracing: the outbox rows this session writes take their message's trace context (lib/sql/flight.ts)
     if (rt.tracing) await pgRun(session, Locks.traceOutbox, 'on');
     const crash = crashAt(rt.config['msgx.test.crash-at']);
@@ -59,7 +52,7 @@ await runProcess({
       tracer: rt.tracing && new PumpTrace(rt.tracing),
     });
     const stopping = () => leader!.signal.aborted; // shutdown or lost leadership
-    // Postgres restored from a backup (lib/pipeline/restore.ts): checked before the first drain; no new business while held
+    // Postgres restored from a backup (lib/watches/restore.ts): checked before the first drain; no new business while held
     const kafkaCheck = createKafkaRestoreCheck(kafkaOptions(slices(rt.config).kafka, rt.log), slices(rt.config).kafka.msgTopic, rt.db);
     const restore = opened.add(
       new RestoreWatch({
@@ -75,7 +68,7 @@ await runProcess({
       (w) => w.stop(),
     );
     await restore.start();
-    // Redis lost what it held (flushed, restarted, a failover): rebuilt from Postgres by version (lib/pipeline/mirror-heal.ts)
+    // Redis lost what it held (flushed, restarted, a failover): rebuilt from Postgres by version (lib/watches/redis.ts)
     const mirror = slices(rt.config).mirror;
     const heal = opened.add(
       new RedisHeal({ db: rt.db, redis, timeZone: mirror.timezone, clock: rt.clock, log: rt.log, timeoutMs: mirror.timeoutMs, everyMs: mirror.checkEveryMs, held: () => restore.held() }),
@@ -84,7 +77,7 @@ await runProcess({
     await heal.start();
     opened
       .add(
-        setInterval(() => void refreshHeadGauges(rt.db, rt.clock, deps.failures), GAUGES_EVERY_MS),
+        setInterval(() => void refreshHeadGauges(rt.db, rt.clock, deps.failures), PUMP.gaugesEveryMs),
         clearInterval,
       )
       .unref();
@@ -95,7 +88,7 @@ await runProcess({
           stopping,
           clock: rt.clock,
           health: rt.health,
-          run: async () => (restore.held() ? new Date(rt.clock.now().getTime() + HELD_RETRY_MS) : (await drain(deps, BUDGET_MS, () => stopping() || restore.held())).next),
+          run: async () => (restore.held() ? new Date(rt.clock.now().getTime() + PUMP.heldRetryMs) : (await drain(deps, PUMP.budgetMs, () => stopping() || restore.held())).next),
         }),
       },
     };

@@ -7,7 +7,7 @@ import { RETENTION_TASK } from '../lib/core/tasks.ts';
 import { retentionSettings } from '../lib/lifecycle/common.ts';
 import { retentionCrontab, retentionTasks } from '../lib/lifecycle/tasks.ts';
 import { loadConfigOrExit, runProcess } from '../lib/runtime/process.ts';
-import { RestoreWatch } from '../lib/pipeline/restore.ts';
+import { RestoreWatch } from '../lib/watches/restore.ts';
 import type { Task } from 'graphile-worker';
 import { withDeadline } from '../lib/runtime/leader.ts';
 
@@ -36,7 +36,7 @@ await runProcess({
       const close = () => withDeadline(client.end(), 2000, 'purge session end').catch(() => (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy());
       return { db: createSessionDb(client), close };
     };
-    // Postgres restored from a backup (lib/pipeline/restore.ts): the history purge would tombstone
+    // Postgres restored from a backup (lib/watches/restore.ts): the history purge would tombstone
     // flights at versions already on the msg topic with other content, so no run while held.
     const restore = opened.add(
       new RestoreWatch({ db: rt.db, inbox, inboxReadOnly: slices(rt.config).inbox.readOnly, redis, clock: rt.clock, timeoutMs: slices(rt.config).io.timeoutMs, log: rt.log }),

@@ -2,19 +2,18 @@
 // FLID, value = the flight's complete state as GET /flights/:flid answers it, a tombstone when it
 // is deleted or purged (lib/dispatch/state.ts). Its own process, as each dispatcher (one duty
 // per process: docs/decisions.md "Dispatch"). Any number of instances: a round runs under an
-// advisory lock. The topic check (lib/dispatch/topic-watch.ts) finds the topic missing, not
+// advisory lock. The topic watch (lib/watches/state-topic.ts) finds the topic missing, not
 // compacted or below the recorded offsets, and re-seeds it from Postgres; /healthz is not ready
 // before its first check.
 import { slices } from '../lib/core/config.ts';
 import { stateDrain } from '../lib/dispatch/state.ts';
-import { holdUntilChecked, StateTopicWatch } from '../lib/dispatch/topic-watch.ts';
+import { StateTopicWatch } from '../lib/watches/state-topic.ts';
 import { connectKafka, dispatcherTask } from '../lib/dispatch/worker.ts';
 import { DISPATCH_TASK } from '../lib/core/tasks.ts';
 import { runProcess } from '../lib/runtime/process.ts';
 
 const TASK = DISPATCH_TASK.state;
 
-holdUntilChecked('state-topic');
 await runProcess({
   name: 'state-dispatch',
   needs: ['kafka'],

@@ -5,6 +5,7 @@
 // contradiction between a setting and its URL is a problem naming both, refused at start.
 // The edges turn a target into their client's options (lib/db/tls.ts, lib/db/postgres.ts,
 // lib/db/mysql.ts, lib/db/redis.ts, lib/dispatch/kafka.ts).
+import { systemClock } from './clock.ts';
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { splitPgHosts, type PgHost } from './pg-url.ts';
@@ -152,7 +153,7 @@ function checkFiles(prefix: string, f: RawTls, problems: string[]): void {
     if (text === null) continue;
     try {
       const c = new X509Certificate(text);
-      if (what === 'cert' && Date.parse(c.validTo) < Date.now()) problems.push(`${setting}=${path}: the client certificate expired on ${c.validTo}`);
+      if (what === 'cert' && Date.parse(c.validTo) < systemClock.now().getTime()) problems.push(`${setting}=${path}: the client certificate expired on ${c.validTo}`);
     } catch {
       problems.push(`${setting}=${path}: not a PEM certificate`);
     }

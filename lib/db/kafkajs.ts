@@ -13,6 +13,7 @@
 // response.
 import { createRequire } from 'node:module';
 import kafkajs from 'kafkajs';
+import { systemClock } from '../core/clock.ts';
 
 /** The kafkajs release the fix is written for; any other leaves kafkajs as it is (a unit test says so). */
 export const PATCHED_KAFKAJS = '2.2.4';
@@ -35,7 +36,7 @@ export const idleLoopFixed = kafkajsVersion === PATCHED_KAFKAJS;
 if (idleLoopFixed) {
   RequestQueue.prototype.scheduleCheckPendingRequests = function (this: Queue) {
     if (this.throttleCheckTimeoutId) return;
-    const throttledFor = this.throttledUntil - Date.now();
+    const throttledFor = this.throttledUntil - systemClock.now().getTime(); // kafkajs sets throttledUntil on the system time
     const delay = this.pending.length > 0 && throttledFor <= 0 ? RETRY_PENDING_MS : throttledFor;
     // nothing pending and no throttle: no check to run (kafkajs 2.2.4 ran one every 1 ms)
     if (delay <= 0) return;

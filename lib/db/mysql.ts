@@ -12,18 +12,13 @@ import { connect as tcpConnect, isIP } from 'node:net';
 import mysql from 'mysql2/promise';
 import { resolveMysql, targetOf, type MysqlTarget } from '../core/connections.ts';
 import { tlsOptions } from './tls.ts';
+import { RUNTIME } from '../core/tuning.ts';
 
 export type Inbox = mysql.Pool;
 
-/**
- * mysql2's caches are sized for any statement an application might send: 15,000 row parsers and,
- * per connection, 16,000 prepared statements, each as four arrays of that length made up front
- * (~0.5 MB apiece, resident in every process with a MariaDB pool). The edge sends the few texts of
- * lib/sql/inbox.ts and lib/sql/coutmsgs.ts through `query` (no prepared statements): a parser per
- * result shape, and room for a few prepared statements should a caller use `execute`.
- */
-const PARSER_CACHE = 64;
-const PREPARED_STATEMENTS = 16;
+/** mysql2's caches sized for the few texts of lib/sql/inbox.ts and coutmsgs.ts (RUNTIME.mysql*). */
+const PARSER_CACHE = RUNTIME.mysqlParserCache;
+const PREPARED_STATEMENTS = RUNTIME.mysqlPreparedStatements;
 mysql.setMaxParserCache(PARSER_CACHE);
 
 type QueryArgs = Parameters<mysql.Pool['query']>;

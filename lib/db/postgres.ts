@@ -6,6 +6,7 @@ import { resolvePostgres, targetOf, type PgTarget } from '../core/connections.ts
 import { noAnswer, withTimeout } from '../core/timeout.ts';
 import { clientClassOf, newClient } from './pg-hosts.ts';
 import { tlsOptions } from './tls.ts';
+import { RUNTIME } from '../core/tuning.ts';
 
 // int8 → number (inbox IDs, counters: all far below 2^53); numeric stays string.
 pg.types.setTypeParser(20, (v) => {
@@ -139,13 +140,7 @@ class TxDb implements Db {
  * (client_connection_check_interval). docs/operations.md "Network faults" lists the server
  * settings that help further.
  */
-export const SESSION_LIMITS = {
-  statementTimeoutMs: 60_000,
-  lockTimeoutMs: 60_000,
-  idleInTransactionMs: 60_000,
-  /** Client-side TCP keepalive: first probe after this idle time. */
-  keepAliveInitialDelayMs: 10_000,
-} as const;
+export const SESSION_LIMITS = RUNTIME.postgresSession;
 
 const SERVER_KEEPALIVE = '-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3 -c client_connection_check_interval=5000';
 /**

@@ -16,15 +16,6 @@ import { offsetsOf } from './plan.ts';
 // CommonJS under ESM: enums and classes through the default import (scripts/kafka/README.md).
 const { Kafka, Partitioners, logLevel, ConfigResourceTypes } = kafkajs;
 
-// kafkajs arms setTimeout(-1 - Date.now()) in its request queue; Node ≥ 24 warns once per
-// connection. Harmless (clamped to 1 ms): keep it out of the logs.
-const emitWarning = process.emitWarning.bind(process);
-process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
-  const type = typeof rest[0] === 'string' ? rest[0] : (rest[0] as { type?: string } | undefined)?.type;
-  const name = typeof warning === 'string' ? '' : warning.name;
-  if (type !== 'TimeoutNegativeWarning' && name !== 'TimeoutNegativeWarning') (emitWarning as (...a: unknown[]) => void)(warning, ...rest);
-}) as typeof process.emitWarning;
-
 export interface KafkaRecord {
   key: string;
   /** null: a tombstone (compacted topics). */
@@ -59,7 +50,7 @@ export interface KafkaEdge {
   ensureTopics(topics: readonly (string | TopicSpec)[]): Promise<TopicCheck>;
   /**
    * A new admin client on this edge's connection settings, for the derived topics' checks
-   * (lib/dispatch/topic-watch.ts); the caller connects it, bounds every call and disconnects it.
+   * (lib/watches/topics.ts); the caller connects it, bounds every call and disconnects it.
    */
   admin(): Admin;
   close(): Promise<void>;
@@ -183,61 +174,9 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
     logLevel: logLevel.WARN,
     logCreator: logCreator(o.log),
   });
-
-  // The partition kafkajs's default (murmur2, Java-compatible) partitioner chose for each message
-  // object: needed to turn per-partition base offsets into per-record offsets.
-  const placed = new WeakMap<Message, number>();
-  const createPartitioner = () => {
-    const inner = Partitioners.DefaultPartitioner();
-    return (args: PartitionerArgs) => {
-      const p = inner(args);
-      placed.set(args.message, p);
-      return p;
-    };
-  };
-
-  let producer: Promise<Producer> | null = null;
-  const connected = () =>
-    (producer ??= (async () => {
-      const p = kafka.producer({ createPartitioner, idempotent: false, allowAutoTopicCreation: false });
-      try {
-        await withTimeout(o.timeoutMs, kafkaTimeout('connect'), p.connect());
-      } catch (e) {
-        void withTimeout(o.timeoutMs, kafkaTimeout('disconnect'), p.disconnect()).catch(() => {});
-        throw e;
-      }
-      return p;
-    })());
-  /** Drop the producer after a failure: the next send connects afresh. */
-  const discard = () => {
-    const old = producer;
-    producer = null;
-    old?.then((p) => withTimeout(o.timeoutMs, kafkaTimeout('disconnect'), p.disconnect())).catch(() => {});
-  };
-
+  const producer = new OneProducer(kafka, o);
   return {
-    async send(topic, records) {
-      if (records.length === 0) return [];
-      const messages: Message[] = records.map((r) => ({ key: r.key, value: r.value, ...(r.headers ? { headers: r.headers } : {}) }));
-      let acks: RecordMetadata[];
-      try {
-        const started = Date.now();
-        const p = await connected();
-        const left = Math.max(1, o.timeoutMs - (Date.now() - started));
-        acks = await withTimeout(left, kafkaTimeout(`send to ${topic}`), p.send({ topic, messages, acks: -1, timeout: o.timeoutMs }));
-      } catch (e) {
-        discard();
-        if (e instanceof KafkaTimeoutError) o.onFault?.(e);
-        throw e;
-      }
-      const partitions = messages.map((m) => placed.get(m) ?? -1);
-      const offsets = offsetsOf(
-        partitions,
-        acks.filter((a) => a.topicName === topic && a.baseOffset !== undefined).map((a) => ({ partition: a.partition, baseOffset: a.baseOffset! })),
-      );
-      return partitions.map((partition, i) => ({ partition, offset: offsets[i] }));
-    },
-
+    send: (topic, records) => producer.send(topic, records),
     async reachable() {
       // every broker asked at once, on new connections (lib/runtime/probe.ts): one that answers will do
       return probes
@@ -247,92 +186,167 @@ export function createKafkaEdge(o: KafkaOptions): KafkaEdge {
           () => false,
         );
     },
-
-    async ensureTopics(topics) {
-      const specs = new Map<string, number>();
-      const compacted = new Set<string>();
-      for (const t of topics) {
-        const spec = typeof t === 'string' ? { topic: t } : t;
-        specs.set(spec.topic, spec.partitions ?? o.partitions);
-        if (spec.compacted) compacted.add(spec.topic);
-      }
-      const result: TopicCheck = { created: [], mismatched: [] };
-      const admin: Admin = kafka.admin({ retry: { retries: 1 } });
-      await withTimeout(o.timeoutMs, kafkaTimeout('admin connect'), admin.connect());
-      try {
-        const existing = new Set(await withTimeout(o.timeoutMs, kafkaTimeout('listTopics'), admin.listTopics()));
-        const missing = [...specs.keys()].filter((t) => !existing.has(t));
-        const present = [...specs.keys()].filter((t) => existing.has(t));
-        const cluster = await withTimeout(o.timeoutMs, kafkaTimeout('describeCluster'), admin.describeCluster());
-        const replicationFactor = Math.min(3, cluster.brokers.length);
-        const settingsOf = (topic: string) => topicSettings(o.retentionMs ?? WEEK_MS, replicationFactor, compacted.has(topic));
-        if (present.length) {
-          const described = await withTimeout(
-            o.timeoutMs,
-            kafkaTimeout('describeConfigs'),
-            admin.describeConfigs({ resources: present.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: Object.keys(settingsOf(name)) })), includeSynonyms: false }),
-          );
-          // the replication factor is no topic setting: the fewest replicas of any partition
-          // (a topic whose metadata has not reached every broker yet is not checked this time)
-          const meta = await withTimeout(o.timeoutMs, kafkaTimeout('fetchTopicMetadata'), admin.fetchTopicMetadata({ topics: present })).catch(() => ({ topics: [] }));
-          for (const name of present) {
-            const parts = meta.topics.find((t) => t.name === name)?.partitions ?? [];
-            const replicas = parts.length ? Math.min(...parts.map((p) => p.replicas.length)) : null;
-            if (replicas !== null && replicas < replicationFactor) {
-              result.mismatched.push({ topic: name, setting: 'replication.factor', expected: String(replicationFactor), actual: String(replicas) });
-            }
-            const entries = described.resources.find((r) => r.resourceName === name)?.configEntries ?? [];
-            for (const [setting, expected] of Object.entries(settingsOf(name))) {
-              const actual = entries.find((e) => e.configName === setting)?.configValue ?? null;
-              if (actual !== expected) result.mismatched.push({ topic: name, setting, expected, actual });
-            }
-          }
-          if (result.mismatched.length) {
-            o.log.error({ mismatched: result.mismatched }, 'kafka topic settings differ from the gateway\'s (docs/consumers.md "Topic settings"); left as they are, fix them with kafka-configs');
-          }
-        }
-        if (missing.length === 0) return result;
-        try {
-          await withTimeout(
-            o.timeoutMs * 2,
-            kafkaTimeout('createTopics'),
-            admin.createTopics({
-              topics: missing.map((topic) => ({
-                topic,
-                numPartitions: specs.get(topic)!,
-                replicationFactor,
-                configEntries: Object.entries(settingsOf(topic)).map(([name, value]) => ({ name, value })),
-              })),
-              waitForLeaders: true,
-              timeout: o.timeoutMs,
-            }),
-          );
-        } catch (e) {
-          const refused = refusal(e);
-          if (refused) {
-            throw new TopicCreationError(
-              `topic(s) ${missing.join(', ')} do not exist and the cluster refused to create them (${refused}): ` +
-                `create them (partitions: msgx.kafka.partitions, 1 for the schd topic; settings: docs/consumers.md) or grant CreateTopics to client '${o.clientId}'`,
-            );
-          }
-          throw e;
-        }
-        result.created = missing;
-        o.log.info({ topics: missing.map((t) => ({ topic: t, partitions: specs.get(t), settings: settingsOf(t) })), replicationFactor }, 'kafka topics created');
-        return result;
-      } finally {
-        await withTimeout(o.timeoutMs, kafkaTimeout('admin disconnect'), admin.disconnect()).catch(() => {});
-      }
-    },
-
+    ensureTopics: (topics) => ensureTopics(kafka, o, topics),
     admin: () => kafka.admin({ retry: { retries: 0 } }),
-
-    async close() {
-      const p = producer;
-      producer = null;
-      if (p) await p.then((x) => withTimeout(o.timeoutMs, kafkaTimeout('disconnect'), x.disconnect())).catch(() => {});
-    },
+    close: () => producer.close(),
   };
+}
+
+/**
+ * The edge's one producer, connected on the first send; thrown away after a failed or timed-out
+ * call (the next send connects afresh), so that a late answer of a hung request is never taken
+ * for the next send's.
+ */
+class OneProducer {
+  private readonly kafka: InstanceType<typeof Kafka>;
+  private readonly o: KafkaOptions;
+  private producer: Promise<Producer> | null = null;
+  /** The partition kafkajs's default (murmur2, Java-compatible) partitioner chose for each message object: per-partition base offsets become per-record offsets. */
+  private readonly placed = new WeakMap<Message, number>();
+
+  constructor(kafka: InstanceType<typeof Kafka>, o: KafkaOptions) {
+    this.kafka = kafka;
+    this.o = o;
+  }
+
+  async send(topic: string, records: readonly KafkaRecord[]): Promise<Placement[]> {
+    const o = this.o;
+    if (records.length === 0) return [];
+    const messages: Message[] = records.map((r) => ({ key: r.key, value: r.value, ...(r.headers ? { headers: r.headers } : {}) }));
+    let acks: RecordMetadata[];
+    try {
+      // connect (when there is no producer) and send within one msgx.io.timeout
+      acks = await withTimeout(
+        o.timeoutMs,
+        kafkaTimeout(`send to ${topic}`),
+        this.connected().then((p) => p.send({ topic, messages, acks: -1, timeout: o.timeoutMs })),
+      );
+    } catch (e) {
+      this.discard();
+      if (e instanceof KafkaTimeoutError) o.onFault?.(e);
+      throw e;
+    }
+    const partitions = messages.map((m) => this.placed.get(m) ?? -1);
+    const offsets = offsetsOf(
+      partitions,
+      acks.filter((a) => a.topicName === topic && a.baseOffset !== undefined).map((a) => ({ partition: a.partition, baseOffset: a.baseOffset! })),
+    );
+    return partitions.map((partition, i) => ({ partition, offset: offsets[i] }));
+  }
+
+  async close(): Promise<void> {
+    const p = this.producer;
+    this.producer = null;
+    if (p) await p.then((x) => withTimeout(this.o.timeoutMs, kafkaTimeout('disconnect'), x.disconnect())).catch(() => {});
+  }
+
+  private connected(): Promise<Producer> {
+    const o = this.o;
+    const placed = this.placed;
+    const createPartitioner = () => {
+      const inner = Partitioners.DefaultPartitioner();
+      return (args: PartitionerArgs) => {
+        const p = inner(args);
+        placed.set(args.message, p);
+        return p;
+      };
+    };
+    return (this.producer ??= (async () => {
+      const p = this.kafka.producer({ createPartitioner, idempotent: false, allowAutoTopicCreation: false });
+      try {
+        await withTimeout(o.timeoutMs, kafkaTimeout('connect'), p.connect());
+      } catch (e) {
+        void withTimeout(o.timeoutMs, kafkaTimeout('disconnect'), p.disconnect()).catch(() => {});
+        throw e;
+      }
+      return p;
+    })());
+  }
+
+  /** Drop the producer after a failure: the next send connects afresh. */
+  private discard(): void {
+    const old = this.producer;
+    this.producer = null;
+    old?.then((p) => withTimeout(this.o.timeoutMs, kafkaTimeout('disconnect'), p.disconnect())).catch(() => {});
+  }
+}
+
+/** KafkaEdge.ensureTopics: the settings of the topics that exist checked, the missing ones created. */
+async function ensureTopics(kafka: InstanceType<typeof Kafka>, o: KafkaOptions, topics: readonly (string | TopicSpec)[]): Promise<TopicCheck> {
+  const specs = new Map<string, number>();
+  const compacted = new Set<string>();
+  for (const t of topics) {
+    const spec = typeof t === 'string' ? { topic: t } : t;
+    specs.set(spec.topic, spec.partitions ?? o.partitions);
+    if (spec.compacted) compacted.add(spec.topic);
+  }
+  const admin: Admin = kafka.admin({ retry: { retries: 1 } });
+  await withTimeout(o.timeoutMs, kafkaTimeout('admin connect'), admin.connect());
+  try {
+    const existing = new Set(await withTimeout(o.timeoutMs, kafkaTimeout('listTopics'), admin.listTopics()));
+    const missing = [...specs.keys()].filter((t) => !existing.has(t));
+    const present = [...specs.keys()].filter((t) => existing.has(t));
+    const cluster = await withTimeout(o.timeoutMs, kafkaTimeout('describeCluster'), admin.describeCluster());
+    const replicationFactor = Math.min(3, cluster.brokers.length);
+    const settingsOf = (topic: string) => topicSettings(o.retentionMs ?? WEEK_MS, replicationFactor, compacted.has(topic));
+    const result: TopicCheck = { created: [], mismatched: present.length ? await mismatches(admin, o, present, replicationFactor, settingsOf) : [] };
+    if (missing.length === 0) return result;
+    try {
+      await withTimeout(
+        o.timeoutMs * 2,
+        kafkaTimeout('createTopics'),
+        admin.createTopics({
+          topics: missing.map((topic) => ({
+            topic,
+            numPartitions: specs.get(topic)!,
+            replicationFactor,
+            configEntries: Object.entries(settingsOf(topic)).map(([name, value]) => ({ name, value })),
+          })),
+          waitForLeaders: true,
+          timeout: o.timeoutMs,
+        }),
+      );
+    } catch (e) {
+      const refused = refusal(e);
+      if (refused) {
+        throw new TopicCreationError(
+          `topic(s) ${missing.join(', ')} do not exist and the cluster refused to create them (${refused}): ` +
+            `create them (partitions: msgx.kafka.partitions, 1 for the schd topic; settings: docs/consumers.md) or grant CreateTopics to client '${o.clientId}'`,
+        );
+      }
+      throw e;
+    }
+    result.created = missing;
+    o.log.info({ topics: missing.map((t) => ({ topic: t, partitions: specs.get(t), settings: settingsOf(t) })), replicationFactor }, 'kafka topics created');
+    return result;
+  } finally {
+    await withTimeout(o.timeoutMs, kafkaTimeout('admin disconnect'), admin.disconnect()).catch(() => {});
+  }
+}
+
+/** The settings of existing topics that differ from the gateway's, logged as an error (never changed here). */
+async function mismatches(admin: Admin, o: KafkaOptions, present: string[], replicationFactor: number, settingsOf: (topic: string) => Record<string, string>): Promise<TopicCheck['mismatched']> {
+  const out: TopicCheck['mismatched'] = [];
+  const described = await withTimeout(
+    o.timeoutMs,
+    kafkaTimeout('describeConfigs'),
+    admin.describeConfigs({ resources: present.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: Object.keys(settingsOf(name)) })), includeSynonyms: false }),
+  );
+  // the replication factor is no topic setting: the fewest replicas of any partition
+  // (a topic whose metadata has not reached every broker yet is not checked this time)
+  const meta = await withTimeout(o.timeoutMs, kafkaTimeout('fetchTopicMetadata'), admin.fetchTopicMetadata({ topics: present })).catch(() => ({ topics: [] }));
+  for (const name of present) {
+    const parts = meta.topics.find((t) => t.name === name)?.partitions ?? [];
+    const replicas = parts.length ? Math.min(...parts.map((p) => p.replicas.length)) : null;
+    if (replicas !== null && replicas < replicationFactor) out.push({ topic: name, setting: 'replication.factor', expected: String(replicationFactor), actual: String(replicas) });
+    const entries = described.resources.find((r) => r.resourceName === name)?.configEntries ?? [];
+    for (const [setting, expected] of Object.entries(settingsOf(name))) {
+      const actual = entries.find((e) => e.configName === setting)?.configValue ?? null;
+      if (actual !== expected) out.push({ topic: name, setting, expected, actual });
+    }
+  }
+  if (out.length) o.log.error({ mismatched: out }, 'kafka topic settings differ from the gateway\'s (docs/consumers.md "Topic settings"); left as they are, fix them with kafka-configs');
+  return out;
 }
 
 const REFUSALS = new Set([

@@ -45,22 +45,18 @@ export function registerDispatchGauges(db: Executor, targets: readonly Target[])
       }
     },
   });
-  new Gauge({
-    name: 'msgx_dispatch_pending',
-    help: 'PENDING outbox rows (not yet confirmed by Kafka)',
-    labelNames: ['target'] as const,
-    async collect() {
-      const c = await countByState(db, targets);
-      for (const t of targets) this.set({ target: t }, c[t].pending);
-    },
-  });
-  new Gauge({
-    name: 'msgx_dispatch_dead',
-    help: 'DEAD outbox rows (dead letters waiting for dispatch-replay / dispatch-skip)',
-    labelNames: ['target'] as const,
-    async collect() {
-      const c = await countByState(db, targets);
-      for (const t of targets) this.set({ target: t }, c[t].dead);
-    },
-  });
+  const byState = [
+    ['pending', 'PENDING outbox rows (not yet confirmed by Kafka)'],
+    ['dead', 'DEAD outbox rows (dead letters waiting for dispatch-replay / dispatch-skip)'],
+  ] as const;
+  for (const [state, help] of byState)
+    new Gauge({
+      name: `msgx_dispatch_${state}`,
+      help,
+      labelNames: ['target'] as const,
+      async collect() {
+        const c = await countByState(db, targets);
+        for (const t of targets) this.set({ target: t }, c[t][state]);
+      },
+    });
 }

@@ -4,23 +4,23 @@
 // acknowledged ones SENT (sent_at, partition, offset). A send that fails or times out while the
 // cluster answers a metadata request counts one failed attempt for every event it carried
 // (backoff; DEAD after max attempts); with the cluster unreachable it counts none (backoff
-// only), nor while the topic is missing (lib/dispatch/topic-watch.ts creates it again). Nothing
+// only), nor while the topic is missing (lib/watches/msg-topic.ts creates it again; ./send.ts). Nothing
 // of a failed send is marked SENT. The round runs under a transaction-scoped advisory lock, so
 // two instances never send the same FLID concurrently.
 import type { Clock } from '../core/clock.ts';
 import type { Slices } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
+import type { Executor } from '../db/statement.ts';
 import type { Logger } from '../runtime/log.ts';
+import type { Crash } from '../runtime/crash.ts';
+import type { Tracing } from '../runtime/tracing.ts';
 import type { KafkaEdge } from './kafka.ts';
 import type { KafkaOutage } from './outage.ts';
 import { dispatchSent } from './metrics.ts';
-import { freezeMsgBatch, markFailed, markSent, nextAttemptAt, tryRoundLock, type Acked, type MsgRow } from './outbox.ts';
-import { afterFailure, chunkBySize, type RetryPolicy, type Target } from './plan.ts';
+import { freezeMsgBatch, nextAttemptAt, tryRoundLock } from './outbox.ts';
+import { chunkBySize, type RetryPolicy, type Target } from './plan.ts';
 import { TimeBudget } from '../core/budget.ts';
-import { isClusterUnavailable, isUnknownTopic } from './topic-watch.ts';
-import type { Tracing } from '../runtime/tracing.ts';
-import type { Crash } from '../runtime/crash.ts';
-import { recordSpans, withTrace } from './trace.ts';
+import { sendRound } from './send.ts';
 
 export interface DispatchDeps {
   db: Db;
@@ -31,7 +31,7 @@ export interface DispatchDeps {
   log: Logger;
   /** Outage state of a running dispatcher (lib/dispatch/outage.ts): one log line per outage, not per send. */
   outage?: KafkaOutage;
-  /** A send found the topic missing: the topic check runs at once (lib/dispatch/topic-watch.ts). */
+  /** A send found the topic missing: the topic check runs at once (lib/watches/). */
   topicMissing?: () => void;
   /** A span per record and its trace headers (lib/dispatch/trace.ts); undefined: tracing off. */
   tracing?: Tracing;
@@ -54,7 +54,7 @@ export const retryPolicy = (c: Slices['dispatch']): RetryPolicy => ({ ladder: c.
 /** One msg round. */
 export async function msgRound(d: DispatchDeps): Promise<RoundResult> {
   const topic = d.dispatch.msgTopic;
-  const result = await d.db.transaction().execute(async (tx) => {
+  return inRound(d, 'msg', async (tx) => {
     const res: RoundResult = { busy: false, picked: 0, sent: 0, failed: 0, dead: 0 };
     if (!(await tryRoundLock(tx, 'msg'))) return { ...res, busy: true };
     const now = d.clock.now();
@@ -68,61 +68,23 @@ export async function msgRound(d: DispatchDeps): Promise<RoundResult> {
       batch.map((e) => Buffer.byteLength(e.value) + Buffer.byteLength(e.flid) + 64),
       d.dispatch.maxRecordBytes,
     ).map((idx) => idx.map((i) => batch[i]));
-    const acked: Acked[] = [];
-    let failed: { rows: MsgRow[]; error: Error } | null = null;
-    for (const rows of chunks) {
-      const spans = recordSpans(
-        d.tracing,
-        'msg',
-        topic,
-        rows.map((e) => [e]),
-      );
-      try {
-        const placed = await d.kafka.send(
-          topic,
-          rows.map((e, i) => withTrace({ key: e.flid, value: e.value }, spans, i)),
-        );
-        spans.sent(placed);
-        d.crash?.('dispatch.after-send');
-        rows.forEach((e, i) => acked.push({ eventId: e.eventId, stateVersion: e.stateVersion, partition: placed[i].partition, offset: placed[i].offset }));
-      } catch (e) {
-        spans.failed(e);
-        failed = { rows, error: e as Error };
-        break;
-      }
-    }
-
-    const at = d.clock.now();
-    res.sent = (await markSent(tx, acked, at)).length;
-    if (failed) {
-      const policy = retryPolicy(d.dispatch);
-      // no cluster answer at all: the outage mode (probing); the cluster answers but cannot take any
-      // record now (below min ISR, no leader, the leader down): no attempt counted, the ladder's backoff
-      const unavailable = !(await d.kafka.reachable());
-      const refused = !unavailable && isClusterUnavailable(failed.error);
-      // the topic vanished: no attempt counted either (the topic check creates it again)
-      const gone = !unavailable && !refused && isUnknownTopic(failed.error);
-      if (gone) d.topicMissing?.();
-      const error = `${unavailable ? 'broker unreachable: ' : refused ? 'cluster unavailable: ' : gone ? 'topic missing: ' : ''}${failed.error.name}: ${failed.error.message}`;
-      const dead = await markFailed(
-        tx,
-        failed.rows.map((e) => ({ eventId: e.eventId, attemptsBefore: e.attempts, next: afterFailure(e.attempts, policy, at, unavailable || refused || gone) })),
-        error,
-      );
-      res.failed = failed.rows.length;
-      res.dead = dead.length;
-      if (d.outage && unavailable)
-        d.outage.sendFailed(
-          error,
-          failed.rows.map((e) => e.eventId),
-        );
-      else if (gone) d.log.debug({ topic, err: error }, 'msg dispatch: topic missing, backing off until the topic check creates it');
-      else d.log.warn({ topic, events: failed.rows.length, firstEventId: failed.rows[0].eventId, dead: dead.length, err: error }, 'msg dispatch: send failed, backing off');
-      if (dead.length) d.log.error({ topic, eventIds: dead, err: error }, 'msg dispatch: events DEAD after max attempts (their FLIDs are held)');
-    }
+    const r = await sendRound(
+      tx,
+      d,
+      'msg',
+      topic,
+      chunks.map((rows) => ({ records: rows.map((e) => ({ key: e.flid, value: e.value })), carries: rows.map((e) => [e]) })),
+      retryPolicy(d.dispatch),
+    );
+    Object.assign(res, { sent: r.sent, failed: r.failed, dead: r.dead });
     return res;
   });
-  if (result.sent) dispatchSent.inc({ target: 'msg' }, result.sent);
+}
+
+/** A round in one transaction; what it sent is counted once the transaction committed. */
+export async function inRound<R extends RoundResult>(d: DispatchDeps, target: Target, body: (tx: Executor) => Promise<R>): Promise<R> {
+  const result = await d.db.transaction().execute(body);
+  if (result.sent) dispatchSent.inc({ target }, result.sent);
   return result;
 }
 

@@ -5,11 +5,14 @@
 // The first probe that answers logs "back" with the outage's duration, makes the events that
 // backed off during the outage due at once, and sending resumes (≤ 2 s after Kafka is back).
 import client from 'prom-client';
+import type { Clock } from '../core/clock.ts';
+import { Episode } from '../runtime/episode.ts';
 import type { Logger } from '../runtime/log.ts';
 import type { Target } from './plan.ts';
+import { DISPATCH, RUNTIME } from '../core/tuning.ts';
 
-export const PROBE_INTERVAL_MS = 500;
-export const SUMMARY_EVERY_MS = 60_000;
+export const PROBE_INTERVAL_MS = DISPATCH.probeIntervalMs;
+export const SUMMARY_EVERY_MS = RUNTIME.summaryEveryMs;
 
 /** Not registered here: the dispatchers export it (lib/dispatch/metrics.ts registerDispatchGauges). */
 export const kafkaReachable = new client.Gauge({
@@ -21,23 +24,24 @@ export const kafkaReachable = new client.Gauge({
 const reachable = kafkaReachable;
 
 export class KafkaOutage {
-  down = false;
-  private since = 0;
+  private readonly outage: Episode;
   private failedSends = 0;
   private failedProbes = 0;
-  private lastSummary = 0;
   private lastError = '';
   /** Events that backed off during this outage: released when Kafka answers again. */
   private readonly held = new Set<number>();
   private readonly log: Logger;
   private readonly target: Target;
-  private readonly summaryEveryMs: number;
 
-  constructor(log: Logger, target: Target, summaryEveryMs = SUMMARY_EVERY_MS) {
+  constructor(log: Logger, target: Target, clock: Clock, summaryEveryMs = SUMMARY_EVERY_MS) {
     this.log = log;
     this.target = target;
-    this.summaryEveryMs = summaryEveryMs;
+    this.outage = new Episode(clock, summaryEveryMs);
     reachable.set({ target }, 1);
+  }
+
+  get down(): boolean {
+    return this.outage.on;
   }
 
   /** A send failed because the broker cannot be reached. */
@@ -45,10 +49,7 @@ export class KafkaOutage {
     for (const id of eventIds) this.held.add(id);
     this.failedSends++;
     this.lastError = error;
-    if (this.down) return;
-    this.down = true;
-    this.since = Date.now();
-    this.lastSummary = this.since;
+    if (!this.outage.begin()) return;
     reachable.set({ target: this.target }, 0);
     this.log.error(
       { target: this.target, events: eventIds.length, err: error, probeEveryMs: PROBE_INTERVAL_MS },
@@ -59,11 +60,9 @@ export class KafkaOutage {
   probeFailed(error: string): void {
     this.failedProbes++;
     this.lastError = error;
-    const now = Date.now();
-    if (now - this.lastSummary < this.summaryEveryMs) return;
-    this.lastSummary = now;
+    if (!this.outage.remind()) return;
     this.log.warn(
-      { target: this.target, downForS: Math.round((now - this.since) / 1000), failedSends: this.failedSends, failedProbes: this.failedProbes, heldEvents: this.held.size, err: this.lastError },
+      { target: this.target, downForS: Math.round(this.outage.lasted() / 1000), failedSends: this.failedSends, failedProbes: this.failedProbes, heldEvents: this.held.size, err: this.lastError },
       `${this.target} dispatch: kafka still unreachable`,
     );
   }
@@ -71,11 +70,11 @@ export class KafkaOutage {
   /** Kafka answered: log the outage's end; returns the events to make due at once. */
   recovered(): number[] {
     const ids = [...this.held];
+    const downForMs = this.outage.end() ?? 0;
     this.log.warn(
-      { target: this.target, downForMs: Date.now() - this.since, failedSends: this.failedSends, failedProbes: this.failedProbes, heldEvents: ids.length },
-      `${this.target} dispatch: kafka reachable again after ${((Date.now() - this.since) / 1000).toFixed(1)} s; sending`,
+      { target: this.target, downForMs, failedSends: this.failedSends, failedProbes: this.failedProbes, heldEvents: ids.length },
+      `${this.target} dispatch: kafka reachable again after ${(downForMs / 1000).toFixed(1)} s; sending`,
     );
-    this.down = false;
     this.failedSends = 0;
     this.failedProbes = 0;
     this.held.clear();

@@ -1,5 +1,5 @@
 // The operator's answer to a loss of the msg topic (docs/operations.md "Derived stores: the msg
-// topic"; found by lib/dispatch/topic-watch.ts): send a range of EVENT_IDs again from the outbox,
+// topic"; found by lib/watches/msg-topic.ts): send a range of EVENT_IDs again from the outbox,
 // or acknowledge the loss without resending. The gateway never resends on its own: the msg topic
 // is an event history, and what to do about a lost range is the operator's decision.
 //   resend  SENT msg events from..to back to PENDING (attempts 0): the msg round sends them again

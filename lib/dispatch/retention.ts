@@ -9,14 +9,15 @@ import type { Executor } from '../db/statement.ts';
 import { metrics } from '../runtime/metrics.ts';
 import { deleteSentBefore } from './outbox.ts';
 import { TimeBudget } from '../core/budget.ts';
+import { DISPATCH } from '../core/tuning.ts';
 
 export const RETENTION_CRONTAB = `0 * * * * ${DISPATCH_RETENTION_TASK} ?jobKey=${DISPATCH_RETENTION_TASK}&max=1`;
 
 /** Delete old SENT rows, `batch` per statement, until none is left or the budget is spent. Returns the count. */
 export async function purgeSentEvents(db: Executor, clock: Clock, o: { retentionMs: number; batch?: number; budgetMs?: number }): Promise<number> {
   const cutoff = new Date(clock.now().getTime() - o.retentionMs);
-  const batch = o.batch ?? 5000;
-  const budget = new TimeBudget(o.budgetMs ?? 60_000);
+  const batch = o.batch ?? DISPATCH.retentionBatch;
+  const budget = new TimeBudget(o.budgetMs ?? DISPATCH.retentionBudgetMs);
   let total = 0;
   for (;;) {
     const n = await deleteSentBefore(db, cutoff, batch);

@@ -15,12 +15,10 @@
 //     record's rows back off (DEAD after max attempts), later records are untouched.
 import { readFlights } from '../flight/read.ts';
 import { toJson } from '../flight/state.ts';
-import { dispatchSent } from './metrics.ts';
-import { drain, retryPolicy, type DispatchDeps, type DrainNext, type RoundResult } from './msg.ts';
-import { dropGoneSchdRows, markFailed, markSent, pendingRows, tryRoundLock, type Acked, type SchdRow } from './outbox.ts';
-import { afterFailure, splitSchd } from './plan.ts';
-import { isClusterUnavailable } from './topic-watch.ts';
-import { recordSpans, withTrace } from './trace.ts';
+import { drain, inRound, retryPolicy, type DispatchDeps, type DrainNext, type RoundResult } from './msg.ts';
+import { dropGoneSchdRows, markFailed, pendingRows, tryRoundLock, type SchdRow } from './outbox.ts';
+import { splitSchd } from './plan.ts';
+import { sendRound } from './send.ts';
 
 /** Key of every schd record: one partition, records in order (consumers still decide by STATE_VERSION). */
 export const SCHD_KEY = 'schd';
@@ -36,7 +34,7 @@ export interface SchdRoundResult extends RoundResult {
 export async function schdRound(d: DispatchDeps): Promise<SchdRoundResult> {
   const topic = d.dispatch.schdTopic;
   const maxBytes = d.dispatch.maxRecordBytes;
-  const result = await d.db.transaction().execute(async (tx) => {
+  return inRound(d, 'schd', async (tx) => {
     const res: SchdRoundResult = { busy: false, picked: 0, sent: 0, failed: 0, dead: 0, gone: 0, overtaken: 0, records: 0 };
     if (!(await tryRoundLock(tx, 'schd'))) return { ...res, busy: true };
     const rows = await pendingRows(tx, 'schd', d.clock.now(), d.dispatch.schdFlushLimit);
@@ -74,51 +72,15 @@ export async function schdRound(d: DispatchDeps): Promise<SchdRoundResult> {
       d.log.error({ topic, flids: big.map((l) => l.row.flid), maxBytes, sizes: big.map((l) => Buffer.byteLength(l.json)) }, 'schd dispatch: state larger than a record, DEAD');
     }
 
-    const acked: Acked[] = [];
-    let failed: { members: number[]; error: Error } | null = null;
-    for (const rec of records) {
-      const spans = recordSpans(d.tracing, 'schd', topic, [rec.members.map((i) => live[i].row)]);
-      try {
-        const [placed] = await d.kafka.send(topic, [withTrace({ key: SCHD_KEY, value: rec.value }, spans, 0)]);
-        spans.sent([placed]);
-        for (const i of rec.members) acked.push({ eventId: live[i].row.eventId, stateVersion: live[i].version, partition: placed.partition, offset: placed.offset });
-      } catch (e) {
-        spans.failed(e);
-        failed = { members: rec.members, error: e as Error };
-        break;
-      }
-    }
-
-    const at = d.clock.now();
-    const marked = await markSent(tx, acked, at);
-    res.sent = marked.length;
-    res.overtaken = acked.length - marked.length;
-    if (failed) {
-      // no cluster answer at all: the outage mode (probing); the cluster answers but cannot take any
-      // record now (below min ISR, no leader, the leader down): no attempt counted, the ladder's backoff
-      const unavailable = !(await d.kafka.reachable());
-      const refused = !unavailable && isClusterUnavailable(failed.error);
-      const error = `${unavailable ? 'broker unreachable: ' : refused ? 'cluster unavailable: ' : ''}${failed.error.name}: ${failed.error.message}`;
-      const rowsOf = failed.members.map((i) => live[i].row);
-      const dead = await markFailed(
-        tx,
-        rowsOf.map((r) => ({ eventId: r.eventId, attemptsBefore: r.attempts, next: afterFailure(r.attempts, policy, at, unavailable || refused) })),
-        error,
-      );
-      res.failed = rowsOf.length;
-      res.dead += dead.length;
-      if (d.outage && unavailable)
-        d.outage.sendFailed(
-          error,
-          rowsOf.map((r) => r.eventId),
-        );
-      else d.log.warn({ topic, rows: rowsOf.length, dead: dead.length, err: error }, 'schd dispatch: send failed, backing off');
-      if (dead.length) d.log.error({ topic, eventIds: dead, err: error }, 'schd dispatch: rows DEAD after max attempts');
-    }
+    // one send per record: Kafka's size limit applies to a partition's whole batch
+    const sends = records.map((rec) => ({ records: [{ key: SCHD_KEY, value: rec.value }], carries: [rec.members.map((i) => ({ ...live[i].row, stateVersion: live[i].version }))] }));
+    const r = await sendRound(tx, d, 'schd', topic, sends, policy);
+    res.sent = r.sent;
+    res.overtaken = r.overtaken;
+    res.failed = r.failed;
+    res.dead += r.dead;
     return res;
   });
-  if (result.sent) dispatchSent.inc({ target: 'schd' }, result.sent);
-  return result;
 }
 
 export const schdDrain = (d: DispatchDeps, budgetMs: number, signal?: AbortSignal): Promise<DrainNext> => drain(schdRound, 'schd', d, budgetMs, signal);

@@ -18,16 +18,14 @@
 //     counted while Kafka is unreachable or the topic is missing), later chunks stay untouched;
 //     per FLID nothing waits, since the row's next version replaces the failed one;
 //   - a lost topic (missing, not compacted, below the recorded offsets) is re-seeded by the
-//     topic check (lib/dispatch/topic-watch.ts).
+//     topic check (lib/watches/state-topic.ts).
 import { readFlights } from '../flight/read.ts';
 import { toJson } from '../flight/state.ts';
 import { stateRecord, type StateRecord } from '../contract/kafka.ts';
-import { dispatchSent } from './metrics.ts';
-import { drain, retryPolicy, type DispatchDeps, type DrainNext, type RoundResult } from './msg.ts';
-import { markFailed, markSent, pendingRows, tryRoundLock, unchangedStateRows, type Acked, type SchdRow } from './outbox.ts';
-import { afterFailure, chunkBySize } from './plan.ts';
-import { isClusterUnavailable, isUnknownTopic } from './topic-watch.ts';
-import { recordSpans, withTrace } from './trace.ts';
+import { drain, inRound, retryPolicy, type DispatchDeps, type DrainNext, type RoundResult } from './msg.ts';
+import { markFailed, pendingRows, tryRoundLock, unchangedStateRows, type SchdRow } from './outbox.ts';
+import { chunkBySize } from './plan.ts';
+import { sendRound } from './send.ts';
 
 export interface StateRoundResult extends RoundResult {
   /** Rows rewritten after they were read (left for the next round). */
@@ -41,7 +39,7 @@ const recordBytes = (r: StateRecord) => Buffer.byteLength(r.key) + (r.value === 
 export async function stateRound(d: DispatchDeps): Promise<StateRoundResult> {
   const topic = d.dispatch.stateTopic;
   const maxBytes = d.dispatch.maxRecordBytes;
-  const result = await d.db.transaction().execute(async (tx) => {
+  return inRound(d, 'state', async (tx) => {
     const res: StateRoundResult = { busy: false, picked: 0, sent: 0, failed: 0, dead: 0, overtaken: 0, tombstones: 0 };
     if (!(await tryRoundLock(tx, 'state'))) return { ...res, busy: true };
     const rows = await pendingRows(tx, 'state', d.clock.now(), d.dispatch.msgBatch);
@@ -92,65 +90,21 @@ export async function stateRound(d: DispatchDeps): Promise<StateRoundResult> {
       sendable.map((o) => recordBytes(o.record)),
       maxBytes,
     ).map((idx) => idx.map((i) => sendable[i]));
-    const acked: Acked[] = [];
-    let failed: { rows: SchdRow[]; error: Error } | null = null;
-    for (const chunk of chunks) {
-      const spans = recordSpans(
-        d.tracing,
-        'state',
-        topic,
-        chunk.map((o) => [o.row]),
-      );
-      try {
-        const placed = await d.kafka.send(
-          topic,
-          chunk.map((o, i) => withTrace(o.record, spans, i)),
-        );
-        spans.sent(placed);
-        chunk.forEach((o, i) => {
-          acked.push({ eventId: o.row.eventId, stateVersion: o.row.stateVersion, partition: placed[i].partition, offset: placed[i].offset });
-          if (o.record.value === null) res.tombstones++;
-        });
-      } catch (e) {
-        spans.failed(e);
-        failed = { rows: chunk.map((o) => o.row), error: e as Error };
-        break;
-      }
-    }
-
-    const at = d.clock.now();
-    const marked = await markSent(tx, acked, at);
-    res.sent = marked.length;
-    res.overtaken += acked.length - marked.length;
-    if (failed) {
-      // no cluster answer at all: the outage mode (probing); the cluster answers but cannot take any
-      // record now (below min ISR, no leader, the leader down): no attempt counted, the ladder's backoff
-      const unavailable = !(await d.kafka.reachable());
-      const refused = !unavailable && isClusterUnavailable(failed.error);
-      // the topic vanished: no attempt counted either (the topic check re-creates and re-seeds it)
-      const gone = !unavailable && !refused && isUnknownTopic(failed.error);
-      if (gone) d.topicMissing?.();
-      const error = `${unavailable ? 'broker unreachable: ' : refused ? 'cluster unavailable: ' : gone ? 'topic missing: ' : ''}${failed.error.name}: ${failed.error.message}`;
-      const dead = await markFailed(
-        tx,
-        failed.rows.map((r) => ({ eventId: r.eventId, attemptsBefore: r.attempts, next: afterFailure(r.attempts, policy, at, unavailable || refused || gone) })),
-        error,
-      );
-      res.failed = failed.rows.length;
-      res.dead += dead.length;
-      if (d.outage && unavailable)
-        d.outage.sendFailed(
-          error,
-          failed.rows.map((r) => r.eventId),
-        );
-      else if (gone) d.log.debug({ topic, err: error }, 'state dispatch: topic missing, backing off until the topic check creates it');
-      else d.log.warn({ topic, rows: failed.rows.length, dead: dead.length, err: error }, 'state dispatch: send failed, backing off');
-      if (dead.length) d.log.error({ topic, eventIds: dead, err: error }, 'state dispatch: rows DEAD after max attempts');
-    }
+    const r = await sendRound(
+      tx,
+      d,
+      'state',
+      topic,
+      chunks.map((chunk) => ({ records: chunk.map((o) => o.record), carries: chunk.map((o) => [o.row]) })),
+      policy,
+    );
+    res.tombstones += chunks.slice(0, r.done).reduce((n, chunk) => n + chunk.filter((o) => o.record.value === null).length, 0);
+    res.sent = r.sent;
+    res.overtaken += r.overtaken;
+    res.failed = r.failed;
+    res.dead += r.dead;
     return res;
   });
-  if (result.sent) dispatchSent.inc({ target: 'state' }, result.sent);
-  return result;
 }
 
 export const stateDrain = (d: DispatchDeps, budgetMs: number, signal?: AbortSignal): Promise<DrainNext> => drain(stateRound, 'state', d, budgetMs, signal);

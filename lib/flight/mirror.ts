@@ -13,13 +13,14 @@
 // Redis holds — the version inside the key's JSON, or, for a removed key, the version its removal
 // left in `msgx:mirror:removed:<FLID>` (kept REMOVED_TTL_S). So a write that arrives late (sent
 // down a connection that froze, delivered when it moved again) cannot overwrite a newer one, and
-// the heal (lib/pipeline/mirror-heal.ts) and every re-sync may run beside the pump.
+// the heal (lib/watches/redis.ts) and every re-sync may run beside the pump.
 import type { Redis } from 'ioredis';
 import type { Mirror } from '../domain/handlers.ts';
 import type { Crash } from '../runtime/crash.ts';
 import { readFlights } from './read.ts';
 import { toJson, type FlightState } from './state.ts';
 import type { Executor } from './store.ts';
+import { PUMP } from '../core/tuning.ts';
 
 export const flightKey = (flid: string) => `msgx:flight:${flid}`;
 /** The version a removal left behind (a late write of an older state must not bring the key back). */
@@ -27,8 +28,7 @@ export const removedKey = (flid: string) => `msgx:mirror:removed:${flid}`;
 /** How long a removal's version is kept: far beyond any connection that could still deliver a late write. */
 export const REMOVED_TTL_S = 86_400;
 
-/** Flights per script call (a 9,999-flight snapshot is a handful of round trips). */
-const BATCH = 1000;
+const BATCH = PUMP.mirrorBatch;
 
 /**
  * KEYS: per flight its key and its removed-key; ARGV[1] = REMOVED_TTL_S, ARGV[2] = 1 to write

@@ -35,14 +35,18 @@ export type PlannedEvent = { target: 'msg'; flid: string; stateVersion: number; 
 
 export type ChangeOp = 'CREATE' | 'UPDATE' | 'DELETE' | 'REVIVE';
 
-/** One message's change of one flight (the flight_change record: trace and timeline). */
-export interface FlightChange {
+/** Which change of which flight: the flight_change record's key, as stored and as read back (lib/flight/timeline.ts). */
+export interface ChangeOf {
   flid: string;
   stateVersion: number;
   msgId: number;
   kind: string;
   op: ChangeOp;
   cause: ChangeCause;
+}
+
+/** One message's change of one flight (the flight_change record: trace and timeline). */
+export interface FlightChange extends ChangeOf {
   /** key → [before, after]; null = absent. */
   changes: Record<string, [unknown, unknown]>;
   at: Date;

@@ -25,6 +25,7 @@ import { FlightPlan, type FlightCommand, type FlightWrite, type PlanMessage, typ
 import type { FlightState } from './state.ts';
 import type { Patch } from './decode.ts';
 import { changedBy, loadSharedOf, loadStates, writePlan, type Executor } from './store.ts';
+import { PUMP } from '../core/tuning.ts';
 
 /** A snapshot record's patch decoded from its source (the flight domain's, with its rule override). */
 export type RecordDecoder = (raw: string, type: string, styp: string) => Patch;
@@ -36,14 +37,7 @@ const noDecoder: RecordDecoder = () => {
 /** What a batch that wrote outbox rows wakes. */
 const DISPATCHERS = [DISPATCH_TASK.msg, DISPATCH_TASK.schd, DISPATCH_TASK.state];
 
-/** Rounds of "load what the planner needs" per message before giving up (a bug, not data). */
-const MAX_LOAD_ROUNDS = 20;
-
-/** Stored states read per statement (under PIPELINE_LOCK the pump is the only writer of flights: slices read the same state). */
-const LOAD_PER_STATEMENT = 2_000;
-
-/** Flights kept between batches at most (a larger working set is simply loaded again). */
-const CACHE_MAX = 100_000;
+const { maxLoadRounds: MAX_LOAD_ROUNDS, loadPerStatement: LOAD_PER_STATEMENT, cacheMax: CACHE_MAX } = PUMP;
 
 /**
  * Committed flight states, and the shared-flight lists of masters, kept between batches of one

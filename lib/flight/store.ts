@@ -9,6 +9,7 @@ import * as Outbox from '../sql/outbox.ts';
 import { COLLECTIONS, columnOf, DETAIL_TABLES, SCALAR_KEYS, STATUS_KEYS, type CollectionSpec, type ValueKind } from './rules.ts';
 import { emptyData, isoLocal, sameValue, type FlightData, type FlightState, type MaflEntry, type Row, type Value } from './state.ts';
 import type { FlightChange, FlightWrite, PlannedEvent, PlanResult } from './plan.ts';
+import { PUMP } from '../core/tuning.ts';
 
 /**
  * The db type the flight store's importers (lib/api, lib/dispatch, lib/flight) give their
@@ -234,10 +235,8 @@ function flightParams(writes: readonly FlightWrite[]): PgArray<Cell>[] {
   return [...main.arrays, ...collections.flatMap((c) => [c.replaced ?? pgArray([]), ...c.arrays])];
 }
 
-/** Flights per write statement: a snapshot's 9,999 flights go in slices (ordinary batches fit in one). */
-export const WRITE_FLIGHTS_PER_STATEMENT = 1_000;
-/** Outbox rows or change records per write statement. */
-export const WRITE_ROWS_PER_STATEMENT = 2_000;
+export const WRITE_FLIGHTS_PER_STATEMENT = PUMP.writeFlightsPerStatement;
+export const WRITE_ROWS_PER_STATEMENT = PUMP.writeRowsPerStatement;
 
 type WritePart = Pick<PlanResult, 'flights' | 'events' | 'schdRemovals' | 'changes'>;
 

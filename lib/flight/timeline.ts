@@ -20,15 +20,9 @@ export interface FieldChange {
 }
 
 export type { ChangeOp, ChangeCause } from './plan.ts';
-import type { ChangeOp, ChangeCause } from './plan.ts';
+import type { ChangeCause, ChangeOf } from './plan.ts';
 
-export interface FlightChangeView {
-  flid: string;
-  stateVersion: number;
-  msgId: number;
-  kind: string;
-  op: ChangeOp;
-  cause: ChangeCause;
+export interface FlightChangeView extends ChangeOf {
   at: string;
   changes: FieldChange[];
 }

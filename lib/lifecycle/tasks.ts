@@ -34,6 +34,7 @@ import { purgeSnapLog } from './snap-log.ts';
 import { purgeAttempts, purgeFlightChanges } from './trace-records.ts';
 import { purgeAccessAudit } from './access-audit.ts';
 import { TimeBudget } from '../core/budget.ts';
+import { RETENTION } from '../core/tuning.ts';
 
 const SCHEDULE_KEY = 'msgx.retention.schedule';
 const NAMED: Record<string, string> = { hourly: '0 * * * *' };
@@ -77,7 +78,7 @@ export async function runRetention(d: RetentionDeps, openSession: () => Promise<
   const failures: string[] = [];
   let more = false;
   const run = async (name: string, job: (b: TimeBudget) => Promise<number>) => {
-    const budget = new TimeBudget(o.jobBudgetMs ?? 60_000);
+    const budget = new TimeBudget(o.jobBudgetMs ?? RETENTION.jobBudgetMs);
     try {
       report[name] = await job(budget);
     } catch (e) {

@@ -18,6 +18,7 @@ import { Worker } from 'node:worker_threads';
 import type { Failure } from '../core/errors.ts';
 import type { DecodeHints } from '../domain/handlers.ts';
 import { LARGE_BODY, type Decoded, type DecodeSettings } from './decoding.ts';
+import { PUMP } from '../core/tuning.ts';
 
 /**
  * A result from the worker; 'inline': the command cannot cross threads (not cloneable), decode it
@@ -49,8 +50,7 @@ interface Job {
   resolve: (r: WorkerResult[]) => void;
 }
 
-/** The young generation (MB) of the worker of a large body (LARGE_BODY). */
-const LARGE_YOUNG_GENERATION_MB = 16;
+const LARGE_YOUNG_GENERATION_MB = PUMP.largeYoungGenerationMb;
 
 /** A body over LARGE_BODY among these: decoded by a worker of its own. */
 const hasLarge = (bodies: readonly string[]) => bodies.some((b) => b.length > LARGE_BODY);

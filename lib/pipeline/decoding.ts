@@ -7,6 +7,7 @@ import { classify, type Failure } from '../core/errors.ts';
 import type { DecodeHints, HandlerRegistry } from '../domain/handlers.ts';
 import { decodeEnvelope, identityKey, kindOf, payload, type Envelope } from '../sis/envelope.ts';
 import { expandAll } from '../sis/xml.ts';
+import { PUMP } from '../core/tuning.ts';
 
 export type Decoded =
   /** The envelope did not decode (MALFORMED/PROTOCOL: the message's outcome; anything else: retryable). */
@@ -28,13 +29,8 @@ export type Decoded =
       ownBatch?: boolean;
     };
 
-/**
- * A body this long, in characters (about bytes for SIS's mostly ASCII XML), is a large message
- * (a snapshot of more than ~3,500 flights; ~600 bytes per flight): the decode worker gives it a
- * worker of its own, ended after it, and the pump gives the memory back after its batch
- * (docs/decisions.md "Snapshots in bounded memory"). Ordinary messages are a few KB.
- */
-export const LARGE_BODY = 2 * 1024 * 1024;
+/** A large message (PUMP.largeBody): a decode worker of its own, the memory given back after its batch. */
+export const LARGE_BODY = PUMP.largeBody;
 
 export interface DecodeSettings {
   airport: AirportConfig;
@@ -44,11 +40,8 @@ export interface DecodeSettings {
 /** Envelope with its payload let go: the command holds everything a batch domain needs (a snapshot's tree is hundreds of MB). */
 const light = (env: Envelope): Envelope => ({ ...env, root: { ...env.root, children: [] } });
 
-/**
- * A body this long or longer is decoded with DecodeHints (BatchDomain.hints: a snapshot of more
- * than ~850 flights): below it, decoding every record costs less than reading the hints.
- */
-export const HINTED_BODY = 512 * 1024;
+/** A body decoded with DecodeHints (BatchDomain.hints; PUMP.hintedBody). */
+export const HINTED_BODY = PUMP.hintedBody;
 
 /** `hints`: read by the pump before a body of HINTED_BODY or more (lib/pipeline/pump/ahead.ts). */
 export function decodeMessage(registry: HandlerRegistry, s: DecodeSettings, body: string, hints?: DecodeHints): Decoded {

@@ -40,6 +40,7 @@ import { enqueue } from '../sql/transitions.ts';
 import { TimeBudget } from '../core/budget.ts';
 import type { Tracing } from '../runtime/tracing.ts';
 import { takeSpans } from './trace.ts';
+import { INTAKE } from '../core/tuning.ts';
 
 export interface IntakeDeps {
   db: Db;
@@ -75,12 +76,7 @@ interface PassedGap {
   at: string;
 }
 
-/** Full scan chunk: existing rows per round, as a multiple of the claim batch. */
-const FULL_SCAN_CHUNK_FACTOR = 20;
-/** Remembered passed gaps at most (the oldest are forgotten first, logged). */
-const MAX_PASSED_GAPS = 500;
-/** Ranges per recheck query. */
-const RECHECK_RANGES = 100;
+const { fullScanChunkFactor: FULL_SCAN_CHUNK_FACTOR, maxPassedGaps: MAX_PASSED_GAPS, recheckRanges: RECHECK_RANGES } = INTAKE;
 
 export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
   const timeout = d.intake.timeoutMs;
@@ -167,7 +163,7 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
       cur.watermark,
     );
     // Only this leader moves the watermark up: a different one now is Postgres restored from a backup
-    // during the round. Writing ours would hide the restore from the check (lib/pipeline/restore.ts).
+    // during the round. Writing ours would hide the restore from the check (lib/watches/restore.ts).
     if (saved !== 1) throw new Error(`intake_cursor's watermark is no longer ${cur.watermark} (Postgres restored from a backup during the round?); nothing of this round was kept`);
     if (lost.length) await pgRun(tx, Shadow.addLost, JSON.stringify(lost));
     if (ins.length) await wake(tx, TASK.pump);

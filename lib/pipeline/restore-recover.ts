@@ -1,6 +1,6 @@
 // The operator's side of a Postgres restored from a backup (scripts/recover-restore.ts;
 // docs/operations.md "Postgres restored from a backup"): the inbox range Postgres forgot, taken in
-// again; Redis rewritten from Postgres. Detection and holding: lib/pipeline/restore.ts.
+// again; Redis rewritten from Postgres. Detection and holding: lib/watches/restore.ts.
 import type { Clock } from '../core/clock.ts';
 import { withTimeout } from '../core/timeout.ts';
 import { TASK } from '../core/tasks.ts';
@@ -13,7 +13,10 @@ import { readFlights } from '../flight/read.ts';
 import * as Restore from '../sql/restore.ts';
 import { wake } from '../sql/jobs.ts';
 import { enqueue } from '../sql/transitions.ts';
-import { inboxBehind, redisFlights, SCAN_COUNT } from './restore.ts';
+import { WATCH } from '../core/tuning.ts';
+import { inboxBehind, redisFlights } from '../watches/restore-signs.ts';
+
+const SCAN_COUNT = WATCH.restore.scanCount;
 
 export interface LostRange {
   watermark: number;

@@ -63,7 +63,7 @@ export function requestTasks(deps: OutboundDeps): Record<typeof TASK.request, Ta
   };
 }
 
-export function requestsCrontab(s: RequestSettings, now: Date = new Date()): string {
+export function requestsCrontab(s: RequestSettings, now: Date): string {
   const at = s.requests.dailyScheduleAt;
   if (!at || s.requests.readOnly) return ''; // a read-only (shadow) installation asks the AODB nothing
   const [h, m] = at.split(':').map(Number);

@@ -1,5 +1,5 @@
 // Named conditions that make a process unready: a module that finds its process must not act
-// (e.g. Postgres restored from a backup, lib/pipeline/restore.ts) sets one with its reason;
+// (e.g. Postgres restored from a backup, lib/watches/restore.ts) sets one with its reason;
 // /healthz (lib/runtime/process.ts) answers 503 with every condition set, until it is cleared.
 // The module that sets a condition also exports its own gauge (what it measured).
 
@@ -12,7 +12,7 @@ export interface Condition {
 const active = new Map<string, Condition>();
 
 /** Sets (or updates the reason of) a condition; `since` stays the first time it was set. */
-export function setCondition(name: string, reason: string, now = new Date()): void {
+export function setCondition(name: string, reason: string, now: Date): void {
   const prev = active.get(name);
   active.set(name, { name, reason, since: prev?.since ?? now.toISOString() });
 }

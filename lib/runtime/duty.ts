@@ -13,6 +13,8 @@
 import type { JobHelpers, Task } from 'graphile-worker';
 import type { Clock } from '../core/clock.ts';
 import type { Health } from './health.ts';
+import { RUNTIME } from '../core/tuning.ts';
+import { backoffMs } from './watch.ts';
 
 export type DutyNext = 'idle' | 'now' | Date;
 
@@ -27,11 +29,11 @@ export interface Duty {
   health: Pick<Health, 'quiet'>;
 }
 
-/** The wait before a failed run is run again: the first, then doubled per failure in a row up to the last. */
-export const RETRY_MS = { first: 500, max: 10_000 } as const;
+/** The wait before a failed run is run again (RUNTIME.dutyRetryBackoff): the first, then doubled per failure in a row up to the cap. */
+export const RETRY_MS = { first: RUNTIME.dutyRetryBackoff.firstMs, max: RUNTIME.dutyRetryBackoff.capMs } as const;
 
 /** The wait before the next run after this many failures in a row before the one that just failed. */
-export const retryWait = (failuresBefore: number): number => Math.min(RETRY_MS.max, RETRY_MS.first * 2 ** failuresBefore);
+export const retryWait = (failuresBefore: number): number => backoffMs(RUNTIME.dutyRetryBackoff, failuresBefore + 1);
 
 export function dutyTask(d: Duty): Task {
   let failures = 0; // runs in a row that threw

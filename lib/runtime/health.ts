@@ -2,7 +2,7 @@
 //
 // Each process registers the named checks of what it needs (Postgres always; MariaDB, Redis,
 // Kafka per process — lib/runtime/process.ts). A check is one cheap round trip on a DEDICATED
-// connection kept open between checks (lib/runtime/probe.ts `watches`), bounded by a deadline:
+// connection kept open between checks (lib/runtime/dependency-checks.ts), bounded by a deadline:
 // a connection frozen on a dead path (NAT / firewall state lost, failover behind a virtual IP)
 // fails it like a refused one, and the next check opens a new connection. The work paths add
 // what they see: an edge whose call on a pooled connection timed out (and which threw that
@@ -24,9 +24,13 @@
 // or list it in the process spec's `conditions` (ProcessSpec.conditions). The check throws to
 // say "down" (its message is the reason); it is bounded by `timeoutMs` here as well.
 import client from 'prom-client';
+import { systemClock, type Clock } from '../core/clock.ts';
 import { scrub } from '../core/secrets.ts';
+import { Episode } from './episode.ts';
 import type { Logger } from './log.ts';
-import { sleep, withDeadline } from './leader.ts';
+import { withDeadline } from './leader.ts';
+import { Loop } from './watch.ts';
+import { RUNTIME } from '../core/tuning.ts';
 
 export type HealthCheck = () => Promise<void>;
 
@@ -55,49 +59,54 @@ export const dependencyUp = new client.Gauge({
   labelNames: ['dependency'] as const,
 });
 
-export const SUMMARY_EVERY_MS = 60_000;
+export const SUMMARY_EVERY_MS = RUNTIME.summaryEveryMs;
 
 class Condition {
   up = true;
-  since = Date.now();
+  /** When the current state began (ms). */
+  since: number;
   reason: string | null = null;
+  /** While it is away: one line when it goes, a summary at most once a period, one when it is back. */
+  readonly away: Episode;
   /** Failed checks and reported failures since it went down (for the summary and the "back" line). */
   failedChecks = 0;
   reported = 0;
-  lastSummary = 0;
   /** The last reported failure (a check must start after it to count as an answer). */
   reportedAt = 0;
   /** Start of the first check of the current run of answers since the last failure (0: none). */
   okSince = 0;
   /** Failed checks in a row. */
   failStreak = 0;
-  timer: Promise<void> | null = null;
+  loop: Loop | null = null;
   readonly name: string;
   readonly check: HealthCheck;
   readonly everyMs: number;
   readonly timeoutMs: number;
   readonly close?: () => void;
-  constructor(name: string, check: HealthCheck, everyMs: number, timeoutMs: number, close?: () => void) {
+  constructor(name: string, check: HealthCheck, o: { everyMs: number; timeoutMs: number; close?: () => void; clock: Clock; summaryEveryMs: number }) {
     this.name = name;
     this.check = check;
-    this.everyMs = everyMs;
-    this.timeoutMs = timeoutMs;
-    this.close = close;
+    this.everyMs = o.everyMs;
+    this.timeoutMs = o.timeoutMs;
+    this.close = o.close;
+    this.since = o.clock.now().getTime();
+    this.away = new Episode(o.clock, o.summaryEveryMs);
   }
 }
 
 export class Health {
   private readonly conditions = new Map<string, Condition>();
   private readonly downHooks = new Map<string, (() => void)[]>();
-  private readonly quietKeys = new Map<string, { first: number; last: number; suppressed: number; lastErr: string }>();
-  private readonly stop = new AbortController();
+  private readonly quietKeys = new Map<string, { last: number; suppressed: number }>();
   private started = false;
   private readonly log: Logger;
+  private readonly clock: Clock;
   private readonly summaryEveryMs: number;
   private readonly onChange?: (name: string, up: boolean) => void;
 
-  constructor(o: { log: Logger; summaryEveryMs?: number; onChange?: (name: string, up: boolean) => void }) {
+  constructor(o: { log: Logger; clock?: Clock; summaryEveryMs?: number; onChange?: (name: string, up: boolean) => void }) {
     this.log = o.log;
+    this.clock = o.clock ?? systemClock;
     this.summaryEveryMs = o.summaryEveryMs ?? SUMMARY_EVERY_MS;
     this.onChange = o.onChange;
   }
@@ -105,22 +114,21 @@ export class Health {
   /** Add a named condition (one place: readiness, gauge and log lines follow from it). */
   register(name: string, check: HealthCheck, o: ConditionOptions = {}): this {
     if (this.conditions.has(name)) throw new Error(`health condition ${name} registered twice`);
-    const c = new Condition(name, check, o.everyMs ?? 2000, o.timeoutMs ?? 1500, o.close);
+    const c = new Condition(name, check, { everyMs: o.everyMs ?? 2000, timeoutMs: o.timeoutMs ?? 1500, close: o.close, clock: this.clock, summaryEveryMs: this.summaryEveryMs });
     this.conditions.set(name, c);
     dependencyUp.set({ dependency: name }, 1);
-    if (this.started) c.timer = this.loop(c);
+    if (this.started) this.startLoop(c);
     return this;
   }
 
   start(): this {
     this.started = true;
-    for (const c of this.conditions.values()) c.timer ??= this.loop(c);
+    for (const c of this.conditions.values()) this.startLoop(c);
     return this;
   }
 
   async close(): Promise<void> {
-    this.stop.abort();
-    await Promise.all([...this.conditions.values()].map((c) => c.timer));
+    await Promise.all([...this.conditions.values()].map((c) => c.loop?.stop()));
     for (const c of this.conditions.values()) c.close?.();
   }
 
@@ -135,7 +143,7 @@ export class Health {
   /** Seconds the condition has been down (0 while up). */
   downSeconds(name: string): number {
     const c = this.conditions.get(name);
-    return !c || c.up ? 0 : (Date.now() - c.since) / 1000;
+    return !c || c.up ? 0 : c.away.lasted() / 1000;
   }
 
   /** What /healthz shows: ok, the state of each condition, and the reasons of those down. */
@@ -157,7 +165,7 @@ export class Health {
   report(name: string, err: Error): void {
     const c = this.conditions.get(name);
     if (!c) return;
-    c.reportedAt = Date.now();
+    c.reportedAt = this.now();
     c.okSince = 0;
     if (!c.up) {
       c.reported++;
@@ -188,7 +196,6 @@ export class Health {
    * to be down — its own "went away" / "back" lines say it. Returns whether a line was written.
    */
   quiet(key: string, err: unknown, message: string, dependency?: string | readonly string[]): boolean {
-    const text = err instanceof Error ? err.message : String(err);
     for (const name of typeof dependency === 'string' ? [dependency] : (dependency ?? [])) {
       const c = this.conditions.get(name);
       if (c && !c.up) {
@@ -196,39 +203,41 @@ export class Health {
         return false;
       }
     }
-    const now = Date.now();
+    const now = this.now();
     const q = this.quietKeys.get(key);
     if (q && now - q.last < this.summaryEveryMs) {
       q.suppressed++;
-      q.lastErr = text;
       return false;
     }
     const suppressed = q?.suppressed ?? 0;
-    this.quietKeys.set(key, { first: q && now - q.last < 2 * this.summaryEveryMs ? q.first : now, last: now, suppressed: 0, lastErr: text });
+    this.quietKeys.set(key, { last: now, suppressed: 0 });
     this.log.error({ err, ...(suppressed ? { suppressedSinceLastLine: suppressed } : {}) }, suppressed ? `${message} (${suppressed} more like it in the last minute)` : message);
     return true;
   }
 
-  private async loop(c: Condition): Promise<void> {
-    const signal = this.stop.signal;
-    while (!signal.aborted) {
-      const started = Date.now();
-      try {
-        // the watches bound each step themselves (connect, round trip): this is the backstop
-        await withDeadline(c.check(), 2 * c.timeoutMs + 500, `${c.name} check`);
-        c.failStreak = 0;
-        if (started <= c.reportedAt) c.okSince = 0;
-        else {
-          c.okSince ||= started;
-          // back: answers for one whole check interval (two checks in a row), none of the work's calls timed out meanwhile
-          if (c.up || Date.now() - c.okSince >= c.everyMs) this.upAgain(c);
-        }
-      } catch (e) {
-        c.okSince = 0;
-        c.failStreak++;
-        this.failed(c, (e as Error).message, (e as { kept?: boolean }).kept === true);
+  /** The condition's checks on the watches' loop (./watch.ts): one at a time, every everyMs. */
+  private startLoop(c: Condition): void {
+    if (c.loop) return;
+    c.loop = new Loop({ clock: this.clock, every: () => c.everyMs, tick: () => this.checkOnce(c) });
+    void c.loop.start();
+  }
+
+  private async checkOnce(c: Condition): Promise<void> {
+    const started = this.now();
+    try {
+      // the checks bound each step themselves (connect, round trip): this is the backstop
+      await withDeadline(c.check(), 2 * c.timeoutMs + 500, `${c.name} check`);
+      c.failStreak = 0;
+      if (started <= c.reportedAt) c.okSince = 0;
+      else {
+        c.okSince ||= started;
+        // back: answers for one whole check interval (two checks in a row), none of the work's calls timed out meanwhile
+        if (c.up || this.now() - c.okSince >= c.everyMs) this.upAgain(c);
       }
-      await sleep(Math.max(0, started + c.everyMs - Date.now()), signal);
+    } catch (e) {
+      c.okSince = 0;
+      c.failStreak++;
+      this.failed(c, (e as Error).message, (e as { kept?: boolean }).kept === true);
     }
   }
 
@@ -244,19 +253,17 @@ export class Health {
     }
     c.failedChecks++;
     c.reason = reason;
-    const now = Date.now();
-    if (now - c.lastSummary < this.summaryEveryMs) return;
-    c.lastSummary = now;
+    if (!c.away.remind()) return;
     this.log.warn(
-      { dependency: c.name, downForS: Math.round((now - c.since) / 1000), failedChecks: c.failedChecks, failuresCounted: c.reported, reason },
+      { dependency: c.name, downForS: Math.round(c.away.lasted() / 1000), failedChecks: c.failedChecks, failuresCounted: c.reported, reason },
       `dependency ${c.name} still away (${c.failedChecks} failed checks, ${c.reported} failures of the work counted and not logged)`,
     );
   }
 
   private down(c: Condition, reason: string): void {
     c.up = false;
-    c.since = Date.now();
-    c.lastSummary = c.since;
+    c.since = this.now();
+    c.away.begin();
     c.reason = reason;
     c.failedChecks = 0;
     c.reported = 0;
@@ -274,12 +281,16 @@ export class Health {
 
   private upAgain(c: Condition): void {
     if (c.up) return;
-    const downForMs = Date.now() - c.since;
+    const downForMs = c.away.end() ?? 0;
     c.up = true;
-    c.since = Date.now();
+    c.since = this.now();
     c.reason = null;
     dependencyUp.set({ dependency: c.name }, 1);
     this.log.warn({ dependency: c.name, downForMs, failedChecks: c.failedChecks, failuresCounted: c.reported }, `dependency ${c.name} back after ${(downForMs / 1000).toFixed(1)} s`);
     this.onChange?.(c.name, true);
+  }
+
+  private now(): number {
+    return this.clock.now().getTime();
   }
 }

@@ -9,11 +9,12 @@ import * as Jobs from '../sql/jobs.ts';
 import type { Health } from './health.ts';
 import type { Logger } from './log.ts';
 import { withDeadline } from './leader.ts';
+import { RUNTIME } from '../core/tuning.ts';
 
 type Runtime = { db: Db; log: Logger };
 
-export const KEEP_ALIVE_EVERY_MS = 60_000;
-const STALE_LOCK_MS = 5 * 60_000;
+export const KEEP_ALIVE_EVERY_MS = RUNTIME.keepAliveEveryMs;
+const STALE_LOCK_MS = RUNTIME.staleLockMs;
 
 /**
  * Add the job of each duty that has none running or waiting (attempts left). Running = locked
@@ -55,8 +56,7 @@ export function graphileLogger(log: Logger, health: Health) {
   });
 }
 
-/** Pause before a runner that ended on its own is replaced. */
-export const RUNNER_RESTART_MS = 1000;
+export const RUNNER_RESTART_MS = RUNTIME.runnerRestartMs;
 
 /**
  * graphile-worker's runner of a duty's tasks (one job at a time), its `kick` jobs added at start.

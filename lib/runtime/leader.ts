@@ -20,6 +20,7 @@
 //     statement_timeout, ends that backend (pg_terminate_backend) and takes the lock.
 // Take-over after a leader's network dies: ≤ deadline + poll + a round trip (≈ 8 s with the
 // defaults), measured in test/integration/leader-takeover.test.ts.
+import type { Clock } from '../core/clock.ts';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { connectClient, createSessionDb, destroySocket, SESSION_LIMITS, type Db, type PgWhere } from '../db/postgres.ts';
@@ -28,6 +29,7 @@ import { pgOne, pgRows, pgRun } from '../db/statement.ts';
 import * as Locks from '../sql/locks.ts';
 import * as Probe from '../sql/probe.ts';
 import { noAnswer, withTimeout } from '../core/timeout.ts';
+import { RUNTIME } from '../core/tuning.ts';
 
 export interface LeaderHandle {
   client: pg.Client;
@@ -35,18 +37,16 @@ export interface LeaderHandle {
   signal: AbortSignal;
 }
 
-/** A heartbeat every second; a leader silent for longer than the deadline is stale. */
-export const LEADER_TIMING = { heartbeatMs: 1000, deadlineMs: 6000, pollMs: 1000 } as const;
-/** The longest wait between two failed attempts to connect and take the lock. */
-export const MAX_RETRY_MS = 5_000;
-/** A heartbeat unanswered for this long makes the leader ask the server whether its session is busy. */
-export const SUSPECT_MS = 2000;
+export const LEADER_TIMING = RUNTIME.leader;
+export const MAX_RETRY_MS = RUNTIME.leaderMaxRetryMs;
+export const SUSPECT_MS = RUNTIME.leaderSuspectMs;
 
 export async function runAsLeader(opts: {
   url: PgWhere;
   name: string;
   lockKey: number;
   log: Logger;
+  clock: Clock;
   /** How a failed attempt is reported (default: one error line each); the process passes its rate-limited one (lib/runtime/health.ts quiet). */
   onError?: (err: Error, message: string) => void;
   /** Start the duty; returns a function that stops it. */
@@ -101,7 +101,7 @@ export async function runAsLeader(opts: {
         if (opts.signal.aborted) resolve('shutdown');
         opts.signal.addEventListener('abort', () => resolve('shutdown'), { once: true });
       });
-      const heartbeat = heartbeatLoop({ session, url: opts.url, name: opts.name, lockKey: opts.lockKey, pid, beat, deadline, signal: tenure.signal, log: opts.log });
+      const heartbeat = heartbeatLoop({ session, url: opts.url, name: opts.name, lockKey: opts.lockKey, pid, beat, deadline, signal: tenure.signal, log: opts.log, clock: opts.clock });
       const why = await Promise.race([lost, aborted, heartbeat]);
       if (why !== 'shutdown') opts.log.error({ why, backend: pid }, `${opts.name}: lost the leader session; stopping and standing by again`);
       tenure.abort(); // the duty's loops stop now, not at the end of their budget
@@ -145,7 +145,19 @@ async function tryTake(session: Db, key: number, deadline: number, log: Logger, 
 }
 
 /** Resolves with the reason the session is considered lost ('shutdown' when the tenure ends). */
-async function heartbeatLoop(o: { session: Db; url: PgWhere; name: string; lockKey: number; pid: number; beat: number; deadline: number; signal: AbortSignal; log: Logger }): Promise<string> {
+async function heartbeatLoop(o: {
+  session: Db;
+  url: PgWhere;
+  name: string;
+  lockKey: number;
+  pid: number;
+  beat: number;
+  deadline: number;
+  signal: AbortSignal;
+  log: Logger;
+  clock: Clock;
+}): Promise<string> {
+  const now = () => o.clock.now().getTime();
   let pending: Promise<unknown> | null = null;
   let answered = false;
   let since = 0;
@@ -155,7 +167,7 @@ async function heartbeatLoop(o: { session: Db; url: PgWhere; name: string; lockK
     await sleep(o.beat, o.signal);
     if (o.signal.aborted) break;
     if (!pending) {
-      since = Date.now();
+      since = now();
       answered = false;
       warned = false;
       // A server error (e.g. inside a transaction the duty aborted) is still an answer.
@@ -169,7 +181,7 @@ async function heartbeatLoop(o: { session: Db; url: PgWhere; name: string; lockK
         },
       );
     }
-    const left = Math.max(0, since + suspect - Date.now());
+    const left = Math.max(0, since + suspect - now());
     const outcome = await Promise.race([
       pending.then(
         () => 'ok' as const,
@@ -185,8 +197,8 @@ async function heartbeatLoop(o: { session: Db; url: PgWhere; name: string; lockK
     // Late: a long statement of the duty, or a dead path? Ask the server on a fresh connection.
     const busy = await stillBusy(o).catch((e: Error) => `cannot reach the server: ${e.message}`);
     if (answered) continue; // the answer came while we asked (a busy event loop, not a dead path)
-    if (busy !== true) return `no heartbeat answer within ${Date.now() - since} ms (${busy})`;
-    if (!warned) o.log.warn({ backend: o.pid, waitingMs: Date.now() - since }, `${o.name}: heartbeat waits behind a long statement`);
+    if (busy !== true) return `no heartbeat answer within ${now() - since} ms (${busy})`;
+    if (!warned) o.log.warn({ backend: o.pid, waitingMs: now() - since }, `${o.name}: heartbeat waits behind a long statement`);
     warned = true;
   }
   return 'shutdown';

@@ -3,18 +3,21 @@
 // runProcess) on prom-client's default registry, plus Node's default process_*/nodejs_* metrics
 // and msgx_build_info. A counter with known label sets starts at 0 for each of them, so that the
 // first event after a start is an increase Prometheus can see.
+import { systemClock, type Clock } from '../core/clock.ts';
 import { readFileSync } from 'node:fs';
 import client from 'prom-client';
 import type { ProcessName } from '../core/tasks.ts';
 import { dependencyUp } from './health.ts';
 import type { AfterCommitCounts } from './labels.ts';
+import { RUNTIME } from '../core/tuning.ts';
 
 const { Counter, Gauge, Histogram, register } = client;
 const registers: client.Registry[] = [];
 
-/** Last successful inbox read of this intake instance (ms since epoch); process start until the first. */
-let inboxReadAt = Date.now();
-export const noteInboxRead = (at = Date.now()) => void (inboxReadAt = at);
+/** The process's clock (exportProcessMetrics), and the last successful inbox read of this intake instance (ms since epoch; the export until the first). */
+let clock: Clock = systemClock;
+let inboxReadAt = 0;
+export const noteInboxRead = () => void (inboxReadAt = clock.now().getTime());
 
 export const metrics = {
   backlogOldestSeconds: new Gauge({
@@ -85,7 +88,7 @@ export const metrics = {
     name: 'msgx_intake_inbox_read_age_seconds',
     help: 'Seconds since this intake instance last read the inbox successfully (since start when never); alert on the minimum over instances',
     collect() {
-      this.set((Date.now() - inboxReadAt) / 1000);
+      this.set((clock.now().getTime() - inboxReadAt) / 1000);
     },
   }),
   postgresUp: new Gauge({
@@ -165,14 +168,15 @@ function initialiseLabelSets(name: ProcessName): void {
   }
 }
 
-/** Period of the event-loop delay histogram (nodejs_eventloop_lag_*). */
-export const EVENT_LOOP_SAMPLE_MS = 100;
+export const EVENT_LOOP_SAMPLE_MS = RUNTIME.eventLoopSampleMs;
 
 /**
  * Register on the default registry what this process exports: its own metrics, `extra` (metrics
  * of other modules it owns), Node's default metrics and msgx_build_info{version,node,process}.
  */
-export function exportProcessMetrics(name: ProcessName, extra: client.Metric[] = [], opts: { readOnly?: boolean } = {}): void {
+export function exportProcessMetrics(name: ProcessName, extra: client.Metric[] = [], opts: { readOnly?: boolean; clock?: Clock } = {}): void {
+  clock = opts.clock ?? systemClock;
+  noteInboxRead();
   const access: client.Metric[] = [metrics.httpRefusals, metrics.apiKeysRefused, metrics.auditWriteFailures];
   const own = [...OWNED[name], metrics.postgresUp, metrics.postgresDownSeconds, metrics.postgresAutovacuum, dependencyUp, ...access, ...extra];
   if (name === 'backfill' && !opts.readOnly) own.push(metrics.backfillPending, metrics.backfillOverLimit); // not ours to mark on a read-only instance

@@ -20,19 +20,19 @@
 // from a fresh connection within a second or two (`endLost`). Dedicated connections (a purge
 // session holding locks) are watched the same way (`adopt`).
 import type pg from 'pg';
+import type { Clock } from '../core/clock.ts';
+import { WATCH } from '../core/tuning.ts';
 import { connectClient, createSessionDb, destroySocket, type Db, type PgWhere } from '../db/postgres.ts';
 import { pgRows, pgRun } from '../db/statement.ts';
 import * as Locks from '../sql/locks.ts';
 import * as Probe from '../sql/probe.ts';
 import { withDeadline } from './leader.ts';
+import type { Logger } from './log.ts';
+import { Refused, Watch } from './watch.ts';
 
+const T = WATCH.pool;
 /** A call waiting longer than this makes the watchdog ask the server. */
-export const SUSPECT_MS = 2000;
-const EVERY_MS = 1000;
-/** Among the other busy connections, a call waiting at least this long on an idle backend is stuck too. */
-const STUCK_MIN_MS = 1000;
-/** On reset, a call younger than this is left alone (its backend may not have read it yet). */
-const RESET_MIN_MS = 500;
+export const SUSPECT_MS = T.suspectMs;
 
 interface Inflight {
   n: number;
@@ -45,15 +45,11 @@ interface Lost {
   app: string;
   at: number;
 }
-/** A lost session not ended after this long is left to the server's own timeouts. */
-const LOST_GIVE_UP_MS = 5 * 60_000;
-/** While the server cannot be reached, the lost sessions and the sweep are tried again this often. */
-const LOST_RETRY_MS = 5000;
 
 type Client = pg.PoolClient & { processID?: number | null };
 
 export interface PoolWatch {
-  stop(): void;
+  stop(): Promise<void>;
   /**
    * Start over on new connections (after a lost leader session: the path the pool's connections
    * share is suspect): close every idle connection now and sweep the busy ones at once.
@@ -63,63 +59,81 @@ export interface PoolWatch {
   adopt(c: pg.Client): void;
 }
 
-export function watchPool(pool: pg.Pool, o: { url: PgWhere; onStuck?: (err: Error) => void; onLostEnded?: (pids: number[]) => void; timeoutMs?: number }): PoolWatch {
+/** The server could not be reached on a fresh connection: an outage, not a frozen path (the calls fail on their own); tried again after the pool's backoff. */
+const UNREACHABLE = 'postgres could not be reached on a fresh connection';
+
+export interface PoolWatchOptions {
+  url: PgWhere;
+  clock: Clock;
+  log: Logger;
+  onStuck?: (err: Error) => void;
+  onLostEnded?: (pids: number[]) => void;
+  timeoutMs?: number;
+}
+
+/**
+ * A watch of ./watch.ts, every WATCH.pool.everyMs: check = a busy call older than SUSPECT_MS
+ * (then `sweep`), else a lost session to end (`endLost`); the repair is that one; a server that
+ * cannot be reached on a fresh connection is tried again after WATCH.pool.unreachableBackoff.
+ */
+export function watchPool(pool: pg.Pool, o: PoolWatchOptions): PoolWatch {
   const inflight = new Map<Client, Inflight>();
   const lost = new Map<number, Lost>();
   const timeoutMs = o.timeoutMs ?? 2000;
+  const now = () => o.clock.now().getTime();
   const watch = (c: Client) => {
-    track(c, inflight);
+    track(c, inflight, now);
     // the pg client emits 'error' once its connection fails under it (never on a graceful end)
     c.on('error', () => {
       const app = (c as unknown as { connectionParameters?: { application_name?: string } }).connectionParameters?.application_name;
-      if (c.processID && app) lost.set(c.processID, { pid: c.processID, app, at: Date.now() });
+      if (c.processID && app) lost.set(c.processID, { pid: c.processID, app, at: now() });
     });
   };
   pool.on('connect', (c: pg.PoolClient) => watch(c as Client));
   pool.on('remove', (c: pg.PoolClient) => inflight.delete(c as Client));
-  let running = false;
-  let lostRetryAt = 0;
-  let sweepRetryAt = 0;
-  const timer = setInterval(() => {
-    if (running) return;
-    const now = Date.now();
-    if (now >= sweepRetryAt && [...inflight.values()].some((f) => f.n > 0 && now - f.since >= SUSPECT_MS)) {
-      running = true;
-      void sweep(inflight, o.url, timeoutMs, o.onStuck, STUCK_MIN_MS)
-        .then((reached) => (sweepRetryAt = reached ? 0 : Date.now() + LOST_RETRY_MS))
-        .finally(() => (running = false));
-    } else if (lost.size > 0 && now >= lostRetryAt) {
-      running = true;
-      void endLost(lost, o.url, timeoutMs, o.onLostEnded)
-        .then((reached) => (lostRetryAt = reached ? 0 : Date.now() + LOST_RETRY_MS))
-        .finally(() => (running = false));
-    }
-  }, EVERY_MS);
-  timer.unref();
+  const reached = (ok: boolean) => {
+    if (!ok) throw new Refused(UNREACHABLE);
+  };
+  const loop = new Watch<'sweep' | 'lost'>({
+    clock: o.clock,
+    log: o.log,
+    timeoutMs,
+    everyMs: T.everyMs,
+    backoff: T.unreachableBackoff,
+    quiet: true,
+    check: async () => {
+      const t = now();
+      if ([...inflight.values()].some((f) => f.n > 0 && t - f.since >= T.suspectMs)) return 'sweep';
+      return lost.size > 0 ? 'lost' : null;
+    },
+    repair: async (what) => reached(what === 'sweep' ? await sweep(inflight, o.url, timeoutMs, o.onStuck, T.stuckMinMs, now) : await endLost(lost, o.url, timeoutMs, now, o.onLostEnded)),
+    status: () => ({ problem: null, behind: 0 }),
+  });
+  void loop.start();
   return {
-    stop: () => clearInterval(timer),
+    stop: () => loop.stop(),
     adopt: (c) => {
       watch(c as Client);
       c.once('end', () => inflight.delete(c as Client));
     },
     reset: async () => {
       for (const [c, f] of inflight) if (f.n === 0) destroySocket(c);
-      await sweep(inflight, o.url, timeoutMs, o.onStuck, RESET_MIN_MS);
+      await sweep(inflight, o.url, timeoutMs, o.onStuck, T.resetMinMs, now);
     },
   };
 }
 
 /** Count the calls outstanding on a client (promise and callback forms). */
-function track(c: Client, inflight: Map<Client, Inflight>): void {
+function track(c: Client, inflight: Map<Client, Inflight>, now: () => number): void {
   const state: Inflight = { n: 0, since: 0 };
   inflight.set(c, state);
   const query = c.query.bind(c) as (...args: unknown[]) => unknown;
   const done = () => {
     state.n = Math.max(0, state.n - 1);
-    state.since = Date.now();
+    state.since = now();
   };
   (c as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-    if (state.n++ === 0) state.since = Date.now();
+    if (state.n++ === 0) state.since = now();
     const last = args.length - 1;
     if (typeof args[last] === 'function') {
       const cb = args[last] as (...r: unknown[]) => unknown;
@@ -138,13 +152,13 @@ function track(c: Client, inflight: Map<Client, Inflight>): void {
 
 /**
  * Looks up the busy connections' backends on a fresh connection and closes the stuck ones. False
- * when the server could not be reached: the caller tries again after LOST_RETRY_MS, not every
+ * when the server could not be reached: the watch tries again after its backoff, not every
  * second — each attempt that a black-holed path holds reaches the server when the path comes
  * back, as a session of its own (8 processes × one a second filled max_connections in a test).
  */
-async function sweep(inflight: Map<Client, Inflight>, url: PgWhere, timeoutMs: number, onStuck: ((err: Error) => void) | undefined, minAgeMs: number): Promise<boolean> {
-  const now = Date.now();
-  const busy = [...inflight.entries()].filter(([c, f]) => f.n > 0 && now - f.since >= minAgeMs && c.processID);
+async function sweep(inflight: Map<Client, Inflight>, url: PgWhere, timeoutMs: number, onStuck: ((err: Error) => void) | undefined, minAgeMs: number, now: () => number): Promise<boolean> {
+  const t = now();
+  const busy = [...inflight.entries()].filter(([c, f]) => f.n > 0 && t - f.since >= minAgeMs && c.processID);
   if (busy.length === 0) return true;
   const stuck = await onFreshSession(url, timeoutMs, async (db) => {
     const rows = await withDeadline(
@@ -166,7 +180,7 @@ async function sweep(inflight: Map<Client, Inflight>, url: PgWhere, timeoutMs: n
       n++;
       onStuck?.(
         new Error(
-          `a Postgres connection (backend ${c.processID}) waited ${Math.round((Date.now() - f.since) / 100) / 10} s while the server says ${s ? `${s.state}${s.wait_event ? `/${s.wait_event}` : ''}` : 'the backend is gone'}: its path is frozen; connection closed`,
+          `a Postgres connection (backend ${c.processID}) waited ${Math.round((now() - f.since) / 100) / 10} s while the server says ${s ? `${s.state}${s.wait_event ? `/${s.wait_event}` : ''}` : 'the backend is gone'}: its path is frozen; connection closed`,
         ),
       );
       if (s) orphans.push(c.processID!);
@@ -197,11 +211,11 @@ async function onFreshSession<T>(url: PgWhere, timeoutMs: number, fn: (db: Db) =
  * Ends, from a fresh connection, the server sessions of connections that failed under the process
  * (`lost`): only a backend of the same pid and application name that started before the failure
  * (a pid the server gave to a newer session is left alone). False when the server could not be
- * reached: the sessions are kept for a later try, up to LOST_GIVE_UP_MS after their failure.
+ * reached: the sessions are kept for a later try, up to WATCH.pool.lostGiveUpMs after their failure.
  */
-async function endLost(lost: Map<number, Lost>, url: PgWhere, timeoutMs: number, onEnded?: (pids: number[]) => void): Promise<boolean> {
-  const now = Date.now();
-  for (const [pid, l] of lost) if (now - l.at > LOST_GIVE_UP_MS) lost.delete(pid);
+async function endLost(lost: Map<number, Lost>, url: PgWhere, timeoutMs: number, now: () => number, onEnded?: (pids: number[]) => void): Promise<boolean> {
+  const t = now();
+  for (const [pid, l] of lost) if (t - l.at > T.lostGiveUpMs) lost.delete(pid);
   const batch = [...lost.values()];
   if (batch.length === 0) return true;
   try {
@@ -212,7 +226,7 @@ async function endLost(lost: Map<number, Lost>, url: PgWhere, timeoutMs: number,
           Locks.terminateLost,
           batch.map((l) => l.pid),
           batch.map((l) => l.app),
-          batch.map((l) => Date.now() - l.at),
+          batch.map((l) => t - l.at),
         ),
         timeoutMs,
         'pool watch',

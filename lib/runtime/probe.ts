@@ -8,6 +8,7 @@
 //   if (up) retry now; else (shutdown / deadline) fall back to the caller's schedule.
 // The drivers of MariaDB, Redis and Kafka are loaded on a check's first use: a process loads only
 // those of the services it needs (its resident memory, docs/decisions.md "Footprint").
+import { systemClock, type Clock } from '../core/clock.ts';
 import type mysql from 'mysql2/promise';
 import type { Redis } from 'ioredis';
 import { anySeed, type KafkaTarget } from '../core/connections.ts';
@@ -87,6 +88,8 @@ export interface ProbeOptions {
   deadlineMs?: number;
   /** Called after each failed probe (count, error): for state-change logs and metrics. */
   onFailure?: (failures: number, err: Error) => void;
+  /** The clock the interval and the deadline are measured on (default: the system clock). */
+  clock?: Clock;
 }
 
 /**
@@ -94,10 +97,11 @@ export interface ProbeOptions {
  * (false). The first check runs at once.
  */
 export async function probeUntilUp(check: Check, o: ProbeOptions): Promise<boolean> {
-  const end = o.deadlineMs === undefined ? Infinity : Date.now() + o.deadlineMs;
+  const now = () => (o.clock ?? systemClock).now().getTime();
+  const end = o.deadlineMs === undefined ? Infinity : now() + o.deadlineMs;
   let failures = 0;
   while (!o.signal?.aborted) {
-    const started = Date.now();
+    const started = now();
     try {
       await check();
       return true;
@@ -107,7 +111,7 @@ export async function probeUntilUp(check: Check, o: ProbeOptions): Promise<boole
     }
     const next = started + o.intervalMs;
     if (next >= end) return false;
-    await sleep(Math.max(0, next - Date.now()), o.signal);
+    await sleep(Math.max(0, next - now()), o.signal);
   }
   return false;
 }

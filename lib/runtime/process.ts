@@ -6,6 +6,7 @@ import type pg from 'pg';
 import { ConfigError, loadConfig, redactUrl, slices, targets, type Config } from '../core/config.ts';
 import { scrub } from '../core/secrets.ts';
 import { isInfraError } from '../core/errors.ts';
+import { RUNTIME } from '../core/tuning.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
 import type { Inbox } from '../db/mysql.ts';
 import { connectClient, createDb, createPool, type Db } from '../db/postgres.ts';
@@ -20,25 +21,21 @@ import { runAsLeader, sleep, withDeadline, type LeaderHandle } from './leader.ts
 import { Opened } from './opened.ts';
 import type { ProcessName } from '../core/tasks.ts';
 import { clearCondition, setCondition } from './conditions.ts';
-import { watchPool } from './pool-watch.ts';
-import { watches } from './watch.ts';
+import { dependencyChecks } from './dependency-checks.ts';
 import { releaseMemory, releaseWhileIdle } from './gc.ts';
 import { KEEP_ALIVE_EVERY_MS, keepDutiesAlive, keptRunner, unlockStaleJobs } from './job-queue.ts';
+import { type PoolWatch, watchPool } from './pool-watch.ts';
+import { backoffMs } from './watch.ts';
 import { checkAutovacuum } from './server-settings.ts';
 import { openAccess, type Access } from '../access/open.ts';
 import { callerOf } from '../access/identity.ts';
 import { startTracing } from './start-tracing.ts';
 import type { Tracing } from './tracing.ts';
 
-/** After SIGTERM/SIGINT a process exits by force if its clean shutdown takes longer (compose's stop grace must exceed it). */
-export const FORCED_EXIT_MS = 15_000;
-/**
- * After a lost leadership the old runner gets this long to stop; then it is abandoned (its
- * duties already stopped on the leader signal, its pooled connections are closed) and the
- * process stands by again on new connections. A runner waiting on a frozen connection must not
- * keep the process from leading again.
- */
-export const RUNNER_STOP_MS = 4000;
+/** After SIGTERM/SIGINT a process exits by force if its clean shutdown takes longer (RUNTIME.forcedExitMs). */
+export const FORCED_EXIT_MS = RUNTIME.forcedExitMs;
+/** The condition /healthz names until the duty's start-up checks ran. */
+const STARTING = 'starting';
 
 /** The services a process may need beside Postgres (which every process needs). */
 export type Dependency = 'mariadb' | 'redis' | 'kafka';
@@ -86,7 +83,7 @@ export interface ProcessSpec {
    * at any point (lib/runtime/opened.ts).
    */
   tasks: (rt: Runtime, leader: LeaderHandle | undefined, opened: Opened) => Promise<{ tasks: TaskList }>;
-  crontab?: (config: Config) => string;
+  crontab?: (config: Config, now: Date) => string;
   /** Jobs added when the runner starts (first wake-up). */
   kick?: string[];
   /**
@@ -106,14 +103,11 @@ export interface ProcessSpec {
   /** Further named readiness conditions of this process (e.g. a consistency check). */
   conditions?: (rt: Runtime) => NamedCondition[];
   /**
-   * The most connections its Postgres pool opens (default POOL_MAX): graphile-worker's LISTEN
+   * The most connections its Postgres pool opens (default RUNTIME.poolMax, lib/core/tuning.ts): graphile-worker's LISTEN
    * connection and its polls, the duty's statements, the health check (README "Processes").
    */
   poolMax?: number;
 }
-
-/** A duty with one job at a time: LISTEN, a poll or a job's statement, a check, one spare. */
-export const POOL_MAX = 4;
 
 /** The api's server (lib/runtime/http.ts, fastify): the status routes, then the process's own. */
 async function routedServer(http: NonNullable<ProcessSpec['http']>, rt: Runtime, routes: Record<string, StatusRoute>): Promise<StatusServer> {
@@ -155,12 +149,65 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
   const tls = { postgres: t.postgres.tls?.mode ?? 'off', mariadb: t.mariadb.tls?.mode ?? 'off', redis: t.redis.tls?.mode ?? 'off', kafka: t.kafka.protocol };
   log.info({ node: process.version, pid: process.pid, database: redactUrl(config.DATABASE_URL), tls }, `${spec.name} starting`);
   const abort = new AbortController();
-  const pool = createPool(t.postgres, { max: spec.poolMax ?? POOL_MAX, name: spec.name });
+  const { rt, poolWatch } = await openRuntime(spec, config, log, abort.signal);
+  // graphile-worker prints a stack with console.trace when its worker dies of a connection error
+  // (the runner is replaced, see startRunner): one quiet line instead.
+  console.trace = (...args: unknown[]) => void rt.health.quiet('console-trace', args[0], 'graphile-worker: a worker ended with an error', 'postgres');
+  // graphile-worker can reject an internal promise nobody awaits while Postgres restarts (e.g.
+  // failing a job as the pool dies). That must not take the process down: the leader loop and
+  // graphile-worker's own retries recover once Postgres is back. Logged once, then at most once
+  // a minute with the count (an outage makes many of the same).
+  process.on('unhandledRejection', (reason) => {
+    rt.health.quiet('unhandled-rejection', reason, 'unhandled promise rejection (continuing; the duty recovers on its own)');
+  });
+  exportProcessMetrics(spec.name, [], { readOnly: config['msgx.inbox.read-only'], clock: rt.clock });
+  registerConditions(rt, spec);
+  rt.health.start();
+  // server settings read once Postgres answers (lib/runtime/server-settings.ts): at start, else when the duty starts
+  let settingsRead = false;
+  const readServerSettings = () => {
+    if (!settingsRead) void checkAutovacuum(rt.db, log, slices(config).io.timeoutMs).then((on) => (settingsRead ||= on !== null));
+  };
+  readServerSettings();
+  const app = await serveStatus(spec, rt);
+  const duty = runDuty(spec, rt, { abort, poolWatch, readServerSettings });
+  let stopping = false;
+  const shutdown = async (sig: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal: sig }, `${spec.name} shutting down`);
+    abort.abort();
+    const force = setTimeout(() => process.exit(1), RUNTIME.forcedExitMs).unref();
+    await duty.catch((e) => log.error({ err: e }, 'duty ended with error'));
+    await app.close();
+    await rt.access.close();
+    void poolWatch.stop();
+    await rt.health.close();
+    await withDeadline(rt.pool.end(), 2000, 'pool end').catch(() => {});
+    await rt.tracing?.shutdown(2000); // the spans not yet exported
+    clearTimeout(force);
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  duty.catch((e) => {
+    log.fatal({ err: e }, 'duty crashed');
+    process.exit(1);
+  });
+}
+
+/** The pool, readiness, the pool watch and the edges of a process: its Runtime. */
+async function openRuntime(spec: ProcessSpec, config: Config, log: Logger, signal: AbortSignal): Promise<{ rt: Runtime; poolWatch: PoolWatch }> {
+  const t = targets(config);
+  const clock = systemClock;
+  const pool = createPool(t.postgres, { max: spec.poolMax ?? RUNTIME.poolMax, name: spec.name });
   // Readiness per dependency, one line when one goes away / comes back (lib/runtime/health.ts).
-  const health = new Health({ log });
+  const health = new Health({ log, clock });
   // A pooled connection frozen on a dead path is closed instead of hanging its caller (lib/runtime/pool-watch.ts).
   const poolWatch = watchPool(pool, {
     url: t.postgres,
+    clock,
+    log,
     onStuck: health.reporter('postgres'),
     onLostEnded: (backends) => log.warn({ backends }, 'postgres: ended the server sessions of connections this process lost (their transactions roll back, their locks go)'),
   });
@@ -193,7 +240,7 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
   const db = createDb(pool);
   let access: Access;
   try {
-    access = openAccess({ process: spec.name, http: slices(config).http, oidc: slices(config).oidc, clock: systemClock, log, db, count: accessCounters });
+    access = openAccess({ process: spec.name, http: slices(config).http, oidc: slices(config).oidc, clock, log, db, count: accessCounters });
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     process.stderr.write(`${spec.name}: ${scrub(e.message)}\n`);
@@ -201,150 +248,7 @@ export async function runProcess(spec: ProcessSpec): Promise<void> {
   }
   // off: nothing of OpenTelemetry is loaded (lib/runtime/tracing.ts)
   const tracing = await startTracing(slices(config).tracing, spec.name, log);
-  const rt: Runtime = { name: spec.name, config, log, clock: systemClock, pool, db, signal: abort.signal, tracing, health, edges, access };
-  // graphile-worker prints a stack with console.trace when its worker dies of a connection error
-  // (the runner is replaced, see startRunner): one quiet line instead.
-  console.trace = (...args: unknown[]) => void rt.health.quiet('console-trace', args[0], 'graphile-worker: a worker ended with an error', 'postgres');
-  // graphile-worker can reject an internal promise nobody awaits while Postgres restarts (e.g.
-  // failing a job as the pool dies). That must not take the process down: the leader loop and
-  // graphile-worker's own retries recover once Postgres is back. Logged once, then at most once
-  // a minute with the count (an outage makes many of the same).
-  process.on('unhandledRejection', (reason) => {
-    rt.health.quiet('unhandled-rejection', reason, 'unhandled promise rejection (continuing; the duty recovers on its own)');
-  });
-
-  exportProcessMetrics(spec.name, [], { readOnly: config['msgx.inbox.read-only'] });
-  registerConditions(rt, spec);
-  health.start();
-  // server settings read once Postgres answers (lib/runtime/server-settings.ts): at start, else when the duty starts
-  let settingsRead = false;
-  const readServerSettings = () => {
-    if (!settingsRead) void checkAutovacuum(rt.db, log, io.timeoutMs).then((on) => (settingsRead ||= on !== null));
-  };
-  readServerSettings();
-  const routes = statusRoutes(spec.name, health);
-  // Not ready until the duty started (its start-up checks, e.g. the restore check, then its runner),
-  // or this instance stands by behind another leader; again not ready after a start that failed.
-  setCondition(STARTING, 'start-up checks have not run yet');
-  // fastify only for a process with routes of its own (the api); the others answer on node:http
-  const app = spec.http ? await routedServer(spec.http, rt, routes) : createStatusServer(slices(config).http, log, access.gate, routes);
-  const port = config[`msgx.http.port.${spec.name}`];
-  await app.listen({ port, host: config['msgx.http.host'] });
-  log.info({ port, host: config['msgx.http.host'] }, 'http listening (/metrics, /healthz)');
-
-  /**
-   * Start the duty: its tasks built, then graphile-worker's runner. Returns how to stop it. A
-   * start that fails at any point (a statement refused or cancelled, the runner not starting)
-   * first stops what it started and closes what the tasks opened, then throws: the caller's
-   * retry starts from nothing (docs/decisions.md "A failed start closes what it opened").
-   */
-  const startRunner = async (leader?: LeaderHandle) => {
-    const opened = new Opened();
-    let runner: ReturnType<typeof keptRunner> | undefined;
-    let keepAlive: NodeJS.Timeout | undefined;
-    let stopResting = () => {};
-    const stop = async () => {
-      clearTimeout(keepAlive);
-      stopResting();
-      await runner?.stop(RUNNER_STOP_MS);
-      await opened.close(RUNNER_STOP_MS, (e) => log.warn({ err: (e as Error).message }, 'a connection or watch of the duty did not close (in time); abandoned'));
-    };
-    try {
-      const built = await spec.tasks(rt, leader, opened);
-      readServerSettings();
-      if (spec.leaderLock) await unlockStaleJobs(rt, Object.keys(built.tasks));
-      const crontab = spec.crontab?.(config) ?? '# this process has no crontab lines';
-      runner = keptRunner({ pool, tasks: built.tasks, crontab, kick: spec.kick ?? [], log, health, ended: () => leader?.signal.aborted ?? rt.signal.aborted });
-      await runner.start();
-      clearCondition(STARTING);
-    } catch (e) {
-      await stop();
-      // not ready again until a later attempt starts (or stands by): nothing of this one runs
-      setCondition(STARTING, 'the last start of the duty failed; it is tried again');
-      throw e;
-    }
-    started = true;
-    // start-up's garbage (module loading, the first checks) given back once (docs/decisions.md "Footprint")
-    setTimeout(releaseMemory, SETTLED_MS).unref();
-    stopResting = releaseWhileIdle(REST_RELEASE_MS);
-    // Every minute, each process at a phase of its own: the processes of an installation start
-    // together, and in step their checks (and the rounds they start) opened a connection each in
-    // the same second, 29 at once where 19–23 are open at rest (docs/decisions.md "Footprint").
-    const keepAliveTick = () => {
-      void keepDutiesAlive(rt, spec.keepAlive!);
-      keepAlive = setTimeout(keepAliveTick, KEEP_ALIVE_EVERY_MS);
-    };
-    if (spec.keepAlive?.length) keepAlive = setTimeout(keepAliveTick, Math.round(Math.random() * KEEP_ALIVE_EVERY_MS));
-    return stop;
-  };
-
-  // Until the duty first started (or stands by), a refused or failed attempt is one line each
-  // (Postgres full, starting up, restarting: the process waits, it never exits); later ones are
-  // rate-limited like every outage line.
-  let started = false;
-  const startFailed = (key: string, e: unknown, message: string) => {
-    if (started) return void health.quiet(key, e, message, 'postgres');
-    const err = explained('postgres', e) as Error & { code?: string };
-    log.warn({ code: err.code ?? (e as { code?: string }).code, reason: err.message }, `start: ${message} (${err.message})`);
-  };
-  let stopRunner: (() => Promise<void>) | undefined;
-  const duty = spec.leaderLock
-    ? runAsLeader({
-        url: t.postgres,
-        name: spec.name,
-        lockKey: spec.leaderLock,
-        log,
-        signal: abort.signal,
-        start: startRunner,
-        onLost: () => poolWatch.reset(),
-        onStandby: () => {
-          started = true;
-          clearCondition(STARTING);
-        },
-        onError: (e, message) => startFailed('leader-loop', e, message),
-      })
-    : (async () => {
-        // A runner that cannot start (Postgres refuses the connection: a wrong certificate or
-        // password, an outage) is retried with backoff; /healthz says why meanwhile.
-        for (let failures = 0; ; failures++) {
-          try {
-            stopRunner = await startRunner();
-            break;
-          } catch (e) {
-            if (abort.signal.aborted) return;
-            if (!isInfraError(e)) throw e; // a refusal of the setup (e.g. a topic the cluster will not create) stays fatal
-            const wait = Math.min(1000 * 2 ** Math.min(failures, 3), 5000);
-            startFailed('runner-start', e, `graphile-worker runner did not start; retrying in ${wait / 1000} s`);
-            await sleep(wait, abort.signal);
-          }
-        }
-        await new Promise((r) => (abort.signal.aborted ? r(undefined) : abort.signal.addEventListener('abort', r, { once: true })));
-        await stopRunner();
-      })();
-
-  let stopping = false;
-  const shutdown = async (sig: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal: sig }, `${spec.name} shutting down`);
-    abort.abort();
-    const force = setTimeout(() => process.exit(1), FORCED_EXIT_MS).unref();
-    await duty.catch((e) => log.error({ err: e }, 'duty ended with error'));
-    await app.close();
-    await access.close();
-    poolWatch.stop();
-    await health.close();
-    await withDeadline(pool.end(), 2000, 'pool end').catch(() => {});
-    await tracing?.shutdown(2000); // the spans not yet exported
-    clearTimeout(force);
-    process.exit(0);
-  };
-  process.on('SIGINT', () => void shutdown('SIGINT'));
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  duty.catch((e) => {
-    log.fatal({ err: e }, 'duty crashed');
-    process.exit(1);
-  });
+  return { rt: { name: spec.name, config, log, clock, pool, db, signal, tracing, health, edges, access }, poolWatch };
 }
 
 /** What access counts (lib/access/open.ts) on this process's registry. */
@@ -353,19 +257,133 @@ const accessCounters = {
   keysRefused: () => metrics.apiKeysRefused.inc(),
   auditWriteFailed: () => metrics.auditWriteFailures.inc(),
 };
-/** After the runner started, the process is at rest this much later: its start-up garbage is collected then. */
-const SETTLED_MS = 5000;
-/** At rest, memory is given back this often (lib/runtime/gc.ts releaseWhileIdle). */
-const REST_RELEASE_MS = 60_000;
-/** The condition /healthz names until the duty's start-up checks ran. */
-const STARTING = 'starting';
+
+/** /metrics and /healthz (the api's routes beside them), listening; not ready ("starting") until the duty started. */
+async function serveStatus(spec: ProcessSpec, rt: Runtime): Promise<StatusServer> {
+  const { health, config, log } = rt;
+  const routes = statusRoutes(spec.name, health);
+  // Not ready until the duty started (its start-up checks, e.g. the restore check, then its runner),
+  // or this instance stands by behind another leader; again not ready after a start that failed.
+  setCondition(STARTING, 'start-up checks have not run yet', rt.clock.now());
+  // fastify only for a process with routes of its own (the api); the others answer on node:http
+  const app = spec.http ? await routedServer(spec.http, rt, routes) : createStatusServer(slices(config).http, log, rt.access.gate, routes);
+  const port = config[`msgx.http.port.${spec.name}`];
+  await app.listen({ port, host: config['msgx.http.host'] });
+  log.info({ port, host: config['msgx.http.host'] }, 'http listening (/metrics, /healthz)');
+  return app;
+}
+
+interface DutyHooks {
+  abort: AbortController;
+  poolWatch: PoolWatch;
+  readServerSettings: () => void;
+}
+
+/**
+ * The duty: as the leader of spec.leaderLock (standing by behind another), or at once with its
+ * start retried with backoff while Postgres refuses; stopped on the abort. Until it first started
+ * (or stands by), a refused or failed attempt is one line each (Postgres full, starting up,
+ * restarting: the process waits, it never exits); later ones are rate-limited like every outage line.
+ */
+function runDuty(spec: ProcessSpec, rt: Runtime, o: DutyHooks): Promise<void> {
+  const signal = o.abort.signal;
+  const state = { started: false };
+  const startFailed = (key: string, e: unknown, message: string) => {
+    if (state.started) return void rt.health.quiet(key, e, message, 'postgres');
+    const err = explained('postgres', e) as Error & { code?: string };
+    rt.log.warn({ code: err.code ?? (e as { code?: string }).code, reason: err.message }, `start: ${message} (${err.message})`);
+  };
+  const start = (leader?: LeaderHandle) => startRunner(spec, rt, leader, o.readServerSettings).then((stop) => ((state.started = true), stop));
+  if (spec.leaderLock)
+    return runAsLeader({
+      url: targets(rt.config).postgres,
+      name: spec.name,
+      lockKey: spec.leaderLock,
+      log: rt.log,
+      clock: rt.clock,
+      signal,
+      start,
+      onLost: () => o.poolWatch.reset(),
+      onStandby: () => {
+        state.started = true;
+        clearCondition(STARTING);
+      },
+      onError: (e, message) => startFailed('leader-loop', e, message),
+    });
+  return (async () => {
+    // A runner that cannot start (Postgres refuses the connection: a wrong certificate or
+    // password, an outage) is retried with backoff; /healthz says why meanwhile.
+    let stopRunner: () => Promise<void>;
+    for (let failures = 1; ; failures++) {
+      try {
+        stopRunner = await start();
+        break;
+      } catch (e) {
+        if (signal.aborted) return;
+        if (!isInfraError(e)) throw e; // a refusal of the setup (e.g. a topic the cluster will not create) stays fatal
+        const wait = backoffMs(RUNTIME.runnerStartBackoff, failures);
+        startFailed('runner-start', e, `graphile-worker runner did not start; retrying in ${wait / 1000} s`);
+        await sleep(wait, signal);
+      }
+    }
+    await new Promise((r) => (signal.aborted ? r(undefined) : signal.addEventListener('abort', r, { once: true })));
+    await stopRunner();
+  })();
+}
+
+/**
+ * Start the duty: its tasks built, then graphile-worker's runner. Returns how to stop it. A
+ * start that fails at any point (a statement refused or cancelled, the runner not starting)
+ * first stops what it started and closes what the tasks opened, then throws: the caller's
+ * retry starts from nothing (docs/decisions.md "A failed start closes what it opened").
+ */
+async function startRunner(spec: ProcessSpec, rt: Runtime, leader: LeaderHandle | undefined, readServerSettings: () => void): Promise<() => Promise<void>> {
+  const { log } = rt;
+  const opened = new Opened();
+  let runner: ReturnType<typeof keptRunner> | undefined;
+  let keepAlive: NodeJS.Timeout | undefined;
+  let stopResting = () => {};
+  const stop = async () => {
+    clearTimeout(keepAlive);
+    stopResting();
+    await runner?.stop(RUNTIME.runnerStopMs);
+    await opened.close(RUNTIME.runnerStopMs, (e) => log.warn({ err: (e as Error).message }, 'a connection or watch of the duty did not close (in time); abandoned'));
+  };
+  try {
+    const built = await spec.tasks(rt, leader, opened);
+    readServerSettings();
+    if (spec.leaderLock) await unlockStaleJobs(rt, Object.keys(built.tasks));
+    const crontab = spec.crontab?.(rt.config, rt.clock.now()) ?? '# this process has no crontab lines';
+    runner = keptRunner({ pool: rt.pool, tasks: built.tasks, crontab, kick: spec.kick ?? [], log, health: rt.health, ended: () => leader?.signal.aborted ?? rt.signal.aborted });
+    await runner.start();
+    clearCondition(STARTING);
+  } catch (e) {
+    await stop();
+    // not ready again until a later attempt starts (or stands by): nothing of this one runs
+    setCondition(STARTING, 'the last start of the duty failed; it is tried again', rt.clock.now());
+    throw e;
+  }
+  // start-up's garbage (module loading, the first checks) given back once (docs/decisions.md "Footprint")
+  setTimeout(releaseMemory, RUNTIME.settledMs).unref();
+  stopResting = releaseWhileIdle(RUNTIME.restReleaseMs);
+  // Every minute, each process at a phase of its own: the processes of an installation start
+  // together, and in step their checks (and the rounds they start) opened a connection each in
+  // the same second, 29 at once where 19–23 are open at rest (docs/decisions.md "Footprint").
+  const keepAliveTick = () => {
+    void keepDutiesAlive(rt, spec.keepAlive!);
+    keepAlive = setTimeout(keepAliveTick, KEEP_ALIVE_EVERY_MS);
+  };
+  if (spec.keepAlive?.length) keepAlive = setTimeout(keepAliveTick, Math.round(Math.random() * KEEP_ALIVE_EVERY_MS));
+  return stop;
+}
+
 /** Postgres always, then what the process needs, then its further conditions. */
 function registerConditions(rt: Runtime, spec: ProcessSpec): void {
   const t = targets(rt.config);
-  const pg = watches.postgres(t.postgres, undefined, { process: rt.name, pool: rt.pool });
+  const pg = dependencyChecks.postgres(t.postgres, undefined, { process: rt.name, pool: rt.pool });
   rt.health.register('postgres', pg.check, { close: pg.close });
   for (const dep of spec.needs ?? []) {
-    const w = dep === 'mariadb' ? watches.mysql(t.mariadb) : dep === 'redis' ? watches.redis(t.redis) : watches.kafka(t.kafka);
+    const w = dep === 'mariadb' ? dependencyChecks.mysql(t.mariadb) : dep === 'redis' ? dependencyChecks.redis(t.redis) : dependencyChecks.kafka(t.kafka);
     rt.health.register(dep, w.check, { close: w.close });
   }
   for (const c of spec.conditions?.(rt) ?? []) rt.health.register(c.name, c.check, c);

@@ -6,13 +6,14 @@
 //                 viewer, or for anyone when msgx.http.anonymous-reads names /healthz.
 import type { ProcessName } from '../core/tasks.ts';
 import { scrub } from '../core/secrets.ts';
+import { RUNTIME } from '../core/tuning.ts';
 import { conditions, healthNotes } from './conditions.ts';
 import type { Health } from './health.ts';
 import { withDeadline } from './leader.ts';
 import { metrics, registry } from './metrics.ts';
 import type { StatusRoute } from './status-server.ts';
 
-const SCRAPE_MS = 3000;
+const SCRAPE_MS = RUNTIME.scrapeMs;
 
 export function statusRoutes(name: ProcessName, health: Health): Record<'/metrics' | '/healthz', StatusRoute> {
   return {

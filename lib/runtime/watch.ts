@@ -1,265 +1,360 @@
-// Readiness watches: each process's checks of its services for `/healthz`, made on connections
-// kept open between checks (docs/decisions.md "Frozen connections"), so a frozen path fails them
-// like a refused one. One-shot probes and the shared connectors: ./probe.ts.
-import type kafkajs from 'kafkajs';
-import type mysql from 'mysql2/promise';
-import type { Redis } from 'ioredis';
-import type pg from 'pg';
-import type { MysqlWhere } from '../db/mysql.ts';
-import { connectionSettings, createSessionDb, destroySocket, newClient, pgTarget, type Db, type PgWhere } from '../db/postgres.ts';
-import type { RedisWhere } from '../db/redis.ts';
-import { explained } from '../db/tls.ts';
-import { myRows, pgRun } from '../db/statement.ts';
-import * as Probe from '../sql/probe.ts';
-import { withDeadline } from './leader.ts';
-import { type Check, connectRedis, kafkaClient, mysqlConnect, newRedis, type KafkaWhere } from './probe.ts';
+// One loop for every watch (docs/decisions.md "Watches"). A watch looks at something at a
+// period and repairs what it can: the restore watch, the Redis heal, the topic watches
+// (lib/watches/), the pool watch (./pool-watch.ts). What they share is written here once:
+//
+//   Loop   one tick at a time; the next starts `every()` ms after the last one started, or at
+//          once when asked (tickNow); stop ends the delay and waits for the running tick
+//          (after pg-boss's worker loop: start, notify, stop, an abortable delay).
+//   Watch  a Loop around what an instance declares — check() (what is wrong), repair() (how it
+//          is put right), status() (how /healthz and the gauge say it) — plus what every watch
+//          does the same way: the start race (a frozen path does not keep the process from
+//          starting), the short period while something is wrong, one backoff rule for a refused
+//          repair (backoffMs over a Backoff of lib/core/tuning.ts), the /healthz condition
+//          (lib/runtime/conditions.ts: "not checked yet" until the first verdict, then the
+//          problem), and the derived stores' gauges (msgx_mirror_behind, msgx_mirror_rebuilds_total).
+import client from 'prom-client';
+import type { Clock } from '../core/clock.ts';
+import { type Backoff, WATCH } from '../core/tuning.ts';
+import { clearCondition, setCondition } from './conditions.ts';
+import type { Logger } from './log.ts';
 
-/**
- * A process's view of Postgres, refreshed every `everyMs` with `select 1` on one dedicated
- * connection (rebuilt after a failure) within `timeoutMs`: what /healthz and msgx_postgres_up
- * report, without waiting on a pool whose connections may hang on a dead path. Given the
- * process's pool, it holds no connection of its own (the installation's connection count,
- * docs/decisions.md "Footprint"): a check runs on an idle pooled connection (a frozen one fails
- * the check and is destroyed, as the dedicated one would be), and on a dedicated connection,
- * closed after the check, while none is idle (the check never makes the pool grow).
- */
-export class PostgresWatch {
-  up = true;
-  /** When the current state began. */
-  since = new Date();
-  lastError: string | null = null;
-  private client: pg.Client | null = null;
-  /** Whether a connection from an earlier check is open (the next check reuses it). */
-  get connected(): boolean {
-    return this.client !== null;
-  }
-  /** Statements on `client` (lib/sql/probe.ts). */
-  private session: Db | null = null;
-  private timer: NodeJS.Timeout | null = null;
-  private readonly url: PgWhere;
-  private readonly pool: pg.Pool | undefined;
-  /** Pooled connections an earlier check used: a failure on one is a failure on a kept connection. */
-  private readonly seen = new WeakSet<pg.PoolClient>();
-  /** Whether the last check ran on a connection an earlier check had used. */
-  lastKept = false;
-  private readonly everyMs: number;
-  private readonly timeoutMs: number;
-  private readonly onChange: (up: boolean, downForMs: number, err: string | null) => void;
+/** The wait after `failures` failures in a row (≥ 1): firstMs doubled failures − 1 times, at most capMs. */
+export function backoffMs(b: Backoff, failures: number): number {
+  return Math.min(b.capMs, b.firstMs * 2 ** Math.min(Math.max(0, failures - 1), 30));
+}
 
-  /** application_name of its connection: msgx-<process>-watch (pg_stat_activity tells whose it is). */
-  private readonly name: string;
+/** Resolves when p settles or ms have passed, whichever is first (p goes on; its outcome is its own). */
+export async function within(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    p.then(
+      () => {},
+      () => {},
+    ),
+    new Promise<void>((resolve) => (timer = setTimeout(resolve, ms))),
+  ]);
+  clearTimeout(timer);
+}
 
-  constructor(o: { url: PgWhere; pool?: pg.Pool; everyMs?: number; timeoutMs?: number; process?: string; onChange?: (up: boolean, downForMs: number, err: string | null) => void }) {
-    this.url = o.url;
-    this.pool = o.pool;
-    this.name = o.process ? `${o.process}-watch` : 'watch';
-    this.everyMs = o.everyMs ?? 2000;
-    this.timeoutMs = o.timeoutMs ?? 1500;
-    this.onChange = o.onChange ?? (() => {});
-  }
+export interface LoopSpec {
+  clock: Clock;
+  /** The period, read after each tick (a watch that found something looks again sooner). */
+  every: () => number;
+  /** One tick; its failure is its own (the loop goes on). */
+  tick: () => Promise<void>;
+}
 
-  start(): this {
-    const tick = async () => {
-      await this.check();
-      if (this.timer) this.timer = setTimeout(tick, this.everyMs).unref();
-    };
-    this.timer = setTimeout(tick, 0).unref();
-    return this;
+export class Loop {
+  private readonly o: LoopSpec;
+  private stopped = false;
+  private ticking: Promise<void> | null = null;
+  /** The tick asked for while one ran: it runs right after, and its askers share it. */
+  private queued: Promise<void> | null = null;
+  private wake: (() => void) | null = null;
+  private running: Promise<void> | null = null;
+  /** Ticks started so far, and when the last one started. */
+  private started = 0;
+  private startedAt = 0;
+
+  constructor(o: LoopSpec) {
+    this.o = o;
   }
 
-  stop(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    this.drop();
-  }
-
-  /** Seconds since the last successful check (0 while up). */
-  downSeconds(): number {
-    return this.up ? 0 : (Date.now() - this.since.getTime()) / 1000;
-  }
-
-  async check(): Promise<boolean> {
-    const pool = this.pool;
-    if (pool && pool.idleCount > 0) return this.checkPooled(pool);
-    this.lastKept = this.connected;
-    try {
-      if (!this.client) {
-        const c = newClient(pgTarget(this.url), { ...connectionSettings(this.url, this.name), connectionTimeoutMillis: this.timeoutMs });
-        c.on('error', () => {});
-        this.client = c;
-        this.session = createSessionDb(c);
-        await withDeadline(c.connect(), this.timeoutMs, 'postgres connect');
-      }
-      await withDeadline(pgRun(this.session!, Probe.select1), this.timeoutMs, 'postgres select 1');
-      this.set(true, null);
-    } catch (e) {
-      this.drop();
-      this.set(false, explained('postgres', e).message);
+  /** The first tick now, then one every period; returns that first tick. */
+  start(): Promise<void> {
+    if (!this.running && !this.stopped) {
+      const first = this.current();
+      this.running = this.run(first);
+      return first;
     }
-    // with a pool, the dedicated connection served one check while no pooled one was idle
-    if (pool) this.drop();
-    return this.up;
+    return this.ticking ?? Promise.resolve();
   }
 
-  private async checkPooled(pool: pg.Pool): Promise<boolean> {
-    this.lastKept = false;
-    const connecting = pool.connect();
-    let c: pg.PoolClient | undefined;
-    // the pool's release of this checkout (a session Db over the client replaces it with a no-op)
-    let release: ((err?: Error) => void) | undefined;
-    try {
-      c = await withDeadline(connecting, this.timeoutMs, 'postgres connect');
-      release = c.release.bind(c);
-      this.lastKept = this.seen.has(c);
-      this.seen.add(c);
-      await withDeadline(pgRun(createSessionDb(c as unknown as pg.Client), Probe.select1), this.timeoutMs, 'postgres select 1');
-      release();
-      this.set(true, null);
-    } catch (e) {
-      if (c) {
-        release?.(e as Error); // destroyed, never reused
-        destroySocket(c);
-      } else
-        connecting.then(
-          (late) => late.release(), // a connection that completes late goes back to the pool
-          () => {},
-        );
-      this.set(false, explained('postgres', e).message);
+  /** A tick that starts after this call: now, or right after the running one. The period starts again from it. */
+  tickNow(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    const p = this.ticking ? (this.queued ??= this.ticking.then(() => ((this.queued = null), this.stopped ? undefined : this.current()))) : this.current();
+    this.wake?.();
+    return p;
+  }
+
+  /** No tick starts after this; resolves once the running one ended. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
+    await (this.running ?? this.ticking);
+  }
+
+  private async run(first: Promise<void>): Promise<void> {
+    await first;
+    while (!this.stopped) {
+      const seen = this.started;
+      await this.delay(this.o.every() - (this.ms() - this.startedAt));
+      if (this.stopped) return;
+      // a tick asked for during the delay counts as this one, and the period starts from it
+      await (this.started === seen ? this.current() : this.ticking);
     }
-    return this.up;
   }
 
-  private set(up: boolean, err: string | null): void {
-    this.lastError = err;
-    if (up === this.up) return;
-    const downForMs = Date.now() - this.since.getTime();
-    this.up = up;
-    this.since = new Date();
-    this.onChange(up, downForMs, err);
+  /** The running tick, or a new one. */
+  private current(): Promise<void> {
+    if (!this.ticking) {
+      this.started++;
+      this.startedAt = this.ms();
+      this.ticking = this.o
+        .tick()
+        .catch(() => {})
+        .finally(() => (this.ticking = null));
+    }
+    return this.ticking;
   }
 
-  private drop(): void {
-    const c = this.client;
-    this.client = null;
-    this.session = null;
-    destroySocket(c);
+  private delay(ms: number): Promise<void> {
+    if (ms <= 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const t = setTimeout(() => resolve(), ms);
+      t.unref(); // a watch never keeps its process alive
+      this.wake = () => {
+        clearTimeout(t);
+        resolve();
+      };
+    }).finally(() => (this.wake = null));
+  }
+
+  private ms(): number {
+    return this.o.clock.now().getTime();
   }
 }
 
-/**
- * Marks a failure on a connection that answered earlier checks (`kept`): the signature of a
- * frozen path, which the next check, on a new connection, would not see again.
- */
-export function keptFailed(e: unknown, kept: boolean): Error {
-  const err = e instanceof Error ? e : new Error(String(e));
-  return Object.assign(err, { kept });
+// ---- the derived stores' gauges (docs/operations.md "Derived stores")
+
+/** The derived stores: Redis and the state topic are copies of Postgres rebuilt from it; the msg topic is history (a loss is detected, an operator decides). */
+export type Store = 'redis' | 'state-topic' | 'msg-topic';
+
+export const mirrorBehind = new client.Gauge({
+  registers: [],
+  name: 'msgx_mirror_behind',
+  help: 'Items the store was last found behind Postgres by (redis: flights missing or older; state-topic: 1 while missing, mis-configured or below the recorded offsets; msg-topic: partitions whose end offset is below the recorded one), 0 once healed',
+  labelNames: ['store'] as const,
+});
+
+export const mirrorRebuilds = new client.Counter({
+  registers: [],
+  name: 'msgx_mirror_rebuilds_total',
+  help: 'Rebuilds of a derived store from Postgres that completed (redis: a re-sync or a repair of stale keys; state-topic: a re-seed); msg-topic counts losses detected (never rebuilt by itself)',
+  labelNames: ['store'] as const,
+});
+
+function registerStore(store: Store): void {
+  if (!client.register.getSingleMetric('msgx_mirror_behind')) client.register.registerMetric(mirrorBehind);
+  if (!client.register.getSingleMetric('msgx_mirror_rebuilds_total')) client.register.registerMetric(mirrorRebuilds);
+  mirrorBehind.set({ store }, 0);
+  mirrorRebuilds.inc({ store }, 0);
 }
 
-/** A check on one dedicated connection kept open between checks (rebuilt after a failure), and how to close it. */
-export interface Watch {
-  check: Check;
-  close: () => void;
+// ---- the watch
+
+/** A repair the store refused (read-only, an ACL, a policy): retried after the backoff, named by /healthz meanwhile. */
+export class Refused extends Error {
+  override name = 'Refused';
+  /** What kind of refusal (a reply code): one ERROR line per kind in a row (default: the message). */
+  readonly kind: string;
+  constructor(message: string, kind = message) {
+    super(message);
+    this.kind = kind;
+  }
 }
 
-/**
- * A check on one kept connection: opened when there is none, probed, destroyed after a failure
- * (the next check opens a new one). A failure on a connection that was already open is marked
- * (keptFailed): that is what a frozen path looks like.
- */
-function keptConnection<C>(o: { open: () => Promise<C>; probe: (c: C) => Promise<void>; destroy: (c: C) => void }): Watch {
-  let conn: C | null = null;
-  const drop = () => {
-    if (conn !== null) o.destroy(conn);
-    conn = null;
-  };
-  return {
-    check: async () => {
-      const kept = conn !== null;
+export interface WatchSpec<F> {
+  /** The /healthz condition it sets while something is wrong (none: it only repairs). */
+  condition?: string;
+  /** Until the first verdict, this condition says "not checked yet" (the process is not ready before the watch knows). */
+  pendingCondition?: string;
+  /** The derived store whose gauges it reports. */
+  store?: Store;
+  clock: Clock;
+  log: Logger;
+  /** The I/O deadline: start waits for the first check at most WATCH.startWaitTimeouts of it. */
+  timeoutMs: number;
+  everyMs: number;
+  /** The period while something is wrong, a repair is refused or nothing is known yet (default everyMs). */
+  behindEveryMs?: number;
+  /** A cheap look on a period of its own, between checks and beside a long one, that may ask for a check at once (watch.check()). */
+  glance?: { everyMs: number; look: () => Promise<void> };
+  /** The backoff of a refused repair (default WATCH.refusedBackoff). */
+  backoff?: Backoff;
+  /** Its refusals are not logged (the pool watch: an unreachable server is an outage the dependency checks report). */
+  quiet?: boolean;
+  /** What is wrong that repair can put right (null: nothing). Throws when the check could not run: the last verdict stays. */
+  check: () => Promise<F | null>;
+  /** How it is put right. Throws Refused when the store refuses: retried after the backoff. Other errors: tried again next period. */
+  repair?: (found: F) => Promise<void>;
+  /** What /healthz says (null: ready) and the store's gauge, from the watch's own state. */
+  status: () => Status;
+}
+
+export interface Status {
+  problem: string | null;
+  behind: number;
+  /** Whether what the watch must know before the process acts has been checked (default: a check has ended). */
+  checked?: boolean;
+}
+
+/** A refused repair: why, how often in a row, and not before when again. */
+interface Refusal {
+  reason: string;
+  kind: string;
+  failures: number;
+  retryAt: number;
+}
+
+export class Watch<F> {
+  private readonly s: WatchSpec<F>;
+  private readonly loop: Loop;
+  private readonly glancer: Loop | null;
+  private refused: Refusal | null = null;
+  private verdict = false;
+  private halted = false;
+  private soonAt = Number.NEGATIVE_INFINITY;
+
+  constructor(s: WatchSpec<F>) {
+    this.s = s;
+    if (s.store) registerStore(s.store);
+    if (s.pendingCondition) setCondition(s.pendingCondition, 'not checked yet (start-up)', s.clock.now());
+    this.loop = new Loop({ clock: s.clock, every: () => this.period(), tick: () => this.tick() });
+    const glance = s.glance;
+    this.glancer = glance ? new Loop({ clock: s.clock, every: () => glance.everyMs, tick: glance.look }) : null;
+  }
+
+  /** The first check (waited for at most WATCH.startWaitTimeouts I/O deadlines), then the period; the glance from then on. */
+  async start(): Promise<void> {
+    await within(this.loop.start(), this.s.timeoutMs * WATCH.startWaitTimeouts);
+    void this.glancer?.start();
+  }
+
+  /** A check that starts after this call (concurrent calls share it). */
+  check(): Promise<void> {
+    return this.loop.tickNow();
+  }
+
+  /** A user of the store saw it fail (a send found the topic missing): check now, at most once a short period. */
+  soon(): void {
+    const now = this.now();
+    if (this.halted || now - this.soonAt < (this.s.behindEveryMs ?? this.s.everyMs)) return;
+    this.soonAt = now;
+    void this.check();
+  }
+
+  /** The check of `check()`, waited for at most ms. */
+  checkWithin(ms: number): Promise<void> {
+    return within(this.check(), ms);
+  }
+
+  /** Stops checking: this process no longer acts on what it watched, so it no longer reports it either. */
+  async stop(): Promise<void> {
+    this.halted = true;
+    const done = Promise.all([this.loop.stop(), this.glancer?.stop()]);
+    for (const c of new Set([this.s.condition, this.s.pendingCondition])) if (c) clearCondition(c);
+    if (this.s.store) mirrorBehind.set({ store: this.s.store }, 0);
+    await done;
+  }
+
+  get stopped(): boolean {
+    return this.halted;
+  }
+
+  /** A derived store rebuilt from Postgres (or, for the msg topic, a loss recorded). */
+  rebuilt(): void {
+    if (this.s.store) mirrorRebuilds.inc({ store: this.s.store });
+  }
+
+  /** Publishes the instance's status now (a check that learns something before it ends). */
+  publish(): void {
+    if (this.halted) return;
+    const st = this.s.status();
+    const checked = st.checked ?? this.verdict;
+    const problem = [this.refused && `${this.refused.reason} (tried again in ${Math.round((this.refused.retryAt - this.now()) / 1000)} s)`, st.problem].filter(Boolean).join('; ');
+    if (this.s.store) mirrorBehind.set({ store: this.s.store }, Math.max(st.behind, this.refused ? 1 : 0));
+    if (this.s.pendingCondition && checked) clearCondition(this.s.pendingCondition);
+    if (!this.s.condition || (!checked && !problem)) return;
+    if (problem) setCondition(this.s.condition, problem, this.s.clock.now());
+    else clearCondition(this.s.condition);
+  }
+
+  private period(): number {
+    const st = this.s.status();
+    return this.refused || st.problem || !(st.checked ?? this.verdict) ? (this.s.behindEveryMs ?? this.s.everyMs) : this.s.everyMs;
+  }
+
+  private async tick(): Promise<void> {
+    let found: F | null;
+    try {
+      found = await this.s.check();
+      this.verdict = true;
+    } catch (e) {
+      if (e instanceof Refused) return this.refuse(e);
+      this.s.log.debug({ err: e, watch: this.name() }, 'watch check could not run; kept its last verdict');
+      // no verdict yet: /healthz says why, not only "not checked yet"
+      const pending = this.s.pendingCondition;
+      if (!this.verdict && pending) setCondition(pending, `not checked yet: the check could not run (${errorText(e)}); retried every ${this.period()} ms`, this.s.clock.now());
+      return;
+    }
+    if (found !== null && this.s.repair && (!this.refused || this.now() >= this.refused.retryAt)) {
       try {
-        conn ??= await o.open();
-        await o.probe(conn);
+        await this.s.repair(found);
+        if (this.refused && !this.s.quiet) this.s.log.info({ watch: this.name(), refusals: this.refused.failures }, `${this.name()}: the repair works again`);
+        this.refused = null;
       } catch (e) {
-        drop();
-        throw keptFailed(e, kept);
+        if (e instanceof Refused) return this.refuse(e);
+        this.s.log.debug({ err: e, watch: this.name() }, 'watch repair could not run; tried again next period');
       }
-    },
-    close: drop,
-  };
+    } else if (found === null) this.refused = null;
+    this.publish();
+  }
+
+  /** One ERROR line per distinct kind; the backoff grows with every refusal in a row. */
+  private refuse(e: Refused): void {
+    const failures = (this.refused?.failures ?? 0) + 1;
+    if (this.refused?.kind !== e.kind && !this.s.quiet) this.s.log.error({ watch: this.name(), store: this.s.store, err: e.message }, `${e.message}; retried with backoff`);
+    this.refused = { reason: e.message, kind: e.kind, failures, retryAt: this.now() + backoffMs(this.s.backoff ?? WATCH.refusedBackoff, failures) };
+    this.publish();
+  }
+
+  private name(): string {
+    return this.s.store ?? this.s.condition ?? 'watch';
+  }
+
+  private now(): number {
+    return this.s.clock.now().getTime();
+  }
 }
 
-/**
- * Checks for lib/runtime/health.ts: one round trip on a DEDICATED connection that stays open
- * between checks, so that a connection frozen on a dead path fails the check (a fresh one per
- * check would pass while the process's own connections hang); the connection is destroyed after
- * a failure and the next check opens a new one. Each step is bounded by timeoutMs.
- */
-export const watches = {
-  postgres(url: PgWhere, timeoutMs = 1500, o: { process?: string; pool?: pg.Pool } = {}): Watch {
-    const w = new PostgresWatch({ url, timeoutMs, ...o });
-    return {
-      check: async () => {
-        if (!(await w.check())) throw keptFailed(new Error(w.lastError ?? 'no answer'), w.lastKept);
-      },
-      close: () => w.stop(),
-    };
-  },
+/** What an instance of a watch offers its process, from the Watch it builds (its `watch`). */
+export abstract class Watched<F> {
+  protected abstract readonly watch: Watch<F>;
 
-  mysql(url: MysqlWhere, timeoutMs = 1500): Watch {
-    return keptConnection<mysql.Connection>({
-      open: () => mysqlConnect(url, timeoutMs, 'mariadb connect'),
-      probe: async (conn) => {
-        await withDeadline(myRows(conn, Probe.mySelect1), timeoutMs, 'mariadb SELECT 1');
-      },
-      destroy: (conn) => conn.destroy(),
-    });
-  },
+  /** The first check (bounded: a frozen path leaves the process starting, not hanging), then the period. */
+  start(): Promise<void> {
+    return this.watch.start();
+  }
 
-  redis(url: RedisWhere, timeoutMs = 1500): Watch {
-    return keptConnection<Redis>({
-      open: async () => {
-        const r = await newRedis(url, { lazyConnect: true, connectTimeout: timeoutMs, commandTimeout: timeoutMs, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
-        try {
-          await connectRedis(r, url, timeoutMs, 'redis connect');
-        } catch (e) {
-          r.disconnect();
-          throw explained('redis', e);
-        }
-        return r;
-      },
-      probe: async (r) => {
-        const pong = await withDeadline(r.ping(), timeoutMs, 'redis PING').catch((e) => {
-          throw explained('redis', e);
-        });
-        if (pong !== 'PONG') throw new Error(`redis PING answered ${pong}`);
-      },
-      destroy: (r) => r.disconnect(),
-    });
-  },
+  stop(): Promise<void> {
+    return this.watch.stop();
+  }
 
-  kafka(brokers: KafkaWhere, timeoutMs = 1500): Watch {
-    let kafka: Promise<kafkajs.Kafka> | undefined;
-    let admin: kafkajs.Admin | null = null;
-    const drop = () => {
-      const a = admin;
-      admin = null;
-      if (a) void withDeadline(a.disconnect(), timeoutMs, 'kafka disconnect').catch(() => {});
-    };
-    return {
-      check: async () => {
-        const kept = admin !== null;
-        try {
-          if (!admin) {
-            kafka ??= kafkaClient('msgx-health', brokers, timeoutMs);
-            admin = (await kafka).admin({ retry: { retries: 0 } });
-            await withDeadline(admin.connect(), timeoutMs, 'kafka connect');
-          }
-          await withDeadline(admin.describeCluster(), timeoutMs, 'kafka metadata request');
-        } catch (e) {
-          drop();
-          throw keptFailed(explained('kafka', e, { plain: !('service' in brokers) || !brokers.tls }), kept);
-        }
-      },
-      close: drop,
-    };
-  },
-};
+  /** A check (and its repair) now; concurrent calls share it. */
+  check(): Promise<void> {
+    return this.watch.check();
+  }
+
+  /** A user of the store saw it fail (a send found the topic missing): check now, at most once a short period. */
+  checkSoon(): void {
+    this.watch.soon();
+  }
+}
+
+/** An error as one short text: its Kafka code or class, and its message. */
+export function errorText(e: unknown): string {
+  const x = e as { name?: string; type?: string; message?: string };
+  return `${x.type ?? x.name ?? 'Error'}: ${x.message ?? String(e)}`;
+}

@@ -2,6 +2,7 @@
 // databases are two msgexchange installations of one schema version, waits for them to reach the
 // same inbox position, and reads each side (lib/shadow/diff.ts compares). Read-only: nothing is
 // written to either database. Every read has a deadline (msgx.io.timeout per statement batch).
+import { systemClock, type Clock } from '../core/clock.ts';
 import { withTimeout } from '../core/timeout.ts';
 import type { Db } from '../db/postgres.ts';
 import { pgRows } from '../db/statement.ts';
@@ -9,6 +10,7 @@ import { type FlightPage, listFlights } from '../flight/read.ts';
 import { toJson } from '../flight/state.ts';
 import * as Shadow from '../sql/shadow.ts';
 import { type ChangeRef, diff, type DiffReport, type HistoryStart, type Json, type Outcome, type RefRecord, type SideData } from './diff.ts';
+import { SHADOW } from '../core/tuning.ts';
 
 /** Why two databases cannot be compared (the CLIs exit 2 with it). */
 export class CannotCompare extends Error {}
@@ -30,6 +32,8 @@ export interface CompareOptions {
   /** Overrides the start (dry-run: the scratch database's own). */
   startedAfter?: number;
   sleep?: (ms: number) => Promise<void>;
+  /** What the wait for the same position is measured on (default: the system clock). */
+  clock?: Clock;
 }
 
 /** Same database? msgexchange schema? same schema version? Throws CannotCompare naming the problem. */
@@ -63,16 +67,17 @@ export async function positionOf(db: Db, timeoutMs: number): Promise<{ position:
 /** Waits (up to waitMs) for both to be at the same position; returns both positions. */
 export async function awaitSamePosition(a: Side, b: Side, o: CompareOptions): Promise<{ here: number; other: number }> {
   const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  const until = Date.now() + o.waitMs;
+  const now = () => (o.clock ?? systemClock).now().getTime();
+  const until = now() + o.waitMs;
   for (;;) {
     const pa = (await positionOf(a.db, o.timeoutMs)).position;
     const pb = (await positionOf(b.db, o.timeoutMs)).position;
-    if (pa === pb || Date.now() >= until) return { here: pa, other: pb };
-    await sleep(Math.min(500, Math.max(0, until - Date.now())));
+    if (pa === pb || now() >= until) return { here: pa, other: pb };
+    await sleep(Math.min(500, Math.max(0, until - now())));
   }
 }
 
-const PAGE = 5_000;
+const PAGE = SHADOW.page;
 
 async function readSide(s: Side, position: number, o: CompareOptions): Promise<SideData> {
   const t = o.timeoutMs;

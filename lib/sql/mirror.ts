@@ -1,4 +1,4 @@
-// SQL of the Redis mirror's check (lib/pipeline/mirror-heal.ts): what Redis should hold, as
+// SQL of the Redis mirror's check (lib/watches/redis.ts): what Redis should hold, as
 // numbers. Statement conventions: lib/db/statement.ts.
 import { pgStatement } from '../db/statement.ts';
 

@@ -241,7 +241,7 @@ export const removePendingSchd = pgStatement<[flids: string[]]>(
 /**
  * The msg topic position of GET /all/flights: per partition, the offset after the highest one
  * acknowledged for a SENT msg event the outbox still holds (docs/consumers.md "Starting from
- * nothing"); also where the restore check starts reading the topic (lib/dispatch/restore.ts). One index probe per partition (msg_event_msg_sent_offset): the partitions are
+ * nothing"); also where the restore check starts reading the topic (lib/watches/restore-kafka.ts). One index probe per partition (msg_event_msg_sent_offset): the partitions are
  * walked with a recursive skip over the index, not by grouping every SENT row.
  */
 export const msgPositions = pgStatement<[], { partition: number; offset: string }>(
@@ -266,7 +266,7 @@ export const timelineEvents = pgStatement<[flid: string], { state_version: numbe
   "select state_version, payload, created_at from msg_event where target = 'msg' and flid = $1::text order by event_id",
 );
 
-// ---- lib/dispatch/topic-watch.ts (the derived topics' checks, docs/operations.md "Derived stores")
+// ---- lib/watches/ (the derived topics' checks, docs/operations.md "Derived stores")
 
 /**
  * The state topic's recorded positions: per partition, one past the highest offset acknowledged

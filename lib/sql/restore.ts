@@ -1,5 +1,5 @@
-// SQL of the restore check and of the recover-restore command (lib/pipeline/restore.ts,
-// lib/dispatch/restore.ts): is Postgres behind the inbox, Redis or Kafka (a backup restored),
+// SQL of the restore check and of the recover-restore command (lib/watches/restore.ts,
+// lib/watches/restore-kafka.ts): is Postgres behind the inbox, Redis or Kafka (a backup restored),
 // and the writes that take the lost range in again. Statement conventions: lib/db/statement.ts.
 import { myStatement, pgStatement } from '../db/statement.ts';
 

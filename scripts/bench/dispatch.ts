@@ -12,7 +12,7 @@
 //   npm run bench:dispatch -- [runs=3] [msgBatches=500,2000,5000] [schdFlushLimits=200,1000,5000] [events=100000] [flids=10000]
 import { scriptHelp } from '../args.ts';
 import { randomUUID } from 'node:crypto';
-import kafkajs from 'kafkajs';
+import kafkajs from '../../lib/db/kafkajs.ts';
 import { benchKafka } from './workers.ts';
 import { sql } from 'kysely';
 import { systemClock } from '../../lib/core/clock.ts';

@@ -9,9 +9,8 @@
 //   npm run bench:e2e -- [messages=20000] [flights=2000] [runs=1]
 import { scriptHelp } from '../args.ts';
 import { randomUUID } from 'node:crypto';
-import kafkajs from 'kafkajs';
+import kafkajs from '../../lib/db/kafkajs.ts';
 import { sql } from 'kysely';
-import '../../lib/dispatch/kafka.ts'; // its filter of kafkajs's harmless TimeoutNegativeWarning
 import { bigSnapshot } from '../../test/support/fixtures.ts';
 import { sisMessage } from '../../test/support/services.ts';
 import { cpuName, emptyAll, machine, median, openBench, type Bench, stateCounts, summary } from './setup.ts';

@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
-import kafkajs from 'kafkajs';
+import kafkajs from '../../lib/db/kafkajs.ts';
 import { connectionSettings } from '../../lib/db/postgres.ts';
 import { parseProcfile } from '../start.ts';
 import { BENCH_PG, emptyAll, machine, openBench } from './setup.ts';

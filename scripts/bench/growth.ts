@@ -16,10 +16,9 @@
 //   npm run bench:growth -- [messages=1000000] [flights=10000]
 import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import kafkajs from 'kafkajs';
+import kafkajs from '../../lib/db/kafkajs.ts';
 import { sql } from 'kysely';
 import type { ResultSetHeader, RowDataPacket } from 'mysql2';
-import '../../lib/dispatch/kafka.ts'; // its filter of kafkajs's harmless TimeoutNegativeWarning
 import { bigSnapshot } from '../../test/support/fixtures.ts';
 import { sisMessage } from '../../test/support/services.ts';
 import { emptyAll, machine, openBench, type Bench, stateCounts } from './setup.ts';

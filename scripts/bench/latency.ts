@@ -12,10 +12,9 @@
 //   npm run bench:latency -- [rate=100] [seconds=60] [runs=1] [flights=400]
 import { scriptHelp } from '../args.ts';
 import { randomUUID } from 'node:crypto';
-import kafkajs from 'kafkajs';
+import kafkajs from '../../lib/db/kafkajs.ts';
 import { sql } from 'kysely';
 import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
-import '../../lib/dispatch/kafka.ts'; // its filter of kafkajs's harmless TimeoutNegativeWarning
 import { bigSnapshot } from '../../test/support/fixtures.ts';
 import { sisMessage } from '../../test/support/services.ts';
 import { emptyAll, machine, median, openBench, type Bench } from './setup.ts';

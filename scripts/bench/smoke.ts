@@ -30,7 +30,7 @@
 // Its own databases (the bench set-up's: msgx_bench, aodbinterface_bench, Redis db 11) and its own
 // Kafka topics (smoke.<random>.msg/.schd/.raw, deleted at the end). Run under `flock /tmp/bench.lock` beside other benches.
 import { randomUUID } from 'node:crypto';
-import kafkajs from 'kafkajs';
+import kafkajs from '../../lib/db/kafkajs.ts';
 import { benchKafka } from './workers.ts';
 import type pg from 'pg';
 import { connectClient } from '../../lib/db/postgres.ts';

@@ -13,17 +13,10 @@
 //
 // Broker: KAFKA_BROKERS (comma list) or 127.0.0.1:${KAFKA_PORT:-9092}.
 import { randomUUID } from 'node:crypto';
-import kafkajs from 'kafkajs';
+import kafkajs from '../../lib/db/kafkajs.ts';
 
 const { CompressionTypes, ConfigResourceTypes, Kafka, logLevel } = kafkajs;
 
-// kafkajs 2.2.4 arms setTimeout(-1 - Date.now()) in its request queue; Node >= 24
-// warns about it (harmless: clamped to 1 ms). Keep the output readable.
-const emitWarning = process.emitWarning.bind(process);
-process.emitWarning = (warning, ...rest) => {
-  const type = typeof rest[0] === 'string' ? rest[0] : rest[0]?.type;
-  if (type !== 'TimeoutNegativeWarning') emitWarning(warning, ...rest);
-};
 process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1';
 
 const brokers = (process.env.KAFKA_BROKERS ?? `127.0.0.1:${process.env.KAFKA_PORT ?? '9092'}`).split(',');

@@ -10,7 +10,7 @@ import { execFile, execSync, spawn, type ChildProcess } from 'node:child_process
 import { createHash, randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { promisify } from 'node:util';
-import kafkajs from 'kafkajs';
+import kafkajs from '../../lib/db/kafkajs.ts';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { loadConfig } from '../../lib/core/config.ts';
@@ -20,7 +20,6 @@ import { createAodbPool, type Inbox } from '../../lib/db/mysql.ts';
 import { insertInboxRow } from '../../lib/pipeline/inbox.ts';
 import { createRedis, redisReady, type Redis } from '../../lib/db/redis.ts';
 import { migrate } from '../../lib/db/migrate.ts';
-import '../../lib/dispatch/kafka.ts'; // its filter of kafkajs's harmless TimeoutNegativeWarning
 import { flightKey } from '../../lib/flight/mirror.ts';
 import { readFlights } from '../../lib/flight/read.ts';
 import { toJson } from '../../lib/flight/state.ts';

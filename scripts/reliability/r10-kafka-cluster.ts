@@ -9,7 +9,7 @@
 // last record per key equal to the flight. Prints JSON with the seconds of each phase.
 //   node scripts/reliability/r10-kafka-cluster.ts [flops=1200] [rate=20]
 import { resolve } from 'node:path';
-import kafkajs from 'kafkajs';
+import kafkajs from '../../lib/db/kafkajs.ts';
 import { sql } from 'kysely';
 import { freePort } from '../../test/support/ports.ts';
 import { scriptHelp } from '../args.ts';

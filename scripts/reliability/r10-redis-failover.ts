@@ -2,7 +2,7 @@
 // primary, a replica and three Sentinels of the script's own, scripts/topology/redis.ts, state in
 // .local/r10-redis/). A snapshot, then FLOPs flowing; the primary is SIGKILLed mid-stream and
 // Sentinel promotes the replica. Measured: seconds from the kill until the mirror writes on the
-// new primary, and until Redis = Postgres for every flight (the heal, lib/pipeline/mirror-heal.ts,
+// new primary, and until Redis = Postgres for every flight (the heal, lib/watches/redis.ts,
 // writes what the replica missed). At the end: every message terminal, nothing DEAD, every SENT
 // event on Kafka, per-FLID order. Prints JSON.
 // `none` as the third argument: the same run without the kill (its flightDigest is the one a

@@ -5,7 +5,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import kafkajs from 'kafkajs';
+import kafkajs from '../../lib/db/kafkajs.ts';
 
 const CLUSTER_ID = 'TXNneFRvcG9sb2d5MDAwMQ';
 const JVM = ['-Xmx320m', '-Xms64m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1'];

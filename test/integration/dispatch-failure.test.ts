@@ -92,7 +92,7 @@ describe('a reachable broker that answers the send with an error', () => {
   // The "unavailable" decision is the broker's reachability (a metadata request), never the
   // error's text. A topic the broker does not host is the topic's fault, not the event's: no
   // attempt is counted, the topic check is asked to run at once (it creates the topic again,
-  // lib/dispatch/topic-watch.ts), and nothing goes DEAD for it (docs/decisions.md "Derived
+  // lib/watches/msg-topic.ts), and nothing goes DEAD for it (docs/decisions.md "Derived
   // topics"); while the cluster refuses to create it, the check's condition says so.
   it('unknown topic: no attempt counted, never DEAD, the topic check asked at once', async () => {
     const kafka = track(edge({ timeoutMs: 5000 }));

@@ -1,6 +1,6 @@
 // Redis heals itself (docs/operations.md "Derived stores: Redis"): every write is by version
 // (lib/flight/mirror.ts writeMirror), and the pump process notices a Redis that lost data and
-// rebuilds it from Postgres (lib/pipeline/mirror-heal.ts) — all against the real Redis, the
+// rebuilds it from Postgres (lib/watches/redis.ts) — all against the real Redis, the
 // real processes, messages flowing. A Redis that is restarted or refuses writes is one this
 // file starts itself (its own port and directory); the machine's Redis is only flushed in the
 // test database.
@@ -13,7 +13,7 @@ import { createRedis, type Redis } from '../../lib/db/redis.ts';
 import { flightKey, mirrorVersions, prepareMirrorValues, removedKey, writeMirror } from '../../lib/flight/mirror.ts';
 import { readFlights } from '../../lib/flight/read.ts';
 import { type FlightState, toJson } from '../../lib/flight/state.ts';
-import { GENERATION_KEY } from '../../lib/pipeline/mirror-heal.ts';
+import { GENERATION_KEY } from '../../lib/watches/redis.ts';
 import { TEST_REDIS_URL } from '../support/env.ts';
 import { FaultProxy } from '../support/fault-proxy.ts';
 import { bigSnapshot } from '../support/fixtures.ts';
@@ -321,7 +321,7 @@ describe('the pump process heals Redis (messages flowing)', () => {
     );
     expect(body).toMatch(/READONLY/);
     await sleep(8000); // retried with backoff meanwhile
-    expect(logged(pump, 'Redis check or rebuild failed')).toBe(1);
+    expect(logged(pump, 'Redis refused the check or the rebuild')).toBe(1);
     expect(pump.child.exitCode).toBeNull();
     expect(Number((await s.pool.query("select count(*)::int n from proc_state where state = 'DEAD'")).rows[0].n)).toBe(0);
   }, 120_000);

@@ -7,11 +7,13 @@
 // started after the failure is left alone. The machine's Postgres is only connected to.
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../../lib/core/clock.ts';
 import { connectClient, createPool } from '../../lib/db/postgres.ts';
 import { watchPool, type PoolWatch } from '../../lib/runtime/pool-watch.ts';
 import { FaultProxy } from '../support/fault-proxy.ts';
 import { TEST_PG_URL } from '../support/env.ts';
 import { waitFor } from '../support/processes.ts';
+import { silentLog } from '../support/services.ts';
 
 const KEY = 7_990_001; // an advisory lock key of this file only
 const TABLE = 'pool_watch_test';
@@ -42,10 +44,10 @@ describe('pool watch: sessions of lost connections', () => {
   const ended: number[][] = [];
   beforeAll(() => {
     pool = createPool(px.url(TEST_PG_URL), { max: 2, name: 'pool-watch-test' });
-    watch = watchPool(pool, { url: px.url(TEST_PG_URL), onLostEnded: (pids) => ended.push(pids) });
+    watch = watchPool(pool, { url: px.url(TEST_PG_URL), clock: systemClock, log: silentLog, onLostEnded: (pids) => ended.push(pids) });
   });
   afterAll(async () => {
-    watch?.stop();
+    await watch?.stop();
     await pool?.end();
   });
 

@@ -1,4 +1,4 @@
-// The restore check (lib/pipeline/restore.ts RestoreWatch) at a process's start, with Redis behind a
+// The restore check (lib/watches/restore.ts RestoreWatch) at a process's start, with Redis behind a
 // fault proxy of the test's own: a client still connecting is waited for, not counted as a failed
 // check; a duty that runs once at start (retention's kick) waits for the first check instead of
 // being skipped while it is under way, and is still held when Postgres is behind.
@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { ManualClock } from '../../lib/core/clock.ts';
 import { createDb, createPool } from '../../lib/db/postgres.ts';
 import { createRedis, type Redis } from '../../lib/db/redis.ts';
-import { RestoreWatch } from '../../lib/pipeline/restore.ts';
+import { RestoreWatch } from '../../lib/watches/restore.ts';
 import { TEST_PG_URL, TEST_REDIS_URL } from '../support/env.ts';
 import { FaultProxy } from '../support/fault-proxy.ts';
 import { openServices, resetDomain, resetPipeline, type TestServices } from '../support/services.ts';

@@ -97,7 +97,7 @@ beforeAll(async () => {
   s = await openServices();
   await resetPipeline(s);
   // flights, outbox and the Redis mirror too: flights another run left in Redis but not in
-  // Postgres look like a restore from backup, and the processes would hold (lib/pipeline/restore.ts)
+  // Postgres look like a restore from backup, and the processes would hold (lib/watches/restore.ts)
   await resetDomain(s);
 
   // DEAD(EXHAUSTED) after a bug now fixed: terminal an hour ago, backfilled then (the inbox holds that time)

@@ -6,7 +6,7 @@
 //   - the real pump (its restore check reads the msg topic), msg-dispatch and state-dispatch
 //     (the admin client creates the topics, the producer sends) carry a snapshot to the topics;
 //   - kafka:tail prints the records, the reference consumer (examples/consumer) builds its table;
-//   - the restore check's consumer (lib/dispatch/restore.ts) reads the EVENT_IDs back;
+//   - the restore check's consumer (lib/watches/restore-kafka.ts) reads the EVENT_IDs back;
 //   - PLAIN instead of SCRAM, and mutual TLS (a client certificate) connect too.
 // Each bad configuration: msg-dispatch's /healthz 503 names kafka and the setting, a few log
 // lines, the waiting events stay PENDING (never DEAD) and go out once the setting is right.
@@ -21,7 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, slices } from '../../lib/core/config.ts';
 import { resolveKafka } from '../../lib/core/connections.ts';
 import { kafkaOptions } from '../../lib/dispatch/kafka.ts';
-import { createKafkaRestoreCheck } from '../../lib/dispatch/restore.ts';
+import { createKafkaRestoreCheck } from '../../lib/watches/restore-kafka.ts';
 import { probes } from '../../lib/runtime/probe.ts';
 import { TEST_KAFKA, testEnv } from '../support/env.ts';
 import { bigSnapshot } from '../support/fixtures.ts';

@@ -1,6 +1,6 @@
 // A cluster that refuses to rebuild the state topic (topic creation disabled, an ACL without
 // CreateTopics): the refusal is a condition naming the store and the reason, one log line per
-// distinct reason, retried with backoff (5 s, doubling), nothing reported as rebuilt; once the
+// distinct reason, retried with the watches' backoff (5 s, doubling), nothing reported as rebuilt; once the
 // cluster accepts, the re-seed runs and the condition clears; a second loss waits out msgx.dispatch.reseed-gap. The real Kafka and Postgres; only
 // the refusal is simulated (the edge's ensureTopics throws what kafka.ts throws on a refusal).
 import { sql } from 'kysely';
@@ -8,9 +8,10 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../lib/core/clock.ts';
 import { TopicCreationError, type KafkaEdge } from '../../lib/dispatch/kafka.ts';
-import { holdUntilChecked, MsgTopicWatch, StateTopicWatch } from '../../lib/dispatch/topic-watch.ts';
+import { MsgTopicWatch } from '../../lib/watches/msg-topic.ts';
+import { StateTopicWatch } from '../../lib/watches/state-topic.ts';
 import { conditions } from '../../lib/runtime/conditions.ts';
-import { mirrorBehind, mirrorRebuilds } from '../../lib/runtime/mirror-metrics.ts';
+import { mirrorBehind, mirrorRebuilds } from '../../lib/runtime/watch.ts';
 import { waitFor } from '../support/processes.ts';
 import { createdTopics, deleteTopics, edge, openDb, resetOutbox, uniqueTopic } from './dispatch-support.ts';
 
@@ -57,9 +58,8 @@ describe('state topic: the cluster refuses the rebuild', () => {
       },
     };
     const clock = new ManualClock('2026-12-01T00:00:00Z');
-    holdUntilChecked('state-topic');
-    expect(conditions().map((c) => `${c.name}: ${c.reason}`)).toEqual(['state-topic: not checked yet (start-up)']);
     const watch = new StateTopicWatch({ kafka: refusing, db, log, clock, spec: { topic, compacted: true }, timeoutMs: 5000, reseedGapMs: 30_000 });
+    expect(conditions().map((c) => `${c.name}: ${c.reason}`)).toEqual(['state-topic: not checked yet (start-up)']);
 
     await watch.check();
     const c = conditions().find((x) => x.name === 'state-topic')!;
@@ -120,11 +120,10 @@ describe('state topic: the cluster refuses the rebuild', () => {
             } as never)
           : real.admin(),
     };
-    holdUntilChecked('msg-topic');
     const watch = new MsgTopicWatch({ kafka: flaky, db, log, clock: new ManualClock('2026-12-01T00:00:00Z'), spec: { topic }, timeoutMs: 5000 });
     await watch.check();
     expect(conditions().find((c) => c.name === 'msg-topic')?.reason).toBe(
-      'not checked yet: the check could not run (KafkaJSConnectionError: Connection error: connect ECONNREFUSED 127.0.0.1:1); retried every 10000 ms',
+      'not checked yet: the check could not run (KafkaJSConnectionError: Connection error: connect ECONNREFUSED 127.0.0.1:1); retried every 2000 ms',
     );
     down = false;
     await watch.check();

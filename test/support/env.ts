@@ -1,5 +1,6 @@
 // Test settings: the same local services as scripts/services, the test databases of this
-// worker's slot (test/support/slots.ts).
+// worker's slot (test/support/slots.ts), and Kafka topics of this test process's own.
+import { randomUUID } from 'node:crypto';
 import { envName, loadConfig, type Config } from '../../lib/core/config.ts';
 import { OPENABLE_READS } from '../../lib/access/routes.ts';
 import { currentSlot, slotUrls } from './slots.ts';
@@ -9,6 +10,16 @@ export const TEST_PG_URL = slot.pg;
 export const TEST_INBOX_URL = slot.inbox;
 export const TEST_REDIS_URL = slot.redis;
 export const TEST_KAFKA = process.env.TEST_KAFKA_BROKERS ?? '127.0.0.1:9092';
+
+/**
+ * The msg, schd and state topics of every process and config this test file makes, unless it names
+ * its own: never an installation's defaults (msgx.flight.*) on the machine's broker, which `npm
+ * start` and the README's sample fill (a pump reading that msg topic finds EVENT_IDs its test
+ * database never handed out, and holds as "Postgres is behind"). The pump only reads its msg topic
+ * (the restore check; Kafka's admin never creates a topic on a read): nothing is left on the broker.
+ */
+const RUN = randomUUID().slice(0, 8);
+export const TEST_TOPICS = { MSGX_KAFKA_MSG_TOPIC: `msgx-test.${RUN}.msg`, MSGX_KAFKA_SCHD_TOPIC: `msgx-test.${RUN}.schd`, MSGX_KAFKA_STATE_TOPIC: `msgx-test.${RUN}.state` } as const;
 
 /** The environment of a test process or config: test services; overrides by spec key or env name. */
 export function testEnv(overrides: Record<string, string> = {}, logLevel = process.env.MSGX_LOG_LEVEL ?? 'silent'): Record<string, string> {
@@ -27,6 +38,7 @@ export function testEnv(overrides: Record<string, string> = {}, logLevel = proce
     MSGX_HTTP_ANONYMOUS_READS: OPENABLE_READS.join(','),
     MSGX_REQUESTS_DAILY_SCHEDULE_AT: '',
     MSGX_LOG_LEVEL: logLevel,
+    ...TEST_TOPICS,
   };
   for (const [k, v] of Object.entries(overrides)) env[k.startsWith('msgx.') ? envName(k) : k] = v;
   return env;

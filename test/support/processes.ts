@@ -1,6 +1,7 @@
 // Real worker processes for end-to-end tests (the same entry files as the Procfile).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { describeConfig } from '../../lib/core/config.ts';
 import { testEnv } from './env.ts';
 import { currentSlot } from './slots.ts';
 
@@ -17,14 +18,22 @@ export interface Proc {
 const PORT_SPAN = 1000;
 let nextPort = process.env.TEST_PORT_BASE ? Number(process.env.TEST_PORT_BASE) + (currentSlot() - 1) * PORT_SPAN : 20000 + (currentSlot() - 1) * PORT_SPAN + Math.floor(Math.random() * 90) * 10;
 
+/** The installation's default topics (msgx.kafka.*-topic) and their variables. */
+const TOPIC_DEFAULTS = describeConfig().filter((c) => /^msgx\.kafka\.(msg|schd|state)-topic$/.test(c.key));
+
 export function startWorker(name: string, env: Record<string, string> = {}): Proc {
   const port = nextPort++;
   const portKey = `MSGX_HTTP_PORT_${name.replace(/-/g, '_').toUpperCase()}`;
   const full = { ...process.env, ...testEnv({ [portKey]: String(port), ...env }, 'info') };
-  // a dispatcher creates its topic at start and sends to it: a test's must be the test's own, never an
-  // installation's default topic on the machine's broker (another file, or `npm start`, reads that one)
+  // every process uses topics of the test's own (test/support/env.ts TEST_TOPICS), never an
+  // installation's defaults on the machine's broker (`npm start` and the README's sample fill them);
+  // a dispatcher creates its topic and sends to it: the test names it (uniqueTopic), so that it is deleted afterwards
+  for (const d of TOPIC_DEFAULTS)
+    if (full[d.env] === d.default && full.KAFKA_BROKERS === testEnv().KAFKA_BROKERS)
+      throw new Error(`startWorker: ${name} would use the installation's topic ${d.default} (${d.env}) on the machine's broker`);
   const target = /^(msg|schd|state)-dispatch$/.exec(name)?.[1];
-  if (target && !full[`MSGX_KAFKA_${target.toUpperCase()}_TOPIC`]) throw new Error(`startWorker: ${name} needs a topic of the test's own (MSGX_KAFKA_${target.toUpperCase()}_TOPIC)`);
+  if (target && !(`MSGX_KAFKA_${target.toUpperCase()}_TOPIC` in env || `msgx.kafka.${target}-topic` in env))
+    throw new Error(`startWorker: ${name} needs a topic of the test's own (MSGX_KAFKA_${target.toUpperCase()}_TOPIC)`);
   const child = spawn(process.execPath, [`workers/${name}.ts`], {
     env: full,
     stdio: ['ignore', 'pipe', 'pipe'],

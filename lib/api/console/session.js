@@ -4,6 +4,8 @@
 // in again (the provider's own session makes that one redirect). Only the PKCE verifier and state
 // of a sign-in under way wait in sessionStorage across the provider's redirect, and are removed
 // when it comes back. Every call of the api carries the access token; the server decides.
+import { nowMs } from './clock.js';
+
 const mem = { access: null, refresh: null, idToken: null, expiresAt: 0, me: null };
 let cfg = { tokenSignIn: false, oidc: null };
 const PENDING = 'msgx-sign-in';
@@ -50,7 +52,7 @@ async function tokenRequest(params) {
   mem.access = j.access_token;
   mem.refresh = j.refresh_token || mem.refresh;
   mem.idToken = j.id_token || mem.idToken;
-  mem.expiresAt = Date.now() + (Number(j.expires_in) || 300) * 1000;
+  mem.expiresAt = nowMs() + (Number(j.expires_in) || 300) * 1000;
 }
 
 /** Back from the provider (?code=&state=): the code exchanged for tokens. False when this load is not such a return. */
@@ -81,7 +83,7 @@ export function signOut() {
 
 /** GET or POST (JSON) to the api with the token; an expiring token is refreshed first when the provider gave a refresh token. */
 export async function api(path, body) {
-  if (mem.refresh && mem.expiresAt - Date.now() < 30_000) await tokenRequest({ grant_type: 'refresh_token', refresh_token: mem.refresh }).catch(() => {});
+  if (mem.refresh && mem.expiresAt - nowMs() < 30_000) await tokenRequest({ grant_type: 'refresh_token', refresh_token: mem.refresh }).catch(() => {});
   const r = await fetch(path, {
     method: body ? 'POST' : 'GET',
     headers: { authorization: `Bearer ${mem.access || ''}`, ...(body ? { 'content-type': 'application/json' } : {}) },

@@ -2,6 +2,7 @@
 // business, mirror and terminal steps run (never applied ahead). A large message's batch is
 // followed by a full collection when it grew the heap (heapMark).
 import v8 from 'node:v8';
+import { PUMP } from '../../core/tuning.ts';
 import { withTimeout } from '../../core/timeout.ts';
 import { collectGarbage } from '../../runtime/gc.ts';
 import { describe } from '../../core/errors.ts';
@@ -29,7 +30,7 @@ export interface Ahead {
 export const isLarge = (b: Body | undefined) => b !== undefined && b !== 'missing' && b.body.length > LARGE_BODY;
 
 /** A large message's batch that grew the heap by more than this is followed by a full collection (collectGarbage). */
-const RELEASE_AFTER_GROWTH = 64 * 2 ** 20;
+const RELEASE_AFTER_GROWTH = PUMP.releaseAfterGrowthBytes;
 const heapUsed = () => v8.getHeapStatistics().used_heap_size;
 
 /**

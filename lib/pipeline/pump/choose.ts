@@ -2,6 +2,7 @@
 // to K, cut before a FAILED one); a FAILED head whose attempts are used up → DEAD(EXHAUSTED); one
 // not yet due waits (an INFRA failure that carried its service: that service is probed every
 // PROBE_EVERY_MS and the head is tried as soon as it answers).
+import { PUMP } from '../../core/tuning.ts';
 import { withTimeout } from '../../core/timeout.ts';
 import { pgRows } from '../../db/statement.ts';
 import * as ProcState from '../../sql/proc-state.ts';
@@ -13,7 +14,7 @@ import { type BatchResult, done, type PumpDeps } from './deps.ts';
 import { countTerminal } from './terminal.ts';
 
 /** While the head is held for INFRA, the failed service is probed this often; work resumes when it answers. */
-const PROBE_EVERY_MS = 1_000;
+const PROBE_EVERY_MS = PUMP.probeEveryMs;
 
 export type Chosen = { kind: 'batch'; heads: ProcState.HeadRow[]; following: ProcState.HeadRow[] } | Exclude<BatchResult, { retrySmaller: number }>;
 

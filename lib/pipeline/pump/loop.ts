@@ -10,13 +10,13 @@ import type { Member } from './batch.ts';
 import type { Done, PumpDeps, TickResult } from './deps.ts';
 import { applyBatch, settleTail } from './steps.ts';
 import { TailGate } from './tail.ts';
+import { PUMP } from '../../core/tuning.ts';
 
 export { inlineDecoding } from './ahead.ts';
 export { type PumpDeps, pumpSettings, type TickResult } from './deps.ts';
 export { withSqlPorts } from './ports.ts';
 
-/** Every LOCK_SLICE_MS a drain releases and re-takes PIPELINE_LOCK when another session waits for it (lets the history purge in). */
-const LOCK_SLICE_MS = 1_000;
+const LOCK_SLICE_MS = PUMP.lockSliceMs;
 
 /** Take PIPELINE_LOCK; whatever the domains kept from earlier batches is forgotten (the purge may have run meanwhile). */
 const lock = async (deps: PumpDeps) => {

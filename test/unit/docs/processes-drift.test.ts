@@ -8,6 +8,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { describeConfig } from '../../../lib/core/config.ts';
+import { PROCESS_NAMES, TASK } from '../../../lib/core/tasks.ts';
 import { parseProcfile } from '../../../scripts/start.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
@@ -108,5 +109,27 @@ describe('processes: README and Prometheus configs vs Procfile and port defaults
       [{ promLocal: files.promLocal.replace('"127.0.0.1:8080"', '"localhost:8080"') }, /ops\/prometheus-local.yml: localhost:8080: host localhost/],
     ];
     for (const [edit, want] of cases) expect(drift({ ...files, ...edit }).join('\n')).toMatch(want);
+  });
+});
+
+describe('README "Processes": the api row lists every operator task', () => {
+  /** The api's tasks: every task of TASK that is no process's duty (intake, pump, backfill run their own). */
+  const apiTasks = () =>
+    Object.values(TASK)
+      .filter((t) => !(PROCESS_NAMES as readonly string[]).includes(t))
+      .sort();
+  /** The tasks the README's api row names (`tasks \`a\`, \`b\`…`). */
+  const listed = (readme: string) => {
+    const row = readme.split('\n').find((l) => l.startsWith('| api |')) ?? '';
+    return [...(/tasks ([^;|]*)/.exec(row)?.[1].matchAll(/`([\w-]+)`/g) ?? [])].map((m) => m[1]).sort();
+  };
+
+  it('equal', () => {
+    expect(apiTasks()).toContain('dispatch-skip');
+    expect(listed(read('README.md'))).toEqual(apiTasks());
+  });
+
+  it('a task left out is reported', () => {
+    expect(listed(read('README.md').replace(', `dispatch-skip`', ''))).not.toEqual(apiTasks());
   });
 });

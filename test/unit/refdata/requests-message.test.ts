@@ -64,9 +64,9 @@ describe('days and the evening crontab', () => {
     expect(resolveRequestPayload({ type: 'RQFD', operationDay: 'tomorrow' }, slices(config).airport, new Date('2026-11-30T18:00:00Z'))).toEqual({ type: 'RQFD', operationDay: '2026-12-01' });
   });
   it('20:00 Asia/Shanghai is 12:00 UTC; empty = off', () => {
-    expect(requestsCrontab(slices(testConfig({ 'msgx.requests.daily-schedule-at': '20:00' })))).toBe('0 12 * * * request {type:"RQFD",operationDay:"tomorrow"}');
-    expect(requestsCrontab(slices(testConfig()))).toBe('');
+    expect(requestsCrontab(slices(testConfig({ 'msgx.requests.daily-schedule-at': '20:00' })), new Date('2026-12-01T00:00:00Z'))).toBe('0 12 * * * request {type:"RQFD",operationDay:"tomorrow"}');
+    expect(requestsCrontab(slices(testConfig()), new Date('2026-12-01T00:00:00Z'))).toBe('');
     // a read-only (shadow) installation asks the AODB nothing
-    expect(requestsCrontab(slices(testConfig({ 'msgx.requests.daily-schedule-at': '20:00', 'msgx.inbox.read-only': 'true' })))).toBe('');
+    expect(requestsCrontab(slices(testConfig({ 'msgx.requests.daily-schedule-at': '20:00', 'msgx.inbox.read-only': 'true' })), new Date('2026-12-01T00:00:00Z'))).toBe('');
   });
 });

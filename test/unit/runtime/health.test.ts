@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { Health } from '../../../lib/runtime/health.ts';
-import { keptFailed } from '../../../lib/runtime/watch.ts';
+import { keptFailed } from '../../../lib/runtime/dependency-checks.ts';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

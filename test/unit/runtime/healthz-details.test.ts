@@ -11,7 +11,7 @@ afterEach(() => clearCondition('restore-check-pending'));
 
 describe('/healthz', () => {
   it('anonymous: ok and the condition names only; a viewer: the reasons, scrubbed', async () => {
-    setCondition('restore-check-pending', 'cannot read postgres://msgx@db.airport.example/msgx?sslmode=verify-full&password=hunter2-q and mysql://u:hunter3@aodb/x');
+    setCondition('restore-check-pending', 'cannot read postgres://msgx@db.airport.example/msgx?sslmode=verify-full&password=hunter2-q and mysql://u:hunter3@aodb/x', new Date(0));
     const route = statusRoutes('pump', new Health({ log: silentLog }))['/healthz'];
     const open = await route({ principal: null, details: false });
     expect(open).toEqual({ status: 503, body: { ok: false, process: 'pump', conditions: ['restore-check-pending'] } });

@@ -1,26 +1,26 @@
-// The Kafka side of the restore check (lib/pipeline/restore.ts): does the msg topic hold an
+// The Kafka side of the restore check (./restore.ts): does the msg topic hold an
 // EVENT_ID above the highest one Postgres handed out? EVENT_IDs come from one Postgres sequence
 // that never goes back, and an event is sent only after its ID was taken: a higher one on the
 // topic means Postgres was restored from a backup taken before it.
 //
 // Cheap in the usual case: per partition, the topic's end offset is compared with the highest
 // offset the outbox recorded for a SENT event (one admin request, one query). Only the records
-// beyond what Postgres knows (at most TAIL per partition) are read, with a short-lived consumer
+// beyond what Postgres knows (at most WATCH.restore.kafkaTail per partition) are read, with a short-lived consumer
 // group, and their EVENT_IDs compared with the sequence; a range found fine is not read again.
 import { randomUUID } from 'node:crypto';
 import kafkajs from '../db/kafkajs.ts';
 import { withTimeout } from '../core/timeout.ts';
 import type { Db } from '../db/postgres.ts';
 import { pgOne, pgRows } from '../db/statement.ts';
-import type { Finding } from '../pipeline/restore.ts';
+import { WATCH } from '../core/tuning.ts';
+import type { Finding } from './restore-signs.ts';
 import * as Outbox from '../sql/outbox.ts';
 import * as Restore from '../sql/restore.ts';
-import { kafkaClientConfig, type KafkaOptions } from './kafka.ts';
+import { kafkaClientConfig, type KafkaOptions } from '../dispatch/kafka.ts';
 
 const { Kafka, logLevel } = kafkajs;
 
-/** Records read per partition at most (the latest ones: where the highest EVENT_IDs are). */
-const TAIL = 2000;
+const TAIL = WATCH.restore.kafkaTail;
 
 export interface TopicEventIds {
   /** Highest EVENT_ID among the records read (null: none read). */

@@ -1,7 +1,9 @@
-// The derived topics' detection rules (lib/dispatch/topic-watch.ts), pure: tables of cases.
+// The derived topics' detection rules (lib/watches/topics.ts) and the send-failure classes
+// (lib/dispatch/send.ts), pure: tables of cases.
 import { describe, expect, it } from 'vitest';
 import { afterFailure } from '../../../lib/dispatch/plan.ts';
-import { describeProblems, isClusterUnavailable, isUnknownTopic, lostPartitions, refusedBackoffMs, topicProblems, type Problem, type TopicView } from '../../../lib/dispatch/topic-watch.ts';
+import { isClusterUnavailable, isUnknownTopic } from '../../../lib/dispatch/send.ts';
+import { describeProblems, lostPartitions, topicProblems, type Problem, type TopicView } from '../../../lib/watches/topics.ts';
 
 const view = (ends: [number, number][] | null, policy?: string | null): TopicView => ({ exists: ends !== null, ends: new Map((ends ?? []).map(([p, h]) => [p, BigInt(h)])), policy });
 const rec = (...r: [number, number][]) => r.map(([partition, next]) => ({ partition, next: BigInt(next) }));
@@ -101,16 +103,6 @@ describe('describeProblems names the topic and what was found', () => {
     );
     expect(describeProblems('t', [{ kind: 'missing' }])).toBe('topic t does not exist');
   });
-});
-
-describe('refusedBackoffMs: doubles from 5 s, capped at 5 min', () => {
-  it.each([
-    [1, 5_000],
-    [2, 10_000],
-    [3, 20_000],
-    [7, 300_000],
-    [50, 300_000],
-  ])('after %i refusal(s): %i ms', (n, ms) => expect(refusedBackoffMs(n)).toBe(ms));
 });
 
 describe('isUnknownTopic: the send error of a vanished topic, however kafkajs wraps it', () => {

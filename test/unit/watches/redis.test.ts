@@ -1,7 +1,7 @@
-// What the Redis heal calls "behind" (lib/pipeline/mirror-heal.ts): a table of what Postgres says
+// What the Redis heal calls "behind" (lib/watches/redis.ts): a table of what Postgres says
 // of a flight and the version Redis holds for it (0: no key).
 import { describe, expect, it } from 'vitest';
-import { behind, type Expected, runIdOf } from '../../../lib/pipeline/mirror-heal.ts';
+import { behind, type Expected, runIdOf } from '../../../lib/watches/redis.ts';
 
 const cases: { what: string; pg: Omit<Expected, 'flid'>; redis: number; behind: boolean }[] = [
   { what: 'ACTIVE, same version', pg: { state: 'ACTIVE', version: 4 }, redis: 4, behind: false },
