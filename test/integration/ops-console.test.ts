@@ -15,7 +15,7 @@ import { chromiumPresent, launchChromium } from '../support/chromium.ts';
 import { inboxProcessed, openServices, putInbox, resetDomain, resetPipeline, sisMessage, type TestServices } from '../support/services.ts';
 import { createRequest, requestSettings } from '../../lib/requests/outbound.ts';
 import { markFailed } from '../../lib/requests/track.ts';
-import { testConfig } from '../support/env.ts';
+import { TEST_TOPICS, testConfig } from '../support/env.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 import { writeTraceFixture, type TraceFixture } from '../support/trace-fixtures.ts';
 
@@ -145,7 +145,7 @@ describe.runIf(present)('ops console v2 (headless Chromium)', () => {
     expect(flights).toMatch(/STND\s*504\s*21/);
     expect(flights).toContain('(MAFL)');
     expect(await page.textContent('#trace-attempts')).toContain('TypeError: boom again');
-    expect(await page.textContent('#trace-events')).toMatch(/msgx\.flight\.msg\s*16\s*2\s*change\s*SENT\s*2\s*41/);
+    expect(await page.textContent('#trace-events')).toMatch(new RegExp(`${TEST_TOPICS.MSGX_KAFKA_MSG_TOPIC.replaceAll('.', '\\.')}\\s*16\\s*2\\s*change\\s*SENT\\s*2\\s*41`));
     await page.screenshot({ path: join(OUT, '1-trace.png'), fullPage: true });
 
     // the FDEL's trace: the delete and its tombstone

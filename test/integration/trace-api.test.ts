@@ -11,6 +11,7 @@ import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.t
 import { writeTraceFixture, type TraceFixture } from '../support/trace-fixtures.ts';
 import { sql } from 'kysely';
 import { markFailed } from '../../lib/requests/track.ts';
+import { TEST_TOPICS } from '../support/env.ts';
 
 let s: TestServices;
 let api: Proc;
@@ -88,9 +89,9 @@ describe('message trace, flight timeline and console reads over HTTP', () => {
     expect(t.flights[0].changes).toEqual([{ key: 'STND', before: '504', after: '21' }]);
     expect(t.flights[1].changes).toEqual([{ key: 'MAFL', before: [], after: [{ FLID: '18', FLNO: 'CA101' }] }]);
     expect(t.events.map((e: any) => [e.topic, e.flid, e.stateVersion, e.state, e.partition, e.offset])).toEqual([
-      ['msgx.flight.msg', '16', 2, 'SENT', 2, '41'],
-      ['msgx.flight.msg', '17', 2, 'PENDING', null, null],
-      ['msgx.flight.schd', '17', 2, 'PENDING', null, null],
+      [TEST_TOPICS.MSGX_KAFKA_MSG_TOPIC, '16', 2, 'SENT', 2, '41'],
+      [TEST_TOPICS.MSGX_KAFKA_MSG_TOPIC, '17', 2, 'PENDING', null, null],
+      [TEST_TOPICS.MSGX_KAFKA_SCHD_TOPIC, '17', 2, 'PENDING', null, null],
     ]);
     expect(t.backfill).toMatchObject({ status: 'OWED' });
 
