@@ -3,7 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TaskList } from 'graphile-worker';
 import type pg from 'pg';
-import { ConfigError, loadConfig, redactUrl, slices, targets, type Config } from '../core/config.ts';
+import { ConfigError, envName, loadConfig, redactUrl, slices, targets, type Config } from '../core/config.ts';
 import { scrub } from '../core/secrets.ts';
 import { isInfraError } from '../core/errors.ts';
 import { RUNTIME } from '../core/tuning.ts';
@@ -13,7 +13,7 @@ import { connectClient, createDb, createPool, type Db } from '../db/postgres.ts'
 import type { Redis } from '../db/redis.ts';
 import { explained } from '../db/tls.ts';
 import { Health, type ConditionOptions, type HealthCheck } from './health.ts';
-import { createStatusServer, type StatusRoute, type StatusServer } from './status-server.ts';
+import { createStatusServer, listenOrExit, type StatusRoute, type StatusServer } from './status-server.ts';
 import { statusRoutes } from './status-routes.ts';
 import { createLogger, type Logger } from './log.ts';
 import { exportProcessMetrics, metrics } from './metrics.ts';
@@ -268,7 +268,8 @@ async function serveStatus(spec: ProcessSpec, rt: Runtime): Promise<StatusServer
   // fastify only for a process with routes of its own (the api); the others answer on node:http
   const app = spec.http ? await routedServer(spec.http, rt, routes) : createStatusServer(slices(config).http, log, rt.access.gate, routes);
   const port = config[`msgx.http.port.${spec.name}`];
-  await app.listen({ port, host: config['msgx.http.host'] });
+  const host = config['msgx.http.host'];
+  await listenOrExit(app, { port, host, setting: envName(`msgx.http.port.${spec.name}`), name: spec.name, log });
   log.info({ port, host: config['msgx.http.host'] }, 'http listening (/metrics, /healthz)');
   return app;
 }

@@ -70,3 +70,25 @@ export function createStatusServer(http: Slices['http'], log: Logger, gate: Gate
       }),
   };
 }
+
+/** Why a server could not listen, by the error's code (anything else is a bug, thrown). */
+const LISTEN_REFUSED: Record<string, string> = {
+  EADDRINUSE: 'is in use (another npm start, or another program)',
+  EACCES: 'may not be listened on by this user',
+  EADDRNOTAVAIL: 'is no address of this machine',
+};
+
+/** Listens; a port taken or refused is the operator's to change: one line naming the setting (log and stderr), exit 1, no stack. */
+export async function listenOrExit(app: Pick<StatusServer, 'listen'>, o: { port: number; host: string; setting: string; name: string; log: Logger }): Promise<void> {
+  try {
+    await app.listen({ port: o.port, host: o.host });
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code ?? '';
+    const why = LISTEN_REFUSED[code];
+    if (!why) throw e;
+    const line = `${o.host}:${o.port} ${why}: set ${o.setting} (or MSGX_HTTP_HOST)`;
+    o.log.fatal({ port: o.port, host: o.host, code }, line);
+    process.stderr.write(`${o.name}: ${line}\n`);
+    process.exit(1);
+  }
+}

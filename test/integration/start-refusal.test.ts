@@ -165,3 +165,21 @@ describe('a start that fails halfway', () => {
     }
   }, 180_000);
 });
+
+describe('a port another program holds', () => {
+  it('is one line naming the address and the setting, exit 1, no stack trace', async () => {
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', () => resolve()));
+    const port = (holder.address() as net.AddressInfo).port;
+    const retention = startWorker('retention', { MSGX_HTTP_PORT_RETENTION: String(port) });
+    procs.push(retention);
+    try {
+      expect(await retention.exited).toBe(1);
+      const line = `retention: 127.0.0.1:${port} is in use (another npm start, or another program): set MSGX_HTTP_PORT_RETENTION (or MSGX_HTTP_HOST)`;
+      expect(retention.logs).toContain(line);
+      expect(retention.logs.filter((l) => /^\s+at |EADDRINUSE: address|node:net/.test(l))).toEqual([]);
+    } finally {
+      await close(holder);
+    }
+  }, 60_000);
+});
