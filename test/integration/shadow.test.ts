@@ -21,7 +21,7 @@ import { healthNotes } from '../../lib/runtime/conditions.ts';
 import { compareInstallations } from '../../lib/shadow/collect.ts';
 import type { DiffReport } from '../../lib/shadow/diff.ts';
 import { messagesFromFile } from '../../lib/inject/files.ts';
-import { corpusMessages, corpusKind } from '../support/corpus.ts';
+import { corpusKind, corpusMessages, corpusPresent } from '../support/corpus.ts';
 import { TEST_INBOX_URL, TEST_PG_URL, testConfig, testEnv } from '../support/env.ts';
 import { runPipelineUntilSettled } from '../support/pipeline.ts';
 import { openServices, type TestServices } from '../support/services.ts';
@@ -243,7 +243,9 @@ describe('a rule change tried on real traffic', () => {
     expect(report.outcomes.different).toBe(0);
     expect(report.outcomes.compared).toBe(ids.length);
     expect(report.reference.recordsDifferent).toBe(0);
-    expect(report.reference.tables).toBeGreaterThan(0);
+    // the reference data of the workload comes from the corpus (the generated part is flights only)
+    if (corpusPresent) expect(report.reference.tables).toBeGreaterThan(0);
+    else console.warn('SKIPPED(corpus-absent): the shadow diff of reference data (the corpus brings it)');
   });
 
   it('npm run compare prints the same (text and --json), exit 1; bad input exit 2', { timeout: 180_000 }, async () => {

@@ -7,10 +7,10 @@
 // Each bad configuration ends as described: /healthz 503 naming postgres, the setting to look at,
 // a few log lines (no flood), the process alive and retrying; a contradiction is refused at start.
 import { spawnSync } from 'node:child_process';
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolvePostgres } from '../../lib/core/connections.ts';
 import { connectClient } from '../../lib/db/postgres.ts';
-import { TEST_PG_URL } from '../support/env.ts';
 import { startWorker, stopAll, waitFor, type Proc } from '../support/processes.ts';
 import { openServices, putInbox, resetPipeline, sisMessage, type TestServices } from '../support/services.ts';
 import { freshDir, makePki, secretFile, startPostgres, type Pki, type SecurePostgres } from '../support/tls.ts';
@@ -21,8 +21,22 @@ let server: SecurePostgres;
 let s: TestServices;
 let env: Record<string, string>;
 const procs: Proc[] = [];
+/**
+ * A server that speaks Postgres's protocol only in plain text: it declines every SSLRequest ('N'),
+ * as a Postgres with ssl = off does (the machine's own Postgres may have TLS on: Debian's default).
+ */
+let plainOnly: net.Server;
+const plainOnlyUrl = () => `postgres://msgx@127.0.0.1:${(plainOnly.address() as net.AddressInfo).port}/msgx`;
 
 beforeAll(async () => {
+  plainOnly = net.createServer((c) => {
+    c.on('error', () => {});
+    c.on('data', (b: Buffer) => {
+      if (b.length === 8 && b.readInt32BE(4) === 80_877_103) c.write('N');
+      else c.end();
+    });
+  });
+  await new Promise<void>((resolve) => plainOnly.listen(0, '127.0.0.1', () => resolve()));
   pki = makePki(freshDir('pki-postgres'), 'certuser');
   server = await startPostgres(pki, PASSWORD);
   env = {
@@ -39,6 +53,7 @@ afterAll(async () => {
   await stopAll(procs);
   await s?.close();
   server?.stop();
+  plainOnly?.close();
 });
 
 /** The settings resolved as the gateway resolves them, for the test's own checks. */
@@ -102,7 +117,7 @@ describe('Postgres with TLS required', () => {
       /postgres: the server refused the user name or password: check DATABASE_PASSWORD/,
     ],
     ['plain text to a server that requires TLS', () => ({ DATABASE_TLS_MODE: '', DATABASE_TLS_CA: '' }), /postgres: the server requires TLS .*DATABASE_TLS_MODE=verify-full/],
-    ['TLS to a server that does not speak it', () => ({ DATABASE_URL: TEST_PG_URL, DATABASE_PASSWORD_FILE: '' }), /postgres: the server does not speak TLS/],
+    ['TLS to a server that does not speak it', () => ({ DATABASE_URL: plainOnlyUrl(), DATABASE_PASSWORD_FILE: '' }), /postgres: the server does not speak TLS/],
   ];
 
   // These cases (and the api's next) run side by side: each process reaches no Postgres at all
