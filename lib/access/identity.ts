@@ -73,7 +73,9 @@ export class Identity {
         return { ok: false, status: r.status ?? 401, reason: r.message };
       }
     }
-    return { ok: false, status: 401, reason: 'missing or wrong bearer token' };
+    // the reason names what was tried (a deployment's key made without the prefix lands here)
+    const tried = [`not an API key (they start ${KEY_PREFIX})`, this.src.oidc ? 'not a JWT' : '', this.dev ? 'not the development token' : ''];
+    return { ok: false, status: 401, reason: `missing or wrong bearer token: ${tried.filter(Boolean).join(', ')}` };
   }
 }
 

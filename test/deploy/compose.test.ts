@@ -271,6 +271,8 @@ describe.skipIf(missing !== undefined)('docker-compose.yml, brought up as its us
     for (const s of Object.values(config.services)) for (const v of s.volumes ?? []) expect(String(typeof v === 'string' ? v : v.source)).not.toContain(SECRETS);
     // the api keys file holds the sha256 of each key, named and with its role
     const keys = readFileSync(join(SECRETS, 'gateway/api-keys'), 'utf8');
+    // keys in the api's own format (its prefix, 32 random bytes base64url), or the api takes them for JWTs
+    for (const k of [operatorKey(), readFileSync(join(SECRETS, 'prometheus/prometheus-api-key'), 'utf8').trim()]) expect(k).toMatch(/^msgxk_[A-Za-z0-9_-]{43}$/);
     const sha = (s: string) => createHash('sha256').update(s).digest('hex');
     expect(keys).toBe(`operator operator ${sha(operatorKey())}\nprometheus viewer ${sha(readFileSync(join(SECRETS, 'prometheus/prometheus-api-key'), 'utf8').trim())}\n`);
   }, 60_000);

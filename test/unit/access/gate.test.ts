@@ -61,7 +61,7 @@ describe('the access gate', () => {
   });
 
   it('the shared token only when given (development mode), as an admin', async () => {
-    expect(await setup().ask({ key: 'dev' })).toMatchObject({ allow: false, status: 401 });
+    expect(await setup().ask({ key: 'dev' })).toMatchObject({ allow: false, status: 401, body: { reason: 'missing or wrong bearer token: not an API key (they start msgxk_)' } });
     expect(await setup({ dev: 'dev' }).ask({ key: 'dev', method: 'POST', route: '/cminmsgs/send' })).toMatchObject({ allow: true, principal: { via: 'dev', role: 'admin' } });
   });
 
