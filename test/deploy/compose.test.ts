@@ -78,10 +78,37 @@ async function allHealthy(): Promise<Container[] | undefined> {
   for (const c of cs)
     if (ONE_SHOTS.includes(c.service) && c.status === 'exited' && c.exitCode !== 0)
       throw new Error(`${c.service} exited ${c.exitCode}: ${(await run('docker', ['logs', '--tail', '20', c.id])).stderr}`);
-  const ready = cs.every((c) => (ONE_SHOTS.includes(c.service) ? c.status === 'exited' : c.health === 'healthy'));
-  return ready && cs.length > 0 ? cs : undefined;
+  const unready = cs.filter((c) => (ONE_SHOTS.includes(c.service) ? c.status !== 'exited' : c.health !== 'healthy'));
+  if (cs.length > 0 && unready.length > 0) throw new NotReady(unready);
+  return cs.length > 0 ? cs : undefined;
 }
-const waitHealthy = (timeoutMs = 300_000) => waitFor('every healthcheck healthy, the one-shots exited 0', allHealthy, timeoutMs, 2000);
+/** The containers not ready yet (waitFor keeps the last one: a timeout names them). */
+class NotReady extends Error {
+  readonly unready: Container[];
+  constructor(unready: Container[]) {
+    super(`not ready: ${unready.map((c) => `${c.service} ${c.status}/${c.health ?? '-'}`).join(', ')}`);
+    this.unready = unready;
+  }
+}
+/** allHealthy within `timeoutMs`; a timeout says which containers were not ready, with the last lines each logged. */
+async function waitHealthy(timeoutMs = 300_000): Promise<Container[]> {
+  let last: NotReady | undefined;
+  const probe = () =>
+    allHealthy().catch((e: unknown) => {
+      if (e instanceof NotReady) last = e;
+      throw e;
+    });
+  try {
+    return await waitFor('every healthcheck healthy, the one-shots exited 0', probe, timeoutMs, 2000);
+  } catch (e) {
+    const tails = await Promise.all(
+      (last?.unready ?? []).map(
+        async (c) => `--- ${c.service}\n${(await run('docker', ['logs', '--tail', '15', c.id])).stdout.slice(-2500)}${(await run('docker', ['logs', '--tail', '15', c.id])).stderr.slice(-2500)}`,
+      ),
+    );
+    throw new Error(`${(e as Error).message}\n${tails.join('\n')}`);
+  }
+}
 
 const operatorKey = () => readFileSync(join(SECRETS, 'operator-api-key'), 'utf8').trim();
 async function flight(flid: string): Promise<Record<string, unknown>> {
@@ -196,9 +223,15 @@ async function stream(name: string, messages: { xml: string }[], chunks: number)
   await dcOk(['exec', '-T', 'api', 'sh', '-c', `for d in /tmp/${name}/*/; do node scripts/inject.ts "$d"*.xml >/dev/null || exit 1; sleep 1; done`], 300_000);
 }
 
-/** `msgx_dispatch_sent_total{target="msg"}` of one msg-dispatch container (its /metrics, from inside). */
+/**
+ * `msgx_dispatch_sent_total{target="msg"}` of one msg-dispatch container (its /metrics, from
+ * inside, as the operator: /metrics is a viewer read). The key goes in on standard input, never
+ * on a command line; an answer other than 200 is no figure (undefined), not 0.
+ */
 async function sentBy(id: string): Promise<number | undefined> {
-  const r = await run('docker', ['exec', id, 'node', '-e', "fetch('http://127.0.0.1:9404/metrics').then((r) => r.text()).then((t) => console.log(t))"], { timeoutMs: 15_000 });
+  const script = `fetch('http://127.0.0.1:9404/metrics', { headers: { authorization: 'Bearer ${operatorKey()}' } })
+    .then(async (r) => { if (r.status !== 200) { console.error('metrics: ' + r.status); process.exit(1); } console.log(await r.text()); })`;
+  const r = await run('docker', ['exec', '-i', id, 'node', '-'], { timeoutMs: 15_000, input: script });
   if (r.status !== 0) return undefined;
   const m = /^msgx_dispatch_sent_total\{target="msg"\} (\d+)/m.exec(r.stdout);
   return m ? Number(m[1]) : 0;
@@ -336,25 +369,39 @@ describe.skipIf(missing !== undefined)('docker-compose.yml, brought up as its us
     expect(dispatchers.length).toBe(2);
     const messages = gateMessages(240, 500_000, 'S');
     const flowing = stream('scale', messages, 24);
-    // the sender: the one whose count rises while the stream flows
-    const sender = await waitFor(
-      'a msg-dispatch sends',
-      async () => {
-        const before = await Promise.all(dispatchers.map(sentBy));
-        await new Promise((r) => setTimeout(r, 1500));
-        const after = await Promise.all(dispatchers.map(sentBy));
-        const rise = after.map((a, i) => (a ?? 0) - (before[i] ?? 0));
-        return Math.max(...rise) > 0 ? dispatchers[rise.indexOf(Math.max(...rise))] : undefined;
-      },
-      60_000,
-      0,
-    );
-    const other = dispatchers.find((d) => d !== sender)!;
-    const otherAtKill = (await sentBy(other)) ?? 0;
-    // a crash: the node process SIGKILLed inside (docker kill would count as a stop: no restart)
-    await ok('docker', ['exec', '-u', 'root', sender, 'sh', '-c', 'for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = node ] && kill -KILL "$(basename "$p")"; done; true']);
-    const killedAt = Date.now();
-    await waitFor('the other msg-dispatch sends', async () => ((await sentBy(other)) ?? 0) > otherAtKill, 10_000, 250);
+    flowing.catch(() => undefined); // awaited below; a failure before that waits for it, so the next test starts on a quiet stream
+    let killedAt = 0;
+    try {
+      // the sender: the one whose count rises while the stream flows
+      const sender = await waitFor(
+        'a msg-dispatch sends',
+        async () => {
+          const before = await Promise.all(dispatchers.map(sentBy));
+          await new Promise((r) => setTimeout(r, 1500));
+          const after = await Promise.all(dispatchers.map(sentBy));
+          const rise = after.map((a, i) => (a ?? 0) - (before[i] ?? 0));
+          return Math.max(...rise) > 0 ? dispatchers[rise.indexOf(Math.max(...rise))] : undefined;
+        },
+        60_000,
+        0,
+      );
+      const other = dispatchers.find((d) => d !== sender)!;
+      const otherAtKill = (await sentBy(other)) ?? 0;
+      // a crash: the node process SIGKILLed inside (docker kill would count as a stop: no restart)
+      await ok('docker', ['exec', '-u', 'root', sender, 'sh', '-c', 'for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = node ] && kill -KILL "$(basename "$p")"; done; true']);
+      killedAt = Date.now();
+      try {
+        await waitFor('the other msg-dispatch sends', async () => ((await sentBy(other)) ?? 0) > otherAtKill, 10_000, 250);
+      } catch (e) {
+        // what each instance sent, and what waits: tells a slow takeover from a stream that ended
+        const sent = await Promise.all(dispatchers.map(async (d) => `${d === sender ? 'killed' : 'other'} ${await sentBy(d)}`));
+        const waiting = await psql("select count(*) from msg_event where target = 'msg' and state = 'PENDING'");
+        throw new Error(`${(e as Error).message}; sent since start: ${sent.join(', ')} (other at the kill: ${otherAtKill}); msg events PENDING: ${waiting}`);
+      }
+    } catch (e) {
+      await flowing.catch(() => undefined);
+      throw e;
+    }
     times['takeover (s)'] = (Date.now() - killedAt) / 1000;
     await flowing;
     await waitFor(
