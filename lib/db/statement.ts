@@ -145,7 +145,7 @@ export async function pgRun<P extends readonly unknown[], R>(db: Executor, st: P
   return Number((await execPg(db, st, params)).numAffectedRows ?? 0);
 }
 
-type MyExecutor = Pick<mysql.Pool, 'query'> | Pick<mysql.PoolConnection, 'query'>;
+export type MyExecutor = Pick<mysql.Pool, 'query'> | Pick<mysql.PoolConnection, 'query'>;
 
 /** The rows of a MariaDB statement. */
 export async function myRows<P extends readonly unknown[], R>(my: MyExecutor, st: MyStatement<P, R>, ...params: P): Promise<R[]> {
