@@ -3,7 +3,6 @@ import { type Executor, pgRun, pgStatement } from '../db/statement.ts';
 
 // ---- lib/access/trail.ts
 
-/** Appends one audit row; the JSON columns as text. */
 const insertStatement = pgStatement<
   [
     at: Date,
@@ -30,6 +29,7 @@ const insertStatement = pgStatement<
    values ($1::timestamptz, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::text, $11::text, $12::integer, $13::text,
            $14::jsonb, $15::jsonb, $16::jsonb, $17::integer)`,
 );
+/** Appends one audit row; the JSON columns as text. */
 export function insert(
   db: Executor,
   at: Date,
@@ -55,12 +55,12 @@ export function insert(
 
 // ---- lib/lifecycle/access-audit.ts
 
-/** Deletes up to $2 rows (oldest first) older than $1. */
 const deleteBeforeStatement = pgStatement<[cutoff: Date, batch: number]>(
   'access_audit.delete_before',
   `delete from access_audit where id = any(array(
      select id from access_audit where at < $1::timestamptz order by at, id limit $2::bigint))`,
 );
+/** Deletes up to $2 rows (oldest first) older than $1. */
 export function deleteBefore(db: Executor, cutoff: Date, batch: number): Promise<number> {
   return pgRun(db, deleteBeforeStatement, cutoff, batch);
 }

@@ -256,17 +256,17 @@ function writeStatement(spec: FlightColumns) {
   return pgStatement<FlightWriteParams, { n: number }>('flight.write_batch', `with ${ctes.join(',\n')}\nselect (select count(*) from w${pieces.length - 1})::int as n`);
 }
 
-/** The flights each of the messages $1 changed (their change records): {msg_id, flid}. */
 const changedByStatement = pgStatement<[msgIds: number[]], { msg_id: number; flid: string }>('flight.changed_by', 'select msg_id, flid from flight_change where msg_id = any($1::bigint[])');
+/** The flights each of the messages $1 changed (their change records): {msg_id, flid}. */
 export function listChangedBy(db: Executor, msgIds: number[]): Promise<RowOf<typeof changedByStatement>[]> {
   return pgRows(db, changedByStatement, msgIds);
 }
 
-/** ACTIVE flights whose MAID is one of the masters $1: {flid, flno, maid}, ordered by FLID. */
 const sharedOfStatement = pgStatement<[masters: string[]], { flid: string; flno: string | null; maid: string }>(
   'flight.shared_of',
   "select flid, flno, maid from flight_schd where state = 'ACTIVE' and maid = any($1::text[]) order by length(flid), flid",
 );
+/** ACTIVE flights whose MAID is one of the masters $1: {flid, flno, maid}, ordered by FLID. */
 export function readSharedOf(db: Executor, masters: string[]): Promise<RowOf<typeof sharedOfStatement>[]> {
   return pgRows(db, sharedOfStatement, masters);
 }
@@ -279,16 +279,15 @@ export function readSharedOf(db: Executor, masters: string[]): Promise<RowOf<typ
 
 // ---- lib/flight/floor.ts
 
-/** The version floor of each of the FLIDs $1 that was purged before. */
 const versionFloorsStatement = pgStatement<[flids: string[]], { flid: string; state_version: number }>(
   'flight.version_floors',
   'select flid, state_version from flight_version_floor where flid = any($1::text[])',
 );
+/** The version floor of each of the FLIDs $1 that was purged before. */
 export function readVersionFloors(db: Executor, flids: string[]): Promise<RowOf<typeof versionFloorsStatement>[]> {
   return pgRows(db, versionFloorsStatement, flids);
 }
 
-/** Raise (never lower) the floor of the FLIDs $1 to the versions $2, purged at $3. */
 const raiseVersionFloorsStatement = pgStatement<[flids: string[], versions: number[], now: Date]>(
   'flight.raise_version_floors',
   `insert into flight_version_floor (flid, state_version, purged_at)
@@ -296,13 +295,13 @@ const raiseVersionFloorsStatement = pgStatement<[flids: string[], versions: numb
    on conflict (flid) do update set state_version = greatest(flight_version_floor.state_version, excluded.state_version),
                                     purged_at = excluded.purged_at`,
 );
+/** Raise (never lower) the floor of the FLIDs $1 to the versions $2, purged at $3. */
 export function raiseVersionFloors(db: Executor, flids: string[], versions: number[], now: Date): Promise<number> {
   return pgRun(db, raiseVersionFloorsStatement, flids, versions, now);
 }
 
 // ---- lib/flight/timeline.ts
 
-/** The FLIGHT_SCHD row of flight $1 as the timeline shows it (none when purged or never seen). */
 const timelineCurrentStatement = pgStatement<
   [flid: string],
   { state: 'ACTIVE' | 'DELETED'; state_version: number; operation_day: string | null; created_at: Date; updated_at: Date; deleted_at: Date | null; last_msg_id: number | null }
@@ -311,6 +310,7 @@ const timelineCurrentStatement = pgStatement<
   `select state, state_version, operation_day::text as operation_day, created_at, updated_at, deleted_at, last_msg_id
      from flight_schd where flid = $1::text`,
 );
+/** The FLIGHT_SCHD row of flight $1 as the timeline shows it (none when purged or never seen). */
 export function readTimelineCurrent(db: Executor, flid: string): Promise<RowOf<typeof timelineCurrentStatement>[]> {
   return pgRows(db, timelineCurrentStatement, flid);
 }
@@ -328,8 +328,8 @@ export interface FlightChangeRow {
   created_at: Date;
 }
 
-/** The change records of flight $1, in version order. */
 const timelineChangesStatement = pgStatement<[flid: string], FlightChangeRow>('flight.timeline_changes', 'select * from flight_change where flid = $1::text order by state_version');
+/** The change records of flight $1, in version order. */
 export function readTimelineChanges(db: Executor, flid: string): Promise<FlightChangeRow[]> {
   return pgRows(db, timelineChangesStatement, flid);
 }

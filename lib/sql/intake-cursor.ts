@@ -14,16 +14,15 @@ export interface IntakeCursorRow {
   passed_gaps: { lo: number; hi: number; at: string }[];
 }
 
-/** Intake's cursor (its one row). */
 const intakeCursorStatement = pgStatement<[], IntakeCursorRow>(
   'intake_cursor.read',
   'select watermark, full_scan_from, full_scan_at, gap_id, gap_seen_at, gaps, passed_gaps from intake_cursor where id = 1',
 );
+/** Intake's cursor (its one row). */
 export function readIntakeCursor(db: Executor): Promise<IntakeCursorRow | undefined> {
   return pgOne(db, intakeCursorStatement);
 }
 
-/** Saves intake's cursor (gaps as JSON text). */
 const saveIntakeCursorStatement = pgStatement<
   [watermark: number, fullScanFrom: number | null, fullScanAt: Date | null, gapId: number | null, gapSeenAt: Date | null, gapsJson: string, passedGapsJson: string, readWatermark: number]
 >(
@@ -33,6 +32,7 @@ const saveIntakeCursorStatement = pgStatement<
                             gap_seen_at = $5::timestamptz, gaps = $6::jsonb, passed_gaps = $7::jsonb
     where id = 1 and watermark = $8::bigint`,
 );
+/** Saves intake's cursor (gaps as JSON text). */
 export function saveIntakeCursor(
   db: Executor,
   watermark: number,

@@ -4,20 +4,20 @@
 // its writes and nothing else of the batch. Statement conventions: lib/db/statement.ts.
 import { type Executor, pgRun, pgStatement } from '../db/statement.ts';
 
-/** Opens the savepoint of one message of the batch. */
 const savepointStatement = pgStatement('tx.savepoint', 'savepoint msgx_message');
+/** Opens the savepoint of one message of the batch. */
 export function savepoint(db: Executor): Promise<number> {
   return pgRun(db, savepointStatement);
 }
 
-/** Keeps the message's writes (it succeeded). */
 const releaseSavepointStatement = pgStatement('tx.release_savepoint', 'release savepoint msgx_message');
+/** Keeps the message's writes (it succeeded). */
 export function releaseSavepoint(db: Executor): Promise<number> {
   return pgRun(db, releaseSavepointStatement);
 }
 
-/** Takes the message's writes back (skipped or failed). */
 const rollbackToSavepointStatement = pgStatement('tx.rollback_to_savepoint', 'rollback to savepoint msgx_message');
+/** Takes the message's writes back (skipped or failed). */
 export function rollbackToSavepoint(db: Executor): Promise<number> {
   return pgRun(db, rollbackToSavepointStatement);
 }

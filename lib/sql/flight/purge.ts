@@ -4,16 +4,12 @@ import { type Executor, pgOne, pgRows, pgRun, pgStatement, type RowOf } from '..
 
 // ---- lib/lifecycle/flights.ts
 
-/** Redis keys owed by earlier purge rounds: how many. */
 const purgeRedisOwedCountStatement = pgStatement<[], { n: number }>('flight.purge_redis_owed_count', 'select count(*)::int as n from flight_purge_redis');
+/** Redis keys owed by earlier purge rounds: how many. */
 export function countPurgeRedisOwed(db: Executor): Promise<RowOf<typeof purgeRedisOwedCountStatement> | undefined> {
   return pgOne(db, purgeRedisOwedCountStatement);
 }
 
-/**
- * History purge candidates after FLID $1, read without locks: DELETED before $2 or of an
- * operation day before $3, and whose last message is not open (state in $4); at most $5, FLID order.
- */
 const purgeCandidatesStatement = pgStatement<[after: string, deletedBefore: Date, dayBefore: string, inProcess: string[], limit: number], { flid: string; state_version: number }>(
   'flight.purge_candidates',
   `select f.flid, f.state_version from flight_schd f
@@ -22,6 +18,10 @@ const purgeCandidatesStatement = pgStatement<[after: string, deletedBefore: Date
      and not exists (select 1 from proc_state p where p.msg_id = f.last_msg_id and p.state = any($4::text[]))
    order by f.flid limit $5::bigint`,
 );
+/**
+ * History purge candidates after FLID $1, read without locks: DELETED before $2 or of an
+ * operation day before $3, and whose last message is not open (state in $4); at most $5, FLID order.
+ */
 export function listPurgeCandidates(db: Executor, after: string, deletedBefore: Date, dayBefore: string, inProcess: string[], limit: number): Promise<RowOf<typeof purgeCandidatesStatement>[]> {
   return pgRows(db, purgeCandidatesStatement, after, deletedBefore, dayBefore, inProcess, limit);
 }
@@ -37,10 +37,6 @@ export interface PurgeFamilyRow {
   in_process: boolean;
 }
 
-/**
- * The candidates $1 with their families (their master and every flight whose MAID names the same
- * master), locked FOR UPDATE in FLID order; in_process: the last message is open (state in $2).
- */
 const lockPurgeFamiliesStatement = pgStatement<[flids: string[], inProcess: string[]], PurgeFamilyRow>(
   'flight.lock_purge_families',
   `with c as (select coalesce(maid, flid) as root from flight_schd where flid = any($1::text[]))
@@ -51,64 +47,68 @@ const lockPurgeFamiliesStatement = pgStatement<[flids: string[], inProcess: stri
    order by f.flid
    for update of f`,
 );
+/**
+ * The candidates $1 with their families (their master and every flight whose MAID names the same
+ * master), locked FOR UPDATE in FLID order; in_process: the last message is open (state in $2).
+ */
 export function lockPurgeFamilies(db: Executor, flids: string[], inProcess: string[]): Promise<PurgeFamilyRow[]> {
   return pgRows(db, lockPurgeFamiliesStatement, flids, inProcess);
 }
 
-/** Redis keys owed for the purged FLIDs $1 (purged at $2), deleted after the commit. */
 const owePurgeRedisStatement = pgStatement<[flids: string[], now: Date]>(
   'flight.owe_purge_redis',
   `insert into flight_purge_redis (flid, purged_at) select unnest($1::text[]), $2::timestamptz
    on conflict (flid) do update set purged_at = excluded.purged_at`,
 );
+/** Redis keys owed for the purged FLIDs $1 (purged at $2), deleted after the commit. */
 export function owePurgeRedis(db: Executor, flids: string[], now: Date): Promise<number> {
   return pgRun(db, owePurgeRedisStatement, flids, now);
 }
 
-/** Deletes the flights $1 still at the versions $2 (their detail rows go too: sql/migrations/0950_child_rows_per_statement.sql). */
 const purgeDeleteStatement = pgStatement<[flids: string[], versions: number[]]>(
   'flight.purge_delete',
   `delete from flight_schd f using unnest($1::text[], $2::integer[]) as u(flid, v)
    where f.flid = u.flid and f.state_version = u.v`,
 );
+/** Deletes the flights $1 still at the versions $2 (their detail rows go too: sql/migrations/0950_child_rows_per_statement.sql). */
 export function purgeDelete(db: Executor, flids: string[], versions: number[]): Promise<number> {
   return pgRun(db, purgeDeleteStatement, flids, versions);
 }
 
-/** Forgets the owed Redis keys of the FLIDs $1. */
 const forgetPurgeRedisStatement = pgStatement<[flids: string[]]>('flight.forget_purge_redis', 'delete from flight_purge_redis where flid = any($1::text[])');
+/** Forgets the owed Redis keys of the FLIDs $1. */
 export function forgetPurgeRedis(db: Executor, flids: string[]): Promise<number> {
   return pgRun(db, forgetPurgeRedisStatement, flids);
 }
 
-/** Owed Redis keys (at most 10,000, FLID order); live: the FLID is ACTIVE again. */
 const purgeRedisOwedStatement = pgStatement<[], { flid: string; live: boolean }>(
   'flight.purge_redis_owed',
   `select p.flid, exists (select 1 from flight_schd f where f.flid = p.flid and f.state = 'ACTIVE') as live
    from flight_purge_redis p order by p.flid limit 10000`,
 );
+/** Owed Redis keys (at most 10,000, FLID order); live: the FLID is ACTIVE again. */
 export function listPurgeRedisOwed(db: Executor): Promise<RowOf<typeof purgeRedisOwedStatement>[]> {
   return pgRows(db, purgeRedisOwedStatement);
 }
 
-/** ACTIVE flights with no operation day, untouched since before $1: how many. */
 const withoutOperationDayCountStatement = pgStatement<[before: Date], { n: number }>(
   'flight.without_operation_day_count',
   `select count(*)::int as n from flight_schd
    where operation_day is null and state = 'ACTIVE' and updated_at < $1::timestamptz`,
 );
+/** ACTIVE flights with no operation day, untouched since before $1: how many. */
 export function countWithoutOperationDay(db: Executor, before: Date): Promise<RowOf<typeof withoutOperationDayCountStatement> | undefined> {
   return pgOne(db, withoutOperationDayCountStatement, before);
 }
 
 // ---- lib/lifecycle/trace-records.ts
 
-/** Deletes up to $2 FLIGHT_CHANGE rows created before $1, oldest first (the retention job's batch). */
 const purgeChangesBeforeStatement = pgStatement<[cutoff: Date, batch: number]>(
   'flight.purge_changes_before',
   `delete from flight_change where ctid = any(array(
      select ctid from flight_change where created_at < $1::timestamptz order by created_at limit $2))`,
 );
+/** Deletes up to $2 FLIGHT_CHANGE rows created before $1, oldest first (the retention job's batch). */
 export function purgeChangesBefore(db: Executor, cutoff: Date, batch: number): Promise<number> {
   return pgRun(db, purgeChangesBeforeStatement, cutoff, batch);
 }

@@ -5,12 +5,6 @@ import { type Executor, pgOne, pgRows, pgStatement, type RowOf } from '../../db/
 
 // ---- lib/api/flight-routes.ts
 
-/**
- * The msg topic position of GET /all/flights: per partition, the offset after the highest one
- * acknowledged for a SENT msg event the outbox still holds (docs/consumers.md "Starting from
- * nothing"); also where the restore check starts reading the topic (lib/watches/restore-kafka.ts). One index probe per partition (msg_event_msg_sent_offset): the partitions are
- * walked with a recursive skip over the index, not by grouping every SENT row.
- */
 const msgPositionsStatement = pgStatement<[], { partition: number; offset: string }>(
   'outbox.msg_positions',
   `with recursive p(part) as (
@@ -24,18 +18,18 @@ const msgPositionsStatement = pgStatement<[], { partition: number; offset: strin
             where target = 'msg' and state = 'SENT' and kafka_offset is not null and kafka_partition = p.part) + 1)::text as offset
    from p where p.part is not null order by p.part`,
 );
+/**
+ * The msg topic position of GET /all/flights: per partition, the offset after the highest one
+ * acknowledged for a SENT msg event the outbox still holds (docs/consumers.md "Starting from
+ * nothing"); also where the restore check starts reading the topic (lib/watches/restore-kafka.ts). One index probe per partition (msg_event_msg_sent_offset): the partitions are
+ * walked with a recursive skip over the index, not by grouping every SENT row.
+ */
 export function readMsgPositions(db: Executor): Promise<RowOf<typeof msgPositionsStatement>[]> {
   return pgRows(db, msgPositionsStatement);
 }
 
 // ---- lib/watches/ (the derived topics' checks, docs/operations.md "Derived stores")
 
-/**
- * The state topic's recorded positions: per partition, one past the highest offset acknowledged
- * for a SENT state row (one index probe per partition, msg_event_state_sent_offset). The same
- * walk as msgPositions with its own target literal: each matches its partial index, which a
- * target given as $1 would not (a generic plan cannot prove the index's predicate).
- */
 const statePositionsStatement = pgStatement<[], { partition: number; offset: string }>(
   'outbox.state_positions',
   `with recursive p(part) as (
@@ -49,17 +43,16 @@ const statePositionsStatement = pgStatement<[], { partition: number; offset: str
             where target = 'state' and state = 'SENT' and kafka_offset is not null and kafka_partition = p.part) + 1)::text as offset
    from p where p.part is not null order by p.part`,
 );
+/**
+ * The state topic's recorded positions: per partition, one past the highest offset acknowledged
+ * for a SENT state row (one index probe per partition, msg_event_state_sent_offset). The same
+ * walk as msgPositions with its own target literal: each matches its partial index, which a
+ * target given as $1 would not (a generic plan cannot prove the index's predicate).
+ */
 export function readStatePositions(db: Executor): Promise<RowOf<typeof statePositionsStatement>[]> {
   return pgRows(db, statePositionsStatement);
 }
 
-/**
- * The re-seed of the state topic, at $1: a state row for every ACTIVE flight that has none (the
- * dispatch retention deletes SENT rows after msgx.pipeline.event-retention, whatever the target),
- * and every SENT state row back to PENDING with its own EVENT_ID (attempts 0, placement
- * forgotten); PENDING rows backing off (sends to the vanished topic) are due at once. A row the pump writes meanwhile wins (on conflict do nothing; its upsert replaces
- * ours). DEAD rows stay the operator's. Returns the counts and the highest event id touched.
- */
 const reseedStateStatement = pgStatement<[now: Date], { inserted: number; requeued: number; high: number | null; dead: number }>(
   'outbox.reseed_state',
   `with ins as (
@@ -80,24 +73,27 @@ const reseedStateStatement = pgStatement<[now: Date], { inserted: number; requeu
           greatest((select max(event_id) from ins), (select max(event_id) from req))::bigint as high,
           (select count(*)::int from msg_event where target = 'state' and state = 'DEAD') as dead`,
 );
+/**
+ * The re-seed of the state topic, at $1: a state row for every ACTIVE flight that has none (the
+ * dispatch retention deletes SENT rows after msgx.pipeline.event-retention, whatever the target),
+ * and every SENT state row back to PENDING with its own EVENT_ID (attempts 0, placement
+ * forgotten); PENDING rows backing off (sends to the vanished topic) are due at once. A row the pump writes meanwhile wins (on conflict do nothing; its upsert replaces
+ * ours). DEAD rows stay the operator's. Returns the counts and the highest event id touched.
+ */
 export function reseedState(db: Executor, now: Date): Promise<RowOf<typeof reseedStateStatement> | undefined> {
   return pgOne(db, reseedStateStatement, now);
 }
 
-/** How far a re-seed is: state rows up to event id $1 still PENDING, and DEAD state rows up to it. */
 const reseedProgressStatement = pgStatement<[high: number], { pending: number; dead: number }>(
   'outbox.reseed_progress',
   `select (select count(*)::int from msg_event where target = 'state' and state = 'PENDING' and event_id <= $1::bigint) as pending,
           (select count(*)::int from msg_event where target = 'state' and state = 'DEAD' and event_id <= $1::bigint) as dead`,
 );
+/** How far a re-seed is: state rows up to event id $1 still PENDING, and DEAD state rows up to it. */
 export function readReseedProgress(db: Executor, high: number): Promise<RowOf<typeof reseedProgressStatement> | undefined> {
   return pgOne(db, reseedProgressStatement, high);
 }
 
-/**
- * The msg topic's check: its recorded positions (as outbox.msg_positions) and, in the same
- * statement, the open losses of topic $1 (rows with partition null).
- */
 const msgTopicCheckStatement = pgStatement<
   [topic: string],
   { partition: number | null; offset: string | null; loss_id: number | null; loss_partitions: number[] | null; loss_events: number | null; loss_first: number | null; loss_last: number | null }
@@ -118,15 +114,14 @@ const msgTopicCheckStatement = pgStatement<
    select null, null, l.id, l.partitions, l.events, l.first_event_id, l.last_event_id
    from topic_loss l where l.topic = $1::text and l.resolved_at is null`,
 );
+/**
+ * The msg topic's check: its recorded positions (as outbox.msg_positions) and, in the same
+ * statement, the open losses of topic $1 (rows with partition null).
+ */
 export function checkMsgTopic(db: Executor, topic: string): Promise<RowOf<typeof msgTopicCheckStatement>[]> {
   return pgRows(db, msgTopicCheckStatement, topic);
 }
 
-/**
- * A loss of the msg topic $1 found at $2: the SENT msg events recorded in partitions $4 at or
- * above the end offsets $5 (the topic no longer holds them) lose their recorded offset, and one
- * open topic_loss row ($3 = what was found) names their range. Nothing when no event is lost.
- */
 const recordMsgLossStatement = pgStatement<
   [topic: string, now: Date, detail: string, partitions: number[], ends: string[]],
   { id: number; first_event_id: number; last_event_id: number; events: number; partitions: number[] }
@@ -143,25 +138,26 @@ const recordMsgLossStatement = pgStatement<
    from lost having count(*) > 0
    returning id, first_event_id, last_event_id, events, partitions`,
 );
+/**
+ * A loss of the msg topic $1 found at $2: the SENT msg events recorded in partitions $4 at or
+ * above the end offsets $5 (the topic no longer holds them) lose their recorded offset, and one
+ * open topic_loss row ($3 = what was found) names their range. Nothing when no event is lost.
+ */
 export function recordMsgLoss(db: Executor, topic: string, now: Date, detail: string, partitions: number[], ends: string[]): Promise<RowOf<typeof recordMsgLossStatement> | undefined> {
   return pgOne(db, recordMsgLossStatement, topic, now, detail, partitions, ends);
 }
 
 // ---- lib/dispatch/resend.ts (scripts/dispatch-resend.ts)
 
-/** The msg events the outbox still holds: lowest and highest EVENT_ID (null: none). */
 const msgEventBoundsStatement = pgStatement<[], { low: number | null; high: number | null }>(
   'outbox.msg_event_bounds',
   `select (select min(event_id) from msg_event where target = 'msg') as low, (select max(event_id) from msg_event where target = 'msg') as high`,
 );
+/** The msg events the outbox still holds: lowest and highest EVENT_ID (null: none). */
 export function readMsgEventBounds(db: Executor): Promise<RowOf<typeof msgEventBoundsStatement> | undefined> {
   return pgOne(db, msgEventBoundsStatement);
 }
 
-/**
- * SENT msg events $1..$2 back to PENDING (attempts 0, placement forgotten): the msg round sends
- * them again in EVENT_ID order per FLID. PENDING, DEAD and SKIPPED events are left as they are.
- */
 const resendMsgRangeStatement = pgStatement<[from: number, to: number], { events: number; flids: number; first: number | null; last: number | null }>(
   'outbox.resend_msg_range',
   `with r as (
@@ -170,26 +166,30 @@ const resendMsgRangeStatement = pgStatement<[from: number, to: number], { events
      returning event_id, flid)
    select count(*)::int as events, count(distinct flid)::int as flids, min(event_id) as first, max(event_id) as last from r`,
 );
+/**
+ * SENT msg events $1..$2 back to PENDING (attempts 0, placement forgotten): the msg round sends
+ * them again in EVENT_ID order per FLID. PENDING, DEAD and SKIPPED events are left as they are.
+ */
 export function resendMsgRange(db: Executor, from: number, to: number): Promise<RowOf<typeof resendMsgRangeStatement> | undefined> {
   return pgOne(db, resendMsgRangeStatement, from, to);
 }
 
-/** The open losses of topic $1, oldest first. */
 const openLossesStatement = pgStatement<[topic: string], { id: number; detected_at: Date; detail: string; partitions: number[]; first_event_id: number; last_event_id: number; events: number }>(
   'outbox.open_losses',
   `select id, detected_at, detail, partitions, first_event_id, last_event_id, events
    from topic_loss where topic = $1::text and resolved_at is null order by id`,
 );
+/** The open losses of topic $1, oldest first. */
 export function listOpenLosses(db: Executor, topic: string): Promise<RowOf<typeof openLossesStatement>[]> {
   return pgRows(db, openLossesStatement, topic);
 }
 
-/** Closes the losses $1 at $2 with what the operator did ($3). */
 const resolveLossesStatement = pgStatement<[ids: number[], now: Date, resolution: string], { id: number }>(
   'outbox.resolve_losses',
   `update topic_loss set resolved_at = $2::timestamptz, resolution = $3::text
    where id = any($1::bigint[]) and resolved_at is null returning id`,
 );
+/** Closes the losses $1 at $2 with what the operator did ($3). */
 export function resolveLosses(db: Executor, ids: number[], now: Date, resolution: string): Promise<RowOf<typeof resolveLossesStatement>[]> {
   return pgRows(db, resolveLossesStatement, ids, now, resolution);
 }

@@ -13,10 +13,6 @@ export type OutboxTarget = 'msg' | 'schd' | 'state';
 // which guesses 10 array elements, Postgres re-ran that locking subquery for every row updated,
 // quadratic in the batch — docs/decisions.md "SQL: plans of the prepared statements").
 
-/**
- * The frozen batch of a msg round: PENDING and due at $1, EVENT_ID order, at most $2, and no
- * earlier event of the same FLID that is DEAD or PENDING-not-due (plan.ts `releasable`).
- */
 const freezeMsgBatchStatement = pgStatement<
   [now: Date, limit: number],
   { event_id: number; flid: string; state_version: number; attempts: number; payload: Record<string, unknown>; trace_context: string | null }
@@ -33,6 +29,10 @@ const freezeMsgBatchStatement = pgStatement<
    order by e.event_id
    limit $2::bigint`,
 );
+/**
+ * The frozen batch of a msg round: PENDING and due at $1, EVENT_ID order, at most $2, and no
+ * earlier event of the same FLID that is DEAD or PENDING-not-due (plan.ts `releasable`).
+ */
 export function freezeMsgBatch(db: Executor, now: Date, limit: number): Promise<RowOf<typeof freezeMsgBatchStatement>[]> {
   return pgRows(db, freezeMsgBatchStatement, now, limit);
 }
@@ -63,19 +63,15 @@ export function listPendingRows(db: Executor, target: 'schd' | 'state', now: Dat
   return pgRows(db, pendingRowsStatements[target], now, limit);
 }
 
-/** Of the state rows $1 (event ids), those still PENDING under that event id (not rewritten since). */
 const unchangedStateRowsStatement = pgStatement<[eventIds: number[]], { event_id: number }>(
   'outbox.unchanged_state_rows',
   `select event_id from msg_event where event_id = any($1::bigint[]) and target = 'state' and state = 'PENDING'`,
 );
+/** Of the state rows $1 (event ids), those still PENDING under that event id (not rewritten since). */
 export function listUnchangedStateRows(db: Executor, eventIds: number[]): Promise<RowOf<typeof unchangedStateRowsStatement>[]> {
   return pgRows(db, unchangedStateRowsStatement, eventIds);
 }
 
-/**
- * State rows for the FLIDs $2 at versions $3, created at $1 (the history purge's tombstones; the
- * pump writes its own inside flight.write_batch): upserted back to PENDING with a new EVENT_ID.
- */
 const upsertStateRowsStatement = pgStatement<[now: Date, flids: string[], versions: number[]]>(
   'outbox.upsert_state_rows',
   `insert into msg_event (event_id, target, flid, state_version, payload, created_at)
@@ -86,14 +82,14 @@ const upsertStateRowsStatement = pgStatement<[now: Date, flids: string[], versio
      state = 'PENDING', attempts = 0, next_attempt_at = null, sent_at = null,
      kafka_partition = null, kafka_offset = null, last_error = null, created_at = excluded.created_at`,
 );
+/**
+ * State rows for the FLIDs $2 at versions $3, created at $1 (the history purge's tombstones; the
+ * pump writes its own inside flight.write_batch): upserted back to PENDING with a new EVENT_ID.
+ */
 export function upsertStateRows(db: Executor, now: Date, flids: string[], versions: number[]): Promise<number> {
   return pgRun(db, upsertStateRowsStatement, now, flids, versions);
 }
 
-/**
- * Marks acknowledged rows SENT at $1 (partition, offset per row); a row rewritten meanwhile (new
- * event_id / version) or locked by the pump stays PENDING. Returns the event ids marked.
- */
 const markSentStatement = pgStatement<[now: Date, eventIds: number[], stateVersions: number[], partitions: number[], offsets: (string | null)[]], { event_id: number }>(
   'outbox.mark_sent',
   `with l as materialized (
@@ -107,15 +103,14 @@ const markSentStatement = pgStatement<[now: Date, eventIds: number[], stateVersi
    where m.event_id = l.event_id
    returning m.event_id`,
 );
+/**
+ * Marks acknowledged rows SENT at $1 (partition, offset per row); a row rewritten meanwhile (new
+ * event_id / version) or locked by the pump stays PENDING. Returns the event ids marked.
+ */
 export function markSent(db: Executor, now: Date, eventIds: number[], stateVersions: number[], partitions: number[], offsets: (string | null)[]): Promise<RowOf<typeof markSentStatement>[]> {
   return pgRows(db, markSentStatement, now, eventIds, stateVersions, partitions, offsets);
 }
 
-/**
- * Records failed sends (backoff or DEAD) with the error text $1; a row changed meanwhile
- * (attempts differ: replayed, rewritten) or locked by the pump is left alone. Returns the rows
- * updated with their new state.
- */
 const markFailedStatement = pgStatement<
   [error: string, eventIds: number[], attemptsBefore: number[], states: string[], attempts: number[], nextAttemptAt: (string | null)[]],
   { event_id: number; state: string }
@@ -131,6 +126,11 @@ const markFailedStatement = pgStatement<
    where m.event_id = l.event_id
    returning m.event_id, m.state`,
 );
+/**
+ * Records failed sends (backoff or DEAD) with the error text $1; a row changed meanwhile
+ * (attempts differ: replayed, rewritten) or locked by the pump is left alone. Returns the rows
+ * updated with their new state.
+ */
 export function markFailed(
   db: Executor,
   error: string,
@@ -143,7 +143,6 @@ export function markFailed(
   return pgRows(db, markFailedStatement, error, eventIds, attemptsBefore, states, attempts, nextAttemptAt);
 }
 
-/** Removes these PENDING schd rows (their flight is missing or DELETED), skipping rows locked by the pump. */
 const dropGoneSchdRowsStatement = pgStatement<[eventIds: number[]]>(
   'outbox.drop_gone_schd_rows',
   `with l as materialized (
@@ -151,25 +150,26 @@ const dropGoneSchdRowsStatement = pgStatement<[eventIds: number[]]>(
      for update skip locked)
    delete from msg_event m using l where m.event_id = l.event_id`,
 );
+/** Removes these PENDING schd rows (their flight is missing or DELETED), skipping rows locked by the pump. */
 export function dropGoneSchdRows(db: Executor, eventIds: number[]): Promise<number> {
   return pgRun(db, dropGoneSchdRowsStatement, eventIds);
 }
 
-/** Makes these PENDING events that back off due at once (Kafka answers again, lib/dispatch/outage.ts). */
 const releaseBackoffStatement = pgStatement<[eventIds: number[]]>(
   'outbox.release_backoff',
   `update msg_event set next_attempt_at = null
    where event_id = any($1::bigint[]) and state = 'PENDING' and next_attempt_at is not null`,
 );
+/** Makes these PENDING events that back off due at once (Kafka answers again, lib/dispatch/outage.ts). */
 export function releaseBackoff(db: Executor, eventIds: number[]): Promise<number> {
   return pgRun(db, releaseBackoffStatement, eventIds);
 }
 
-/** Earliest retry after $2 among PENDING rows of target $1 (null: nothing waits on backoff). */
 const nextAttemptAtStatement = pgStatement<[target: OutboxTarget, now: Date], { at: Date | null }>(
   'outbox.next_attempt_at',
   `select min(next_attempt_at) as at from msg_event where target = $1::text and state = 'PENDING' and next_attempt_at > $2::timestamptz`,
 );
+/** Earliest retry after $2 among PENDING rows of target $1 (null: nothing waits on backoff). */
 export function readNextAttemptAt(db: Executor, target: OutboxTarget, now: Date): Promise<RowOf<typeof nextAttemptAtStatement> | undefined> {
   return pgOne(db, nextAttemptAtStatement, target, now);
 }
