@@ -3,6 +3,8 @@
 import { type Executor, PER_EXECUTION, pgOne, pgRows, pgRun, pgStatement, type RowOf } from '../../db/statement.ts';
 import type { OutboxTarget } from './rounds.ts';
 
+// ---- lib/dispatch/outbox.ts (the operator's actions, scripts/dispatch-replay.ts, scripts/dispatch-skip.ts)
+
 // The DEAD selector of the operator actions: event ids $1 (null: any), FLID $2 (null: any),
 // target $3 (null: any); all null selects every DEAD row. Optional filters: planned with their
 // values on every run (PER_EXECUTION, lib/db/statement.ts), as a generic plan cannot drop them.

@@ -59,6 +59,7 @@ export interface PendingRow {
   attempts: number;
   trace_context: string | null;
 }
+/** The PENDING rows of `target` due at `now`, at most `limit`: that target's own statement (above). */
 export function listPendingRows(db: Executor, target: 'schd' | 'state', now: Date, limit: number): Promise<PendingRow[]> {
   return pgRows(db, pendingRowsStatements[target], now, limit);
 }
