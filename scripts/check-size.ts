@@ -9,10 +9,8 @@ import { sourceFiles } from './source-files.ts';
 export const MAX_FILE_LINES = 400;
 export const MAX_FUNCTION_LINES = 120;
 
-/** Files allowed over MAX_FILE_LINES (path → why). */
-export const FILE_EXCEPTIONS: Readonly<Record<string, string>> = {
-  'lib/sql/outbox.ts': 'one table group (outbox and its positions): statement text with its typed rows',
-};
+/** Files allowed over MAX_FILE_LINES (path → why): none at present; a table group that outgrows it is split by operation (lib/sql/outbox/). */
+export const FILE_EXCEPTIONS: Readonly<Record<string, string>> = {};
 
 /** Functions allowed over MAX_FUNCTION_LINES (`path:name` → why). */
 export const FUNCTION_EXCEPTIONS: Readonly<Record<string, string>> = {

@@ -17,7 +17,6 @@ import { systemClock } from '../lib/core/clock.ts';
 import { createAodbPool } from '../lib/db/mysql.ts';
 import { createDb, createPool } from '../lib/db/postgres.ts';
 import { createRedis, redisReady } from '../lib/db/redis.ts';
-import { pgOne } from '../lib/db/statement.ts';
 import { kafkaOptions } from '../lib/dispatch/kafka.ts';
 import { createKafkaRestoreCheck } from '../lib/watches/restore-kafka.ts';
 import { redisAhead } from '../lib/watches/restore-signs.ts';
@@ -84,7 +83,7 @@ try {
     say('nothing to recover');
   } else {
     if (kafkaAhead) {
-      const high = (await pgOne(db, Restore.advanceEventIds, ids.topicHigh!))?.high;
+      const high = (await Restore.advanceEventIds(db, ids.topicHigh!))?.high;
       say(`EVENT_ID sequence moved to ${high}: new events get higher IDs than any on the topic`);
     }
     const synced = await resyncRedis(db, redis, s.airport.timezone, timeoutMs);

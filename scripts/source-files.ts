@@ -1,4 +1,4 @@
-// The source files the code checks read (check:size, check:clock): the .ts and .js files under the
+// The source files the code checks read (check:size, check:clock, check:sql): the .ts and .js files under the
 // given folders, as the working tree has them, path relative to the repository, sorted.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

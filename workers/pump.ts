@@ -4,7 +4,6 @@
 import { TASK } from '../lib/core/tasks.ts';
 import { buildDecoder, buildMirror, buildRegistry } from '../lib/app/composition.ts';
 import { createSessionDb, LOCKS } from '../lib/db/postgres.ts';
-import { pgRun } from '../lib/db/statement.ts';
 import { refreshHeadGauges } from '../lib/pipeline/gauges.ts';
 import { drain, pumpSettings, withSqlPorts } from '../lib/pipeline/pump/loop.ts';
 import { crashAt } from '../lib/runtime/crash.ts';
@@ -31,9 +30,9 @@ await runProcess({
     const inbox = opened.add(rt.edges.aodbPool(), (p) => p.end());
     const redis = opened.add(rt.edges.redis(), (r) => r.disconnect());
     const session = createSessionDb(leader!.client);
-    await pgRun(session, Locks.setSessionTimeouts, PUMP.statementTimeout, PUMP.lockTimeout);
+    await Locks.setSessionTimeouts(session, PUMP.statementTimeout, PUMP.lockTimeout);
     // tracing: the outbox rows this session writes take their message's trace context (lib/sql/flight.ts)
-    if (rt.tracing) await pgRun(session, Locks.traceOutbox, 'on');
+    if (rt.tracing) await Locks.traceOutbox(session, 'on');
     const crash = crashAt(rt.config['msgx.test.crash-at']);
     // XML parse + decode in a worker thread: off the event loop, overlapped with the business transaction, under the per-message budget
     const decoder = opened.add(buildDecoder(slices(rt.config).pump, slices(rt.config).airport), (d) => d.close());

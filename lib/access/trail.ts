@@ -9,7 +9,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import { withTimeout } from '../core/timeout.ts';
-import { pgRun, type Executor } from '../db/statement.ts';
+import type { Executor } from '../db/statement.ts';
 import * as AuditSql from '../sql/access-audit.ts';
 import type { Principal } from './identity.ts';
 
@@ -89,9 +89,8 @@ export class AuditTrail {
     const write = withTimeout(
       this.o.timeoutMs,
       'audit row',
-      pgRun(
+      AuditSql.insert(
         db,
-        AuditSql.insert,
         at,
         this.o.process,
         e.requestId,

@@ -6,7 +6,6 @@
 //     terminal latency, dispatch pending.
 import type { Clock } from '../core/clock.ts';
 import type { Db } from '../db/postgres.ts';
-import { pgRows } from '../db/statement.ts';
 import * as ConsoleSql from '../sql/console.ts';
 import { iso } from '../flight/timeline.ts';
 import { needsForce } from '../pipeline/failures.ts';
@@ -20,7 +19,7 @@ export type ProcStateName = (typeof PROC_STATES)[number];
  * (REASON_CLASS in lib/sql/console.ts).
  */
 export async function stateCounts(db: Db) {
-  const rows = await pgRows(db, ConsoleSql.countsByReason);
+  const rows = await ConsoleSql.countByReason(db);
   const states = PROC_STATES.map((state) => {
     const groups = rows.filter((x) => x.state === state);
     return { state, count: groups.reduce((a, g) => a + g.n, 0), reasons: groups.map((g) => ({ reason: g.reason, count: g.n })) };
@@ -38,7 +37,7 @@ export interface ListQuery {
 }
 
 export async function listMessages(db: Db, q: ListQuery, tz: string) {
-  const page = await pgRows(db, ConsoleSql.listPage, q.state, q.reason ?? null, q.before ?? null, q.limit + 1);
+  const page = await ConsoleSql.listPage(db, q.state, q.reason ?? null, q.before ?? null, q.limit + 1);
   const rows = page.slice(0, q.limit);
   return {
     state: q.state,
@@ -153,7 +152,7 @@ export function hourSeries(procs: readonly ProcTimes[], events: readonly EventTi
 export async function lastHour(db: Db, clock: Clock, tz: string) {
   const now = clock.now();
   const from = new Date((Math.floor(now.getTime() / 60_000) + 1 - MINUTES) * 60_000);
-  const [procs, events] = await Promise.all([pgRows(db, ConsoleSql.lastHourMessages, tz, from), pgRows(db, ConsoleSql.lastHourEvents, from)]);
+  const [procs, events] = await Promise.all([ConsoleSql.readLastHourMessages(db, tz, from), ConsoleSql.readLastHourEvents(db, from)]);
   const h = hourSeries(procs, events, now);
   return {
     timeZone: tz,

@@ -10,7 +10,6 @@ import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../core/clock.ts';
 import { withTimeout } from '../core/timeout.ts';
 import type { Db } from '../db/postgres.ts';
-import { pgOne, pgRows } from '../db/statement.ts';
 import { callerOf } from '../access/identity.ts';
 import type { Access } from '../access/open.ts';
 import { routesFor } from '../access/routes.ts';
@@ -45,14 +44,14 @@ export async function opsSummary(db: Db, clock: Clock) {
     .setIsolationLevel('repeatable read')
     .execute(async (tx) => {
       const now = clock.now();
-      const head = await pgOne(tx, ConsoleSql.head);
-      const counts = await pgRows(tx, ConsoleSql.countsByState);
-      const problems = await pgRows(tx, ConsoleSql.recentProblems, RECENT);
-      const abandoned = await pgRows(tx, ConsoleSql.abandonedBackfills, RECENT);
-      const pendingBackfill = await pgOne(tx, ConsoleSql.backfillPending);
-      const deadLetters = await pgRows(tx, ConsoleSql.deadLetters, RECENT);
-      const dispatchPending = await pgRows(tx, ConsoleSql.outboxPendingByTarget);
-      const requests = await pgRows(tx, ConsoleSql.openRequests);
+      const head = await ConsoleSql.readHead(tx);
+      const counts = await ConsoleSql.countByState(tx);
+      const problems = await ConsoleSql.listRecentProblems(tx, RECENT);
+      const abandoned = await ConsoleSql.listAbandonedBackfills(tx, RECENT);
+      const pendingBackfill = await ConsoleSql.readBackfillPending(tx);
+      const deadLetters = await ConsoleSql.listDeadLetters(tx, RECENT);
+      const dispatchPending = await ConsoleSql.countOutboxPendingByTarget(tx);
+      const requests = await ConsoleSql.listOpenRequests(tx);
       return {
         now: now.toISOString(),
         head: head ? { ...head, ageSeconds: Math.round((now.getTime() - new Date(head.enqueued_at).getTime()) / 1000) } : null,

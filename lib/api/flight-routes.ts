@@ -13,9 +13,8 @@ import { anyObject, boolText, clientErrors, errors, flid as flidSchema, str } fr
 import { listFlights, readFlights } from '../flight/read.ts';
 import { toJson } from '../flight/state.ts';
 import type { Executor } from '../flight/store.ts';
-import { pgRows } from '../db/statement.ts';
 import * as History from '../sql/history.ts';
-import * as Outbox from '../sql/outbox.ts';
+import * as Outbox from '../sql/outbox/positions.ts';
 
 export interface FlightRoutesOptions {
   db: Executor;
@@ -111,7 +110,7 @@ export async function flightRoutes(app: FastifyInstance, opts: FlightRoutesOptio
     const s = (await readFlights(opts.db, [canonical], opts.timeZone)).get(canonical);
     if (!s) {
       // A flight purged by retention is in the history store: say so (a corpus of old flights is purged after a restart).
-      const archived = await pgRows(opts.db, History.timelineArchived, canonical);
+      const archived = await History.readTimelineArchived(opts.db, canonical);
       const last = archived[archived.length - 1];
       const reason = last
         ? `flight ${canonical} was purged to history at ${last.archived_at.toISOString()} (rule ${last.purge_rule}: operation day ${last.operation_day ?? 'unknown'} older than msgx.history.purge-after, or deleted long enough); its versions: GET /flights/${canonical}/timeline`
@@ -135,7 +134,7 @@ export async function flightRoutes(app: FastifyInstance, opts: FlightRoutesOptio
     if (typeof inc === 'string') return reply.code(400).send(bad(inc));
     // The msg position BEFORE the page: every change the page misses commits after the page's
     // snapshot, hence after this read, and its record lands after these offsets.
-    const msgPosition = await pgRows(opts.db, Outbox.msgPositions);
+    const msgPosition = await Outbox.readMsgPositions(opts.db);
     const page = await listFlights(opts.db, { operationDay: q.operationDay, cursor: q.cursor, limit, includeDeleted: inc }, opts.timeZone);
     // Serialised here with JSON.stringify, not by the response schema's serializer: the flights
     // are free-form objects (additionalProperties), which it writes key by key, several times

@@ -6,7 +6,6 @@
 // airport's zone with its offset.
 import type { Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
-import { myRows, pgRows } from '../db/statement.ts';
 import * as TraceSql from '../sql/trace.ts';
 import { withTimeout } from '../core/timeout.ts';
 import { changeView, iso, localWall } from '../flight/timeline.ts';
@@ -25,7 +24,7 @@ export interface TraceDeps {
 
 async function inboxRow(d: TraceDeps, id: number) {
   try {
-    const rows = await withTimeout(d.ioTimeoutMs, 'inbox trace read', myRows(d.inbox, TraceSql.inboxRow, id));
+    const rows = await withTimeout(d.ioTimeoutMs, 'inbox trace read', TraceSql.readInboxRow(d.inbox, id));
     const r = rows[0];
     if (!r) return { present: false as const };
     return {
@@ -54,10 +53,10 @@ export async function messageTrace(d: TraceDeps, id: number) {
   const tz = d.timeZone;
   const [inbox, ps, attempts, changes, events] = await Promise.all([
     inboxRow(d, id),
-    pgRows(d.db, TraceSql.messageState, id),
-    pgRows(d.db, TraceSql.messageAttempts, id),
-    pgRows(d.db, TraceSql.flightChanges, id),
-    pgRows(d.db, TraceSql.outboxEvents, id, String(id)),
+    TraceSql.readMessageState(d.db, id),
+    TraceSql.readMessageAttempts(d.db, id),
+    TraceSql.readFlightChanges(d.db, id),
+    TraceSql.readOutboxEvents(d.db, id, String(id)),
   ]);
   const p = ps[0];
   // After a replay the inbox keeps the processing time of the first outcome (never overwritten,

@@ -3,7 +3,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Clock } from '../core/clock.ts';
 import type { Db } from '../db/postgres.ts';
-import { pgRows } from '../db/statement.ts';
 import * as ConsoleSql from '../sql/console.ts';
 import { InboxUnavailable, replayReport, resumeReport } from '../pipeline/operator.ts';
 import type { Inbox } from '../db/mysql.ts';
@@ -105,7 +104,7 @@ export async function opsRoutes(app: FastifyInstance, o: { db: Db; clock: Clock;
     },
     async (req) => {
       const q = req.query as { state?: (typeof STATES)[number]; limit: number };
-      return { messages: await pgRows(o.db, ConsoleSql.recentMessages, q.state || null, q.limit, o.timeZone) };
+      return { messages: await ConsoleSql.listRecentMessages(o.db, q.state || null, q.limit, o.timeZone) };
     },
   );
 }

@@ -5,7 +5,7 @@
 //     - DELETED    a message deleted the flight                      (lib/flight/plan.ts)
 //     - tombstone  the history purge removed an ACTIVE flight by age (lib/lifecycle/flights.ts)
 //     The outbox stores the payload without EVENT_ID; the insert adds EVENT_ID from the global
-//     sequence (lib/sql/outbox.ts outbox.insert_msg_events; the pump's batch write flight.write_batch in lib/sql/flight.ts), and msgValue writes the record value.
+//     sequence (lib/sql/outbox/events.ts outbox.insert_msg_events; the pump's batch write flight.write_batch in lib/sql/flight.ts), and msgValue writes the record value.
 //   schd topic (key = "schd"): {"SCHD":{"RECS":n,"FLTR":[state, …]}}, each state the complete
 //     flight state as JSON (lib/flight/state.ts toJson); lib/dispatch/plan.ts splitSchd packs
 //     states into records of at most max-record-bytes.

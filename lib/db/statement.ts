@@ -1,7 +1,10 @@
 // Statements: static SQL text, a stable name, a typed row (docs/decisions.md
 // "SQL: static statements in lib/sql/"). Every statement of lib/ is declared in
-// `lib/sql/<table group>.ts` with `pgStatement` / `myStatement` and run by the functions
-// below; nothing else in lib/ writes SQL text.
+// `lib/sql/<table group>.ts` (or `lib/sql/<group>/<part>.ts`) with `pgStatement` / `myStatement`,
+// unexported, beside the one *operation* that runs it with the functions below: an async
+// function taking an Executor and typed arguments, returning a typed result. Every other module
+// calls operations; none writes SQL text, declares or runs a statement, or imports one
+// (`npm run check:sql`).
 //
 // Postgres statements run as NAMED prepared statements: node-postgres sends the text once per
 // connection, Postgres parses and plans it once, afterwards only the parameters travel. After
@@ -145,7 +148,7 @@ export async function pgRun<P extends readonly unknown[], R>(db: Executor, st: P
   return Number((await execPg(db, st, params)).numAffectedRows ?? 0);
 }
 
-type MyExecutor = Pick<mysql.Pool, 'query'> | Pick<mysql.PoolConnection, 'query'>;
+export type MyExecutor = Pick<mysql.Pool, 'query'> | Pick<mysql.PoolConnection, 'query'>;
 
 /** The rows of a MariaDB statement. */
 export async function myRows<P extends readonly unknown[], R>(my: MyExecutor, st: MyStatement<P, R>, ...params: P): Promise<R[]> {

@@ -10,8 +10,7 @@ import type { Db } from '../db/postgres.ts';
 import type { Logger } from '../runtime/log.ts';
 import type { Target } from './plan.ts';
 import { replayDead, skipDead, type DeadSelector } from './outbox.ts';
-import { pgRows } from '../db/statement.ts';
-import * as Outbox from '../sql/outbox.ts';
+import * as Outbox from '../sql/outbox/operator.ts';
 
 import { DISPATCH_TASK, TASK } from '../core/tasks.ts';
 
@@ -49,7 +48,7 @@ function whyLeft(e: { state: string; held_by: number | null; flid: string }, ver
 
 async function act(db: Db, s: DeadSelector, op: typeof replayDead, verb: string): Promise<DispatchReport> {
   return db.transaction().execute(async (tx) => {
-    const named = s.eventIds?.length ? await pgRows(tx, Outbox.eventSelection, s.eventIds) : [];
+    const named = s.eventIds?.length ? await Outbox.selectEvents(tx, s.eventIds) : [];
     const rows = await op(tx, s);
     await wakeAll(
       tx,

@@ -4,8 +4,8 @@
 //   msgx_dispatch_sent_total{target} counter events confirmed by Kafka and marked SENT
 //   msgx_dispatch_oldest_pending_seconds{target} gauge age of the oldest PENDING event (Kafka unreachable alert)
 import client from 'prom-client';
-import { pgOne, pgRows, type Executor } from '../db/statement.ts';
-import * as Outbox from '../sql/outbox.ts';
+import type { Executor } from '../db/statement.ts';
+import * as Outbox from '../sql/outbox/operator.ts';
 import { kafkaReachable } from './outage.ts';
 import type { Target } from './plan.ts';
 
@@ -16,7 +16,7 @@ export const dispatchSent = new Counter({ registers: [], name: 'msgx_dispatch_se
 
 /** Row counts by state for these targets (PENDING uses the partial indexes). */
 export async function countByState(db: Executor, targets: readonly Target[]): Promise<Record<Target, { pending: number; dead: number }>> {
-  const rows = await pgRows(db, Outbox.countByState, [...targets]);
+  const rows = await Outbox.countByState(db, [...targets]);
   const out = { msg: { pending: 0, dead: 0 }, schd: { pending: 0, dead: 0 }, state: { pending: 0, dead: 0 } };
   for (const x of rows) out[x.target][x.state === 'PENDING' ? 'pending' : 'dead'] = x.n;
   return out;
@@ -40,7 +40,7 @@ export function registerDispatchGauges(db: Executor, targets: readonly Target[])
     labelNames: ['target'] as const,
     async collect() {
       for (const t of targets) {
-        const r = await pgOne(db, Outbox.oldestPendingAge, t);
+        const r = await Outbox.readOldestPendingAge(db, t);
         this.set({ target: t }, Math.max(0, Number(r?.age ?? 0)));
       }
     },

@@ -12,9 +12,10 @@
 // alone (it stays PENDING and goes out again) and the dispatcher never waits on the pump, so
 // the two can never deadlock.
 import { LOCKS } from '../db/postgres.ts';
-import { pgOne, pgRows, pgRun, type Executor } from '../db/statement.ts';
+import type { Executor } from '../db/statement.ts';
 import * as Locks from '../sql/locks.ts';
-import * as Outbox from '../sql/outbox.ts';
+import * as OutboxOperator from '../sql/outbox/operator.ts';
+import * as OutboxRounds from '../sql/outbox/rounds.ts';
 import type { Target } from './plan.ts';
 import { msgValue } from '../contract/kafka.ts';
 import type { AfterFailure } from './plan.ts';
@@ -23,7 +24,7 @@ import type { AfterFailure } from './plan.ts';
 export const DISPATCH_LOCKS: Record<Target, number> = { msg: LOCKS.MSG_DISPATCH_ROUND, schd: LOCKS.SCHD_DISPATCH_ROUND, state: LOCKS.STATE_DISPATCH_ROUND };
 
 export async function tryRoundLock(tx: Executor, target: Target): Promise<boolean> {
-  const r = await pgOne(tx, Locks.tryRoundXactLock, DISPATCH_LOCKS[target]);
+  const r = await Locks.tryRoundXactLock(tx, DISPATCH_LOCKS[target]);
   return r!.ok;
 }
 
@@ -43,7 +44,7 @@ export interface MsgRow {
  * earlier event of the same FLID that is DEAD or PENDING-not-due (plan.ts `releasable`).
  */
 export async function freezeMsgBatch(db: Executor, now: Date, limit: number): Promise<MsgRow[]> {
-  const rows = await pgRows(db, Outbox.freezeMsgBatch, now, limit);
+  const rows = await OutboxRounds.freezeMsgBatch(db, now, limit);
   return rows.map((x) => ({ eventId: x.event_id, flid: x.flid, stateVersion: x.state_version, attempts: x.attempts, value: msgValue(x.payload), trace: x.trace_context }));
 }
 
@@ -58,14 +59,14 @@ export interface SchdRow {
 
 /** PENDING, due rows of the schd or state target in EVENT_ID order (schd: oldest write generation first). */
 export async function pendingRows(db: Executor, target: 'schd' | 'state', now: Date, limit: number): Promise<SchdRow[]> {
-  const rows = await pgRows(db, Outbox.pendingRows[target], now, limit);
+  const rows = await OutboxRounds.listPendingRows(db, target, now, limit);
   return rows.map((x) => ({ eventId: x.event_id, flid: x.flid, stateVersion: x.state_version, attempts: x.attempts, trace: x.trace_context }));
 }
 
 /** Of these state rows, the ones still PENDING under the same event id (not rewritten since they were read). */
 export async function unchangedStateRows(db: Executor, eventIds: readonly number[]): Promise<Set<number>> {
   if (eventIds.length === 0) return new Set();
-  return new Set((await pgRows(db, Outbox.unchangedStateRows, [...eventIds])).map((x) => x.event_id));
+  return new Set((await OutboxRounds.listUnchangedStateRows(db, [...eventIds])).map((x) => x.event_id));
 }
 
 export interface Acked {
@@ -79,9 +80,8 @@ export interface Acked {
 /** Mark acknowledged rows SENT; rows rewritten meanwhile (new event_id / version) stay PENDING. Returns the event ids marked. */
 export async function markSent(tx: Executor, acked: readonly Acked[], now: Date): Promise<number[]> {
   if (acked.length === 0) return [];
-  const rows = await pgRows(
+  const rows = await OutboxRounds.markSent(
     tx,
-    Outbox.markSent,
     now,
     acked.map((a) => a.eventId),
     acked.map((a) => a.stateVersion),
@@ -101,9 +101,8 @@ export interface Failed {
 /** Record failed sends (backoff or DEAD) with the error text. Returns the event ids that went DEAD. */
 export async function markFailed(tx: Executor, failed: readonly Failed[], error: string): Promise<number[]> {
   if (failed.length === 0) return [];
-  const rows = await pgRows(
+  const rows = await OutboxRounds.markFailed(
     tx,
-    Outbox.markFailed,
     error.slice(0, 2000),
     failed.map((f) => f.eventId),
     failed.map((f) => f.attemptsBefore),
@@ -117,18 +116,18 @@ export async function markFailed(tx: Executor, failed: readonly Failed[], error:
 /** schd rows whose flight is missing or DELETED: removed (deletions are never published on schd, C-9). */
 export async function dropGoneSchdRows(tx: Executor, eventIds: readonly number[]): Promise<number> {
   if (eventIds.length === 0) return 0;
-  return pgRun(tx, Outbox.dropGoneSchdRows, [...eventIds]);
+  return OutboxRounds.dropGoneSchdRows(tx, [...eventIds]);
 }
 
 /** Events that backed off only because Kafka was unreachable: due at once now that it answers (lib/dispatch/outage.ts). */
 export async function releaseBackoff(db: Executor, eventIds: readonly number[]): Promise<number> {
   if (eventIds.length === 0) return 0;
-  return pgRun(db, Outbox.releaseBackoff, [...eventIds]);
+  return OutboxRounds.releaseBackoff(db, [...eventIds]);
 }
 
 /** Earliest future retry among PENDING rows of a target (null: nothing waits on backoff). */
 export async function nextAttemptAt(db: Executor, target: Target, now: Date): Promise<Date | null> {
-  return (await pgOne(db, Outbox.nextAttemptAt, target, now))?.at ?? null;
+  return (await OutboxRounds.readNextAttemptAt(db, target, now))?.at ?? null;
 }
 
 export interface DeadSelector {
@@ -151,24 +150,24 @@ function deadParams(s: DeadSelector): [eventIds: number[] | null, flid: string |
 /** DEAD → PENDING with attempts 0, due now (sent again in EVENT_ID order). last_error is kept. */
 export async function replayDead(tx: Executor, s: DeadSelector): Promise<{ eventId: number; target: Target }[]> {
   const p = deadParams(s);
-  const rows = p ? await pgRows(tx, Outbox.replayDead, ...p) : [];
+  const rows = p ? await OutboxOperator.replayDead(tx, ...p) : [];
   return rows.map((x) => ({ eventId: x.event_id, target: x.target })).sort((a, b) => a.eventId - b.eventId);
 }
 
 /** DEAD → SKIPPED (kept, visible; it no longer holds its FLID's later events). */
 export async function skipDead(tx: Executor, s: DeadSelector): Promise<{ eventId: number; target: Target }[]> {
   const p = deadParams(s);
-  const rows = p ? await pgRows(tx, Outbox.skipDead, ...p) : [];
+  const rows = p ? await OutboxOperator.skipDead(tx, ...p) : [];
   return rows.map((x) => ({ eventId: x.event_id, target: x.target })).sort((a, b) => a.eventId - b.eventId);
 }
 
-export type DeadRow = Outbox.DeadLetterRow;
+export type DeadRow = OutboxOperator.DeadLetterRow;
 
 export async function listDead(db: Executor, q: { target?: Target; limit: number }): Promise<DeadRow[]> {
-  return pgRows(db, Outbox.listDead, q.target || null, q.limit);
+  return OutboxOperator.listDead(db, q.target || null, q.limit);
 }
 
 /** Delete up to `batch` SENT rows sent before `cutoff`. Returns the number deleted. */
 export async function deleteSentBefore(db: Executor, cutoff: Date, batch: number): Promise<number> {
-  return pgRun(db, Outbox.deleteSentBefore, cutoff, batch);
+  return OutboxOperator.deleteSentBefore(db, cutoff, batch);
 }

@@ -11,10 +11,9 @@
 // below the oldest kept msg event is refused, naming it.
 import { DISPATCH_TASK } from '../core/tasks.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
-import { pgOne, pgRows } from '../db/statement.ts';
 import { wake } from '../sql/jobs.ts';
 import * as Locks from '../sql/locks.ts';
-import * as Outbox from '../sql/outbox.ts';
+import * as Outbox from '../sql/outbox/positions.ts';
 
 /** The range cannot be resent (beyond retention, nothing there): the CLI's exit 1 with the reason. */
 export class ResendRefused extends Error {
@@ -39,13 +38,13 @@ export interface ResendReport {
 export async function resendMsgEvents(db: Db, o: { topic: string; from?: number; to?: number; acknowledge?: boolean; now: Date }): Promise<ResendReport> {
   return db.transaction().execute(async (tx) => {
     // no msg round in flight while the range is put back
-    await pgRows(tx, Locks.xactLock, LOCKS.MSG_DISPATCH_ROUND);
-    const open = (await pgRows(tx, Outbox.openLosses, o.topic)).map((l) => ({ id: l.id, first: l.first_event_id, last: l.last_event_id }));
+    await Locks.xactLock(tx, LOCKS.MSG_DISPATCH_ROUND);
+    const open = (await Outbox.listOpenLosses(tx, o.topic)).map((l) => ({ id: l.id, first: l.first_event_id, last: l.last_event_id }));
     let range: ResendReport['range'] = null;
     let events = 0;
     let flids = 0;
     if (o.from !== undefined) {
-      const b = (await pgOne(tx, Outbox.msgEventBounds))!;
+      const b = (await Outbox.readMsgEventBounds(tx))!;
       if (b.low === null || b.high === null) throw new ResendRefused('the outbox holds no msg event (all past msgx.pipeline.event-retention): nothing can be resent');
       if (o.from < b.low)
         throw new ResendRefused(
@@ -53,7 +52,7 @@ export async function resendMsgEvents(db: Db, o: { topic: string; from?: number;
         );
       const to = o.to ?? b.high;
       if (o.from > b.high) throw new ResendRefused(`no msg event from ${o.from} on: the newest is ${b.high}`);
-      const r = (await pgOne(tx, Outbox.resendMsgRange, o.from, to))!;
+      const r = (await Outbox.resendMsgRange(tx, o.from, to))!;
       range = { from: o.from, to };
       events = r.events;
       flids = r.flids;
@@ -63,9 +62,8 @@ export async function resendMsgEvents(db: Db, o: { topic: string; from?: number;
     const closing = open.filter(covered);
     if (closing.length) {
       const what = range ? `resent EVENT_ID ${range.from}..${range.to} (${events} event(s))${o.acknowledge ? ', acknowledged' : ''}` : 'acknowledged by the operator, not resent';
-      await pgRows(
+      await Outbox.resolveLosses(
         tx,
-        Outbox.resolveLosses,
         closing.map((l) => l.id),
         o.now,
         what,

@@ -17,7 +17,7 @@ import type { LazySpec } from '../sis/xml.ts';
 import { metricKind, type AfterCommitCounts } from '../runtime/labels.ts';
 
 export interface HandlerContext {
-  /** The business transaction. Domains run their statements of lib/sql/ on it (pgRows / pgOne / pgRun, lib/db/statement.ts). */
+  /** The business transaction. Domains call the operations of lib/sql/ on it (lib/db/statement.ts). */
   tx: Db;
   msgId: number;
   env: Envelope;

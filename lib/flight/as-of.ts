@@ -11,7 +11,6 @@
 // purge that archived it. Versions made in one batch share a moment: the last one is the answer.
 // Pure (versionsOf, stateAt) plus one loader (flightAsOf) reading in one snapshot.
 import type { Db } from '../db/postgres.ts';
-import { pgRows } from '../db/statement.ts';
 import * as Flight from '../sql/flight.ts';
 import * as History from '../sql/history.ts';
 import type { ChangeCause, ChangeOp } from './plan.ts';
@@ -174,8 +173,8 @@ export async function loadRetained(db: Db, flid: string, tz: string): Promise<Re
     .setIsolationLevel('repeatable read')
     .execute(async (tx) => {
       const current = (await loadStates(tx, [flid], tz)).get(flid) ?? null;
-      const archived = await pgRows(tx, History.asOfArchived, flid);
-      const changes = await pgRows(tx, Flight.timelineChanges, flid);
+      const archived = await History.readAsOfArchived(tx, flid);
+      const changes = await Flight.readTimelineChanges(tx, flid);
       return { current, archived: archived.map((a) => ({ ...a, state_version: Number(a.state_version) })), changes };
     });
 }

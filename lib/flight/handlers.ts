@@ -4,7 +4,6 @@
 // (plan.ts) through the session (session.ts) inside the pump's business transaction.
 import type { AirportConfig } from '../core/config.ts';
 import type { BatchDomain, DecodeHints, HandlerRegistry } from '../domain/handlers.ts';
-import { pgRows } from '../db/statement.ts';
 import type { Envelope } from '../sis/envelope.ts';
 import type { LazySpec } from '../sis/xml.ts';
 import * as Digest from '../sql/digest.ts';
@@ -54,7 +53,7 @@ export function createFlightDomain(opts: FlightDomainOptions = {}): BatchDomain<
   return {
     decode: (env, airport, hints) => overridden(env.type, env.styp, decodeFlightCommand(env, airport, hints, spec)),
     lazy: SNAPSHOT_RECORDS,
-    hints: async (db) => ({ knownRecords: new Map((await pgRows(db, Digest.knownRecords)).map((r) => [r.digest, { flid: r.flid, day: r.operation_day }])) }),
+    hints: async (db) => ({ knownRecords: new Map((await Digest.listKnownRecords(db)).map((r) => [r.digest, { flid: r.flid, day: r.operation_day }])) }),
     ownBatch: (cmd) => cmd.kind === 'snapshot',
     // a record left undecoded, decoded after all (its flight changed after the hints were read): as decode would have
     open: (ctx) =>

@@ -3,7 +3,7 @@
 // snapshot) and SCHD_SNAP_LOG. The decisions (deletion set per INV-7, version, replay = no-op)
 // are the planner's (plan.ts); validation happens before any write (INV-4, validateSnapshot).
 import { protocol } from '../core/errors.ts';
-import { pgRows, pgRun, type Executor } from '../db/statement.ts';
+import type { Executor } from '../db/statement.ts';
 import * as Ledger from '../sql/ledger.ts';
 import * as SnapLog from '../sql/snap-log.ts';
 import { snapshotOperationDay, type MergeContext } from './merge.ts';
@@ -14,7 +14,7 @@ export async function loadDays(tx: Executor, days: readonly string[]): Promise<M
   const out = new Map<string, DayData>();
   if (days.length === 0) return out;
   const list = [...new Set(days)];
-  for (const row of await pgRows(tx, Ledger.loadDays, list)) {
+  for (const row of await Ledger.loadDays(tx, list)) {
     out.set(row.day, {
       ledger: row.version === null ? null : { version: Number(row.version), lastMessageId: Number(row.last_message_id) },
       roster: row.roster,
@@ -28,18 +28,18 @@ export async function loadDays(tx: Executor, days: readonly string[]): Promise<M
 export async function writeLedgers(tx: Executor, ledgers: readonly LedgerWrite[], log: readonly SnapLogRow[]): Promise<void> {
   for (const l of ledgers) {
     if (l.fromVersion !== null) {
-      const n = await pgRun(tx, Ledger.casVersion, l.day, l.fromVersion, l.version, l.lastMessageId, l.at);
+      const n = await Ledger.casVersion(tx, l.day, l.fromVersion, l.version, l.lastMessageId, l.at);
       if (n !== 1) throw new Error(`SCHD_GEN ${l.day}: version ${l.fromVersion} changed concurrently (CAS conflict)`);
     } else {
-      const n = await pgRun(tx, Ledger.createGen, l.day, l.version, l.lastMessageId, l.at);
+      const n = await Ledger.createGen(tx, l.day, l.version, l.lastMessageId, l.at);
       if (n !== 1) throw new Error(`SCHD_GEN ${l.day}: created concurrently (CAS conflict)`);
     }
     if (l.roster === l.previousRoster) continue; // the same roster (the same snapshot content again): nothing to rewrite
-    await pgRun(tx, Ledger.deleteRoster, l.day);
-    if (l.roster.length > 0) await pgRun(tx, Ledger.insertRoster, l.day, l.roster);
+    await Ledger.deleteRoster(tx, l.day);
+    if (l.roster.length > 0) await Ledger.insertRoster(tx, l.day, l.roster);
   }
   for (const e of log) {
-    await pgRun(tx, SnapLog.insert, e.msgId, e.styp, e.day, e.version, e.outcome, e.recs, e.written, e.unchanged, e.deleted, e.at);
+    await SnapLog.insert(tx, e.msgId, e.styp, e.day, e.version, e.outcome, e.recs, e.written, e.unchanged, e.deleted, e.at);
   }
 }
 

@@ -13,7 +13,6 @@ import type { AirportConfig } from '../core/config.ts';
 import { DISPATCH_TASK } from '../core/tasks.ts';
 import type { DomainBatch, DomainMessage, HandlerOutcome } from '../domain/handlers.ts';
 import type { AfterCommitCounts } from '../runtime/labels.ts';
-import { pgRows, pgRun } from '../db/statement.ts';
 import * as Digest from '../sql/digest.ts';
 import { digestsToStore, unchangedRecords, type StoredDigest } from './digest.ts';
 import { loadVersionFloors } from './floor.ts';
@@ -151,7 +150,7 @@ export class FlightSession implements DomainBatch<FlightCommand> {
     if (flids.length === 0) return;
     const stored = new Map<string, StoredDigest>();
     for (let i = 0; i < flids.length; i += LOAD_PER_STATEMENT)
-      for (const r of await pgRows(this.tx, Digest.loadDigests, flids.slice(i, i + LOAD_PER_STATEMENT)))
+      for (const r of await Digest.loadDigests(this.tx, flids.slice(i, i + LOAD_PER_STATEMENT)))
         stored.set(r.flid, { digest: r.digest, digestVersion: Number(r.digest_version), stateVersion: Number(r.state_version), state: r.state, operationDay: r.operation_day, maid: r.maid });
     for (const c of snaps) for (const [f, u] of unchangedRecords(c.records, c.day, stored)) this.loaded.unchanged.set(f, u);
   }
@@ -287,9 +286,8 @@ export class FlightSession implements DomainBatch<FlightCommand> {
     const final = this.final;
     const digests = this.snapshots.flatMap((c) => digestsToStore(c.records, c.day!, final, this.loaded.unchanged));
     if (digests.length)
-      await pgRun(
+      await Digest.storeDigests(
         this.tx,
-        Digest.storeDigests,
         digests.map((d) => d.flid),
         digests.map((d) => d.digest),
         digests.map((d) => d.version),

@@ -3,9 +3,10 @@
 // arrays; only the collections that changed are deleted-then-inserted), outbox rows. Only loads
 // and stores. The SQL is in lib/sql/flight.ts; its loader/writer text is built once, at module
 // load, from the column spec below (derived from rules.ts).
-import { type PgArray, pgArray, pgRows, pgRun, type Executor } from '../db/statement.ts';
+import { type Executor, pgArray, type PgArray } from '../db/statement.ts';
 import * as Flight from '../sql/flight.ts';
-import * as Outbox from '../sql/outbox.ts';
+import * as OutboxEvents from '../sql/outbox/events.ts';
+import * as OutboxRounds from '../sql/outbox/rounds.ts';
 import { COLLECTIONS, columnOf, DETAIL_TABLES, SCALAR_KEYS, STATUS_KEYS, type CollectionSpec, type ValueKind } from './rules.ts';
 import { emptyData, isoLocal, sameValue, type FlightData, type FlightState, type MaflEntry, type Row, type Value } from './state.ts';
 import type { FlightChange, FlightWrite, PlannedEvent, PlanResult } from './plan.ts';
@@ -101,7 +102,7 @@ function detailElementToValue(spec: CollectionSpec, l: DetailLoad, el: unknown[]
  */
 export async function loadStates(db: Executor, flids: readonly string[], tz: string): Promise<Map<string, FlightState>> {
   if (flids.length === 0) return new Map();
-  return rowsToStates(await pgRows(db, FLIGHT.loadStates, [...new Set(flids)]), tz);
+  return rowsToStates(await FLIGHT.loadStates(db, [...new Set(flids)]), tz);
 }
 
 /**
@@ -110,7 +111,7 @@ export async function loadStates(db: Executor, flids: readonly string[], tz: str
  * (the page's FLIDs and their states: one snapshot), in FLID order.
  */
 export async function loadPage(db: Executor, q: { day: string | null; includeDeleted: boolean; after: string | null; limit: number }, tz: string): Promise<FlightState[]> {
-  const rows = q.day ? await pgRows(db, FLIGHT.pageStatesOfDay, q.day, q.includeDeleted, q.after, q.limit) : await pgRows(db, FLIGHT.pageStates, q.includeDeleted, q.after, q.limit);
+  const rows = q.day ? await FLIGHT.pageStatesOfDay(db, q.day, q.includeDeleted, q.after, q.limit) : await FLIGHT.pageStates(db, q.includeDeleted, q.after, q.limit);
   return [...rowsToStates(rows, tz).values()];
 }
 
@@ -118,14 +119,14 @@ export async function loadPage(db: Executor, q: { day: string | null; includeDel
 export async function changedBy(db: Executor, msgIds: readonly number[]): Promise<Map<number, string[]>> {
   const out = new Map<number, string[]>(msgIds.map((id) => [id, []]));
   if (msgIds.length === 0) return out;
-  for (const x of await pgRows(db, Flight.changedBy, [...msgIds])) out.get(Number(x.msg_id))?.push(x.flid);
+  for (const x of await Flight.listChangedBy(db, [...msgIds])) out.get(Number(x.msg_id))?.push(x.flid);
   return out;
 }
 
 /** ACTIVE flights whose MAID is one of these masters: {flid, flno, maid}, ordered by FLID. */
 export async function loadSharedOf(db: Executor, masters: readonly string[]): Promise<{ flid: string; flno: string | null; maid: string }[]> {
   if (masters.length === 0) return [];
-  return pgRows(db, Flight.sharedOf, [...new Set(masters)]);
+  return Flight.readSharedOf(db, [...new Set(masters)]);
 }
 
 function rowsToStates(rows: Flight.FlightStateRow[], tz: string): Map<string, FlightState> {
@@ -173,7 +174,7 @@ const collectionColumns = (spec: CollectionSpec): Flight.WriteColumn[] => [
 ];
 
 /** The loader and the batch write, their text built once from rules.ts (lib/sql/flight.ts). */
-const FLIGHT = Flight.flightStatements({
+const FLIGHT = Flight.flightOperations({
   mainRead: [...STATUS_KEYS.map((k) => k.toLowerCase()), ...SCALAR_KEYS.map((s) => s.column)],
   mainWrite: MAIN_WRITE.map(({ name, type }) => ({ name, type })),
   details: DETAIL_LOADS.map((l) => ({ table: l.table, ...(l.disc ? { disc: l.disc } : {}), columns: l.columns.map((c) => ({ column: c.column, time: c.kind === 'time' })) })),
@@ -310,7 +311,7 @@ async function runSlices(tx: Executor, slices: readonly (() => Flight.FlightWrit
   for (const [i, build] of slices.entries()) {
     const params = build();
     if (running) await running;
-    running = pgRun(tx, FLIGHT.writeBatch, ...params);
+    running = FLIGHT.writeBatch(tx, params);
     running.catch(() => undefined); // awaited before the next statement or at the end: never left unhandled while the next slice is built
     await issued();
     meanwhile?.(i, slices.length);
@@ -353,9 +354,8 @@ export interface MsgEvent {
 /** msg topic events, EVENT_IDs taken from the global sequence in array order. */
 export async function insertMsgEvents(tx: Executor, events: readonly MsgEvent[], now: Date): Promise<void> {
   if (events.length === 0) return;
-  await pgRun(
+  await OutboxEvents.insertMsgEvents(
     tx,
-    Outbox.insertMsgEvents,
     now,
     events.map((e) => e.flid),
     events.map((e) => e.stateVersion),
@@ -369,9 +369,8 @@ export async function insertMsgEvents(tx: Executor, events: readonly MsgEvent[],
  */
 export async function upsertStateRows(tx: Executor, rows: readonly { flid: string; stateVersion: number }[], now: Date): Promise<void> {
   if (rows.length === 0) return;
-  await pgRun(
+  await OutboxRounds.upsertStateRows(
     tx,
-    Outbox.upsertStateRows,
     now,
     rows.map((r) => r.flid),
     rows.map((r) => r.stateVersion),
@@ -381,5 +380,5 @@ export async function upsertStateRows(tx: Executor, rows: readonly { flid: strin
 /** Deleted flights never go to schd: drop their pending schd rows. */
 export async function removePendingSchdRows(tx: Executor, flids: readonly string[]): Promise<void> {
   if (flids.length === 0) return;
-  await pgRun(tx, Outbox.removePendingSchd, [...flids]);
+  await OutboxEvents.removePendingSchd(tx, [...flids]);
 }

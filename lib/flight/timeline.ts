@@ -4,11 +4,11 @@
 // is gone or was never written (an age-purge tombstone) is still shown from its msg outbox event,
 // with the changed keys only. A purged flight answers from FLIGHT_HISTORY (the archived state).
 // Read-only; times are ISO-8601 in the airport zone with its offset.
-import { pgRows, type Executor } from '../db/statement.ts';
+import type { Executor } from '../db/statement.ts';
 import { fromWallClock } from '../sis/values.ts';
 import * as Flight from '../sql/flight.ts';
 import * as History from '../sql/history.ts';
-import * as Outbox from '../sql/outbox.ts';
+import * as Outbox from '../sql/outbox/events.ts';
 import * as ProcState from '../sql/proc-state.ts';
 import { isoLocal } from './state.ts';
 
@@ -78,16 +78,16 @@ export interface FlightTimeline {
 /** The timeline of one flight, or null when nothing about this FLID is retained. */
 export async function flightTimeline(db: Executor, flid: string, tz: string): Promise<FlightTimeline | null> {
   const [cur, hist, changes, events] = await Promise.all([
-    pgRows(db, Flight.timelineCurrent, flid),
-    pgRows(db, History.timelineArchived, flid),
-    pgRows(db, Flight.timelineChanges, flid),
-    pgRows(db, Outbox.timelineEvents, flid),
+    Flight.readTimelineCurrent(db, flid),
+    History.readTimelineArchived(db, flid),
+    Flight.readTimelineChanges(db, flid),
+    Outbox.readTimelineEvents(db, flid),
   ]);
   const c = cur[0];
   if (!c && hist.length === 0 && changes.length === 0 && events.length === 0) return null;
 
   const msgIds = [...new Set([...changes.map((r) => Number(r.msg_id)), ...events.map((e) => Number(e.payload.MSG_ID)).filter((n) => Number.isFinite(n))])];
-  const procs = msgIds.length ? await pgRows(db, ProcState.timelineMessages, msgIds) : [];
+  const procs = msgIds.length ? await ProcState.readTimelineMessages(db, msgIds) : [];
   const proc = new Map(procs.map((p) => [Number(p.msg_id), p]));
   const message = (id: number, kind: string | null) => {
     const p = proc.get(id);

@@ -1,5 +1,4 @@
 // Lifecycle job: ACCESS_AUDIT rows (who did what over HTTP) past msgx.audit.retention. Index of the jobs: tasks.ts.
-import { pgRun } from '../db/statement.ts';
 import * as AuditSql from '../sql/access-audit.ts';
 import { batches, before, count, type JobOptions, type RetentionDeps } from './common.ts';
 
@@ -7,7 +6,7 @@ import { batches, before, count, type JobOptions, type RetentionDeps } from './c
 export async function purgeAccessAudit(d: RetentionDeps, o: JobOptions = {}): Promise<number> {
   const cutoff = before(d, 'auditRetentionMs');
   const n = await batches(o, 5000, async (batch) => {
-    const k = await pgRun(d.db, AuditSql.deleteBefore, cutoff, batch);
+    const k = await AuditSql.deleteBefore(d.db, cutoff, batch);
     count('access_audit', k);
     return [k, k];
   });

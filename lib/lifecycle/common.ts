@@ -7,7 +7,6 @@ import type { Clock } from '../core/clock.ts';
 import { slices, type AirportConfig, type Config, type Slices } from '../core/config.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
-import { pgRun } from '../db/statement.ts';
 import * as Locks from '../sql/locks.ts';
 import { metrics } from '../runtime/metrics.ts';
 import type { TimeBudget } from '../core/budget.ts';
@@ -74,15 +73,15 @@ export interface PurgeSession {
 /** Run `fn` holding PIPELINE_LOCK on the session (waits at most lockWaitMs for the pump). */
 export async function underPipelineLock<T>(session: PurgeSession, o: PurgeOptions, fn: () => Promise<T>): Promise<T> {
   const wait = o.lockWaitMs ?? 60_000;
-  await pgRun(session.db, Locks.setLockTimeout, `${wait}ms`);
+  await Locks.setLockTimeout(session.db, `${wait}ms`);
   try {
-    await pgRun(session.db, Locks.lock, LOCKS.PIPELINE);
+    await Locks.lock(session.db, LOCKS.PIPELINE);
   } finally {
-    await pgRun(session.db, Locks.resetLockTimeout).catch(() => {}); // back to the connection's own (lib/db/postgres.ts), not unlimited
+    await Locks.resetLockTimeout(session.db).catch(() => {}); // back to the connection's own (lib/db/postgres.ts), not unlimited
   }
   try {
     return await fn();
   } finally {
-    await pgRun(session.db, Locks.unlock, LOCKS.PIPELINE).catch(() => {});
+    await Locks.unlock(session.db, LOCKS.PIPELINE).catch(() => {});
   }
 }

@@ -2,7 +2,6 @@
 // archived to FLIGHT_HISTORY and deleted, the Redis keys of purged ACTIVE flights deleted (owed
 // keys retried), and msgx_flights_without_operation_day refreshed. Index of the jobs: tasks.ts.
 import { LOCKS } from '../db/postgres.ts';
-import { pgOne, pgRows, pgRun, type RowOf } from '../db/statement.ts';
 import { readBodies } from '../pipeline/inbox.ts';
 import { withTimeout } from '../core/timeout.ts';
 import { flightKey } from '../flight/mirror.ts';
@@ -14,7 +13,7 @@ import { msgTombstone } from '../contract/kafka.ts';
 import { metrics } from '../runtime/metrics.ts';
 import { operationDayOf } from '../sis/values.ts';
 import { raiseVersionFloors } from '../flight/floor.ts';
-import * as Flight from '../sql/flight.ts';
+import * as Flight from '../sql/flight/purge.ts';
 import * as History from '../sql/history.ts';
 import * as Locks from '../sql/locks.ts';
 import * as ProcState from '../sql/proc-state.ts';
@@ -33,7 +32,7 @@ export function flightIdsIn(body: string): string[] {
  * MSG_ID: a body never changes). Conservative: a FLID merely mentioned is protected too.
  */
 async function flightsOfOpenMessages(d: RetentionDeps, cache: Map<number, string[]>): Promise<Set<string>> {
-  const open = await pgRows(d.db, ProcState.openIds);
+  const open = await ProcState.listOpenIds(d.db);
   const ids = open.map((r) => Number(r.msg_id));
   const unread = ids.filter((id) => !cache.has(id));
   for (let i = 0; i < unread.length; i += 500) {
@@ -79,21 +78,21 @@ export function historyReason(f: { state: string; deleted_at: Date | null; opera
  * Also sets msgx_flights_without_operation_day.
  */
 export async function purgeFlights(d: RetentionDeps, session: PurgeSession, o: PurgeOptions = {}): Promise<number> {
-  const got = await pgOne(session.db, Locks.tryLock, LOCKS.HISTORY_PURGE_LEADER);
+  const got = await Locks.tryLock(session.db, LOCKS.HISTORY_PURGE_LEADER);
   if (!got?.ok) {
     d.log.info('retention: another history purge is running; skipped');
     return 0;
   }
   try {
     await refreshFlightsWithoutOperationDay(d);
-    const owed = await pgOne(d.db, Flight.purgeRedisOwedCount);
+    const owed = await Flight.countPurgeRedisOwed(d.db);
     if (owed!.n > 0) await underPipelineLock(session, o, () => retryRedisDeletes(d));
     let after = '';
     const bodies = new Map<number, string[]>();
     await flightsOfOpenMessages(d, bodies); // read the backlog's bodies before taking the pipeline lock
     const n = await batches(o, 200, async (batch) => {
       const rule = historyRule(d);
-      const c = await pgRows(d.db, Flight.purgeCandidates, after, rule.deletedBefore, rule.dayBefore, [...IN_PROCESS], batch);
+      const c = await Flight.listPurgeCandidates(d.db, after, rule.deletedBefore, rule.dayBefore, [...IN_PROCESS], batch);
       if (c.length === 0) return [0, 0];
       after = c[c.length - 1].flid;
       await o.beforeLock?.(c);
@@ -109,13 +108,13 @@ export async function purgeFlights(d: RetentionDeps, session: PurgeSession, o: P
     }
     return n;
   } finally {
-    await pgOne(session.db, Locks.unlock, LOCKS.HISTORY_PURGE_LEADER).catch(() => {});
+    await Locks.unlock(session.db, LOCKS.HISTORY_PURGE_LEADER).catch(() => {});
   }
 }
 
 class Doubt extends Error {}
 
-type LockedFlight = RowOf<typeof Flight.lockPurgeFamilies>;
+type LockedFlight = Flight.PurgeFamilyRow;
 
 /**
  * One purge transaction. Master/shared flights are decided per family (a master and the flights
@@ -132,7 +131,7 @@ async function purgeBatch(d: RetentionDeps, session: PurgeSession, candidates: {
   try {
     await session.db.transaction().execute(async (tx) => {
       const flids = [...read.keys()];
-      const rows: LockedFlight[] = await pgRows(tx, Flight.lockPurgeFamilies, flids, [...IN_PROCESS]);
+      const rows: LockedFlight[] = await Flight.lockPurgeFamilies(tx, flids, [...IN_PROCESS]);
       const ok = (f: LockedFlight) => historyReason(f, rule) !== null && !f.in_process && !addressed.has(f.flid) && (!read.has(f.flid) || read.get(f.flid) === Number(f.state_version));
       const families = new Map<string, LockedFlight[]>();
       for (const f of rows) {
@@ -158,9 +157,8 @@ async function purgeBatch(d: RetentionDeps, session: PurgeSession, candidates: {
         if (!s || s.STATE_VERSION !== Number(f.state_version)) throw new Doubt(`complete state of ${f.flid} not readable at version ${f.state_version}`);
       }
       // 1. history (D1: written and confirmed before anything is deleted)
-      const h = await pgRun(
+      const h = await History.archive(
         tx,
-        History.archive,
         take.map((f) => f.flid),
         take.map((f) => Number(f.state_version)),
         take.map((f) => f.operation_day),
@@ -197,17 +195,15 @@ async function purgeBatch(d: RetentionDeps, session: PurgeSession, candidates: {
       );
       // 4. Redis keys owed (deleted after the commit; retried next round if that fails)
       if (active.length) {
-        await pgRun(
+        await Flight.owePurgeRedis(
           tx,
-          Flight.owePurgeRedis,
           active.map((f) => f.flid),
           now,
         );
       }
       // 5. delete (detail rows cascade), conditioned on the version re-checked above
-      const del = await pgRun(
+      const del = await Flight.purgeDelete(
         tx,
-        Flight.purgeDelete,
         take.map((f) => f.flid),
         take.map((f) => Number(f.state_version)),
       );
@@ -241,15 +237,15 @@ async function deleteRedisKeys(d: RetentionDeps, flids: string[]): Promise<boole
     d.log.warn({ err: e, flids: flids.length }, 'retention: Redis keys of purged flights not deleted; retried next round');
     return false;
   }
-  await pgRun(d.db, Flight.forgetPurgeRedis, flids);
+  await Flight.forgetPurgeRedis(d.db, flids);
   return true;
 }
 
 /** Keys owed by an earlier round. A FLID that is ACTIVE again belongs to the pump's mirror: just forget it. */
 async function retryRedisDeletes(d: RetentionDeps): Promise<void> {
-  const r = await pgRows(d.db, Flight.purgeRedisOwed);
+  const r = await Flight.listPurgeRedisOwed(d.db);
   const live = r.filter((x) => x.live).map((x) => x.flid);
-  if (live.length) await pgRun(d.db, Flight.forgetPurgeRedis, live);
+  if (live.length) await Flight.forgetPurgeRedis(d.db, live);
   await deleteRedisKeys(
     d,
     r.filter((x) => !x.live).map((x) => x.flid),
@@ -258,7 +254,7 @@ async function retryRedisDeletes(d: RetentionDeps): Promise<void> {
 
 /** msgx_flights_without_operation_day: ACTIVE flights with no day, untouched for longer than purge-after. */
 export async function refreshFlightsWithoutOperationDay(d: RetentionDeps): Promise<number> {
-  const r = await pgOne(d.db, Flight.withoutOperationDayCount, historyRule(d).deletedBefore);
+  const r = await Flight.countWithoutOperationDay(d.db, historyRule(d).deletedBefore);
   const n = Number(r!.n);
   metrics.flightsWithoutOperationDay.set(n);
   return n;

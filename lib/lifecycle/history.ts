@@ -1,5 +1,4 @@
 // Lifecycle job: FLIGHT_HISTORY rows past msgx.history.retention. Index of the jobs: tasks.ts.
-import { pgRun } from '../db/statement.ts';
 import * as History from '../sql/history.ts';
 import { batches, before, count, type JobOptions, type RetentionDeps } from './common.ts';
 
@@ -7,7 +6,7 @@ import { batches, before, count, type JobOptions, type RetentionDeps } from './c
 export async function purgeHistory(d: RetentionDeps, o: JobOptions = {}): Promise<number> {
   const cutoff = before(d, 'historyRetentionMs');
   const n = await batches(o, 5000, async (batch) => {
-    const k = await pgRun(d.db, History.deleteArchivedBefore, cutoff, batch);
+    const k = await History.deleteArchivedBefore(d.db, cutoff, batch);
     count('flight_history', k);
     return [k, k];
   });

@@ -1,6 +1,5 @@
 // Lifecycle job: the inbox rows (CMINMSGS, C-1). Index of the jobs: tasks.ts.
 import { LOCKS } from '../db/postgres.ts';
-import { myRows, myRun, pgRows, pgRun } from '../db/statement.ts';
 import * as Inbox from '../sql/inbox.ts';
 import * as Locks from '../sql/locks.ts';
 import * as ProcState from '../sql/proc-state.ts';
@@ -19,17 +18,17 @@ export async function purgeInbox(d: RetentionDeps, o: JobOptions = {}): Promise<
   const cutoff = before(d, 'inboxRetentionMs');
   const io = d.retention.timeoutMs;
   // Every inbox ID below the smallest present one is gone already: start there.
-  const minRows = await withTimeout(io, 'inbox min id', myRows(d.inbox, Inbox.minId));
+  const minRows = await withTimeout(io, 'inbox min id', Inbox.readMinId(d.inbox));
   if (minRows[0]?.m === null || minRows[0]?.m === undefined) return 0;
   let after = Number(minRows[0].m) - 1;
   const n = await batches(o, 1000, (batch) =>
     d.db.transaction().execute(async (tx) => {
-      await pgRun(tx, Locks.xactLock, LOCKS.LIFECYCLE_GATE);
-      const c = await pgRows(tx, ProcState.inboxPurgeCandidates, after, TERMINAL, cutoff, batch);
+      await Locks.xactLock(tx, LOCKS.LIFECYCLE_GATE);
+      const c = await ProcState.listInboxPurgeCandidates(tx, after, TERMINAL, cutoff, batch);
       const ids = c.map((r) => Number(r.msg_id));
       if (ids.length === 0) return [0, 0] as [number, number];
       after = ids[ids.length - 1];
-      const res = await withTimeout(io, 'inbox retention delete', myRun(d.inbox, Inbox.deleteProcessed, ids));
+      const res = await withTimeout(io, 'inbox retention delete', Inbox.deleteProcessed(d.inbox, ids));
       count('cminmsgs', res.affectedRows);
       return [res.affectedRows, ids.length] as [number, number];
     }),

@@ -1,5 +1,4 @@
 // Lifecycle job: the snapshot ledger (SCHD_GEN, SCHD_GEN_FLID) of old operation days. Index of the jobs: tasks.ts.
-import { pgRows, pgRun } from '../db/statement.ts';
 import * as Ledger from '../sql/ledger.ts';
 import { batches, count, underPipelineLock, type PurgeOptions, type PurgeSession, type RetentionDeps } from './common.ts';
 import { historyRule } from './flights.ts';
@@ -16,11 +15,11 @@ export async function purgeLedger(d: RetentionDeps, session: PurgeSession, o: Pu
     const rule = historyRule(d);
     return underPipelineLock(session, o, () =>
       session.db.transaction().execute(async (tx) => {
-        const days = await pgRows(tx, Ledger.purgeableDays, rule.dayBefore, batch);
+        const days = await Ledger.listPurgeableDays(tx, rule.dayBefore, batch);
         const list = days.map((x) => x.day);
         if (list.length === 0) return [0, 0] as [number, number];
-        const roster = await pgRun(tx, Ledger.deleteRosters, list);
-        const gens = await pgRun(tx, Ledger.deleteGens, list);
+        const roster = await Ledger.deleteRosters(tx, list);
+        const gens = await Ledger.deleteGens(tx, list);
         count('schd_gen_flid', roster);
         count('schd_gen', gens);
         return [gens, list.length] as [number, number];

@@ -1,5 +1,4 @@
 // Lifecycle job: PROC_STATE rows. Index of the jobs: tasks.ts.
-import { myRows, pgRows, pgRun } from '../db/statement.ts';
 import * as InboxSql from '../sql/inbox.ts';
 import * as ProcState from '../sql/proc-state.ts';
 import { withTimeout } from '../core/timeout.ts';
@@ -18,16 +17,16 @@ export async function purgeProcState(d: RetentionDeps, o: JobOptions = {}): Prom
   const io = d.retention.timeoutMs;
   let after = 0;
   const n = await batches(o, 1000, async (batch) => {
-    const candidates = await pgRows(d.db, ProcState.purgeCandidates, after, TERMINAL, cutoff, readOnly, batch);
+    const candidates = await ProcState.listPurgeCandidates(d.db, after, TERMINAL, cutoff, readOnly, batch);
     const ids = candidates.map((r) => r.msg_id);
     if (ids.length === 0) return [0, 0];
     after = ids[ids.length - 1];
     // Evidence from the inbox: a failure here throws and nothing is deleted.
-    const rows = await withTimeout(io, 'inbox presence check', myRows(d.inbox, InboxSql.retentionPresence, ids));
+    const rows = await withTimeout(io, 'inbox presence check', InboxSql.readRetentionPresence(d.inbox, ids));
     const keep = new Set(rows.filter((r) => !readOnly || r.p === null).map((r) => Number(r.id)));
     const gone = ids.filter((id) => !keep.has(id));
     if (gone.length === 0) return [0, ids.length];
-    const deleted = await pgRun(d.db, ProcState.purge, gone, TERMINAL, cutoff, readOnly);
+    const deleted = await ProcState.purge(d.db, gone, TERMINAL, cutoff, readOnly);
     count('proc_state', deleted);
     return [deleted, ids.length];
   });

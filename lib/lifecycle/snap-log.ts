@@ -1,5 +1,4 @@
 // Lifecycle job: SCHD_SNAP_LOG rows past msgx.snap-log.retention. Index of the jobs: tasks.ts.
-import { pgRun } from '../db/statement.ts';
 import * as SnapLog from '../sql/snap-log.ts';
 import { operationDayOf } from '../sis/values.ts';
 import { batches, before, count, type JobOptions, type RetentionDeps } from './common.ts';
@@ -9,7 +8,7 @@ export async function purgeSnapLog(d: RetentionDeps, o: JobOptions = {}): Promis
   const cutoff = before(d, 'snapLogRetentionMs');
   const dayBefore = operationDayOf(cutoff, d.airport.timezone, d.airport.dayCutover);
   const n = await batches(o, 5000, async (batch) => {
-    const k = await pgRun(d.db, SnapLog.deleteBefore, cutoff, dayBefore, batch);
+    const k = await SnapLog.deleteBefore(d.db, cutoff, dayBefore, batch);
     count('schd_snap_log', k);
     return [k, k];
   });

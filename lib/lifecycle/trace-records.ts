@@ -5,8 +5,7 @@
 //                  go with the message they belong to, never before it
 // Each deletes in bounded batches, returns the count and counts it in
 // msgx_retention_deleted_total{object}.
-import { pgRun } from '../db/statement.ts';
-import * as Flight from '../sql/flight.ts';
+import * as Flight from '../sql/flight/purge.ts';
 import * as ProcState from '../sql/proc-state.ts';
 import { before, type JobOptions, type RetentionDeps } from './common.ts';
 import { metrics } from '../runtime/metrics.ts';
@@ -26,7 +25,7 @@ async function loop(o: JobOptions, object: string, step: (batch: number) => Prom
 export async function purgeFlightChanges(d: Pick<RetentionDeps, 'db' | 'clock' | 'retention' | 'log'>, o: JobOptions = {}): Promise<number> {
   const cutoff = before(d, 'eventRetentionMs');
   const n = await loop(o, 'flight_change', async (batch) => {
-    return pgRun(d.db, Flight.purgeChangesBefore, cutoff, batch);
+    return Flight.purgeChangesBefore(d.db, cutoff, batch);
   });
   if (n) d.log.info({ deleted: n, before: cutoff.toISOString() }, 'retention: flight change records deleted');
   return n;
@@ -35,7 +34,7 @@ export async function purgeFlightChanges(d: Pick<RetentionDeps, 'db' | 'clock' |
 /** PROC_ATTEMPT rows whose message's PROC_STATE row is gone. */
 export async function purgeAttempts(d: Pick<RetentionDeps, 'db' | 'log'>, o: JobOptions = {}): Promise<number> {
   const n = await loop(o, 'proc_attempt', async (batch) => {
-    return pgRun(d.db, ProcState.purgeOrphanAttempts, batch);
+    return ProcState.purgeOrphanAttempts(d.db, batch);
   });
   if (n) d.log.info({ deleted: n }, 'retention: attempts of purged messages deleted');
   return n;

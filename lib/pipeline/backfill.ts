@@ -7,7 +7,6 @@ import type { Slices } from '../core/config.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
 import { markProcessed } from './inbox.ts';
-import { pgOne, pgRows, pgRun } from '../db/statement.ts';
 import * as Locks from '../sql/locks.ts';
 import * as ProcState from '../sql/proc-state.ts';
 import { withTimeout } from '../core/timeout.ts';
@@ -48,8 +47,8 @@ export async function backfillRound(d: BackfillDeps): Promise<BackfillRound> {
   const tz = d.backfill.timezone;
   const traced = { start: d.tracing?.now(), rows: [] as { msg_id: number; trace_context: string | null }[], marked: [] as number[] };
   await d.db.transaction().execute(async (tx) => {
-    await pgRun(tx, Locks.xactLock, LOCKS.LIFECYCLE_GATE);
-    let rows = await pgRows(tx, ProcState.backfillCandidates, now, overdueBefore, d.backfill.batch);
+    await Locks.xactLock(tx, LOCKS.LIFECYCLE_GATE);
+    let rows = await ProcState.listBackfillCandidates(tx, now, overdueBefore, d.backfill.batch);
     out.candidates = rows.length;
     traced.rows = rows;
     if (rows.length === 0) return;
@@ -101,14 +100,14 @@ export async function backfillRound(d: BackfillDeps): Promise<BackfillRound> {
 /** When the next backfill is due (for scheduling the next run), or null when nothing is owed. */
 export async function nextBackfillDue(d: BackfillDeps): Promise<Date | null> {
   const R = d.backfill.overdueMs;
-  const r = await pgOne(d.db, ProcState.nextBackfillDue, R);
+  const r = await ProcState.readNextBackfillDue(d.db, R);
   return r?.due ?? null;
 }
 
 /** Alert gauges: rows owed a backfill, rows past backfill-max-attempts. Not exported on a read-only instance. */
 export async function refreshBackfillGauges(d: BackfillDeps): Promise<void> {
   if (d.backfill.readOnly) return;
-  const r = await pgOne(d.db, ProcState.backfillGauges, d.backfill.maxAttempts);
+  const r = await ProcState.readBackfillGauges(d.db, d.backfill.maxAttempts);
   metrics.backfillPending.set(Number(r?.pending ?? 0));
   metrics.backfillOverLimit.set(Number(r?.over ?? 0));
 }

@@ -5,13 +5,12 @@
 import type { Clock } from '../core/clock.ts';
 import type { Slices } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
-import { pgOne } from '../db/statement.ts';
 import * as ProcState from '../sql/proc-state.ts';
 import { metrics } from '../runtime/metrics.ts';
 
 export async function refreshHeadGauges(db: Db, clock: Clock, failures: Pick<Slices['failures'], 'infraAlertAfterMs'>): Promise<void> {
   try {
-    const row = await pgOne(db, ProcState.headGauges);
+    const row = await ProcState.readHeadGauges(db);
     const now = clock.now().getTime();
     metrics.backlogMessages.set(Number(row?.n ?? 0));
     metrics.backlogOldestSeconds.set(row?.enqueued_at ? Math.max(0, (now - row.enqueued_at.getTime()) / 1000) : 0);

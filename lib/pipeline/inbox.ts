@@ -1,7 +1,6 @@
 // The pipeline's reads and writes of the AODB inbox CMINMSGS (C-1): intake's scans, the pump's
 // bodies, backfill's processing-time marks, the inbox API's inserts. Statements: lib/sql/inbox.ts.
 import type { Inbox } from '../db/mysql.ts';
-import { myRows, myRun } from '../db/statement.ts';
 import * as Sql from '../sql/inbox.ts';
 
 export interface InboxRowRef {
@@ -13,7 +12,7 @@ const refs = (rows: Sql.InboxRefRow[]): InboxRowRef[] => rows.map((r) => ({ id: 
 
 /** Unprocessed rows with id > after (primary-key range scan), ascending, at most `limit`. */
 export async function readUnprocessedAfter(inbox: Inbox, after: number, limit: number, upTo?: number): Promise<InboxRowRef[]> {
-  return refs(upTo !== undefined ? await myRows(inbox, Sql.unprocessedBetween, after, upTo, limit) : await myRows(inbox, Sql.unprocessedAfter, after, limit));
+  return refs(upTo !== undefined ? await Sql.readUnprocessedBetween(inbox, after, upTo, limit) : await Sql.readUnprocessedAfter(inbox, after, limit));
 }
 
 /**
@@ -21,30 +20,30 @@ export async function readUnprocessedAfter(inbox: Inbox, after: number, limit: n
  * processed by another installation or not; otherwise as readUnprocessedAfter / readUnprocessedIn.
  */
 export async function readAllAfter(inbox: Inbox, after: number, limit: number, upTo?: number): Promise<InboxRowRef[]> {
-  return refs(upTo !== undefined ? await myRows(inbox, Sql.rowsAfterUpTo, after, upTo, limit) : await myRows(inbox, Sql.rowsAfter, after, limit));
+  return refs(upTo !== undefined ? await Sql.readRowsAfterUpTo(inbox, after, upTo, limit) : await Sql.readRowsAfter(inbox, after, limit));
 }
 
 export async function readAllIn(inbox: Inbox, ranges: readonly { lo: number; hi: number }[], limit: number): Promise<InboxRowRef[]> {
   if (ranges.length === 0) return [];
-  return refs(await myRows(inbox, Sql.rowsInRanges, JSON.stringify(ranges.map((r) => ({ lo: r.lo, hi: r.hi }))), limit));
+  return refs(await Sql.readRowsInRanges(inbox, JSON.stringify(ranges.map((r) => ({ lo: r.lo, hi: r.hi }))), limit));
 }
 
 /** The smallest and largest inbox IDs present (null when the inbox is empty). */
 export async function inboxBounds(inbox: Inbox): Promise<{ min: number | null; max: number | null }> {
-  const [lo] = await myRows(inbox, Sql.minId);
-  const [hi] = await myRows(inbox, Sql.maxId);
+  const [lo] = await Sql.readMinId(inbox);
+  const [hi] = await Sql.readMaxId(inbox);
   return { min: lo?.m === null || lo?.m === undefined ? null : Number(lo.m), max: hi?.m === null || hi?.m === undefined ? null : Number(hi.m) };
 }
 
 /** The oldest inbox row with a processing time (null: none): retention deletes only marked rows, oldest first. */
 export async function oldestProcessedId(inbox: Inbox): Promise<number | null> {
-  const [r] = await myRows(inbox, Sql.oldestProcessed);
+  const [r] = await Sql.readOldestProcessed(inbox);
   return r ? Number(r.id) : null;
 }
 
 /** Rows present in (from, to] with whether they are unprocessed (a gap check that also sees a row committed meanwhile). */
 export async function existingRows(inbox: Inbox, from: number, to: number): Promise<{ id: number; unprocessed: boolean }[]> {
-  const rows = await myRows(inbox, Sql.rowsBetween, from, to);
+  const rows = await Sql.readRowsBetween(inbox, from, to);
   return rows.map((r) => ({ id: Number(r.id), unprocessed: Number(r.unprocessed) === 1 }));
 }
 
@@ -53,20 +52,20 @@ export async function existingRows(inbox: Inbox, from: number, to: number): Prom
  * boundary by row count, so a walk skips empty ID spans at no cost (O(n) primary-key reads).
  */
 export async function nthIdAfter(inbox: Inbox, from: number, to: number, n: number): Promise<number | null> {
-  const rows = await myRows(inbox, Sql.idAtOffset, from, to, Math.max(0, n - 1));
+  const rows = await Sql.readIdAtOffset(inbox, from, to, Math.max(0, n - 1));
   return rows.length ? Number(rows[0].id) : null;
 }
 
 /** Unprocessed rows inside these ID ranges (passed gaps: only rows that committed late live there). */
 export async function readUnprocessedIn(inbox: Inbox, ranges: readonly { lo: number; hi: number }[], limit: number): Promise<InboxRowRef[]> {
   if (ranges.length === 0) return [];
-  return refs(await myRows(inbox, Sql.unprocessedInRanges, JSON.stringify(ranges.map((r) => ({ lo: r.lo, hi: r.hi }))), limit));
+  return refs(await Sql.readUnprocessedInRanges(inbox, JSON.stringify(ranges.map((r) => ({ lo: r.lo, hi: r.hi }))), limit));
 }
 
 /** Raw bodies of these IDs (missing IDs are absent from the map). */
 export async function readBodies(inbox: Inbox, ids: number[]): Promise<Map<number, string>> {
   if (ids.length === 0) return new Map();
-  const rows = await myRows(inbox, Sql.bodies, ids);
+  const rows = await Sql.readBodies(inbox, ids);
   return new Map(rows.map((r) => [Number(r.id), String(r.body)]));
 }
 
@@ -78,30 +77,20 @@ export async function readBodies(inbox: Inbox, ids: number[]): Promise<Map<numbe
 export async function markProcessed(inbox: Inbox, marks: { id: number; at: string }[]): Promise<{ written: number; existing: Set<number> }> {
   if (marks.length === 0) return { written: 0, existing: new Set() };
   const ids = marks.map((m) => m.id);
-  const res = await myRun(inbox, Sql.markProcessed, JSON.stringify(marks.map((m) => ({ id: m.id, at: m.at }))));
+  const res = await Sql.markProcessed(inbox, JSON.stringify(marks.map((m) => ({ id: m.id, at: m.at }))));
   if (res.affectedRows === marks.length) return { written: res.affectedRows, existing: new Set(ids) };
-  const rows = await myRows(inbox, Sql.existingIds, ids);
+  const rows = await Sql.readExistingIds(inbox, ids);
   return { written: res.affectedRows, existing: new Set(rows.map((r) => Number(r.id))) };
 }
 
 /** Which of these IDs have a row in the inbox now (backfill-resume checks before it resumes). */
 export async function existingInboxIds(inbox: Inbox, ids: number[]): Promise<Set<number>> {
   if (ids.length === 0) return new Set();
-  const rows = await myRows(inbox, Sql.existingIds, ids);
+  const rows = await Sql.readExistingIds(inbox, ids);
   return new Set(rows.map((r) => Number(r.id)));
 }
 
 export async function insertInboxRow(inbox: Inbox, row: { body: string; received: string; type?: string; styp?: string; sndr?: string; seqn?: number | null; status?: string }): Promise<number> {
-  const res = await myRun(
-    inbox,
-    Sql.insertRow,
-    row.body,
-    row.received,
-    row.sndr?.slice(0, 4) ?? null,
-    row.seqn ?? null,
-    row.type?.slice(0, 4) ?? null,
-    row.styp?.slice(0, 4) ?? null,
-    row.status ?? 'VALID',
-  );
+  const res = await Sql.insertRow(inbox, row.body, row.received, row.sndr?.slice(0, 4) ?? null, row.seqn ?? null, row.type?.slice(0, 4) ?? null, row.styp?.slice(0, 4) ?? null, row.status ?? 'VALID');
   return res.insertId;
 }

@@ -28,7 +28,6 @@ import type { Slices } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
 import { existingRows, inboxBounds, nthIdAfter, oldestProcessedId, readAllAfter, readAllIn, readUnprocessedAfter, readUnprocessedIn, type InboxRowRef } from './inbox.ts';
-import { pgOne, pgRows, pgRun } from '../db/statement.ts';
 import * as IntakeCursor from '../sql/intake-cursor.ts';
 import * as ProcState from '../sql/proc-state.ts';
 import * as Shadow from '../sql/shadow.ts';
@@ -85,7 +84,7 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
   const fullEvery = d.intake.fullScanEveryMs;
   const shadow = d.intake.readOnly === true;
   if (shadow) await startShadow(d);
-  const cur = await pgOne(d.db, IntakeCursor.intakeCursor);
+  const cur = await IntakeCursor.readIntakeCursor(d.db);
   if (!cur) throw new Error('intake_cursor has no row');
   const readAfter = shadow ? readAllAfter : readUnprocessedAfter;
   const readIn = shadow ? readAllIn : readUnprocessedIn;
@@ -139,9 +138,8 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
     d.tracing && belowAll.length
       ? new Set(
           (
-            await pgRows(
+            await ProcState.listKnown(
               d.db,
-              ProcState.known,
               belowAll.map((r) => r.id),
             )
           ).map((r) => Number(r.msg_id)),
@@ -150,9 +148,8 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
   const taking = takeSpans(d.tracing, taken, known);
   const { inserted, late } = await d.db.transaction().execute(async (tx) => {
     const ins = await enqueue(tx, taken, now, taking?.contexts);
-    const saved = await pgRun(
+    const saved = await IntakeCursor.saveIntakeCursor(
       tx,
-      IntakeCursor.saveIntakeCursor,
       newWatermark,
       fullFrom,
       fullAt,
@@ -165,7 +162,7 @@ export async function intakeRound(d: IntakeDeps): Promise<RoundResult> {
     // Only this leader moves the watermark up: a different one now is Postgres restored from a backup
     // during the round. Writing ours would hide the restore from the check (lib/watches/restore.ts).
     if (saved !== 1) throw new Error(`intake_cursor's watermark is no longer ${cur.watermark} (Postgres restored from a backup during the round?); nothing of this round was kept`);
-    if (lost.length) await pgRun(tx, Shadow.addLost, JSON.stringify(lost));
+    if (lost.length) await Shadow.addLost(tx, JSON.stringify(lost));
     if (ins.length) await wake(tx, TASK.pump);
     const belowIds = new Set(belowAll.map((r) => r.id));
     return { inserted: ins, late: ins.filter((id) => belowIds.has(id)) };
@@ -194,16 +191,16 @@ const shadowStarted = new WeakSet<object>();
  */
 async function startShadow(d: IntakeDeps): Promise<void> {
   if (shadowStarted.has(d)) return;
-  const row = await pgOne(d.db, Shadow.shadowIntake);
+  const row = await Shadow.readShadowIntake(d.db);
   if (!row) throw new Error('shadow_intake has no row');
   if (row.started_after === null) {
-    const cur = await pgOne(d.db, IntakeCursor.intakeCursor);
+    const cur = await IntakeCursor.readIntakeCursor(d.db);
     let after = d.intake.startAfter ?? 0;
     if (after === 0) {
       const { min } = await withTimeout(d.intake.timeoutMs, 'inbox bounds', inboxBounds(d.inbox));
       after = Math.max(Number(cur?.watermark ?? 0), min === null ? 0 : min - 1);
     }
-    await pgRun(d.db, Shadow.startShadow, after);
+    await Shadow.startShadow(d.db, after);
     d.log.info({ startedAfter: after }, 'shadow: read-only installation starts taking every inbox row after this ID');
   }
   shadowStarted.add(d);
@@ -212,7 +209,7 @@ async function startShadow(d: IntakeDeps): Promise<void> {
 
 /** /healthz: where the shadow started and what retention deleted before it read it (count, ID ranges). */
 async function reportShadow(d: IntakeDeps): Promise<void> {
-  const row = await pgOne(d.db, Shadow.shadowIntake);
+  const row = await Shadow.readShadowIntake(d.db);
   if (!row) return;
   const lost = row.lost ?? [];
   setNote('shadow', {
@@ -240,7 +237,7 @@ async function lostToRetention(d: IntakeDeps, passed: Gap[], now: Date): Promise
  * remembered gap, which the scan rechecks separately).
  */
 async function fullScanStart(d: IntakeDeps, watermark: number): Promise<number> {
-  const lo = (await pgOne(d.db, ProcState.lowestOpen))?.lo;
+  const lo = (await ProcState.readLowestOpen(d.db))?.lo;
   return lo === null || lo === undefined ? watermark : Math.min(watermark, Number(lo) - 1);
 }
 

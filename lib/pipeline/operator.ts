@@ -6,7 +6,6 @@ import { TASK } from '../core/tasks.ts';
 import type { Clock } from '../core/clock.ts';
 import type { ReasonClass } from '../core/errors.ts';
 import { LOCKS, type Db } from '../db/postgres.ts';
-import { pgRows, pgRun } from '../db/statement.ts';
 import * as Locks from '../sql/locks.ts';
 import * as ProcState from '../sql/proc-state.ts';
 import { reasonLabel } from '../runtime/metrics.ts';
@@ -74,7 +73,7 @@ export async function replayReport(db: Db, clock: Clock, req: ReplayRequest, che
   const reasonLike = req.reason ? `${req.reason}%` : null;
   let held = new Set<number>();
   if (req.force && check) {
-    const raw = (await pgRows(db, ProcState.replaySelection, ids ?? null, req.state || null, reasonLike)).filter(neverApplied).map((m) => m.msg_id);
+    const raw = (await ProcState.selectReplay(db, ids ?? null, req.state || null, reasonLike)).filter(neverApplied).map((m) => m.msg_id);
     if (raw.length) {
       let present: Set<number>;
       try {
@@ -86,8 +85,8 @@ export async function replayReport(db: Db, clock: Clock, req: ReplayRequest, che
     }
   }
   return db.transaction().execute(async (tx) => {
-    await pgRun(tx, Locks.xactLock, LOCKS.LIFECYCLE_GATE);
-    const matched = await pgRows(tx, ProcState.replaySelection, ids ?? null, req.state || null, reasonLike);
+    await Locks.xactLock(tx, LOCKS.LIFECYCLE_GATE);
+    const matched = await ProcState.selectReplay(tx, ids ?? null, req.state || null, reasonLike);
     // Leaving some out turns the selection into the ids that are left (an empty one replays nothing).
     const selected = held.size ? matched.map((m) => m.msg_id).filter((id) => !held.has(id)) : ids;
     const done = selected && selected.length === 0 ? [] : await replay(tx, { ids: selected, state: req.state, reasonPrefix: req.reason, force: req.force }, clock.now());
@@ -133,7 +132,7 @@ const ROW_STILL_MISSING = 'inbox row still missing: not resumed (backfill would 
 export async function resumeReport(d: ResumeDeps, req: ResumeRequest): Promise<ActionReport> {
   const ids = idsOf(req.ids);
   if (!ids && !req.reason) throw new Error('give message ids or a reason (MISSING_ROW or TRANSIENT_DEADLINE)');
-  const matched = await pgRows(d.db, ProcState.resumeSelection, ids ?? null, req.reason || null);
+  const matched = await ProcState.selectResume(d.db, ids ?? null, req.reason || null);
   const refused: { id: number; why: string }[] = [];
   const abandoned: number[] = [];
   for (const m of matched) {

@@ -7,7 +7,6 @@ import { TASK } from '../core/tasks.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
 import type { Redis } from '../db/redis.ts';
-import { myRows, pgOne, pgRows, pgRun } from '../db/statement.ts';
 import { writeMirror } from '../flight/mirror.ts';
 import { readFlights } from '../flight/read.ts';
 import * as Restore from '../sql/restore.ts';
@@ -32,7 +31,7 @@ export interface LostRange {
 export async function lostRange(db: Db, inbox: Inbox, timeoutMs: number): Promise<LostRange | null> {
   const r = await inboxBehind(db, inbox, timeoutMs, true);
   if (!r) return null;
-  const rows = await withTimeout(timeoutMs, 'inbox rows', myRows(inbox, Restore.rowsUpTo, r.watermark, r.hi));
+  const rows = await withTimeout(timeoutMs, 'inbox rows', Restore.readRowsUpTo(inbox, r.watermark, r.hi));
   return { watermark: r.watermark, processed: r.n, lo: r.lo, hi: r.hi, rows: rows.length };
 }
 
@@ -43,16 +42,16 @@ export async function lostRange(db: Db, inbox: Inbox, timeoutMs: number): Promis
  * knows); backfill marks them processed again. Returns the IDs taken in.
  */
 export async function takeInAgain(db: Db, inbox: Inbox, clock: Clock, timeoutMs: number, lost: LostRange): Promise<number[]> {
-  const rows = await withTimeout(timeoutMs, 'inbox rows', myRows(inbox, Restore.rowsUpTo, lost.watermark, lost.hi));
+  const rows = await withTimeout(timeoutMs, 'inbox rows', Restore.readRowsUpTo(inbox, lost.watermark, lost.hi));
   return db.transaction().execute(async (tx) => {
-    const cur = await pgOne(tx, Restore.lockCursor);
+    const cur = await Restore.lockCursor(tx);
     if (!cur || cur.watermark !== lost.watermark) throw new Error(`intake's watermark moved (${lost.watermark} → ${cur?.watermark}); run the command again`);
     const ids = await enqueue(
       tx,
       rows.map((r) => ({ id: Number(r.id), received: r.received })),
       clock.now(),
     );
-    await pgRun(tx, Restore.raiseWatermark, lost.hi);
+    await Restore.raiseWatermark(tx, lost.hi);
     if (ids.length) await wake(tx, TASK.pump);
     return ids;
   });
@@ -64,7 +63,7 @@ export async function takeInAgain(db: Db, inbox: Inbox, clock: Clock, timeoutMs:
  * ahead of a restored Postgres; the pump is held meanwhile). Returns how many keys were examined.
  */
 export async function resyncRedis(db: Db, redis: Redis, timeZone: string, timeoutMs: number): Promise<{ flights: number; removed: number }> {
-  const pgFlids = (await pgRows(db, Restore.allFlids)).map((r) => r.flid);
+  const pgFlids = (await Restore.listAllFlids(db)).map((r) => r.flid);
   const known = new Set(pgFlids);
   const extra: string[] = [];
   for await (const page of redisFlights(redis, timeoutMs)) extra.push(...page.filter((f) => !known.has(f)));

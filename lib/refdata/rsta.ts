@@ -11,7 +11,7 @@ import { child, type XmlNode } from '../sis/xml.ts';
 import { fromWallClock, parseSisTime } from '../sis/values.ts';
 import { checkRecs } from './decode.ts';
 import { RSTA_RESOURCE_CATEGORY, RSTA_RESOURCE_TYPES, type ResourceType } from '../sis/refdata-keys.ts';
-import { pgRows, pgRun, type Executor } from '../db/statement.ts';
+import type { Executor } from '../db/statement.ts';
 import * as Sql from '../sql/refdata.ts';
 
 export interface ResourceStatusUpdate {
@@ -85,13 +85,13 @@ export function statusOf(row: Pick<ResourceStatusUpdate, 'stat' | 'stdt' | 'eddt
 /** Store: upsert per key (last message wins); keys not carried are untouched. */
 export async function upsertStatuses(db: Executor, updates: ResourceStatusUpdate[], msgId: number, now: Date): Promise<void> {
   if (updates.length === 0) return;
-  await pgRun(db, Sql.upsertStatuses, JSON.stringify(updates), msgId, now);
+  await Sql.upsertStatuses(db, JSON.stringify(updates), msgId, now);
 }
 
 /** Store: RSTA DEL forgets the keys carried (the resource is back to the default, enabled). */
 export async function deleteStatuses(db: Executor, keys: { rtyp: string; rsid: string }[]): Promise<void> {
   if (keys.length === 0) return;
-  await pgRun(db, Sql.deleteStatuses, JSON.stringify(keys));
+  await Sql.deleteStatuses(db, JSON.stringify(keys));
 }
 
 export interface ResourceStatus {
@@ -114,7 +114,7 @@ export interface ResourceStatus {
  * the type's reference category (GLST for GATE, …) without one (enabled by default).
  */
 export async function statusAt(db: Executor, a: { type: ResourceType; at: Date }): Promise<ResourceStatus[]> {
-  const rows = (await pgRows(db, Sql.statusesOfType, a.type, RSTA_RESOURCE_CATEGORY[a.type])) as Omit<ResourceStatus, 'status' | 'expired'>[];
+  const rows = (await Sql.listStatusesOfType(db, a.type, RSTA_RESOURCE_CATEGORY[a.type])) as Omit<ResourceStatus, 'status' | 'expired'>[];
   return rows.map((row) => ({
     ...row,
     status: statusOf(row.stat ? { stat: row.stat, stdt: row.stdt, eddt: row.eddt } : undefined, a.at),

@@ -1,7 +1,7 @@
 // REF_MASTER persistence: set-based statements, one per operation (lib/sql/refdata.ts). Callers
 // own the transaction (DNLD/RESP replace = delete-the-rest + upsert inside the pump's business
 // transaction).
-import { pgOne, pgRows, pgRun, type Executor } from '../db/statement.ts';
+import type { Executor } from '../db/statement.ts';
 import * as Sql from '../sql/refdata.ts';
 import type { RecordFields, RefRecord } from './decode.ts';
 
@@ -18,14 +18,13 @@ const asSet = (records: RefRecord[]) => JSON.stringify(records.map((r) => ({ rke
 /** ADD/UPD: insert or overwrite the records carried. */
 export async function upsertRecords(db: Executor, rtype: string, records: RefRecord[], msgId: number, now: Date): Promise<number> {
   if (records.length === 0) return 0;
-  return pgRun(db, Sql.upsertRecords, rtype, asSet(records), msgId, now);
+  return Sql.upsertRecords(db, rtype, asSet(records), msgId, now);
 }
 
 /** DNLD/RESP: the category becomes exactly the records carried (in the caller's transaction). */
 export async function replaceCategory(db: Executor, rtype: string, records: RefRecord[], msgId: number, now: Date): Promise<{ removed: number; written: number }> {
-  const removed = await pgRun(
+  const removed = await Sql.deleteOtherKeys(
     db,
-    Sql.deleteOtherKeys,
     rtype,
     records.map((r) => r.rkey),
   );
@@ -36,15 +35,15 @@ export async function replaceCategory(db: Executor, rtype: string, records: RefR
 /** DEL: remove the records whose key is carried. */
 export async function deleteKeys(db: Executor, rtype: string, keys: string[]): Promise<number> {
   if (keys.length === 0) return 0;
-  return pgRun(db, Sql.deleteKeys, rtype, keys);
+  return Sql.deleteKeys(db, rtype, keys);
 }
 
 export async function listCategory(db: Executor, rtype: string): Promise<RefMasterRow[]> {
-  return (await pgRows(db, Sql.listCategory, rtype)) as RefMasterRow[];
+  return (await Sql.listCategory(db, rtype)) as RefMasterRow[];
 }
 
 export async function getRecord(db: Executor, rtype: string, rkey: string): Promise<RefMasterRow | undefined> {
-  return (await pgOne(db, Sql.getRecord, rtype, rkey)) as RefMasterRow | undefined;
+  return (await Sql.getRecord(db, rtype, rkey)) as RefMasterRow | undefined;
 }
 
 // --- SCHS (seasonal schedule), stored as received per season ---
@@ -61,5 +60,5 @@ export interface SeasonRecord {
 
 /** DNLD/RESP of a season: replaces that season (SNAM, APCD) as a whole. */
 export async function replaceSeason(db: Executor, s: SeasonRecord, msgId: number, now: Date): Promise<void> {
-  await pgRun(db, Sql.replaceSeason, s.snam, s.apcd, s.sdat, s.edat, s.recs, JSON.stringify(s.flights), msgId, now);
+  await Sql.replaceSeason(db, s.snam, s.apcd, s.sdat, s.edat, s.recs, JSON.stringify(s.flights), msgId, now);
 }

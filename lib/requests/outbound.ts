@@ -11,7 +11,6 @@ import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import { slices, type AirportConfig, type Config, type Slices } from '../core/config.ts';
 import type { Db } from '../db/postgres.ts';
-import { myRows, myRun, pgRun } from '../db/statement.ts';
 import * as Coutmsgs from '../sql/coutmsgs.ts';
 import * as Jobs from '../sql/jobs.ts';
 import * as Locks from '../sql/locks.ts';
@@ -45,7 +44,7 @@ export async function createRequest(
 ): Promise<{ request: ReqTrackRow; expiredId?: number; existing?: true }> {
   const { requests, airport, now, spec } = a;
   return db.transaction().execute(async (tx) => {
-    await pgRun(tx, Locks.requestCreateXactLock, REQUEST_LOCKS.class, REQUEST_LOCKS[spec.kind]);
+    await Locks.requestCreateXactLock(tx, REQUEST_LOCKS.class, REQUEST_LOCKS[spec.kind]);
     if (a.jobKey) {
       const mine = await findByJobKey(tx, a.jobKey);
       if (mine) return { request: mine, existing: true as const };
@@ -70,7 +69,7 @@ export async function createRequest(
       now,
       ...(a.jobKey ? { jobKey: a.jobKey } : {}),
     });
-    if (a.enqueue) await pgRun(tx, Jobs.addRequestJob, TASK.request, request.id);
+    if (a.enqueue) await Jobs.addRequestJob(tx, TASK.request, request.id);
     return { request, expiredId };
   });
 }
@@ -99,13 +98,13 @@ export async function sendPending(deps: OutboundDeps): Promise<SendResult[]> {
     return [];
   }
   return deps.db.connection().execute(async (conn) => {
-    await pgRun(conn, Locks.requestSenderLock, REQUEST_LOCKS.class, REQUEST_LOCKS.SENDER);
+    await Locks.requestSenderLock(conn, REQUEST_LOCKS.class, REQUEST_LOCKS.SENDER);
     try {
       const out: SendResult[] = [];
       for (const req of await listPending(conn)) out.push(await sendOne({ ...deps, db: conn }, req));
       return out;
     } finally {
-      await pgRun(conn, Locks.requestSenderUnlock, REQUEST_LOCKS.class, REQUEST_LOCKS.SENDER);
+      await Locks.requestSenderUnlock(conn, REQUEST_LOCKS.class, REQUEST_LOCKS.SENDER);
     }
   });
 }
@@ -145,11 +144,11 @@ function timed(outbox: Pool, timeout: number): Pick<Pool, 'query'> {
 
 /** The row an earlier attempt may have written: exact body and ROUTINGID, inserted since `since` (local). */
 export async function findOutboxRow(outbox: Pool, req: Pick<ReqTrackRow, 'body' | 'routingId'>, since: string, timeout: number) {
-  const rows = await myRows(timed(outbox, timeout), Coutmsgs.findRequestRow, req.routingId, since, req.body);
+  const rows = await Coutmsgs.findRequestRow(timed(outbox, timeout), req.routingId, since, req.body);
   return rows.length ? Number(rows[0].id) : undefined;
 }
 
 /** Insert the COUTMSGS row; returns COUTMSGS_ID. Flag columns 0; DATE_INSERTED = local now. */
 export async function insertOutboxRow(outbox: Pool, req: Pick<ReqTrackRow, 'body' | 'routingId'>, insertedAt: string, timeout: number) {
-  return (await myRun(timed(outbox, timeout), Coutmsgs.insertRequestRow, req.body, insertedAt, req.routingId)).insertId;
+  return (await Coutmsgs.insertRequestRow(timed(outbox, timeout), req.body, insertedAt, req.routingId)).insertId;
 }

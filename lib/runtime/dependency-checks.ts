@@ -10,7 +10,6 @@ import type { MysqlWhere } from '../db/mysql.ts';
 import { connectionSettings, createSessionDb, destroySocket, newClient, pgTarget, type Db, type PgWhere } from '../db/postgres.ts';
 import type { RedisWhere } from '../db/redis.ts';
 import { explained } from '../db/tls.ts';
-import { myRows, pgRun } from '../db/statement.ts';
 import * as Probe from '../sql/probe.ts';
 import { withDeadline } from './leader.ts';
 import { type Check, connectRedis, kafkaClient, mysqlConnect, newRedis, type KafkaWhere } from './probe.ts';
@@ -56,7 +55,7 @@ class PostgresCheck {
         this.session = createSessionDb(c);
         await withDeadline(c.connect(), this.timeoutMs, 'postgres connect');
       }
-      await withDeadline(pgRun(this.session!, Probe.select1), this.timeoutMs, 'postgres select 1');
+      await withDeadline(Probe.select1(this.session!), this.timeoutMs, 'postgres select 1');
     } catch (e) {
       this.drop();
       throw keptFailed(explained('postgres', e), kept);
@@ -77,7 +76,7 @@ class PostgresCheck {
       release = c.release.bind(c);
       kept = this.seen.has(c);
       this.seen.add(c);
-      await withDeadline(pgRun(createSessionDb(c as unknown as pg.Client), Probe.select1), this.timeoutMs, 'postgres select 1');
+      await withDeadline(Probe.select1(createSessionDb(c as unknown as pg.Client)), this.timeoutMs, 'postgres select 1');
       release();
     } catch (e) {
       if (c) {
@@ -157,7 +156,7 @@ export const dependencyChecks = {
     return keptConnection<mysql.Connection>({
       open: () => mysqlConnect(url, timeoutMs, 'mariadb connect'),
       probe: async (conn) => {
-        await withDeadline(myRows(conn, Probe.mySelect1), timeoutMs, 'mariadb SELECT 1');
+        await withDeadline(Probe.mySelect1(conn), timeoutMs, 'mariadb SELECT 1');
       },
       destroy: (conn) => conn.destroy(),
     });

@@ -4,7 +4,6 @@
 import { Logger as GraphileLogger, run, type Runner, type RunnerOptions, type TaskList } from 'graphile-worker';
 import type pg from 'pg';
 import type { Db } from '../db/postgres.ts';
-import { pgRows, pgRun } from '../db/statement.ts';
 import * as Jobs from '../sql/jobs.ts';
 import type { Health } from './health.ts';
 import type { Logger } from './log.ts';
@@ -25,7 +24,7 @@ const STALE_LOCK_MS = RUNTIME.staleLockMs;
  */
 export async function keepDutiesAlive(rt: Pick<Runtime, 'db' | 'log'>, tasks: string[]): Promise<void> {
   try {
-    const added = await pgRows(rt.db, Jobs.keepDutiesAlive, tasks, STALE_LOCK_MS);
+    const added = await Jobs.keepDutiesAlive(rt.db, tasks, STALE_LOCK_MS);
     // the pump and backfill end their job when idle (a wake-up adds the next): no job is normal there
     if (added.length) rt.log.info({ tasks: added.map((x) => x.task) }, 'keep-alive: duty had no job (idle, or its loop died, or the job was removed); added one');
   } catch (e) {
@@ -35,9 +34,9 @@ export async function keepDutiesAlive(rt: Pick<Runtime, 'db' | 'log'>, tasks: st
 
 /** Jobs of a single-writer duty locked by a dead worker would wait hours for graphile-worker's timeout. */
 export async function unlockStaleJobs(rt: Pick<Runtime, 'db' | 'log'>, tasks: string[]): Promise<void> {
-  const ids = (await pgRows(rt.db, Jobs.lockingWorkers, tasks)).map((x) => x.locked_by);
+  const ids = (await Jobs.listLockingWorkers(rt.db, tasks)).map((x) => x.locked_by);
   if (ids.length) {
-    await pgRun(rt.db, Jobs.forceUnlockWorkers, ids);
+    await Jobs.forceUnlockWorkers(rt.db, ids);
     rt.log.warn({ workers: ids }, 'unlocked jobs of workers that are gone');
   }
 }

@@ -25,7 +25,6 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { connectClient, createSessionDb, destroySocket, SESSION_LIMITS, type Db, type PgWhere } from '../db/postgres.ts';
 import { explained } from '../db/tls.ts';
-import { pgOne, pgRows, pgRun } from '../db/statement.ts';
 import * as Locks from '../sql/locks.ts';
 import * as Probe from '../sql/probe.ts';
 import { noAnswer, withTimeout } from '../core/timeout.ts';
@@ -85,7 +84,7 @@ export async function runAsLeader(opts: {
         continue;
       }
       announced = false;
-      const pid = (await withDeadline(pgOne(session, Locks.backendPid), deadline, 'pid'))!.pid;
+      const pid = (await withDeadline(Locks.readBackendPid(session), deadline, 'pid'))!.pid;
       opts.log.info({ lock: opts.lockKey, backend: pid }, `${opts.name}: leader lock taken; active`);
       const tenure = new AbortController();
       const onShutdown = () => tenure.abort();
@@ -134,14 +133,14 @@ export async function runAsLeader(opts: {
  */
 async function tryTake(session: Db, key: number, deadline: number, log: Logger, name: string): Promise<boolean> {
   const bounded = <T>(p: Promise<T>) => withDeadline(p, deadline, 'lock');
-  if ((await bounded(pgOne(session, Locks.tryLock, key)))!.ok) return true;
-  const stale = await bounded(pgRows(session, Locks.staleHolders, key, deadline, SESSION_LIMITS.statementTimeoutMs));
+  if ((await bounded(Locks.tryLock(session, key)))!.ok) return true;
+  const stale = await bounded(Locks.listStaleHolders(session, key, deadline, SESSION_LIMITS.statementTimeoutMs));
   if (stale.length === 0) return false;
   for (const s of stale) {
     log.warn({ lock: key, backend: s.pid, state: s.state, silentSeconds: Math.round(s.silent_s * 10) / 10 }, `${name}: the active instance's session is stale; ending it and taking over`);
-    await bounded(pgRun(session, Locks.terminateBackend, s.pid, deadline));
+    await bounded(Locks.terminateBackend(session, s.pid, deadline));
   }
-  return (await bounded(pgOne(session, Locks.tryLock, key)))!.ok;
+  return (await bounded(Locks.tryLock(session, key)))!.ok;
 }
 
 /** Resolves with the reason the session is considered lost ('shutdown' when the tenure ends). */
@@ -171,7 +170,7 @@ async function heartbeatLoop(o: {
       answered = false;
       warned = false;
       // A server error (e.g. inside a transaction the duty aborted) is still an answer.
-      pending = pgRun(o.session, Probe.select1).then(
+      pending = Probe.select1(o.session).then(
         () => {
           answered = true;
         },
@@ -208,7 +207,7 @@ async function heartbeatLoop(o: {
 async function stillBusy(o: { url: PgWhere; name: string; lockKey: number; pid: number; deadline: number }): Promise<true | string> {
   const c = await connectClient(o.url, `${o.name}-check`, { ms: o.deadline, what: 'check connect' });
   try {
-    const row = await withDeadline(pgOne(createSessionDb(c), Locks.holderState, o.pid, o.lockKey), o.deadline, 'check');
+    const row = await withDeadline(Locks.readHolderState(createSessionDb(c), o.pid, o.lockKey), o.deadline, 'check');
     if (!row) return 'the session is gone';
     if (!row.held) return 'the session no longer holds the lock';
     return row.state === 'active' ? true : `the session is ${row.state} yet did not answer`;
@@ -222,7 +221,7 @@ async function endOldSession(url: PgWhere, name: string, pid: number, deadline: 
   let c: pg.Client | undefined;
   try {
     c = await connectClient(url, `${name}-end-old`, { ms: deadline, what: 'connect' });
-    const r = await withDeadline(pgOne(createSessionDb(c), Locks.terminateBackend, pid, deadline), deadline, 'terminate');
+    const r = await withDeadline(Locks.terminateBackend(createSessionDb(c), pid, deadline), deadline, 'terminate');
     if (r?.terminated) log.warn({ backend: pid }, `${name}: ended the former leader session on the server`);
   } catch {
     // unreachable: a later lock attempt ends it as stale (tryTake)

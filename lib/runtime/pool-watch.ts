@@ -23,7 +23,6 @@ import type pg from 'pg';
 import type { Clock } from '../core/clock.ts';
 import { WATCH } from '../core/tuning.ts';
 import { connectClient, createSessionDb, destroySocket, type Db, type PgWhere } from '../db/postgres.ts';
-import { pgRows, pgRun } from '../db/statement.ts';
 import * as Locks from '../sql/locks.ts';
 import * as Probe from '../sql/probe.ts';
 import { withDeadline } from './leader.ts';
@@ -162,9 +161,8 @@ async function sweep(inflight: Map<Client, Inflight>, url: PgWhere, timeoutMs: n
   if (busy.length === 0) return true;
   const stuck = await onFreshSession(url, timeoutMs, async (db) => {
     const rows = await withDeadline(
-      pgRows(
+      Probe.readBackendStates(
         db,
-        Probe.backendStates,
         busy.map(([c]) => c.processID!),
       ),
       timeoutMs,
@@ -188,7 +186,7 @@ async function sweep(inflight: Map<Client, Inflight>, url: PgWhere, timeoutMs: n
     }
     // The server keeps a frozen connection's session (its transaction, its locks) until its own
     // keepalives give up: end the sessions we just abandoned, from the fresh connection.
-    for (const pid of orphans) await withDeadline(pgRun(db, Locks.terminateBackend, pid, 0), timeoutMs, 'terminate').catch(() => {});
+    for (const pid of orphans) await withDeadline(Locks.terminateBackend(db, pid, 0), timeoutMs, 'terminate').catch(() => {});
     return n;
   }).catch(() => -1); // the server cannot be reached at all: an outage, the calls fail on their own
   if (stuck <= 0) return stuck === 0;
@@ -221,9 +219,8 @@ async function endLost(lost: Map<number, Lost>, url: PgWhere, timeoutMs: number,
   try {
     const ended = await onFreshSession(url, timeoutMs, (db) =>
       withDeadline(
-        pgRows(
+        Locks.terminateLost(
           db,
-          Locks.terminateLost,
           batch.map((l) => l.pid),
           batch.map((l) => l.app),
           batch.map((l) => t - l.at),

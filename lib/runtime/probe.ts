@@ -16,7 +16,6 @@ import type { MysqlWhere } from '../db/mysql.ts';
 import { connectionSettings, createSessionDb, destroySocket, newClient, pgTarget, type PgWhere } from '../db/postgres.ts';
 import type { RedisWhere } from '../db/redis.ts';
 import { explained, kafkaSecurity } from '../db/tls.ts';
-import { myRows, pgRun } from '../db/statement.ts';
 import * as Probe from '../sql/probe.ts';
 import { sleep, withDeadline } from './leader.ts';
 
@@ -125,7 +124,7 @@ export const probes = {
       c.on('error', () => {});
       try {
         await withDeadline(c.connect(), timeoutMs, 'postgres probe connect');
-        await withDeadline(pgRun(createSessionDb(c), Probe.select1), timeoutMs, 'postgres probe');
+        await withDeadline(Probe.select1(createSessionDb(c)), timeoutMs, 'postgres probe');
       } catch (e) {
         throw explained('postgres', e);
       } finally {
@@ -139,7 +138,7 @@ export const probes = {
     return async () => {
       const c = await mysqlConnect(url, timeoutMs, 'mysql probe connect');
       try {
-        await withDeadline(myRows(c, Probe.mySelect1), timeoutMs, 'mysql probe');
+        await withDeadline(Probe.mySelect1(c), timeoutMs, 'mysql probe');
       } finally {
         c.destroy();
       }

@@ -3,7 +3,6 @@
 // pump's rate falls as retention's dead rows pile up). Named by one WARN line, the gauge
 // msgx_postgres_autovacuum and a /healthz note; readiness does not depend on it.
 import type { Db } from '../db/postgres.ts';
-import { pgOne } from '../db/statement.ts';
 import * as Probe from '../sql/probe.ts';
 import { setNote } from './conditions.ts';
 import { withDeadline } from './leader.ts';
@@ -14,7 +13,7 @@ export const AUTOVACUUM_OFF = 'postgres-autovacuum-off';
 
 /** Reads autovacuum once; false when it is off (a failure to read it is not a finding: the outage is reported elsewhere). */
 export async function checkAutovacuum(db: Db, log: Logger, timeoutMs: number): Promise<boolean | null> {
-  const row = await withDeadline(pgOne(db, Probe.autovacuum), timeoutMs, 'postgres autovacuum setting').catch(() => undefined);
+  const row = await withDeadline(Probe.readAutovacuum(db), timeoutMs, 'postgres autovacuum setting').catch(() => undefined);
   if (!row) return null;
   const on = row.autovacuum === 'on';
   metrics.postgresAutovacuum.set(on ? 1 : 0);

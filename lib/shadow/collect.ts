@@ -5,7 +5,6 @@
 import { systemClock, type Clock } from '../core/clock.ts';
 import { withTimeout } from '../core/timeout.ts';
 import type { Db } from '../db/postgres.ts';
-import { pgRows } from '../db/statement.ts';
 import { type FlightPage, listFlights } from '../flight/read.ts';
 import { toJson } from '../flight/state.ts';
 import * as Shadow from '../sql/shadow.ts';
@@ -38,16 +37,16 @@ export interface CompareOptions {
 
 /** Same database? msgexchange schema? same schema version? Throws CannotCompare naming the problem. */
 export async function checkComparable(a: Side, b: Side, timeoutMs: number): Promise<void> {
-  const [ia] = await withTimeout(timeoutMs, `${a.name}: identity`, pgRows(a.db, Shadow.identity));
-  const [ib] = await withTimeout(timeoutMs, `${b.name}: identity`, pgRows(b.db, Shadow.identity));
+  const [ia] = await withTimeout(timeoutMs, `${a.name}: identity`, Shadow.readIdentity(a.db));
+  const [ib] = await withTimeout(timeoutMs, `${b.name}: identity`, Shadow.readIdentity(b.db));
   if (ia.server === ib.server && ia.db === ib.db) throw new CannotCompare(`${a.name} and ${b.name} are the same database: give the other installation's DATABASE_URL`);
   const versions: string[][] = [];
   for (const s of [a, b]) {
-    const tables = new Set((await withTimeout(timeoutMs, `${s.name}: schema`, pgRows(s.db, Shadow.schemaTables))).map((r) => r.t));
+    const tables = new Set((await withTimeout(timeoutMs, `${s.name}: schema`, Shadow.listSchemaTables(s.db))).map((r) => r.t));
     const missing = REQUIRED.filter((t) => !tables.has(t));
     if (missing.includes('pgmigrations') || missing.includes('proc_state') || missing.includes('flight_schd'))
       throw new CannotCompare(`${s.name} is not a msgexchange database (no ${missing.join(', ')}): run npm run migrate there, or check the URL`);
-    versions.push((await withTimeout(timeoutMs, `${s.name}: migrations`, pgRows(s.db, Shadow.migrations))).map((r) => r.name));
+    versions.push((await withTimeout(timeoutMs, `${s.name}: migrations`, Shadow.listMigrations(s.db))).map((r) => r.name));
     if (missing.length) throw new CannotCompare(`${s.name} has an older msgexchange schema (no ${missing.join(', ')}; last migration ${versions.at(-1)?.at(-1) ?? 'none'})`);
   }
   const [va, vb] = versions;
@@ -58,7 +57,7 @@ export async function checkComparable(a: Side, b: Side, timeoutMs: number): Prom
 
 /** An installation's position: the highest message with nothing open at or below it (0: none). */
 export async function positionOf(db: Db, timeoutMs: number): Promise<{ position: number; highest: number; open: number | null }> {
-  const [r] = await withTimeout(timeoutMs, 'position', pgRows(db, Shadow.position));
+  const [r] = await withTimeout(timeoutMs, 'position', Shadow.readPosition(db));
   const hi = r?.hi === null || r?.hi === undefined ? 0 : Number(r.hi);
   const open = r?.open === null || r?.open === undefined ? null : Number(r.open);
   return { position: open === null ? hi : open - 1, highest: hi, open };
@@ -81,7 +80,7 @@ const PAGE = SHADOW.page;
 
 async function readSide(s: Side, position: number, o: CompareOptions): Promise<SideData> {
   const t = o.timeoutMs;
-  const [shadowRow] = await withTimeout(t, `${s.name}: shadow`, pgRows(s.db, Shadow.shadowIntake));
+  const shadowRow = await withTimeout(t, `${s.name}: shadow`, Shadow.readShadowIntake(s.db));
   const flights = new Map<string, Json>();
   for (let cursor: string | null = null; ; ) {
     const page: FlightPage = await withTimeout(t, `${s.name}: flights`, listFlights(s.db, { limit: PAGE, includeDeleted: true, ...(cursor ? { cursor } : {}) }, o.timeZone));
@@ -90,19 +89,19 @@ async function readSide(s: Side, position: number, o: CompareOptions): Promise<S
     if (!cursor) break;
   }
   const history = new Map<string, HistoryStart>();
-  for (const r of await withTimeout(t, `${s.name}: change records`, pgRows(s.db, Shadow.historyStarts))) history.set(r.flid, { firstMsg: Number(r.first_msg), firstVersion: Number(r.first_version) });
+  for (const r of await withTimeout(t, `${s.name}: change records`, Shadow.readHistoryStarts(s.db))) history.set(r.flid, { firstMsg: Number(r.first_msg), firstVersion: Number(r.first_version) });
   const startedAfter = o.startedAfter ?? Number(shadowRow?.started_after ?? 0);
   const outcomes = new Map<number, Outcome>();
-  for (const r of await withTimeout(t, `${s.name}: outcomes`, pgRows(s.db, Shadow.outcomes, 0, position))) outcomes.set(Number(r.msg_id), { state: r.state, reason: r.reason, kind: r.kind });
+  for (const r of await withTimeout(t, `${s.name}: outcomes`, Shadow.readOutcomes(s.db, 0, position))) outcomes.set(Number(r.msg_id), { state: r.state, reason: r.reason, kind: r.kind });
   const reference = new Map<string, RefRecord>();
-  for (const r of await withTimeout(t, `${s.name}: reference data`, pgRows(s.db, Shadow.referenceRows))) reference.set(`${r.tbl}/${r.k}`, { value: r.v, lastMsgId: Number(r.last_msg_id) });
+  for (const r of await withTimeout(t, `${s.name}: reference data`, Shadow.readReferenceRows(s.db))) reference.set(`${r.tbl}/${r.k}`, { value: r.v, lastMsgId: Number(r.last_msg_id) });
   return { name: s.name, startedAfter, position: 0, lost: (shadowRow?.lost ?? []).map((g) => ({ lo: Number(g.lo), hi: Number(g.hi) })), flights, history, outcomes, reference };
 }
 
 async function changesOf(s: Side, flids: string[], position: number, timeoutMs: number): Promise<Map<string, ChangeRef[]>> {
   const out = new Map<string, ChangeRef[]>();
   if (flids.length === 0) return out;
-  for (const r of await withTimeout(timeoutMs, `${s.name}: change records`, pgRows(s.db, Shadow.changesOf, flids, position))) {
+  for (const r of await withTimeout(timeoutMs, `${s.name}: change records`, Shadow.readChangesOf(s.db, flids, position))) {
     const list = out.get(r.flid) ?? [];
     list.push({ stateVersion: Number(r.state_version), msgId: Number(r.msg_id), kind: r.kind, keys: r.keys });
     out.set(r.flid, list);

@@ -3,15 +3,14 @@
 // (GET /ops/messages, lib/api/ops-routes.ts). Read-only, over PROC_STATE, MSG_EVENT and REQ_TRACK.
 // Statement conventions: lib/db/statement.ts. The message trace's reads: lib/sql/trace.ts.
 import type { ReasonClass } from '../core/errors.ts';
-import { PER_EXECUTION, pgStatement } from '../db/statement.ts';
+import { type Executor, PER_EXECUTION, pgOne, pgRows, pgStatement, type RowOf } from '../db/statement.ts';
 import type { AbandonReason, OpenState, ProcStateName, ProcStateRow, TerminalState } from './proc-state.ts';
-import type { OutboxTarget } from './outbox.ts';
+import type { OutboxTarget } from './outbox/rounds.ts';
 import type { RequestKind } from './requests.ts';
 
 // ---- the summary (one repeatable-read transaction, lib/api/console.ts)
 
-/** The head of queue: the open message (PENDING/FAILED) with the smallest MSG_ID. */
-export const head = pgStatement<
+const headStatement = pgStatement<
   [],
   {
     msg_id: number;
@@ -29,19 +28,28 @@ export const head = pgStatement<
   `select msg_id, state, kind, reason, attempts, failures_in_row, failing_since, next_attempt_at, enqueued_at
      from proc_state where state in ('PENDING','FAILED') order by msg_id limit 1`,
 );
+/** The head of queue: the open message (PENDING/FAILED) with the smallest MSG_ID. */
+export function readHead(db: Executor): Promise<RowOf<typeof headStatement> | undefined> {
+  return pgOne(db, headStatement);
+}
 
+const countsByStateStatement = pgStatement<[], { state: ProcStateName; n: number }>('console.counts_by_state', 'select state, count(*)::int n from proc_state group by state order by state');
 /** Messages per state. */
-export const countsByState = pgStatement<[], { state: ProcStateName; n: number }>('console.counts_by_state', 'select state, count(*)::int n from proc_state group by state order by state');
+export function countByState(db: Executor): Promise<RowOf<typeof countsByStateStatement>[]> {
+  return pgRows(db, countsByStateStatement);
+}
 
-/** The latest $1 DEAD/SKIPPED messages, newest first. */
-export const recentProblems = pgStatement<[limit: number], { msg_id: number; state: TerminalState; kind: string | null; reason: string | null; terminal_at: Date | null }>(
+const recentProblemsStatement = pgStatement<[limit: number], { msg_id: number; state: TerminalState; kind: string | null; reason: string | null; terminal_at: Date | null }>(
   'console.recent_problems',
   `select msg_id, state, kind, reason, terminal_at from proc_state
     where state in ('DEAD','SKIPPED') order by msg_id desc limit $1`,
 );
+/** The latest $1 DEAD/SKIPPED messages, newest first. */
+export function listRecentProblems(db: Executor, limit: number): Promise<RowOf<typeof recentProblemsStatement>[]> {
+  return pgRows(db, recentProblemsStatement, limit);
+}
 
-/** The latest $1 abandoned backfills, newest first. */
-export const abandonedBackfills = pgStatement<
+const abandonedBackfillsStatement = pgStatement<
   [limit: number],
   {
     msg_id: number;
@@ -61,15 +69,21 @@ export const abandonedBackfills = pgStatement<
           backfill_abandoned_reason, backfill_abandoned_at, backfill_attempts, terminal_at from proc_state
     where backfill_abandoned_at is not null order by msg_id desc limit $1`,
 );
+/** The latest $1 abandoned backfills, newest first. */
+export function listAbandonedBackfills(db: Executor, limit: number): Promise<RowOf<typeof abandonedBackfillsStatement>[]> {
+  return pgRows(db, abandonedBackfillsStatement, limit);
+}
 
-/** Messages owed a backfill: terminal, neither backfilled nor abandoned. */
-export const backfillPending = pgStatement<[], { n: number }>(
+const backfillPendingStatement = pgStatement<[], { n: number }>(
   'console.backfill_pending',
   `select count(*)::int n from proc_state where state in ('SUCCEEDED','SKIPPED','DEAD') and backfill_at is null and backfill_abandoned_at is null`,
 );
+/** Messages owed a backfill: terminal, neither backfilled nor abandoned. */
+export function readBackfillPending(db: Executor): Promise<RowOf<typeof backfillPendingStatement> | undefined> {
+  return pgOne(db, backfillPendingStatement);
+}
 
-/** The first $1 dead-lettered outbox events in event order, each with the msg events of its flight it holds back. */
-export const deadLetters = pgStatement<
+const deadLettersStatement = pgStatement<
   [limit: number],
   { event_id: number; target: OutboxTarget; flid: string; state_version: number; attempts: number; last_error: string | null; created_at: Date; held: number }
 >(
@@ -79,19 +93,29 @@ export const deadLetters = pgStatement<
         and h.event_id > d.event_id and h.state = 'PENDING') as held
      from msg_event d where d.state = 'DEAD' order by d.event_id limit $1`,
 );
+/** The first $1 dead-lettered outbox events in event order, each with the msg events of its flight it holds back. */
+export function listDeadLetters(db: Executor, limit: number): Promise<RowOf<typeof deadLettersStatement>[]> {
+  return pgRows(db, deadLettersStatement, limit);
+}
 
-/** PENDING outbox events per target. */
-export const outboxPendingByTarget = pgStatement<[], { target: string; n: number }>(
+const outboxPendingByTargetStatement = pgStatement<[], { target: string; n: number }>(
   'console.outbox_pending_by_target',
   `select target, count(*)::int n from msg_event where state = 'PENDING' group by target order by target`,
 );
+/** PENDING outbox events per target. */
+export function countOutboxPendingByTarget(db: Executor): Promise<RowOf<typeof outboxPendingByTargetStatement>[]> {
+  return pgRows(db, outboxPendingByTargetStatement);
+}
 
-/** The open (PENDING/SENT) requests to the AODB, oldest first. */
-export const openRequests = pgStatement<[], { id: number; kind: RequestKind; rtype: string | null; operation_day: string | null; state: 'PENDING' | 'SENT'; created_at: Date; sent_at: Date | null }>(
+const openRequestsStatement = pgStatement<[], { id: number; kind: RequestKind; rtype: string | null; operation_day: string | null; state: 'PENDING' | 'SENT'; created_at: Date; sent_at: Date | null }>(
   'console.open_requests',
   `select id, kind, rtype, operation_day::text as operation_day, state, created_at, sent_at from req_track
     where state in ('PENDING','SENT') order by id`,
 );
+/** The open (PENDING/SENT) requests to the AODB, oldest first. */
+export function listOpenRequests(db: Executor): Promise<RowOf<typeof openRequestsStatement>[]> {
+  return pgRows(db, openRequestsStatement);
+}
 
 // ---- counts, pages and the last hour (lib/api/console-data.ts)
 
@@ -102,18 +126,16 @@ export const openRequests = pgStatement<[], { id: number; kind: RequestKind; rty
  */
 const REASON_CLASS = `case when reason_class = 'RAW_MISSING' then 'raw-missing' else left(split_part(coalesce(reason, ''), ':', 1), 60) end`;
 
-/** Messages per state and reason class, the largest groups of a state first. */
-export const countsByReason = pgStatement<[], { state: string; reason: string; n: number }>(
+const countsByReasonStatement = pgStatement<[], { state: string; reason: string; n: number }>(
   'console.counts_by_reason',
   `select state, ${REASON_CLASS} as reason, count(*)::int as n from proc_state group by 1, 2 order by 1, 3 desc, 2`,
 );
+/** Messages per state and reason class, the largest groups of a state first. */
+export function countByReason(db: Executor): Promise<RowOf<typeof countsByReasonStatement>[]> {
+  return pgRows(db, countsByReasonStatement);
+}
 
-/**
- * A page of one state's messages ($1), of one reason class ($2; null = any), below MSG_ID $3
- * (null = from the newest), newest first, at most $4. PER_EXECUTION: its filters are optional (a
- * generic plan reads all of PROC_STATE for a page below a cursor, docs/decisions.md).
- */
-export const listPage = pgStatement<
+const listPageStatement = pgStatement<
   [state: ProcStateName, reasonClass: string | null, before: number | null, limit: number],
   {
     msg_id: number;
@@ -139,32 +161,40 @@ export const listPage = pgStatement<
     limit $4`,
   PER_EXECUTION,
 );
+/**
+ * A page of one state's messages ($1), of one reason class ($2; null = any), below MSG_ID $3
+ * (null = from the newest), newest first, at most $4. PER_EXECUTION: its filters are optional (a
+ * generic plan reads all of PROC_STATE for a page below a cursor, docs/decisions.md).
+ */
+export function listPage(db: Executor, state: ProcStateName, reasonClass: string | null, before: number | null, limit: number): Promise<RowOf<typeof listPageStatement>[]> {
+  return pgRows(db, listPageStatement, state, reasonClass, before, limit);
+}
 
-/** PROC_STATE rows open now or terminal and touched since $2, with the received time as an instant in zone $1 (the last-hour series). */
-export const lastHourMessages = pgStatement<[timeZone: string, from: Date], { state: string; enqueued_at: Date; terminal_at: Date | null; received: Date | null }>(
+const lastHourMessagesStatement = pgStatement<[timeZone: string, from: Date], { state: string; enqueued_at: Date; terminal_at: Date | null; received: Date | null }>(
   'console.last_hour_messages',
   `select state, enqueued_at, terminal_at, (received_at at time zone $1::text) as received
      from proc_state
     where state in ('PENDING', 'FAILED') or (updated_at >= $2::timestamptz and state in ('SUCCEEDED', 'SKIPPED', 'DEAD'))`,
 );
+/** PROC_STATE rows open now or terminal and touched since $2, with the received time as an instant in zone $1 (the last-hour series). */
+export function readLastHourMessages(db: Executor, timeZone: string, from: Date): Promise<RowOf<typeof lastHourMessagesStatement>[]> {
+  return pgRows(db, lastHourMessagesStatement, timeZone, from);
+}
 
-/** Outbox events PENDING now or sent since $1 (the last-hour series). */
-export const lastHourEvents = pgStatement<[from: Date], { state: string; created_at: Date; sent_at: Date | null }>(
+const lastHourEventsStatement = pgStatement<[from: Date], { state: string; created_at: Date; sent_at: Date | null }>(
   'console.last_hour_events',
   `select state, created_at, sent_at from msg_event where state = 'PENDING'
    union all
    select state, created_at, sent_at from msg_event where state = 'SENT' and sent_at >= $1::timestamptz and target in ('msg', 'schd')`,
 );
+/** Outbox events PENDING now or sent since $1 (the last-hour series). */
+export function readLastHourEvents(db: Executor, from: Date): Promise<RowOf<typeof lastHourEventsStatement>[]> {
+  return pgRows(db, lastHourEventsStatement, from);
+}
 
 // ---- the ops API's message list (GET /ops/messages, lib/api/ops-routes.ts)
 
-/**
- * The latest $2 PROC_STATE rows of state $1 (null = any), newest first. The inbox's received
- * time is stored zone-less (airport wall time): it is returned as an instant read in the
- * airport's zone $3, so that its JSON (UTC, Z) is true like every other time of the API.
- * PER_EXECUTION: the state filter is optional.
- */
-export const recentMessages = pgStatement<[state: ProcStateName | null, limit: number, timeZone: string], Omit<ProcStateRow, 'received_at'> & { received_at: Date | null }>(
+const recentMessagesStatement = pgStatement<[state: ProcStateName | null, limit: number, timeZone: string], Omit<ProcStateRow, 'received_at'> & { received_at: Date | null }>(
   'console.recent_messages',
   `select msg_id, identity_key, state, reason, error_class, kind, attempts, failures_in_row, failing_since, next_attempt_at,
           (received_at at time zone $3::text) as received_at, enqueued_at, terminal_at, backfill_next_at, backfill_at, backfill_attempts,
@@ -172,3 +202,12 @@ export const recentMessages = pgStatement<[state: ProcStateName | null, limit: n
      from proc_state where ($1::text is null or state = $1::text) order by msg_id desc limit $2`,
   PER_EXECUTION,
 );
+/**
+ * The latest $2 PROC_STATE rows of state $1 (null = any), newest first. The inbox's received
+ * time is stored zone-less (airport wall time): it is returned as an instant read in the
+ * airport's zone $3, so that its JSON (UTC, Z) is true like every other time of the API.
+ * PER_EXECUTION: the state filter is optional.
+ */
+export function listRecentMessages(db: Executor, state: ProcStateName | null, limit: number, timeZone: string): Promise<(Omit<ProcStateRow, 'received_at'> & { received_at: Date | null })[]> {
+  return pgRows(db, recentMessagesStatement, state, limit, timeZone);
+}

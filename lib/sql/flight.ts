@@ -1,6 +1,8 @@
-// SQL of FLIGHT_SCHD and its detail tables, FLIGHT_CHANGE, FLIGHT_VERSION_FLOOR and
-// FLIGHT_PURGE_REDIS. Statement conventions: lib/db/statement.ts.
-import { pgStatement, type PgArray, type PgStatement } from '../db/statement.ts';
+// SQL of FLIGHT_SCHD and its detail tables, FLIGHT_CHANGE and FLIGHT_VERSION_FLOOR (the purge and
+// FLIGHT_CHANGE's retention: lib/sql/flight/purge.ts). Statement conventions: lib/db/statement.ts.
+// The loader and the batch write are built at load from the column spec lib/flight/store.ts passes, so
+// they come as one FlightOperations object (flightOperations) instead of functions of this module.
+import { type Executor, type PgArray, pgRows, pgRun, pgStatement, type RowOf } from '../db/statement.ts';
 
 // ---- lib/flight/store.ts
 
@@ -95,17 +97,29 @@ function literal(v: string): string {
   return `'${v}'`;
 }
 
+/** The loader's and the batch write's operations, on the statements flightOperations built. */
+export interface FlightOperations {
+  loadStates(db: Executor, flids: string[]): Promise<FlightStateRow[]>;
+  pageStates(db: Executor, includeDeleted: boolean, after: string | null, limit: number): Promise<FlightStateRow[]>;
+  pageStatesOfDay(db: Executor, day: string, includeDeleted: boolean, after: string | null, limit: number): Promise<FlightStateRow[]>;
+  /** The parameters as one array, handed through as they are (lib/flight/store.ts builds a slice's while the one before runs). */
+  writeBatch(db: Executor, params: FlightWriteParams): Promise<number>;
+}
+
 /**
  * The loader and the batch write, their text built ONCE from the column spec (called once at
- * module load by lib/flight/store.ts; the same spec gives the same text).
+ * module load by lib/flight/store.ts; the same spec gives the same text), as operations bound to
+ * those statements: the statements stay in this file, as every other file's do.
  */
-export function flightStatements(spec: FlightColumns): {
-  loadStates: PgStatement<[flids: string[]], FlightStateRow>;
-  pageStates: PgStatement<[includeDeleted: boolean, after: string | null, limit: number], FlightStateRow>;
-  pageStatesOfDay: PgStatement<[day: string, includeDeleted: boolean, after: string | null, limit: number], FlightStateRow>;
-  writeBatch: PgStatement<FlightWriteParams, { n: number }>;
-} {
-  return { ...loaderStatements(spec), writeBatch: writeStatement(spec) };
+export function flightOperations(spec: FlightColumns): FlightOperations {
+  const { loadStates, pageStates, pageStatesOfDay } = loaderStatements(spec);
+  const writeBatch = writeStatement(spec);
+  return {
+    loadStates: (db, flids) => pgRows(db, loadStates, flids),
+    pageStates: (db, includeDeleted, after, limit) => pgRows(db, pageStates, includeDeleted, after, limit),
+    pageStatesOfDay: (db, day, includeDeleted, after, limit) => pgRows(db, pageStatesOfDay, day, includeDeleted, after, limit),
+    writeBatch: (db, params) => pgRun(db, writeBatch, ...params),
+  };
 }
 
 /**
@@ -242,14 +256,20 @@ function writeStatement(spec: FlightColumns) {
   return pgStatement<FlightWriteParams, { n: number }>('flight.write_batch', `with ${ctes.join(',\n')}\nselect (select count(*) from w${pieces.length - 1})::int as n`);
 }
 
+const changedByStatement = pgStatement<[msgIds: number[]], { msg_id: number; flid: string }>('flight.changed_by', 'select msg_id, flid from flight_change where msg_id = any($1::bigint[])');
 /** The flights each of the messages $1 changed (their change records): {msg_id, flid}. */
-export const changedBy = pgStatement<[msgIds: number[]], { msg_id: number; flid: string }>('flight.changed_by', 'select msg_id, flid from flight_change where msg_id = any($1::bigint[])');
+export function listChangedBy(db: Executor, msgIds: number[]): Promise<RowOf<typeof changedByStatement>[]> {
+  return pgRows(db, changedByStatement, msgIds);
+}
 
-/** ACTIVE flights whose MAID is one of the masters $1: {flid, flno, maid}, ordered by FLID. */
-export const sharedOf = pgStatement<[masters: string[]], { flid: string; flno: string | null; maid: string }>(
+const sharedOfStatement = pgStatement<[masters: string[]], { flid: string; flno: string | null; maid: string }>(
   'flight.shared_of',
   "select flid, flno, maid from flight_schd where state = 'ACTIVE' and maid = any($1::text[]) order by length(flid), flid",
 );
+/** ACTIVE flights whose MAID is one of the masters $1: {flid, flno, maid}, ordered by FLID. */
+export function readSharedOf(db: Executor, masters: string[]): Promise<RowOf<typeof sharedOfStatement>[]> {
+  return pgRows(db, sharedOfStatement, masters);
+}
 
 // ---- lib/flight/read.ts
 // The pages of the flight reads are flight.page_states / flight.page_states_of_day (built with the
@@ -259,25 +279,30 @@ export const sharedOf = pgStatement<[masters: string[]], { flid: string; flno: s
 
 // ---- lib/flight/floor.ts
 
-/** The version floor of each of the FLIDs $1 that was purged before. */
-export const versionFloors = pgStatement<[flids: string[]], { flid: string; state_version: number }>(
+const versionFloorsStatement = pgStatement<[flids: string[]], { flid: string; state_version: number }>(
   'flight.version_floors',
   'select flid, state_version from flight_version_floor where flid = any($1::text[])',
 );
+/** The version floor of each of the FLIDs $1 that was purged before. */
+export function readVersionFloors(db: Executor, flids: string[]): Promise<RowOf<typeof versionFloorsStatement>[]> {
+  return pgRows(db, versionFloorsStatement, flids);
+}
 
-/** Raise (never lower) the floor of the FLIDs $1 to the versions $2, purged at $3. */
-export const raiseVersionFloors = pgStatement<[flids: string[], versions: number[], now: Date]>(
+const raiseVersionFloorsStatement = pgStatement<[flids: string[], versions: number[], now: Date]>(
   'flight.raise_version_floors',
   `insert into flight_version_floor (flid, state_version, purged_at)
    select u.flid, u.v, $3::timestamptz from unnest($1::text[], $2::integer[]) as u(flid, v)
    on conflict (flid) do update set state_version = greatest(flight_version_floor.state_version, excluded.state_version),
                                     purged_at = excluded.purged_at`,
 );
+/** Raise (never lower) the floor of the FLIDs $1 to the versions $2, purged at $3. */
+export function raiseVersionFloors(db: Executor, flids: string[], versions: number[], now: Date): Promise<number> {
+  return pgRun(db, raiseVersionFloorsStatement, flids, versions, now);
+}
 
 // ---- lib/flight/timeline.ts
 
-/** The FLIGHT_SCHD row of flight $1 as the timeline shows it (none when purged or never seen). */
-export const timelineCurrent = pgStatement<
+const timelineCurrentStatement = pgStatement<
   [flid: string],
   { state: 'ACTIVE' | 'DELETED'; state_version: number; operation_day: string | null; created_at: Date; updated_at: Date; deleted_at: Date | null; last_msg_id: number | null }
 >(
@@ -285,6 +310,10 @@ export const timelineCurrent = pgStatement<
   `select state, state_version, operation_day::text as operation_day, created_at, updated_at, deleted_at, last_msg_id
      from flight_schd where flid = $1::text`,
 );
+/** The FLIGHT_SCHD row of flight $1 as the timeline shows it (none when purged or never seen). */
+export function readTimelineCurrent(db: Executor, flid: string): Promise<RowOf<typeof timelineCurrentStatement>[]> {
+  return pgRows(db, timelineCurrentStatement, flid);
+}
 
 /** A FLIGHT_CHANGE row. */
 export interface FlightChangeRow {
@@ -299,89 +328,8 @@ export interface FlightChangeRow {
   created_at: Date;
 }
 
+const timelineChangesStatement = pgStatement<[flid: string], FlightChangeRow>('flight.timeline_changes', 'select * from flight_change where flid = $1::text order by state_version');
 /** The change records of flight $1, in version order. */
-export const timelineChanges = pgStatement<[flid: string], FlightChangeRow>('flight.timeline_changes', 'select * from flight_change where flid = $1::text order by state_version');
-
-// ---- lib/lifecycle/flights.ts
-
-/** Redis keys owed by earlier purge rounds: how many. */
-export const purgeRedisOwedCount = pgStatement<[], { n: number }>('flight.purge_redis_owed_count', 'select count(*)::int as n from flight_purge_redis');
-
-/**
- * History purge candidates after FLID $1, read without locks: DELETED before $2 or of an
- * operation day before $3, and whose last message is not open (state in $4); at most $5, FLID order.
- */
-export const purgeCandidates = pgStatement<[after: string, deletedBefore: Date, dayBefore: string, inProcess: string[], limit: number], { flid: string; state_version: number }>(
-  'flight.purge_candidates',
-  `select f.flid, f.state_version from flight_schd f
-   where f.flid > $1::text
-     and ((f.state = 'DELETED' and f.deleted_at < $2::timestamptz) or f.operation_day < $3::date)
-     and not exists (select 1 from proc_state p where p.msg_id = f.last_msg_id and p.state = any($4::text[]))
-   order by f.flid limit $5::bigint`,
-);
-
-/**
- * The candidates $1 with their families (their master and every flight whose MAID names the same
- * master), locked FOR UPDATE in FLID order; in_process: the last message is open (state in $2).
- */
-export const lockPurgeFamilies = pgStatement<
-  [flids: string[], inProcess: string[]],
-  {
-    flid: string;
-    state: 'ACTIVE' | 'DELETED';
-    state_version: number;
-    operation_day: string | null;
-    deleted_at: Date | null;
-    maid: string | null;
-    in_process: boolean;
-  }
->(
-  'flight.lock_purge_families',
-  `with c as (select coalesce(maid, flid) as root from flight_schd where flid = any($1::text[]))
-   select f.flid, f.state, f.state_version, f.operation_day::text as operation_day, f.deleted_at, f.maid,
-          exists (select 1 from proc_state p where p.msg_id = f.last_msg_id and p.state = any($2::text[])) as in_process
-   from flight_schd f
-   where f.flid = any($1::text[]) or f.flid in (select root from c) or f.maid in (select root from c)
-   order by f.flid
-   for update of f`,
-);
-
-/** Redis keys owed for the purged FLIDs $1 (purged at $2), deleted after the commit. */
-export const owePurgeRedis = pgStatement<[flids: string[], now: Date]>(
-  'flight.owe_purge_redis',
-  `insert into flight_purge_redis (flid, purged_at) select unnest($1::text[]), $2::timestamptz
-   on conflict (flid) do update set purged_at = excluded.purged_at`,
-);
-
-/** Deletes the flights $1 still at the versions $2 (their detail rows go too: sql/migrations/0950_child_rows_per_statement.sql). */
-export const purgeDelete = pgStatement<[flids: string[], versions: number[]]>(
-  'flight.purge_delete',
-  `delete from flight_schd f using unnest($1::text[], $2::integer[]) as u(flid, v)
-   where f.flid = u.flid and f.state_version = u.v`,
-);
-
-/** Forgets the owed Redis keys of the FLIDs $1. */
-export const forgetPurgeRedis = pgStatement<[flids: string[]]>('flight.forget_purge_redis', 'delete from flight_purge_redis where flid = any($1::text[])');
-
-/** Owed Redis keys (at most 10,000, FLID order); live: the FLID is ACTIVE again. */
-export const purgeRedisOwed = pgStatement<[], { flid: string; live: boolean }>(
-  'flight.purge_redis_owed',
-  `select p.flid, exists (select 1 from flight_schd f where f.flid = p.flid and f.state = 'ACTIVE') as live
-   from flight_purge_redis p order by p.flid limit 10000`,
-);
-
-/** ACTIVE flights with no operation day, untouched since before $1: how many. */
-export const withoutOperationDayCount = pgStatement<[before: Date], { n: number }>(
-  'flight.without_operation_day_count',
-  `select count(*)::int as n from flight_schd
-   where operation_day is null and state = 'ACTIVE' and updated_at < $1::timestamptz`,
-);
-
-// ---- lib/lifecycle/trace-records.ts
-
-/** Deletes up to $2 FLIGHT_CHANGE rows created before $1, oldest first (the retention job's batch). */
-export const purgeChangesBefore = pgStatement<[cutoff: Date, batch: number]>(
-  'flight.purge_changes_before',
-  `delete from flight_change where ctid = any(array(
-     select ctid from flight_change where created_at < $1::timestamptz order by created_at limit $2))`,
-);
+export function readTimelineChanges(db: Executor, flid: string): Promise<FlightChangeRow[]> {
+  return pgRows(db, timelineChangesStatement, flid);
+}

@@ -1,6 +1,6 @@
 // SQL of INTAKE_CURSOR: intake's watermark and the gaps it waits on (lib/pipeline/intake.ts), one
 // row. Statement conventions: lib/db/statement.ts.
-import { pgStatement } from '../db/statement.ts';
+import { type Executor, pgOne, pgRun, pgStatement } from '../db/statement.ts';
 
 export interface IntakeCursorRow {
   watermark: number;
@@ -14,14 +14,16 @@ export interface IntakeCursorRow {
   passed_gaps: { lo: number; hi: number; at: string }[];
 }
 
-/** Intake's cursor (its one row). */
-export const intakeCursor = pgStatement<[], IntakeCursorRow>(
+const intakeCursorStatement = pgStatement<[], IntakeCursorRow>(
   'intake_cursor.read',
   'select watermark, full_scan_from, full_scan_at, gap_id, gap_seen_at, gaps, passed_gaps from intake_cursor where id = 1',
 );
+/** Intake's cursor (its one row). */
+export function readIntakeCursor(db: Executor): Promise<IntakeCursorRow | undefined> {
+  return pgOne(db, intakeCursorStatement);
+}
 
-/** Saves intake's cursor (gaps as JSON text). */
-export const saveIntakeCursor = pgStatement<
+const saveIntakeCursorStatement = pgStatement<
   [watermark: number, fullScanFrom: number | null, fullScanAt: Date | null, gapId: number | null, gapSeenAt: Date | null, gapsJson: string, passedGapsJson: string, readWatermark: number]
 >(
   'intake_cursor.save',
@@ -30,3 +32,17 @@ export const saveIntakeCursor = pgStatement<
                             gap_seen_at = $5::timestamptz, gaps = $6::jsonb, passed_gaps = $7::jsonb
     where id = 1 and watermark = $8::bigint`,
 );
+/** Saves intake's cursor (gaps as JSON text). */
+export function saveIntakeCursor(
+  db: Executor,
+  watermark: number,
+  fullScanFrom: number | null,
+  fullScanAt: Date | null,
+  gapId: number | null,
+  gapSeenAt: Date | null,
+  gapsJson: string,
+  passedGapsJson: string,
+  readWatermark: number,
+): Promise<number> {
+  return pgRun(db, saveIntakeCursorStatement, watermark, fullScanFrom, fullScanAt, gapId, gapSeenAt, gapsJson, passedGapsJson, readWatermark);
+}

@@ -1,7 +1,7 @@
 // SQL of graphile-worker's queue (graphile_worker.*): wake-ups and job queue reads. Statement
 // conventions: lib/db/statement.ts. Wake-ups that ride inside a PROC_STATE transition's statement
 // are in lib/sql/transitions.ts (WAKE).
-import { type Executor, pgRun, pgStatement } from '../db/statement.ts';
+import { type Executor, pgRows, pgRun, pgStatement, type RowOf } from '../db/statement.ts';
 
 // ---- wake-ups
 
@@ -31,11 +31,7 @@ export async function wake(db: Executor, task: string, runAt?: Date): Promise<vo
 
 // ---- the duties' jobs (lib/runtime/job-queue.ts)
 
-/**
- * Adds the job of each duty of $1 that has none running or waiting (attempts left); running =
- * locked less than $2 ms ago. Returns the duties that got a job.
- */
-export const keepDutiesAlive = pgStatement<[tasks: string[], staleLockMs: number], { task: string; id: number }>(
+const keepDutiesAliveStatement = pgStatement<[tasks: string[], staleLockMs: number], { task: string; id: number }>(
   'jobs.keep_duties_alive',
   `select t as task, (graphile_worker.add_job(t, '{}'::json, job_key := t)).id as id
      from unnest($1::text[]) as t
@@ -44,17 +40,33 @@ export const keepDutiesAlive = pgStatement<[tasks: string[], staleLockMs: number
        where j.key = t
          and (j.locked_at > now() - $2::float8 * interval '1 millisecond' or (j.locked_at is null and j.attempts < j.max_attempts)))`,
 );
+/**
+ * Adds the job of each duty of $1 that has none running or waiting (attempts left); running =
+ * locked less than $2 ms ago. Returns the duties that got a job.
+ */
+export function keepDutiesAlive(db: Executor, tasks: string[], staleLockMs: number): Promise<RowOf<typeof keepDutiesAliveStatement>[]> {
+  return pgRows(db, keepDutiesAliveStatement, tasks, staleLockMs);
+}
 
-/** The workers that hold a lock on a job of the tasks $1. */
-export const lockingWorkers = pgStatement<[tasks: string[]], { locked_by: string }>(
+const lockingWorkersStatement = pgStatement<[tasks: string[]], { locked_by: string }>(
   'jobs.locking_workers',
   'select distinct locked_by from graphile_worker.jobs where task_identifier = any($1::text[]) and locked_by is not null',
 );
+/** The workers that hold a lock on a job of the tasks $1. */
+export function listLockingWorkers(db: Executor, tasks: string[]): Promise<RowOf<typeof lockingWorkersStatement>[]> {
+  return pgRows(db, lockingWorkersStatement, tasks);
+}
 
+const forceUnlockWorkersStatement = pgStatement<[workers: string[]]>('jobs.force_unlock_workers', 'select graphile_worker.force_unlock_workers($1::text[])');
 /** Releases the jobs locked by the workers $1 (workers that are gone). */
-export const forceUnlockWorkers = pgStatement<[workers: string[]]>('jobs.force_unlock_workers', 'select graphile_worker.force_unlock_workers($1::text[])');
+export function forceUnlockWorkers(db: Executor, workers: string[]): Promise<number> {
+  return pgRun(db, forceUnlockWorkersStatement, workers);
+}
 
 // ---- lib/requests/outbound.ts
 
+const addRequestJobStatement = pgStatement<[task: string, id: number]>('jobs.add_request_job', `select graphile_worker.add_job($1::text, json_build_object('id', $2::bigint))`);
 /** Queues task $1 with payload {id: $2} (the `request` job of a new request, in its transaction). */
-export const addRequestJob = pgStatement<[task: string, id: number]>('jobs.add_request_job', `select graphile_worker.add_job($1::text, json_build_object('id', $2::bigint))`);
+export function addRequestJob(db: Executor, task: string, id: number): Promise<number> {
+  return pgRun(db, addRequestJobStatement, task, id);
+}

@@ -1,6 +1,9 @@
 // SQL of the Redis mirror's check (lib/watches/redis.ts): what Redis should hold, as
 // numbers. Statement conventions: lib/db/statement.ts.
-import { pgStatement } from '../db/statement.ts';
+import { type Executor, pgRows, pgStatement, type RowOf } from '../db/statement.ts';
 
+const flightVersionsStatement = pgStatement<[], { flid: string; state: 'ACTIVE' | 'DELETED'; state_version: number }>('mirror.flight_versions', 'select flid, state, state_version from flight_schd');
 /** Every flight's state and STATE_VERSION (ACTIVE: Redis holds this version; DELETED: no key). */
-export const flightVersions = pgStatement<[], { flid: string; state: 'ACTIVE' | 'DELETED'; state_version: number }>('mirror.flight_versions', 'select flid, state, state_version from flight_schd');
+export function readFlightVersions(db: Executor): Promise<RowOf<typeof flightVersionsStatement>[]> {
+  return pgRows(db, flightVersionsStatement);
+}

@@ -13,8 +13,8 @@
 import type { Failure, ReasonClass, Service } from '../core/errors.ts';
 import { TASK } from '../core/tasks.ts';
 import type { Db } from '../db/postgres.ts';
-import { PER_EXECUTION, pgOne, pgRows, pgRun, pgStatement, type Executor } from '../db/statement.ts';
-import { type AbandonReason, identityOwners, type TerminalState } from './proc-state.ts';
+import { type Executor, PER_EXECUTION, pgOne, pgRows, pgRun, pgStatement } from '../db/statement.ts';
+import { type AbandonReason, readIdentityOwners, type TerminalState } from './proc-state.ts';
 
 /** The wake-up of the terminal transitions: backfill owes the inbox a processed time. */
 const BACKFILL_WAKE = [TASK.backfill];
@@ -239,7 +239,7 @@ export async function recordFailure<D extends FailureDecision>(
     await pgRun(tx, insertAttempt, msgId, now, f.cls, f.detail.slice(0, 2000), d.next);
     if (d.next === 'DEAD') {
       if (bindKey) {
-        const owners = new Map((await pgRows(tx, identityOwners, [bindKey])).map((x) => [x.identity_key, x.msg_id]));
+        const owners = new Map((await readIdentityOwners(tx, [bindKey])).map((x) => [x.identity_key, x.msg_id]));
         if (claimIdentity(owners, bindKey, msgId) === msgId) await pgRun(tx, bindIdentityStatement, msgId, bindKey, now);
       }
       await pgRun(tx, countFinalAttempt, msgId, d.countAttempt ? 1 : 0, f.cls);

@@ -8,10 +8,9 @@
 //           flow; a cluster that refuses is the watch's refusal (backoff, condition).
 // The condition names every open loss with the operator's two commands until one is run.
 import { LOCKS } from '../db/postgres.ts';
-import { pgOne, pgRows } from '../db/statement.ts';
 import { errorText, Refused, type Watch, Watched } from '../runtime/watch.ts';
 import * as Locks from '../sql/locks.ts';
-import * as Outbox from '../sql/outbox.ts';
+import * as Outbox from '../sql/outbox/positions.ts';
 import { describeProblems, lostPartitions, type Problem, readTopic, topicProblems, topicWatch, type TopicWatchDeps } from './topics.ts';
 
 /** A loss the operator has not answered yet. */
@@ -40,7 +39,7 @@ export class MsgTopicWatch extends Watched<'missing'> {
 
   private async look(): Promise<'missing' | null> {
     const topic = this.d.spec.topic;
-    const rows = await pgRows(this.d.db, Outbox.msgTopicCheck, topic);
+    const rows = await Outbox.checkMsgTopic(this.d.db, topic);
     const recorded = rows.filter((r) => r.partition !== null).map((r) => ({ partition: r.partition!, next: BigInt(r.offset!) }));
     this.open = rows.filter((r) => r.loss_id !== null).map((r) => ({ id: r.loss_id!, partitions: r.loss_partitions ?? [], events: r.loss_events ?? 0, first: r.loss_first!, last: r.loss_last! }));
     const view = await readTopic(this.d.kafka, topic, false, this.d.timeoutMs);
@@ -56,10 +55,9 @@ export class MsgTopicWatch extends Watched<'missing'> {
     const detail = describeProblems(topic, problems);
     const loss = await this.d.db.transaction().execute(async (tx) => {
       // no msg round in flight: none marks a record of the lost topic SENT after this
-      await pgRows(tx, Locks.xactLock, LOCKS.MSG_DISPATCH_ROUND);
-      return pgOne(
+      await Locks.xactLock(tx, LOCKS.MSG_DISPATCH_ROUND);
+      return Outbox.recordMsgLoss(
         tx,
-        Outbox.recordMsgLoss,
         topic,
         this.d.clock.now(),
         detail,

@@ -26,7 +26,6 @@ import { withTimeout } from '../core/timeout.ts';
 import { WATCH } from '../core/tuning.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Redis } from '../db/redis.ts';
-import { pgRows } from '../db/statement.ts';
 import { mirrorVersions, writeMirror } from '../flight/mirror.ts';
 import { readFlights } from '../flight/read.ts';
 import { Refused, Watch, Watched } from '../runtime/watch.ts';
@@ -125,7 +124,7 @@ export class RedisHeal extends Watched<Found> {
 
   private async compare(): Promise<Found | null> {
     const t = this.d.timeoutMs * WATCH.redis.bulkTimeouts;
-    const rows = await pgRows(this.d.db, Mirror.flightVersions);
+    const rows = await Mirror.readFlightVersions(this.d.db);
     const expected = rows.map((r) => ({ flid: r.flid, state: r.state, version: r.state_version }));
     const held = await withTimeout(
       t,
@@ -139,7 +138,7 @@ export class RedisHeal extends Watched<Found> {
     if (suspects.length === 0) return this.healthy();
     // the pump writes Redis just after its commit: look again once that has had time to land
     await new Promise((r) => setTimeout(r, WATCH.redis.settleMs));
-    const again = new Map((await pgRows(this.d.db, Restore.flightVersions, suspects)).map((r) => [r.flid, r.state_version]));
+    const again = new Map((await Restore.readFlightVersions(this.d.db, suspects)).map((r) => [r.flid, r.state_version]));
     const bySuspect = new Map(expected.map((e) => [e.flid, e]));
     const still = suspects.map((f) => ({ ...bySuspect.get(f)!, version: again.get(f) ?? 0 }));
     suspects = behind(still, await withTimeout(t, 'redis versions', mirrorVersions(this.d.redis, suspects)));
@@ -150,7 +149,7 @@ export class RedisHeal extends Watched<Found> {
   /** Writes the flights from Postgres (versioned); a full re-sync ends by writing the marker. */
   private async rebuild(found: Found): Promise<void> {
     const started = this.now();
-    const flids = found.full ? (await pgRows(this.d.db, Restore.allFlids)).map((r) => r.flid) : found.flids;
+    const flids = found.full ? (await Restore.listAllFlids(this.d.db)).map((r) => r.flid) : found.flids;
     this.behindBy = flids.length;
     this.watch.publish();
     this.d.log.warn({ store: 'redis', flights: flids.length, full: found.full }, `Redis is behind Postgres: ${found.why}; rebuilding it from Postgres`);

@@ -11,10 +11,9 @@ import { randomUUID } from 'node:crypto';
 import kafkajs from '../db/kafkajs.ts';
 import { withTimeout } from '../core/timeout.ts';
 import type { Db } from '../db/postgres.ts';
-import { pgOne, pgRows } from '../db/statement.ts';
 import { WATCH } from '../core/tuning.ts';
 import type { Finding } from './restore-signs.ts';
-import * as Outbox from '../sql/outbox.ts';
+import * as Outbox from '../sql/outbox/positions.ts';
 import * as Restore from '../sql/restore.ts';
 import { kafkaClientConfig, type KafkaOptions } from '../dispatch/kafka.ts';
 
@@ -69,7 +68,7 @@ export function createKafkaRestoreCheck(o: KafkaOptions, topic: string, db: Db):
   async function unknownRanges(useVerified: boolean) {
     const topicEnds = await ends();
     // per partition, one past the highest offset of a SENT msg event (the position GET /all/flights answers)
-    const known = new Map((await pgRows(db, Outbox.msgPositions)).map((r) => [r.partition, BigInt(r.offset)]));
+    const known = new Map((await Outbox.readMsgPositions(db)).map((r) => [r.partition, BigInt(r.offset)]));
     return topicEnds
       .map((e) => {
         let from = known.get(e.partition) ?? 0n;
@@ -136,13 +135,13 @@ export function createKafkaRestoreCheck(o: KafkaOptions, topic: string, db: Db):
     const ranges = await unknownRanges(useVerified);
     const read = await readRanges(ranges);
     // the sequence after the topic: every EVENT_ID read was handed out before this read, if Postgres is live
-    const postgresHigh = (await pgOne(db, Restore.eventIdHigh))?.high ?? 0;
+    const postgresHigh = (await Restore.readEventIdHigh(db))?.high ?? 0;
     return { ranges, topicHigh: read.max, postgresHigh, records: read.records };
   }
 
   return {
     async check() {
-      if (((await pgOne(db, Restore.eventIdHigh))?.high ?? 0) < verifiedAgainst) verified.clear();
+      if (((await Restore.readEventIdHigh(db))?.high ?? 0) < verifiedAgainst) verified.clear();
       const r = await eventIdsIn(true);
       if (r.topicHigh !== null && r.topicHigh > r.postgresHigh) {
         return { source: 'kafka', detail: `the msg topic ${topic} holds EVENT_ID ${r.topicHigh}, above the highest Postgres handed out (${r.postgresHigh})` };

@@ -5,7 +5,6 @@
 import type { Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
 import type { Redis } from '../db/redis.ts';
-import { myRows, pgOne, pgRows } from '../db/statement.ts';
 import { withTimeout } from '../core/timeout.ts';
 import { WATCH } from '../core/tuning.ts';
 import { flightKey } from '../flight/mirror.ts';
@@ -28,7 +27,7 @@ export interface Finding {
  * runs until intake took in its first row.
  */
 export async function inUse(db: Db): Promise<{ watermark: number } | null> {
-  const cur = await pgOne(db, Restore.watermark);
+  const cur = await Restore.readWatermark(db);
   if (!cur) throw new Error('intake_cursor has no row');
   return cur.watermark > 0 ? cur : null;
 }
@@ -47,9 +46,9 @@ export async function inboxBehind(db: Db, inbox: Inbox, timeoutMs: number, all =
   let lo = Infinity;
   let hi = -Infinity;
   for (let page = 0; all || page < CHECK_PAGES; page++) {
-    const ids = (await withTimeout(timeoutMs, 'inbox restore check', myRows(inbox, Restore.processedAbove, after, INBOX_PAGE))).map((r) => Number(r.id));
+    const ids = (await withTimeout(timeoutMs, 'inbox restore check', Restore.readProcessedAbove(inbox, after, INBOX_PAGE))).map((r) => Number(r.id));
     if (ids.length === 0) break;
-    const unknown = (await pgRows(db, Restore.unknownMessages, ids)).map((r) => Number(r.msg_id));
+    const unknown = (await Restore.listUnknownMessages(db, ids)).map((r) => Number(r.msg_id));
     n += unknown.length;
     for (const id of unknown) {
       lo = Math.min(lo, id);
@@ -79,7 +78,7 @@ export async function redisAhead(db: Db, redis: Redis, timeoutMs: number): Promi
     if (flids.length === 0) return [];
     // Redis first, then Postgres: the pump commits before it writes Redis, so a live pair never looks ahead
     const values = await withTimeout(timeoutMs, 'redis mget', redis.mget(...flids.map(flightKey)));
-    const pg = new Map((await pgRows(db, Restore.flightVersions, flids)).map((r) => [r.flid, r.state_version]));
+    const pg = new Map((await Restore.readFlightVersions(db, flids)).map((r) => [r.flid, r.state_version]));
     return flids.filter((f, i) => {
       const v = values[i];
       if (v === null) return false;

@@ -32,7 +32,6 @@ import { WATCH } from '../core/tuning.ts';
 import type { Db } from '../db/postgres.ts';
 import type { Inbox } from '../db/mysql.ts';
 import type { Redis } from '../db/redis.ts';
-import { pgOne } from '../db/statement.ts';
 import { Episode } from '../runtime/episode.ts';
 import { Watch, Watched } from '../runtime/watch.ts';
 import * as Restore from '../sql/restore.ts';
@@ -148,7 +147,7 @@ export class RestoreWatch extends Watched<never> {
     // one query at a time: a glance that timed out keeps its pool connection until Postgres answers
     if (this.glancing) return;
     this.glancing = true;
-    const query = pgOne(this.d.db, Restore.marks);
+    const query = Restore.readMarks(this.d.db);
     query.then(
       () => (this.glancing = false),
       () => (this.glancing = false),

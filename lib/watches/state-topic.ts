@@ -14,11 +14,10 @@
 // reason, one log line per distinct reason, retried with the watches' backoff.
 import { DISPATCH_TASK } from '../core/tasks.ts';
 import { LOCKS } from '../db/postgres.ts';
-import { pgOne, pgRows } from '../db/statement.ts';
 import { errorText, Refused, type Watch, Watched } from '../runtime/watch.ts';
 import { wake } from '../sql/jobs.ts';
 import * as Locks from '../sql/locks.ts';
-import * as Outbox from '../sql/outbox.ts';
+import * as Outbox from '../sql/outbox/positions.ts';
 import { describeProblems, type Problem, restoreCompactSettings, readTopic, topicProblems, topicWatch, type TopicWatchDeps } from './topics.ts';
 
 /** A re-seed under way: rows to send up to `high`, DEAD rows before it, when it started, what it repairs. */
@@ -55,7 +54,7 @@ export class StateTopicWatch extends Watched<Problem[]> {
   private async look(): Promise<Problem[] | null> {
     const topic = this.d.spec.topic;
     if (this.reseed) await this.progress();
-    const recorded = (await pgRows(this.d.db, Outbox.statePositions)).map((r) => ({ partition: r.partition, next: BigInt(r.offset) }));
+    const recorded = (await Outbox.readStatePositions(this.d.db)).map((r) => ({ partition: r.partition, next: BigInt(r.offset) }));
     const view = await readTopic(this.d.kafka, topic, true, this.d.timeoutMs);
     this.problems = topicProblems(view, recorded, 'compact');
     return this.problems.length ? this.problems : null;
@@ -77,8 +76,8 @@ export class StateTopicWatch extends Watched<Problem[]> {
     }
     const r = await this.d.db.transaction().execute(async (tx) => {
       // no state round in flight: none can mark a row SENT with an offset of the lost topic after this
-      await pgRows(tx, Locks.xactLock, LOCKS.STATE_DISPATCH_ROUND);
-      const x = await pgOne(tx, Outbox.reseedState, this.d.clock.now());
+      await Locks.xactLock(tx, LOCKS.STATE_DISPATCH_ROUND);
+      const x = await Outbox.reseedState(tx, this.d.clock.now());
       await wake(tx, DISPATCH_TASK.state);
       return x!;
     });
@@ -93,7 +92,7 @@ export class StateTopicWatch extends Watched<Problem[]> {
   /** A re-seed is done when none of its rows is PENDING; DEAD ones are left to the operator. */
   private async progress(): Promise<void> {
     const r = this.reseed!;
-    const p = (await pgOne(this.d.db, Outbox.reseedProgress, r.high))!;
+    const p = (await Outbox.readReseedProgress(this.d.db, r.high))!;
     if (p.pending > 0) return;
     this.reseed = null;
     const seconds = Math.round((this.d.clock.now().getTime() - r.startedAt) / 100) / 10;

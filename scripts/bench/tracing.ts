@@ -11,7 +11,6 @@ import { sql } from 'kysely';
 import { buildDecoder, buildRegistry } from '../../lib/app/composition.ts';
 import { systemClock } from '../../lib/core/clock.ts';
 import { loadConfig, slices } from '../../lib/core/config.ts';
-import { pgRun } from '../../lib/db/statement.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
 import { drain, tick } from '../../lib/pipeline/pump/loop.ts';
 import { PumpTrace } from '../../lib/pipeline/pump/trace.ts';
@@ -69,7 +68,7 @@ async function prepare(on: boolean) {
   const intakeTracing = on ? await openTelemetry(settings, 'intake', log) : undefined;
   while ((await intakeRound({ db: b.db, inbox: b.inbox, clock: systemClock, intake: slices(config).intake, log, tracing: intakeTracing })).enqueued.length > 0);
   await intakeTracing?.shutdown(60_000);
-  await pgRun(b.session, Locks.traceOutbox, on ? 'on' : 'off');
+  await Locks.traceOutbox(b.session, on ? 'on' : 'off');
   await tick(pumpDeps(b, { log, config })); // the snapshot
   await sql`vacuum analyze proc_state`.execute(b.db);
 }

@@ -176,7 +176,23 @@ let bigTables: Set<string>;
 
 beforeAll(async () => {
   const dir = new URL('../../lib/sql/', import.meta.url);
-  for (const f of ['outbox', 'flight', 'proc-state', 'transitions', 'intake-cursor', 'console', 'trace', 'ledger', 'history', 'snap-log']) await import(new URL(`${f}.ts`, dir).href);
+  for (const f of [
+    'outbox/rounds',
+    'outbox/operator',
+    'outbox/events',
+    'outbox/positions',
+    'flight',
+    'flight/purge',
+    'proc-state',
+    'transitions',
+    'intake-cursor',
+    'console',
+    'trace',
+    'ledger',
+    'history',
+    'snap-log',
+  ])
+    await import(new URL(`${f}.ts`, dir).href);
   await import('../../lib/flight/store.ts'); // declares flight.load_states / flight.write_batch
   c = new pg.Client({ connectionString: TEST_PG_URL });
   await c.connect();

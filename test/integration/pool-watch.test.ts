@@ -91,16 +91,15 @@ describe('pool watch: sessions of lost connections', () => {
     try {
       const pid = (other as pg.Client & { processID: number }).processID;
       const { terminateLost } = await import('../../lib/sql/locks.ts');
-      const { pgRows } = await import('../../lib/db/statement.ts');
       const { createSessionDb } = await import('../../lib/db/postgres.ts');
       const db = createSessionDb(admin);
       // failed 1 h ago: the session (started a moment ago) is newer; wrong name: not ours
-      expect(await pgRows(db, terminateLost, [pid], ['msgx-pool-watch-other'], [3_600_000])).toEqual([]);
-      expect(await pgRows(db, terminateLost, [pid], ['msgx-someone-else'], [0])).toEqual([]);
+      expect(await terminateLost(db, [pid], ['msgx-pool-watch-other'], [3_600_000])).toEqual([]);
+      expect(await terminateLost(db, [pid], ['msgx-someone-else'], [0])).toEqual([]);
       expect((await other.query('select 1 as one')).rows).toEqual([{ one: 1 }]);
       // the same pid and name, failed after the session started: ended
       await new Promise((r) => setTimeout(r, 50));
-      expect(await pgRows(db, terminateLost, [pid], ['msgx-pool-watch-other'], [0])).toEqual([{ pid }]);
+      expect(await terminateLost(db, [pid], ['msgx-pool-watch-other'], [0])).toEqual([{ pid }]);
       await waitFor('the session gone', async () => (await admin.query('select 1 from pg_stat_activity where pid = $1', [pid])).rowCount === 0, 5000, 50);
       await expect(other.query('select 1')).rejects.toThrow();
     } finally {

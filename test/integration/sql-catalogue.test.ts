@@ -8,7 +8,10 @@ import { declaredStatements } from '../../lib/db/statement.ts';
 import { openServices, type TestServices } from '../support/services.ts';
 
 const SQL_DIR = join(import.meta.dirname, '../../lib/sql');
-const files = readdirSync(SQL_DIR).filter((f) => f.endsWith('.ts'));
+/** The table group files, relative to lib/sql/: a group split by operation is a directory (lib/sql/outbox/). */
+const files = readdirSync(SQL_DIR, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
+/** A file's group: its name, or the name of the directory it is in. */
+const groupOf = (f: string) => f.split('/')[0].replace(/\.ts$/, '').replaceAll('-', '_');
 let s: TestServices;
 
 beforeAll(async () => {
@@ -35,7 +38,7 @@ describe('the statement catalogue (lib/sql/)', () => {
   it('holds the statements of every table group file, each named <group>.<operation> after its file', () => {
     const groups = new Set(catalogue().map((x) => x.name.split('.')[0]));
     expect(files.length).toBeGreaterThan(0);
-    for (const f of files) expect(groups.has(f.replace(/\.ts$/, '').replaceAll('-', '_')), f).toBe(true);
+    for (const f of files) expect(groups.has(groupOf(f)), f).toBe(true);
   });
 
   it('every Postgres statement PREPAREs against the migrated schema', async () => {

@@ -19,7 +19,6 @@ import { ManualClock } from '../../lib/core/clock.ts';
 import { describeConfig, slices } from '../../lib/core/config.ts';
 import { msgUpsert, msgValue } from '../../lib/contract/kafka.ts';
 import { createKafkaEdge, kafkaOptions, type KafkaEdge } from '../../lib/dispatch/kafka.ts';
-import { pgOne } from '../../lib/db/statement.ts';
 import { intakeRound } from '../../lib/pipeline/intake.ts';
 import * as Restore from '../../lib/sql/restore.ts';
 import { createKafkaRestoreCheck } from '../../lib/watches/restore-kafka.ts';
@@ -71,7 +70,7 @@ describe('test isolation: the README sample on the default msg topic, then a tes
 
     // 1. the sample, as its installation's msg-dispatch sent it: seven events on the default topic,
     //    with EVENT_IDs the test database has never handed out
-    const high = (await pgOne(s.db, Restore.eventIdHigh))?.high ?? 0;
+    const high = (await Restore.readEventIdHigh(s.db))?.high ?? 0;
     edge = createKafkaEdge(kafkaOptions(slices(installation()).kafka, silentLog));
     await edge.ensureTopics([{ topic: DEFAULT_MSG_TOPIC }]);
     const sample = Array.from({ length: 7 }, (_, i) => ({

@@ -8,7 +8,6 @@ import { classify, type Failure, type ReasonClass } from '../../core/errors.ts';
 import type { BatchDomain, DomainBatch, Handler, HandlerOutcome } from '../../domain/handlers.ts';
 import type { AfterCommitCounts } from '../../runtime/labels.ts';
 import { ownOutcome } from '../failures.ts';
-import { pgRows } from '../../db/statement.ts';
 import * as ProcState from '../../sql/proc-state.ts';
 import type { TerminalState } from '../../sql/proc-state.ts';
 import * as Jobs from '../../sql/jobs.ts';
@@ -48,7 +47,7 @@ export async function business(deps: PumpDeps, members: Member[], beforeCommit?:
     const result = await deps.session.transaction().execute(async (tx) => {
       // identity (INV-6): who owns the batch's keys already; within the batch, the first message of a key
       const keys = [...new Set(members.flatMap((member) => (member.identityToBind ? [member.identityToBind] : [])))];
-      const owners = new Map(keys.length === 0 ? [] : (await pgRows(tx, ProcState.identityOwners, keys)).map((x) => [x.identity_key, x.msg_id]));
+      const owners = new Map(keys.length === 0 ? [] : (await ProcState.readIdentityOwners(tx, keys)).map((x) => [x.identity_key, x.msg_id]));
       const ownerOf = (member: Member): number | undefined => (member.identityToBind ? Transitions.claimIdentity(owners, member.identityToBind, member.h.msg_id) : undefined);
       const batches = await openDomains(deps, tx, members, now);
       const outcomes: Transitions.AppliedOutcome[] = [];

@@ -4,7 +4,6 @@
 // PROBE_EVERY_MS and the head is tried as soon as it answers).
 import { PUMP } from '../../core/tuning.ts';
 import { withTimeout } from '../../core/timeout.ts';
-import { pgRows } from '../../db/statement.ts';
 import * as ProcState from '../../sql/proc-state.ts';
 import * as Transitions from '../../sql/transitions.ts';
 import { isExhausted, probeTarget } from '../failures.ts';
@@ -22,7 +21,7 @@ export type Chosen = { kind: 'batch'; heads: ProcState.HeadRow[]; following: Pro
 export async function chooseBatch(deps: PumpDeps, limit: number, ahead: Ahead | null, exclude: ReadonlySet<number>): Promise<Chosen> {
   // the tail's messages (applied, not yet terminal) are set aside before the cut: cut first, a
   // FAILED message right behind them left no row, and the drain ended 'idle' instead of waiting for it
-  const rows = openHeads((await pgRows(deps.session, ProcState.heads, (ahead ? limit * 2 : limit) + exclude.size)).filter((r) => !exclude.has(r.msg_id)));
+  const rows = openHeads((await ProcState.readHeads(deps.session, (ahead ? limit * 2 : limit) + exclude.size)).filter((r) => !exclude.has(r.msg_id)));
   const heads = rows.slice(0, limit);
   const head = heads[0];
   if (!head) return { kind: 'idle' };

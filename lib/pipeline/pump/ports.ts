@@ -1,7 +1,6 @@
 // The pump's ports on SQL (PumpPorts): PIPELINE_LOCK on its session, savepoints in its business
 // transaction, and the probes of the services it waits for (lib/pipeline/pump/choose.ts).
 import { LOCKS } from '../../db/postgres.ts';
-import { myRows, pgOne, pgRun } from '../../db/statement.ts';
 import * as Locks from '../../sql/locks.ts';
 import * as Probe from '../../sql/probe.ts';
 import * as Tx from '../../sql/tx.ts';
@@ -11,27 +10,27 @@ import type { PumpDeps, PumpPorts } from './deps.ts';
 export function sqlPorts(deps: Pick<PumpDeps, 'session' | 'inbox' | 'mirror'>): PumpPorts {
   return {
     lock: async () => {
-      await pgRun(deps.session, Locks.lock, LOCKS.PIPELINE);
+      await Locks.lock(deps.session, LOCKS.PIPELINE);
     },
     unlock: async () => {
-      await pgRun(deps.session, Locks.unlock, LOCKS.PIPELINE).catch(() => {});
+      await Locks.unlock(deps.session, LOCKS.PIPELINE).catch(() => {});
     },
-    lockWanted: async () => (await pgOne(deps.session, Locks.lockWanted, LOCKS.PIPELINE))?.w ?? false,
+    lockWanted: async () => (await Locks.isLockWanted(deps.session, LOCKS.PIPELINE))?.w ?? false,
     inSavepoint: async (tx, step, keep) => {
-      await pgRun(tx, Tx.savepoint);
+      await Tx.savepoint(tx);
       const r = await step();
-      await pgRun(tx, keep(r) ? Tx.releaseSavepoint : Tx.rollbackToSavepoint);
+      await (keep(r) ? Tx.releaseSavepoint(tx) : Tx.rollbackToSavepoint(tx));
       return r;
     },
     probe: (service) => {
       const probe = deps.mirror.probe?.bind(deps.mirror);
       switch (service) {
         case 'mariadb':
-          return () => myRows(deps.inbox, Probe.mySelect1);
+          return () => Probe.mySelect1(deps.inbox);
         case 'redis':
           return probe ?? null;
         case 'postgres':
-          return () => pgRun(deps.session, Probe.select1);
+          return () => Probe.select1(deps.session);
         case null:
           return null;
       }
