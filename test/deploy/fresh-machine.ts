@@ -98,10 +98,14 @@ export class FreshMachine {
     );
   }
 
-  /** Ctrl-C to `npm start`, as the user ends it; resolves once every process of it has ended. */
+  /**
+   * Ctrl-C to `npm start`, as the user ends it; resolves once every process of it has ended. The
+   * patterns are written `[s]cripts…` so that they do not match the shell that runs pgrep, whose
+   * own command line holds them.
+   */
   async stopStart(): Promise<void> {
-    await this.sh('kill -INT $(pgrep -f "scripts/start.ts") || true', 60_000);
-    await waitFor('npm start ended', async () => (await this.sh('pgrep -f "workers/|scripts/start.ts" >/dev/null || echo ended', 20_000)).stdout.trim() === 'ended', 60_000);
+    await this.sh('kill -INT $(pgrep -f "[s]cripts/start[.]ts") || true', 60_000);
+    await waitFor('npm start ended', async () => (await this.sh('pgrep -f "[w]orkers/|[s]cripts/start[.]ts" >/dev/null || echo ended', 20_000)).stdout.trim() === 'ended', 60_000);
   }
 
   async down(): Promise<void> {
