@@ -73,7 +73,7 @@ export class FreshMachine {
         async () => {
           const r = await this.sh('curl -s -o /dev/null -w "%{http_code}" localhost:8080/healthz', 20_000);
           if (r.stdout === '200') return true;
-          if ((await this.sh('pgrep -f "npm install|scripts/start.ts" >/dev/null && echo running', 20_000)).stdout.trim() !== 'running')
+          if ((await this.sh('pgrep -f "[n]pm install|[s]cripts/start[.]ts" >/dev/null && echo running', 20_000)).stdout.trim() !== 'running')
             throw new GaveUp(`npm install && npm start ended:\n${(await this.sh('tail -c 4000 /root/start.log', 20_000)).stdout}`);
           return false;
         },
