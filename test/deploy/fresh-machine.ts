@@ -19,11 +19,17 @@ function docLines(file: string, prefix: string): string[] {
   for (const m of text.matchAll(/```sh\n([\s\S]*?)```/g)) for (const l of m[1].split('\n')) if (l.startsWith(prefix)) out.push(l.replace(/\s+#.*$/, '').trim());
   return out;
 }
-export const APT_LINE = docLines('docs/getting-started.md', 'apt-get install')[0];
-export const [INSTALL_AND_START] = docLines('README.md', 'npm install && npm start');
-export const INJECT = docLines('README.md', 'npm run inject -- --renumber-seqn examples/sample/')[0];
-export const TAIL = docLines('README.md', 'npm run kafka:tail')[0];
-export const CURL = docLines('README.md', 'curl -s localhost:8080/flights/990001')[0];
+/** The first such line that also holds `holding`; a page without one stops the test at once, naming what it looked for. */
+function docLine(file: string, prefix: string, holding = ''): string {
+  const line = docLines(file, prefix).find((l) => l.includes(holding));
+  if (line === undefined) throw new Error(`${file}: no shell line starting "${prefix}"${holding ? ` and holding "${holding}"` : ''}: the page changed, and this test reads it`);
+  return line;
+}
+export const APT_LINE = docLine('docs/getting-started.md', 'apt-get install');
+export const INSTALL_AND_START = docLine('README.md', 'npm install && npm start');
+export const INJECT = docLine('README.md', 'npm run inject -- --renumber-seqn examples/sample/');
+export const TAIL = docLine('README.md', 'npm run kafka:tail');
+export const CURL = docLine('README.md', 'curl -s', 'localhost:8080/flights/990001');
 
 /** One fresh machine (a container named `name`): seconds per step in `times`. */
 export class FreshMachine {
