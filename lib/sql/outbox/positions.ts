@@ -5,19 +5,24 @@ import { type Executor, pgOne, pgRows, pgStatement, type RowOf } from '../../db/
 
 // ---- lib/api/flight-routes.ts
 
-const msgPositionsStatement = pgStatement<[], { partition: number; offset: string }>(
-  'outbox.msg_positions',
+/**
+ * The walk of one target's SENT partitions (msg or state), with its target as a literal: each
+ * statement then matches its own partial index, which a target given as $1 would not (a generic
+ * plan cannot prove the index's predicate).
+ */
+const positionsText = (target: 'msg' | 'state') =>
   `with recursive p(part) as (
-     select min(kafka_partition) from msg_event where target = 'msg' and state = 'SENT' and kafka_offset is not null
+     select min(kafka_partition) from msg_event where target = '${target}' and state = 'SENT' and kafka_offset is not null
      union all
      select (select min(kafka_partition) from msg_event
-             where target = 'msg' and state = 'SENT' and kafka_offset is not null and kafka_partition > p.part)
+             where target = '${target}' and state = 'SENT' and kafka_offset is not null and kafka_partition > p.part)
      from p where p.part is not null)
    select p.part as partition,
           ((select max((kafka_offset)::bigint) from msg_event
-            where target = 'msg' and state = 'SENT' and kafka_offset is not null and kafka_partition = p.part) + 1)::text as offset
-   from p where p.part is not null order by p.part`,
-);
+            where target = '${target}' and state = 'SENT' and kafka_offset is not null and kafka_partition = p.part) + 1)::text as offset
+   from p where p.part is not null order by p.part`;
+
+const msgPositionsStatement = pgStatement<[], { partition: number; offset: string }>('outbox.msg_positions', positionsText('msg'));
 /**
  * The msg topic position of GET /all/flights: per partition, the offset after the highest one
  * acknowledged for a SENT msg event the outbox still holds (docs/consumers.md "Starting from
@@ -30,24 +35,11 @@ export function readMsgPositions(db: Executor): Promise<RowOf<typeof msgPosition
 
 // ---- lib/watches/ (the derived topics' checks, docs/operations.md "Derived stores")
 
-const statePositionsStatement = pgStatement<[], { partition: number; offset: string }>(
-  'outbox.state_positions',
-  `with recursive p(part) as (
-     select min(kafka_partition) from msg_event where target = 'state' and state = 'SENT' and kafka_offset is not null
-     union all
-     select (select min(kafka_partition) from msg_event
-             where target = 'state' and state = 'SENT' and kafka_offset is not null and kafka_partition > p.part)
-     from p where p.part is not null)
-   select p.part as partition,
-          ((select max((kafka_offset)::bigint) from msg_event
-            where target = 'state' and state = 'SENT' and kafka_offset is not null and kafka_partition = p.part) + 1)::text as offset
-   from p where p.part is not null order by p.part`,
-);
+const statePositionsStatement = pgStatement<[], { partition: number; offset: string }>('outbox.state_positions', positionsText('state'));
 /**
  * The state topic's recorded positions: per partition, one past the highest offset acknowledged
- * for a SENT state row (one index probe per partition, msg_event_state_sent_offset). The same
- * walk as msgPositions with its own target literal: each matches its partial index, which a
- * target given as $1 would not (a generic plan cannot prove the index's predicate).
+ * for a SENT state row (one index probe per partition, msg_event_state_sent_offset): the walk of
+ * readMsgPositions, with its own target literal (positionsText).
  */
 export function readStatePositions(db: Executor): Promise<RowOf<typeof statePositionsStatement>[]> {
   return pgRows(db, statePositionsStatement);
