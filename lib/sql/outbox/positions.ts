@@ -10,7 +10,7 @@ import { type Executor, pgOne, pgRows, pgStatement, type RowOf } from '../../db/
  * statement then matches its own partial index, which a target given as $1 would not (a generic
  * plan cannot prove the index's predicate).
  */
-const positionsText = (target: 'msg' | 'state') =>
+const partitionWalk = (target: 'msg' | 'state') =>
   `with recursive p(part) as (
      select min(kafka_partition) from msg_event where target = '${target}' and state = 'SENT' and kafka_offset is not null
      union all
@@ -19,7 +19,8 @@ const positionsText = (target: 'msg' | 'state') =>
      from p where p.part is not null)
    select p.part as partition,
           ((select max((kafka_offset)::bigint) from msg_event
-            where target = '${target}' and state = 'SENT' and kafka_offset is not null and kafka_partition = p.part) + 1)::text as offset
+            where target = '${target}' and state = 'SENT' and kafka_offset is not null and kafka_partition = p.part) + 1)::text as offset`;
+const positionsText = (target: 'msg' | 'state') => `${partitionWalk(target)}
    from p where p.part is not null order by p.part`;
 
 const msgPositionsStatement = pgStatement<[], { partition: number; offset: string }>('outbox.msg_positions', positionsText('msg'));
@@ -91,15 +92,7 @@ const msgTopicCheckStatement = pgStatement<
   { partition: number | null; offset: string | null; loss_id: number | null; loss_partitions: number[] | null; loss_events: number | null; loss_first: number | null; loss_last: number | null }
 >(
   'outbox.msg_topic_check',
-  `with recursive p(part) as (
-     select min(kafka_partition) from msg_event where target = 'msg' and state = 'SENT' and kafka_offset is not null
-     union all
-     select (select min(kafka_partition) from msg_event
-             where target = 'msg' and state = 'SENT' and kafka_offset is not null and kafka_partition > p.part)
-     from p where p.part is not null)
-   select p.part as partition,
-          ((select max((kafka_offset)::bigint) from msg_event
-            where target = 'msg' and state = 'SENT' and kafka_offset is not null and kafka_partition = p.part) + 1)::text as offset,
+  `${partitionWalk('msg')},
           null::bigint as loss_id, null::integer[] as loss_partitions, null::integer as loss_events, null::bigint as loss_first, null::bigint as loss_last
    from p where p.part is not null
    union all

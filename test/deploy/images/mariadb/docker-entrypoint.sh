@@ -41,6 +41,8 @@ if [[ ! -d $DATADIR/mysql ]]; then
     echo "mariadb: running $f"
     MYSQL_PWD="$root" mariadb --socket="$SOCKET" -uroot ${MARIADB_DATABASE:+--database="$MARIADB_DATABASE"} <"$f"
   done
+  # the temporary init server this entrypoint started above, inside its own container (as the
+  # official image does), never a server of the machine
   MYSQL_PWD="$root" mariadb-admin --socket="$SOCKET" -uroot shutdown
   wait
   echo 'mariadb: init process done; ready for start up.'
